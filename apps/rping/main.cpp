@@ -1,0 +1,207 @@
+// rping: RDMA ping over rdma_cm, wire-compatible with rdma-core's rping, with timings,
+// latency statistics and a JSON report.
+
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "apps/rping/ping_loop.hpp"
+#include "lib/cli.hpp"
+#include "lib/protocol.hpp"
+
+namespace {
+
+struct Options {
+  bool server = false;
+  bool client = false;
+  std::string address;
+  std::string source;
+  std::uint16_t port = rdmakit::rping::default_port;
+  std::uint64_t count = 0;
+  std::optional<std::uint32_t> size;
+  bool verbose = false;
+  bool validate = false;
+  bool persistent = false;
+  bool self_managed_qp = false;
+  std::optional<int> tos;
+  double accept_timeout_s = 0;
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_flag("-s,--server", o.server, "Run as server");
+  app.add_flag("-c,--client", o.client, "Run as client");
+  app.add_option("-a,--address", o.address, "Server address (client: where to connect; server: where to listen)");
+  app.add_option("-I,--source", o.source, "Client: source address to bind to");
+  app.add_option("-p,--port", o.port, "Port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("-C,--count", o.count, "Client: ping this many times (0 = until Ctrl-C)")->capture_default_str();
+  app.add_option("-S,--size", o.size,
+                 "Ping data size (client default 64; server: largest accepted, default 65535)");
+  app.add_flag("-v,--verbose", o.verbose, "Print ping data");
+  app.add_flag("-V,--validate", o.validate, "Validate ping data");
+  app.add_flag("-P,--persistent", o.persistent, "Server: keep serving, one thread per connection");
+  app.add_flag("-q,--self-qp", o.self_managed_qp, "Create the QP with ibv_create_qp and drive its states ourselves");
+  app.add_option("-t,--tos", o.tos, "Type of service for the connection")->check(CLI::Range(0, 255));
+  app.add_option("--accept-timeout", o.accept_timeout_s, "Server: seconds to wait for a client (0 = forever)")
+      ->capture_default_str();
+}
+
+void validate(const Options& o) {
+  if (o.server == o.client) {
+    throw rdmakit::UsageError("choose exactly one of -s (server) and -c (client)");
+  }
+  if (o.client && o.address.empty()) {
+    throw rdmakit::UsageError("the client needs the server address: -a ADDRESS");
+  }
+  if (o.server && !o.source.empty()) {
+    throw rdmakit::UsageError("-I (source address) is for the client; the server listens on -a");
+  }
+  if (o.client && o.persistent) {
+    throw rdmakit::UsageError("-P (persistent) is a server option");
+  }
+  if (o.size && (*o.size < rdmakit::rping::min_payload_size || *o.size > rdmakit::rping::max_payload_size)) {
+    throw rdmakit::UsageError(fmt::format("-S {} is outside the valid range {} to {}", *o.size,
+                                          rdmakit::rping::min_payload_size, rdmakit::rping::max_payload_size));
+  }
+  if (o.accept_timeout_s < 0) {
+    throw rdmakit::UsageError("--accept-timeout cannot be negative");
+  }
+}
+
+nlohmann::json arguments_of(const Options& o, const rdmakit::CommonOptions& common) {
+  return {{"role", o.server ? "server" : "client"},
+          {"address", o.address},
+          {"source", o.source},
+          {"port", o.port},
+          {"count", o.count},
+          {"size", o.size ? nlohmann::json(*o.size) : nlohmann::json(nullptr)},
+          {"verbose", o.verbose},
+          {"validate", o.validate},
+          {"persistent", o.persistent},
+          {"self_qp", o.self_managed_qp},
+          {"tos", o.tos ? nlohmann::json(*o.tos) : nlohmann::json(nullptr)},
+          {"timeout_s", common.timeout_s}};
+}
+
+nlohmann::json to_json(const rping::ServedConnection& c) {
+  return {{"peer", c.peer}, {"iterations", c.iterations}, {"bytes", c.bytes}, {"outcome", c.outcome},
+          {"error", c.error}};
+}
+
+// Runs one connection to completion, recording how it ended instead of throwing.
+rping::ServedConnection serve_recorded(rdmakit::Endpoint& endpoint, const rping::PingOptions& ping,
+                                       rdmakit::Report& report) {
+  rping::ServedConnection served;
+  try {
+    rping::serve_connection(endpoint, ping, report, served);
+  } catch (const rdmakit::RunStopped& stopped) {
+    served.outcome = rdmakit::to_string(stopped.reason());
+    served.error = stopped.what();
+  } catch (const std::exception& error) {
+    served.outcome = "failed";
+    served.error = error.what();
+  }
+  if (!served.error.empty()) {
+    spdlog::warn("connection from {}: {}", served.peer, served.error);
+  }
+  return served;
+}
+
+void run_server(const Options& o, const rdmakit::EndpointOptions& endpoint_options, const rping::PingOptions& ping,
+                rdmakit::Report& report) {
+  const auto bind_to = rdmakit::parse_address(o.address.empty() ? "0.0.0.0" : o.address, o.port);
+  rdmakit::Listener listener(bind_to, o.persistent ? 64 : 1, endpoint_options);
+  report.local_address = listener.local_address();
+  std::optional<rdmakit::Clock::time_point> deadline;
+  if (o.accept_timeout_s > 0) {
+    deadline = rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
+  }
+
+  if (!o.persistent) {
+    auto endpoint = listener.next_request(deadline);
+    report.peer_address = endpoint->peer_address();
+    rping::ServedConnection served;
+    try {
+      rping::serve_connection(*endpoint, ping, report, served);
+    } catch (...) {
+      report.iterations_completed = served.iterations;
+      report.bytes = served.bytes;
+      throw;
+    }
+    report.iterations_completed = served.iterations;
+    report.bytes = served.bytes;
+    return;
+  }
+
+  // Persistent: each connection runs on its own thread with its own endpoint; the
+  // listener thread only accepts. Ctrl-C reaches every thread through the stop fd.
+  std::mutex results_mutex;
+  std::vector<rping::ServedConnection> results;
+  std::vector<std::jthread> workers;
+  try {
+    for (;;) {
+      std::shared_ptr<rdmakit::Endpoint> endpoint = listener.next_request(deadline);
+      workers.emplace_back([endpoint, &ping, &results_mutex, &results] {
+        rdmakit::Report connection_report;
+        auto served = serve_recorded(*endpoint, ping, connection_report);
+        const std::lock_guard lock(results_mutex);
+        results.push_back(std::move(served));
+      });
+    }
+  } catch (const rdmakit::RunStopped& stopped) {
+    workers.clear();  // joins
+    report.outcome = rdmakit::to_string(stopped.reason());
+    spdlog::info("persistent server stopping: {}", stopped.what());
+  }
+  nlohmann::json connections = nlohmann::json::array();
+  for (const auto& served : results) {
+    report.iterations_completed += served.iterations;
+    report.bytes += served.bytes;
+    connections.push_back(to_json(served));
+  }
+  report.extra["connections"] = connections;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rdmakit::ToolRunner tool("rping", "RDMA ping over rdma_cm (interoperates with rdma-core rping)");
+  Options options;
+  add_options(tool.app(), options);
+  return tool.run(
+      argc, argv, [&] { validate(options); },
+      [&](rdmakit::Report& report) {
+        report.role = options.server ? "server" : "client";
+        report.arguments = arguments_of(options, tool.common());
+        report.iterations_requested = options.server ? 0 : options.count;
+
+        const rdmakit::StopSignal stop;
+        rdmakit::EndpointOptions endpoint_options;
+        endpoint_options.timeout = tool.common().timeout();
+        endpoint_options.stop_fd = stop.fd();
+        endpoint_options.self_managed_qp = options.self_managed_qp;
+        if (options.tos) {
+          endpoint_options.type_of_service = static_cast<std::uint8_t>(*options.tos);
+        }
+        rping::PingOptions ping;
+        ping.verbose = options.verbose;
+        ping.validate = options.validate;
+        ping.json = tool.common().json;
+        ping.count = options.count;
+        ping.size = options.size.value_or(options.server ? rdmakit::rping::max_payload_size
+                                                         : rdmakit::rping::default_payload_size);
+        if (options.server) {
+          run_server(options, endpoint_options, ping, report);
+          return;
+        }
+        const auto destination = rdmakit::parse_address(options.address, options.port);
+        report.peer_address = destination.to_string();
+        std::optional<rdmakit::SocketAddress> source;
+        if (!options.source.empty()) {
+          source = rdmakit::parse_address(options.source, 0);
+        }
+        rping::run_client(source ? &*source : nullptr, destination, endpoint_options, ping, report);
+      });
+}

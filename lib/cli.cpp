@@ -1,0 +1,104 @@
+#include "lib/cli.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <iostream>
+
+#include "lib/log.hpp"
+
+namespace rdmakit {
+
+void CommonOptions::add_to(CLI::App& app, const std::string& debug_flag) {
+  app.add_flag("--json", json, "Print one JSON report on stdout instead of text");
+  app.add_option("--timeout", timeout_s, "Seconds to wait for any single CM event or completion")
+      ->capture_default_str();
+  const std::string debug_names = debug_flag.empty() ? "--debug" : debug_flag + ",--debug";
+  app.add_flag(debug_names, debug, "Debug logging on stderr (same as --log-level debug)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str();
+}
+
+void CommonOptions::check() const {
+  if (!(timeout_s > 0.0 && timeout_s <= 3600.0)) {
+    throw UsageError("--timeout must be between 0 and 3600 seconds");
+  }
+  if (!parse_log_level(log_level)) {
+    throw UsageError("--log-level '" + log_level + "' is not one of trace, debug, info, warn, error, critical, off");
+  }
+}
+
+ToolRunner::ToolRunner(std::string name, std::string description)
+    : name_(std::move(name)), app_(std::move(description), name_) {
+  app_.set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
+  common_.add_to(app_);
+}
+
+int ToolRunner::usage_error(const std::string& message) {
+  std::cerr << name_ << ": " << message << "\n";
+  std::cerr << "Run '" << name_ << " --help' for usage.\n";
+  if (common_.json) {
+    Report report;
+    report.tool = name_;
+    report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+    std::cout << to_json(report).dump(2) << std::endl;
+  }
+  return static_cast<int>(ExitCode::usage);
+}
+
+void ToolRunner::render(const Report& report) const {
+  for (const auto& error : report.errors) {
+    std::cerr << name_ << ": " << error.message << "\n";
+    if (!error.hint.empty()) {
+      std::cerr << name_ << ": hint: " << error.hint << "\n";
+    }
+  }
+  if (common_.json) {
+    std::cout << to_json(report).dump(2) << std::endl;
+  } else {
+    std::cout << render_text(report) << std::flush;
+  }
+}
+
+int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate,
+                    const std::function<void(Report&)>& body) {
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::Success& done) {
+    return app_.exit(done);  // --help, --version
+  } catch (const CLI::ParseError& error) {
+    return usage_error(error.what());
+  }
+  try {
+    common_.check();
+    validate();
+  } catch (const UsageError& error) {
+    return usage_error(error.what());
+  }
+  auto level = *parse_log_level(common_.log_level);
+  if (common_.debug && level > spdlog::level::debug) {
+    level = spdlog::level::debug;
+  }
+  setup_logging(name_, level);
+
+  Report report;
+  report.tool = name_;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    body(report);
+  } catch (const RdmaError& error) {
+    const bool no_device =
+        error.call() == "rdma_create_event_channel" && (error.errnum() == ENODEV || error.errnum() == ENOENT);
+    report.fail(record_of(error), no_device ? ExitCode::no_device : ExitCode::run_failed);
+  } catch (const RunStopped& stopped) {
+    report.stop(stopped.reason(), stopped.what());
+  } catch (const UsageError& error) {
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+  } catch (const std::exception& error) {
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}});
+  }
+  report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  render(report);
+  return static_cast<int>(report.exit_code);
+}
+
+}  // namespace rdmakit

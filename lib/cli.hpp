@@ -1,0 +1,50 @@
+#pragma once
+// Options every tool shares, and the one guarded entry point that parses them, runs the
+// tool body, renders its report (text or JSON) and maps errors to exit codes.
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "lib/report.hpp"
+
+namespace rdmakit {
+
+struct CommonOptions {
+  bool json = false;
+  double timeout_s = 5.0;  // bound on every wait for the peer or the fabric
+  bool debug = false;
+  std::string log_level = "warn";
+
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000.0));
+  }
+  // Adds --json, --timeout, --log-level; `debug_flag` ("-d" or "") names the short debug flag.
+  void add_to(CLI::App& app, const std::string& debug_flag = "-d");
+  // Throws UsageError when the values are out of range.
+  void check() const;
+};
+
+class ToolRunner {
+ public:
+  ToolRunner(std::string name, std::string description);
+
+  CLI::App& app() { return app_; }
+  const CommonOptions& common() const { return common_; }
+
+  // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
+  // with a report to fill in, then renders it. Returns the process exit code.
+  int run(int argc, char** argv, const std::function<void()>& validate, const std::function<void(Report&)>& body);
+
+ private:
+  int usage_error(const std::string& message);
+  void render(const Report& report) const;
+
+  std::string name_;
+  CLI::App app_;
+  CommonOptions common_;
+};
+
+}  // namespace rdmakit

@@ -1,0 +1,108 @@
+#pragma once
+// One reliable-connected RDMA endpoint: its own CM event channel and cm_id, PD, CQ with a
+// completion channel, QP and registered buffers, torn down in the right order. Every wait
+// is bounded by the timeout and cut short by the stop signal or the peer disconnecting.
+//
+// Active side:  Endpoint::resolve() -> register buffers, post receives -> connect()
+// Passive side: Listener::next_request() -> register buffers, post receives -> accept()
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "lib/cm.hpp"
+#include "lib/report.hpp"
+#include "lib/verbs.hpp"
+
+namespace rdmakit {
+
+struct EndpointOptions {
+  std::uint32_t send_depth = 16;
+  std::uint32_t recv_depth = 2;
+  std::uint8_t responder_resources = 1;  // incoming RDMA READs we allow in flight
+  std::uint8_t initiator_depth = 1;      // outgoing RDMA READs we keep in flight
+  std::optional<std::uint8_t> type_of_service;
+  bool self_managed_qp = false;  // create the QP with ibv_create_qp and drive its states here
+  std::chrono::milliseconds timeout{5000};
+  int stop_fd = -1;
+};
+
+class Endpoint {
+ public:
+  // Resolves address and route to `destination` (from `source` when given), recording
+  // "addr_resolve" and "route_resolve" timings, and creates the verbs resources.
+  static std::unique_ptr<Endpoint> resolve(const SocketAddress* source, const SocketAddress& destination,
+                                           const EndpointOptions& options, Report& report);
+
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  void connect(Report& report);  // records "connect"
+  void accept(Report& report);   // records "accept"
+
+  // The buffer lives as long as the endpoint and is deregistered before the PD goes.
+  RegisteredBuffer& add_buffer(std::size_t size, int access);
+
+  void post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
+  void post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
+  void post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length, std::uint64_t remote_address,
+                 std::uint32_t rkey, std::uint64_t wr_id);
+
+  // The next successful work completion. Throws CompletionError for an error status,
+  // RunStopped for timeout, Ctrl-C or peer disconnect.
+  ibv_wc next_completion();
+
+  // Disconnects and waits (bounded) for the DISCONNECTED event so the peer sees a clean end.
+  void disconnect() noexcept;
+
+  std::string local_address() const;
+  std::string peer_address() const;
+  CmState state() const noexcept { return state_; }
+
+ private:
+  friend class Listener;
+  Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state);
+  void create_resources();
+  void move_qp_to(ibv_qp_state target);
+  void await_established(const std::string& step, Report& report, Clock::time_point started);
+  // Applies one CM event; returns the transition taken.
+  CmTransition apply(const rdma_cm_event& event);
+  rdma_conn_param connection_parameters() const;
+  ibv_qp* qp() const;
+  Clock::time_point deadline() const { return Clock::now() + options_.timeout; }
+
+  // Declaration order is teardown order reversed: buffers and QP go first, the id last.
+  std::unique_ptr<EventChannel> channel_;
+  CmId id_;
+  EndpointOptions options_;
+  CmState state_;
+  std::unique_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<CompletionChannel> completion_channel_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::unique_ptr<QueuePair> own_qp_;
+  bool cm_qp_ = false;  // QP made by rdma_create_qp, destroyed with rdma_destroy_qp
+  std::vector<std::unique_ptr<RegisteredBuffer>> buffers_;
+  bool cq_armed_ = false;
+};
+
+class Listener {
+ public:
+  // Binds to `address` (port included) and listens. Throws RdmaError (rdma_bind_addr, ...).
+  Listener(const SocketAddress& address, int backlog, const EndpointOptions& options);
+
+  // Waits for the next connection request (forever when `deadline` is empty), moves it to
+  // an endpoint with its own event channel, and creates its resources.
+  std::unique_ptr<Endpoint> next_request(std::optional<Clock::time_point> deadline);
+
+  std::string local_address() const;
+
+ private:
+  EventChannel channel_;
+  CmId id_;
+  EndpointOptions options_;
+};
+
+}  // namespace rdmakit

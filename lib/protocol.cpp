@@ -1,0 +1,86 @@
+#include "lib/protocol.hpp"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "lib/error.hpp"
+
+namespace rdmakit::rping {
+
+namespace {
+
+template <typename T>
+void put_be(std::byte* out, T value) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out[sizeof(T) - 1 - i] = static_cast<std::byte>(value & 0xffU);
+    value = static_cast<T>(value >> 8U);
+  }
+}
+
+template <typename T>
+T get_be(const std::byte* in) {
+  T value = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    value = static_cast<T>((value << 8U) | std::to_integer<T>(in[i]));
+  }
+  return value;
+}
+
+constexpr char first_pattern_char = 'A';  // 65
+constexpr char last_pattern_char = 'z';   // 122
+constexpr int pattern_span = last_pattern_char - first_pattern_char + 1;
+
+}  // namespace
+
+AdvertBytes encode(const BufferAdvert& advert) {
+  AdvertBytes bytes{};
+  put_be(bytes.data(), advert.address);
+  put_be(bytes.data() + 8, advert.rkey);
+  put_be(bytes.data() + 12, advert.length);
+  return bytes;
+}
+
+BufferAdvert decode_advert(std::span<const std::byte> bytes) {
+  if (bytes.size() != advert_wire_size) {
+    throw ProtocolError(
+        fmt::format("peer sent a {}-byte message where a {}-byte buffer advert belongs", bytes.size(), advert_wire_size));
+  }
+  return BufferAdvert{
+      .address = get_be<std::uint64_t>(bytes.data()),
+      .rkey = get_be<std::uint32_t>(bytes.data() + 8),
+      .length = get_be<std::uint32_t>(bytes.data() + 12),
+  };
+}
+
+void check_advert_fits(const BufferAdvert& advert, std::size_t capacity, const std::string& purpose) {
+  if (advert.length == 0) {
+    throw ProtocolError(fmt::format("peer advertised an empty buffer for {}", purpose));
+  }
+  if (advert.length > capacity) {
+    throw ProtocolError(fmt::format("peer advertised {} bytes for {} but our buffer holds {}; use -S {} or more here",
+                                    advert.length, purpose, capacity, advert.length));
+  }
+}
+
+void fill_ping_payload(std::span<char> buffer, std::uint64_t iteration) {
+  if (buffer.size() < min_payload_size) {
+    throw std::invalid_argument("ping payload smaller than the minimum size");
+  }
+  // The stock tool formats the iteration as a C int.
+  const auto tag = fmt::format("rdma-ping-{}: ", static_cast<int>(iteration));
+  std::memcpy(buffer.data(), tag.data(), tag.size());
+  auto c = static_cast<int>(first_pattern_char + static_cast<int>(iteration % pattern_span));
+  for (std::size_t i = tag.size(); i < buffer.size(); ++i) {
+    buffer[i] = static_cast<char>(c);
+    c = c == last_pattern_char ? first_pattern_char : c + 1;
+  }
+  buffer.back() = '\0';
+}
+
+std::size_t echo_length(std::span<const char> received) {
+  const auto text = strnlen(received.data(), received.size());
+  return text < received.size() ? text + 1 : received.size();
+}
+
+}  // namespace rdmakit::rping

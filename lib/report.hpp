@@ -1,0 +1,60 @@
+#pragma once
+// The result of one tool run, filled in as the run goes so that an error or Ctrl-C still
+// leaves a partial report. Rendered in exactly one place: text for people, JSON for scripts.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/error.hpp"
+#include "lib/stats.hpp"
+
+namespace rdmakit {
+
+inline constexpr int report_schema_version = 1;
+
+struct ErrorRecord {
+  std::string message;     // one line, as printed
+  std::string call;        // failing library call, "" for non-call errors
+  int errnum = 0;          // 0 when not an errno error
+  std::string hint;
+};
+
+struct Report {
+  std::string tool;
+  std::string role;                 // "client", "server", "" when not applicable
+  nlohmann::json arguments = nlohmann::json::object();
+  std::string outcome = "completed";  // completed | interrupted | peer_disconnected | timed_out | failed | usage_error
+  ExitCode exit_code = ExitCode::ok;
+  std::string local_address;
+  std::string peer_address;
+  // CM steps in the order they happened, in milliseconds.
+  std::vector<std::pair<std::string, double>> cm_timings_ms;
+  std::uint64_t iterations_requested = 0;  // 0 = unlimited
+  std::uint64_t iterations_completed = 0;
+  std::uint64_t bytes = 0;                 // payload bytes moved by RDMA operations
+  std::optional<LatencySummary> rtt;
+  double duration_s = 0;
+  std::vector<ErrorRecord> errors;
+  // Tool-specific sections (e.g. per-connection results of a persistent server).
+  nlohmann::json extra = nlohmann::json::object();
+
+  void add_timing(std::string step, double ms) { cm_timings_ms.emplace_back(std::move(step), ms); }
+  void fail(ErrorRecord error, ExitCode code = ExitCode::run_failed);
+  void stop(StopReason reason, const std::string& detail);
+};
+
+ErrorRecord record_of(const RdmaError& error);
+
+nlohmann::json to_json(const Report& report);
+nlohmann::json to_json(const LatencySummary& summary);
+std::string render_text(const Report& report);
+
+// "ENODEV" for 19; "E?" when unknown.
+std::string errno_name(int errnum);
+
+}  // namespace rdmakit

@@ -1,0 +1,88 @@
+#pragma once
+// RAII over libibverbs objects. Constructors throw RdmaError naming the failing call;
+// destructors log and never throw.
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace rdmakit {
+
+class ProtectionDomain {
+ public:
+  explicit ProtectionDomain(ibv_context* context);
+  ~ProtectionDomain();
+  ProtectionDomain(const ProtectionDomain&) = delete;
+  ProtectionDomain& operator=(const ProtectionDomain&) = delete;
+  ibv_pd* get() const noexcept { return pd_; }
+
+ private:
+  ibv_pd* pd_;
+};
+
+class CompletionChannel {
+ public:
+  explicit CompletionChannel(ibv_context* context);
+  ~CompletionChannel();
+  CompletionChannel(const CompletionChannel&) = delete;
+  CompletionChannel& operator=(const CompletionChannel&) = delete;
+  ibv_comp_channel* get() const noexcept { return channel_; }
+  int fd() const noexcept { return channel_->fd; }
+
+ private:
+  ibv_comp_channel* channel_;
+};
+
+class CompletionQueue {
+ public:
+  CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel);
+  ~CompletionQueue();
+  CompletionQueue(const CompletionQueue&) = delete;
+  CompletionQueue& operator=(const CompletionQueue&) = delete;
+  ibv_cq* get() const noexcept { return cq_; }
+
+ private:
+  ibv_cq* cq_;
+};
+
+// A QP made with ibv_create_qp (rping -q); QPs made by rdma_create_qp belong to their cm_id.
+class QueuePair {
+ public:
+  QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes);
+  ~QueuePair();
+  QueuePair(const QueuePair&) = delete;
+  QueuePair& operator=(const QueuePair&) = delete;
+  ibv_qp* get() const noexcept { return qp_; }
+
+ private:
+  ibv_qp* qp_;
+};
+
+// Zero-initialised memory registered with one PD.
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer(ibv_pd* pd, std::size_t size, int access);
+  ~RegisteredBuffer();
+  RegisteredBuffer(const RegisteredBuffer&) = delete;
+  RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
+
+  std::byte* data() const noexcept { return memory_.get(); }
+  char* chars() const noexcept { return reinterpret_cast<char*>(memory_.get()); }
+  std::size_t size() const noexcept { return size_; }
+  std::span<std::byte> bytes() const noexcept { return {memory_.get(), size_}; }
+  std::uint64_t address() const noexcept { return reinterpret_cast<std::uintptr_t>(memory_.get()); }
+  std::uint32_t lkey() const noexcept { return mr_->lkey; }
+  std::uint32_t rkey() const noexcept { return mr_->rkey; }
+
+ private:
+  std::unique_ptr<std::byte[]> memory_;
+  std::size_t size_;
+  ibv_mr* mr_;
+};
+
+std::string opcode_name(ibv_wc_opcode opcode);
+
+}  // namespace rdmakit

@@ -1,0 +1,78 @@
+#include "lib/wait.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "lib/error.hpp"
+
+namespace rdmakit {
+
+StopSignal::StopSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    throw RdmaError("pthread_sigmask", "SIGINT,SIGTERM", err);
+  }
+  fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd_ < 0) {
+    throw RdmaError("signalfd", "", errno);
+  }
+}
+
+StopSignal::~StopSignal() {
+  if (fd_ >= 0) {
+    close(fd_);
+  }
+}
+
+bool StopSignal::raised() const {
+  pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline) {
+  std::vector<pollfd> polls;
+  for (const int fd : fds) {
+    polls.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+  }
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    const int timeout_ms = left.count() < 0 ? 0 : static_cast<int>(left.count());
+    const int n = poll(polls.data(), polls.size(), timeout_ms);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw RdmaError("poll", "", errno);
+    }
+    for (std::size_t i = 0; i < polls.size(); ++i) {
+      if (polls[i].revents != 0) {
+        return i;
+      }
+    }
+    if (Clock::now() >= deadline) {
+      return std::nullopt;
+    }
+  }
+}
+
+void set_nonblocking(int fd, const char* what) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    throw RdmaError("fcntl", what, errno);
+  }
+}
+
+double elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,37 @@
+#pragma once
+// Bounded waits. Every wait in the suite goes through wait_readable(), so each one has a
+// deadline and is cut short by Ctrl-C (SIGINT/SIGTERM delivered through a signalfd).
+
+#include <chrono>
+#include <initializer_list>
+#include <optional>
+
+namespace rdmakit {
+
+// Blocks SIGINT and SIGTERM for this thread (and threads it starts later) and exposes
+// them as a file descriptor that becomes readable on delivery. The signal is never read
+// from the descriptor, so every thread polling it sees it and can stop on its own.
+class StopSignal {
+ public:
+  StopSignal();
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+
+  int fd() const noexcept { return fd_; }
+  bool raised() const;
+
+ private:
+  int fd_ = -1;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Index (in `fds`) of the first readable descriptor, or nullopt when `deadline` passed.
+std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline);
+
+void set_nonblocking(int fd, const char* what);
+
+double elapsed_ms(Clock::time_point since);
+
+}  // namespace rdmakit

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "lib/error.hpp"
+#include "lib/protocol.hpp"
+
+namespace rdmakit::rping {
+namespace {
+
+TEST(Advert, EncodesBigEndian) {
+  const auto bytes = encode({.address = 0x0102030405060708ULL, .rkey = 0x0a0b0c0d, .length = 64});
+  const unsigned char expected[16] = {1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x0b, 0x0c, 0x0d, 0, 0, 0, 64};
+  EXPECT_EQ(std::memcmp(bytes.data(), expected, sizeof expected), 0);
+}
+
+TEST(Advert, RoundTrips) {
+  const BufferAdvert advert{.address = 0xffffffffffff1234ULL, .rkey = 0xdeadbeef, .length = 65535};
+  EXPECT_EQ(decode_advert(encode(advert)), advert);
+}
+
+TEST(Advert, RejectsWrongLengths) {
+  std::vector<std::byte> short_message(15), long_message(17), empty;
+  EXPECT_THROW(decode_advert(short_message), ProtocolError);
+  EXPECT_THROW(decode_advert(long_message), ProtocolError);
+  EXPECT_THROW(decode_advert(empty), ProtocolError);
+}
+
+TEST(Advert, RejectsPeerAskingBeyondOurBuffer) {
+  EXPECT_NO_THROW(check_advert_fits({.address = 1, .rkey = 2, .length = 64}, 64, "read"));
+  EXPECT_THROW(check_advert_fits({.address = 1, .rkey = 2, .length = 65}, 64, "read"), ProtocolError);
+  EXPECT_THROW(check_advert_fits({.address = 1, .rkey = 2, .length = 0}, 64, "read"), ProtocolError);
+  EXPECT_THROW(check_advert_fits({.address = 1, .rkey = 2, .length = 0xffffffff}, 65535, "read"), ProtocolError);
+}
+
+TEST(Payload, MatchesStockRpingFirstIteration) {
+  std::vector<char> buffer(64);
+  fill_ping_payload(buffer, 0);
+  // What stock "rping -v" prints for ping 0 with the default 64-byte size.
+  EXPECT_STREQ(buffer.data(), "rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr");
+}
+
+TEST(Payload, PatternStartsOneLetterLaterEachIterationAndWraps) {
+  std::vector<char> buffer(40);
+  fill_ping_payload(buffer, 1);
+  EXPECT_EQ(std::string(buffer.data()).substr(0, 16), "rdma-ping-1: BCD");
+  fill_ping_payload(buffer, 57);  // starts at 'z', wraps to 'A'
+  EXPECT_EQ(std::string(buffer.data()).substr(0, 17), "rdma-ping-57: zAB");
+  fill_ping_payload(buffer, 58);  // the cycle is 58 letters long
+  EXPECT_EQ(std::string(buffer.data()).substr(0, 15), "rdma-ping-58: A");
+  EXPECT_EQ(buffer.back(), '\0');
+}
+
+TEST(Payload, RefusesBuffersBelowMinimum) {
+  std::vector<char> buffer(min_payload_size - 1);
+  EXPECT_THROW(fill_ping_payload(buffer, 0), std::invalid_argument);
+}
+
+TEST(Echo, LengthIncludesNulAndNeverExceedsBuffer) {
+  const char text[] = "abc\0zzz";
+  EXPECT_EQ(echo_length(std::span<const char>(text, 8)), 4u);
+  const char unterminated[4] = {'a', 'b', 'c', 'd'};
+  EXPECT_EQ(echo_length(std::span<const char>(unterminated, 4)), 4u);
+}
+
+}  // namespace
+}  // namespace rdmakit::rping

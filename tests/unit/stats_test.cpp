@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "lib/stats.hpp"
+
+using namespace std::chrono_literals;
+
+namespace rdmakit {
+namespace {
+
+TEST(Percentile, NearestRankOnHandComputedVector) {
+  // 1..10: p50 is the 5th value, p90 the 9th, p99 and p99.9 the 10th.
+  const std::vector<double> v{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 50), 5);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 90), 9);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 91), 10);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 99), 10);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 99.9), 10);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 0), 1);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 100), 10);
+}
+
+TEST(Percentile, ThousandSamples) {
+  std::vector<double> v;
+  for (int i = 1; i <= 1000; ++i) {
+    v.push_back(i);
+  }
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 50), 500);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 99), 990);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 99.9), 999);
+}
+
+TEST(Percentile, RejectsEmptyAndOutOfRange) {
+  EXPECT_THROW(percentile_sorted({}, 50), std::invalid_argument);
+  EXPECT_THROW(percentile_sorted({1.0}, 101), std::invalid_argument);
+  EXPECT_THROW(percentile_sorted({1.0}, -1), std::invalid_argument);
+}
+
+TEST(LatencyRecorder, SummaryOfUnsortedSamples) {
+  LatencyRecorder r;
+  EXPECT_FALSE(r.summary().has_value());
+  for (auto ns : {5000ns, 1000ns, 3000ns, 2000ns, 4000ns}) {
+    r.add(ns);
+  }
+  const auto s = r.summary().value();
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_DOUBLE_EQ(s.min_us, 1.0);
+  EXPECT_DOUBLE_EQ(s.max_us, 5.0);
+  EXPECT_DOUBLE_EQ(s.avg_us, 3.0);
+  EXPECT_DOUBLE_EQ(s.p50_us, 3.0);
+  EXPECT_DOUBLE_EQ(s.p99_us, 5.0);
+}
+
+TEST(Throughput, BytesAndMessagesPerSecond) {
+  const auto t = throughput(1'000'000'000, 1000, 2s);
+  EXPECT_DOUBLE_EQ(t.megabytes_per_s, 500.0);
+  EXPECT_DOUBLE_EQ(t.gigabits_per_s, 4.0);
+  EXPECT_DOUBLE_EQ(t.messages_per_s, 500.0);
+  const auto zero = throughput(100, 1, 0s);
+  EXPECT_DOUBLE_EQ(zero.megabytes_per_s, 0.0);
+}
+
+}  // namespace
+}  // namespace rdmakit

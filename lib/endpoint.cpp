@@ -27,8 +27,28 @@ void check_post(int rc, const char* call) {
   }
 }
 
+// An error completion's opcode field is undefined, so each work request carries its kind
+// in the top byte of wr_id; the caller's id keeps the rest.
+enum class WorkKind : std::uint64_t { send = 1, receive = 2, rdma_read = 3, rdma_write = 4 };
+constexpr unsigned kind_shift = 56;
+constexpr std::uint64_t caller_id_mask = (std::uint64_t{1} << kind_shift) - 1;
+
+std::uint64_t tag(WorkKind kind, std::uint64_t wr_id) {
+  return (static_cast<std::uint64_t>(kind) << kind_shift) | (wr_id & caller_id_mask);
+}
+
+const char* kind_name(std::uint64_t tagged) {
+  switch (static_cast<WorkKind>(tagged >> kind_shift)) {
+    case WorkKind::send: return "SEND";
+    case WorkKind::receive: return "RECV";
+    case WorkKind::rdma_read: return "RDMA_READ";
+    case WorkKind::rdma_write: return "RDMA_WRITE";
+  }
+  return "work request";
+}
+
 std::string completion_message(const ibv_wc& wc) {
-  return fmt::format("{} completion failed: {} (status {}, vendor error 0x{:x})", opcode_name(wc.opcode),
+  return fmt::format("{} failed: {} (status {}, vendor error 0x{:x})", kind_name(wc.wr_id),
                      ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err);
 }
 
@@ -141,6 +161,13 @@ void Endpoint::move_qp_to(ibv_qp_state target) {
   }
 }
 
+void Endpoint::ready_own_qp() {
+  // INIT again: before the CM had a connection, INIT carried no remote access rights.
+  move_qp_to(IBV_QPS_INIT);
+  move_qp_to(IBV_QPS_RTR);
+  move_qp_to(IBV_QPS_RTS);
+}
+
 rdma_conn_param Endpoint::connection_parameters() const {
   rdma_conn_param parameters{};
   parameters.responder_resources = options_.responder_resources;
@@ -175,8 +202,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         throw RdmaError(step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + transition.reason,
                         status < 0 ? -status : ECONNREFUSED);
       case CmAction::establish:
-        move_qp_to(IBV_QPS_RTR);
-        move_qp_to(IBV_QPS_RTS);
+        ready_own_qp();
         check(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
@@ -199,8 +225,7 @@ void Endpoint::connect(Report& report) {
 void Endpoint::accept(Report& report) {
   const auto started = Clock::now();
   if (own_qp_) {
-    move_qp_to(IBV_QPS_RTR);
-    move_qp_to(IBV_QPS_RTS);
+    ready_own_qp();
   }
   auto parameters = connection_parameters();
   check(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
@@ -216,7 +241,7 @@ RegisteredBuffer& Endpoint::add_buffer(std::size_t size, int access) {
 void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
   ibv_sge sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
   ibv_recv_wr wr{};
-  wr.wr_id = wr_id;
+  wr.wr_id = tag(WorkKind::receive, wr_id);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
@@ -226,7 +251,7 @@ void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, 
 void Endpoint::post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
   ibv_sge sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
   ibv_send_wr wr{};
-  wr.wr_id = wr_id;
+  wr.wr_id = tag(WorkKind::send, wr_id);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_SEND;
@@ -239,7 +264,7 @@ void Endpoint::post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, st
                          std::uint64_t remote_address, std::uint32_t rkey, std::uint64_t wr_id) {
   ibv_sge sge{.addr = local.address(), .length = static_cast<std::uint32_t>(length), .lkey = local.lkey()};
   ibv_send_wr wr{};
-  wr.wr_id = wr_id;
+  wr.wr_id = tag(opcode == IBV_WR_RDMA_READ ? WorkKind::rdma_read : WorkKind::rdma_write, wr_id);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = opcode;
@@ -260,6 +285,7 @@ ibv_wc Endpoint::next_completion() {
     }
     if (polled == 1) {
       if (wc.status == IBV_WC_SUCCESS) {
+        wc.wr_id &= caller_id_mask;
         return wc;
       }
       if (wc.status == IBV_WC_WR_FLUSH_ERR) {

@@ -67,6 +67,7 @@ class Endpoint {
   Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state);
   void create_resources();
   void move_qp_to(ibv_qp_state target);
+  void ready_own_qp();
   void await_established(const std::string& step, Report& report, Clock::time_point started);
   // Applies one CM event; returns the transition taken.
   CmTransition apply(const rdma_cm_event& event);

@@ -1,6 +1,7 @@
 // rping: RDMA ping over rdma_cm, wire-compatible with rdma-core's rping, with timings,
 // latency statistics and a JSON report.
 
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -20,7 +21,7 @@ struct Options {
   std::string address;
   std::string source;
   std::uint16_t port = rdmakit::rping::default_port;
-  std::uint64_t count = 0;
+  std::int64_t count = 0;
   std::optional<std::uint32_t> size;
   bool verbose = false;
   bool validate = false;
@@ -36,7 +37,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("-a,--address", o.address, "Server address (client: where to connect; server: where to listen)");
   app.add_option("-I,--source", o.source, "Client: source address to bind to");
   app.add_option("-p,--port", o.port, "Port")->capture_default_str()->check(CLI::Range(1, 65535));
-  app.add_option("-C,--count", o.count, "Client: ping this many times (0 = until Ctrl-C)")->capture_default_str();
+  app.add_option("-C,--count", o.count, "Client: ping this many times (0 = until Ctrl-C)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   app.add_option("-S,--size", o.size,
                  "Ping data size (client default 64; server: largest accepted, default 65535)");
   app.add_flag("-v,--verbose", o.verbose, "Print ping data");
@@ -175,7 +178,7 @@ int main(int argc, char** argv) {
       [&](rdmakit::Report& report) {
         report.role = options.server ? "server" : "client";
         report.arguments = arguments_of(options, tool.common());
-        report.iterations_requested = options.server ? 0 : options.count;
+        report.iterations_requested = options.server ? 0 : static_cast<std::uint64_t>(options.count);
 
         const rdmakit::StopSignal stop;
         rdmakit::EndpointOptions endpoint_options;
@@ -189,7 +192,7 @@ int main(int argc, char** argv) {
         ping.verbose = options.verbose;
         ping.validate = options.validate;
         ping.json = tool.common().json;
-        ping.count = options.count;
+        ping.count = static_cast<std::uint64_t>(options.count);
         ping.size = options.size.value_or(options.server ? rdmakit::rping::max_payload_size
                                                          : rdmakit::rping::default_payload_size);
         if (options.server) {

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# run-case.sh CASE BIN_DIR: runs one integration case (see rping_cases.sh). Exit 0 pass,
+# 1 fail, 77 skipped (no RDMA device here).
+set -uo pipefail
+case_name=$1
+BIN=$(cd "$2" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+OURS_RPING=$BIN/rping
+STOCK_RPING=$(command -v rping 2>/dev/null || echo /usr/bin/rping)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+# shellcheck source=rping_cases.sh
+source "$here/rping_cases.sh"
+declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
+"case_$case_name"
+echo "PASS: $case_name"

@@ -1,0 +1,85 @@
+# Helpers for integration cases. Sourced by run-case.sh; each case is a function.
+# Cases run on a real RDMA device: inside scripts/rxe-vm.sh, or on a host with RXE_ADDR
+# set to an address served by an RDMA device.
+
+T=$(mktemp -d)
+trap 'cleanup' EXIT
+declare -a BACKGROUND=()
+
+cleanup() {
+  local pid
+  for pid in "${BACKGROUND[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+
+fail() {
+  echo "FAIL: $*"
+  local f
+  for f in "$T"/*; do
+    [[ -f $f && -s $f ]] || continue
+    echo "----- ${f##*/}"
+    tail -40 "$f"
+  done
+  exit 1
+}
+note() { echo "  $*"; }
+
+require_device() {
+  if [[ -z ${RXE_ADDR:-} ]] || ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+    echo "SKIP: no RDMA device (run inside scripts/rxe-vm.sh or set RXE_ADDR)"
+    exit 77
+  fi
+}
+
+port_counter=$((20000 + RANDOM % 20000))
+next_port() { port_counter=$((port_counter + 1)); PORT=$port_counter; }
+
+# wait_listening PORT: until an rdma_cm id listens on PORT (10 s at most).
+wait_listening() {
+  local port=$1 i
+  for i in $(seq 100); do
+    rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$port " && return 0
+    sleep 0.1
+  done
+  fail "nothing listens on port $port after 10 s"
+}
+
+# start NAME COMMAND...: run in the background, output in $T/NAME.out and $T/NAME.err.
+start() {
+  local name=$1; shift
+  "$@" > "$T/$name.out" 2> "$T/$name.err" &
+  eval "PID_$name=$!"
+  BACKGROUND+=("$!")
+}
+
+# finish NAME SECONDS: wait for a background command; sets RC (124 when it had to be killed).
+finish() {
+  local name=$1 seconds=$2 pid i
+  eval "pid=\$PID_$name"
+  for i in $(seq $((seconds * 10))); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    RC=124
+  else
+    RC=0
+    wait "$pid" || RC=$?
+  fi
+}
+
+# run NAME SECONDS COMMAND...: foreground with a time limit; sets RC and ELAPSED_MS.
+run() {
+  local name=$1 seconds=$2 started
+  shift 2
+  started=$(date +%s%N)
+  RC=0
+  timeout -k 5 "$seconds" "$@" > "$T/$name.out" 2> "$T/$name.err" || RC=$?
+  ELAPSED_MS=$(( ($(date +%s%N) - started) / 1000000 ))
+}
+
+expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, expected $1"; }
+expect_grep() { grep -q -- "$1" "$T/$2" || fail "'$1' not found in $2"; }
+expect_jq() { jq -e "$1" "$T/$2" > /dev/null || fail "$2 does not satisfy: $1"; }

@@ -14,8 +14,7 @@ void CommonOptions::add_to(CLI::App& app, const std::string& debug_flag) {
       ->capture_default_str();
   const std::string debug_names = debug_flag.empty() ? "--debug" : debug_flag + ",--debug";
   app.add_flag(debug_names, debug, "Debug logging on stderr (same as --log-level debug)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
-      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")->capture_default_str();
 }
 
 void CommonOptions::check() const {

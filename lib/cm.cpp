@@ -76,7 +76,9 @@ EventChannel::EventChannel() : channel_(rdma_create_event_channel()) {
   set_nonblocking(channel_->fd, "rdma event channel");
 }
 
-EventChannel::~EventChannel() { rdma_destroy_event_channel(channel_); }
+EventChannel::~EventChannel() {
+  rdma_destroy_event_channel(channel_);
+}
 
 CmId::CmId(EventChannel& channel, rdma_port_space port_space) {
   if (rdma_create_id(channel.get(), &id_, nullptr, port_space) != 0) {

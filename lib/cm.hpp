@@ -24,8 +24,8 @@ struct SocketAddress {
   int family() const { return storage.ss_family; }
   std::uint16_t port() const;
   void set_port(std::uint16_t port);
-  std::string to_string() const;       // "10.0.0.1:7174", "[fe80::1]:7174"
-  std::string host_string() const;     // without the port
+  std::string to_string() const;    // "10.0.0.1:7174", "[fe80::1]:7174"
+  std::string host_string() const;  // without the port
 };
 
 // Resolves a numeric address or host name. Throws UsageError when it cannot.

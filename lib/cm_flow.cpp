@@ -4,7 +4,9 @@ namespace rdmakit {
 
 namespace {
 
-CmTransition failure(const std::string& reason) { return {CmState::failed, CmAction::fail, reason}; }
+CmTransition failure(const std::string& reason) {
+  return {CmState::failed, CmAction::fail, reason};
+}
 
 CmTransition unexpected(CmState state, CmEvent event) {
   return failure("unexpected CM event " + to_string(event) + " while " + to_string(state));
@@ -15,14 +17,10 @@ CmTransition unexpected(CmState state, CmEvent event) {
 CmTransition cm_transition(CmState state, CmEvent event) {
   // Events that mean the same thing in every state.
   switch (event) {
-    case CmEvent::device_removal:
-      return failure("the RDMA device was removed");
-    case CmEvent::addr_change:
-      return {state, CmAction::none, "the address moved to another device"};
-    case CmEvent::timewait_exit:
-      return {state, CmAction::none, {}};
-    default:
-      break;
+    case CmEvent::device_removal: return failure("the RDMA device was removed");
+    case CmEvent::addr_change: return {state, CmAction::none, "the address moved to another device"};
+    case CmEvent::timewait_exit: return {state, CmAction::none, {}};
+    default: break;
   }
 
   switch (state) {
@@ -79,8 +77,7 @@ CmTransition cm_transition(CmState state, CmEvent event) {
       }
       break;
     case CmState::idle:
-    case CmState::failed:
-      break;
+    case CmState::failed: break;
   }
   return unexpected(state, event);
 }

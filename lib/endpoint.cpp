@@ -12,7 +12,9 @@ namespace rdmakit {
 
 namespace {
 
-int timeout_ms(std::chrono::milliseconds timeout) { return static_cast<int>(timeout.count()); }
+int timeout_ms(std::chrono::milliseconds timeout) {
+  return static_cast<int>(timeout.count());
+}
 
 void check(int rc, const char* call, const std::string& subject) {
   if (rc != 0) {
@@ -90,7 +92,8 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
         "rdma_resolve_addr", target);
   endpoint->state_ = CmState::resolving_addr;
   for (;;) {
-    auto event = next_cm_event(*endpoint->channel_, endpoint->deadline(), options.stop_fd, "address resolution of " + target);
+    auto event =
+        next_cm_event(*endpoint->channel_, endpoint->deadline(), options.stop_fd, "address resolution of " + target);
     const auto status = event->status;
     const auto transition = endpoint->apply(*event);
     if (transition.action == CmAction::fail) {
@@ -106,7 +109,8 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
   started = Clock::now();
   check(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target);
   for (;;) {
-    auto event = next_cm_event(*endpoint->channel_, endpoint->deadline(), options.stop_fd, "route resolution to " + target);
+    auto event =
+        next_cm_event(*endpoint->channel_, endpoint->deadline(), options.stop_fd, "route resolution to " + target);
     const auto status = event->status;
     const auto transition = endpoint->apply(*event);
     if (transition.action == CmAction::fail) {
@@ -148,7 +152,9 @@ void Endpoint::create_resources() {
   }
 }
 
-ibv_qp* Endpoint::qp() const { return own_qp_ ? own_qp_->get() : id_->qp; }
+ibv_qp* Endpoint::qp() const {
+  return own_qp_ ? own_qp_->get() : id_->qp;
+}
 
 void Endpoint::move_qp_to(ibv_qp_state target) {
   ibv_qp_attr attributes{};
@@ -205,11 +211,8 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         ready_own_qp();
         check(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
-      case CmAction::start_traffic:
-        report.add_timing(step, elapsed_ms(started));
-        return;
-      default:
-        break;
+      case CmAction::start_traffic: report.add_timing(step, elapsed_ms(started)); return;
+      default: break;
     }
   }
 }
@@ -344,8 +347,12 @@ void Endpoint::disconnect() noexcept {
   }
 }
 
-std::string Endpoint::local_address() const { return address_of(rdma_get_local_addr(id_.get())).to_string(); }
-std::string Endpoint::peer_address() const { return address_of(rdma_get_peer_addr(id_.get())).to_string(); }
+std::string Endpoint::local_address() const {
+  return address_of(rdma_get_local_addr(id_.get())).to_string();
+}
+std::string Endpoint::peer_address() const {
+  return address_of(rdma_get_peer_addr(id_.get())).to_string();
+}
 
 Listener::Listener(const SocketAddress& address, int backlog, const EndpointOptions& options)
     : id_(channel_, RDMA_PS_TCP), options_(options) {
@@ -354,7 +361,9 @@ Listener::Listener(const SocketAddress& address, int backlog, const EndpointOpti
   check(rdma_listen(id_.get(), backlog), "rdma_listen", where);
 }
 
-std::string Listener::local_address() const { return address_of(rdma_get_local_addr(id_.get())).to_string(); }
+std::string Listener::local_address() const {
+  return address_of(rdma_get_local_addr(id_.get())).to_string();
+}
 
 std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point> deadline) {
   const auto until = deadline.value_or(Clock::time_point::max());

@@ -20,18 +20,14 @@ RdmaError::RdmaError(std::string call, std::string subject, int errnum)
 
 std::string to_string(StopReason reason) {
   switch (reason) {
-    case StopReason::interrupted:
-      return "interrupted";
-    case StopReason::peer_disconnected:
-      return "peer_disconnected";
-    case StopReason::timed_out:
-      return "timed_out";
+    case StopReason::interrupted: return "interrupted";
+    case StopReason::peer_disconnected: return "peer_disconnected";
+    case StopReason::timed_out: return "timed_out";
   }
   return "unknown";
 }
 
-RunStopped::RunStopped(StopReason reason, const std::string& detail)
-    : std::runtime_error(detail), reason_(reason) {}
+RunStopped::RunStopped(StopReason reason, const std::string& detail) : std::runtime_error(detail), reason_(reason) {}
 
 std::string address_of(const std::string& subject) {
   if (subject.starts_with('[')) {
@@ -47,12 +43,12 @@ std::string address_of(const std::string& subject) {
 }
 
 std::string hint_for(const std::string& call, const std::string& subject, int errnum) {
-  const bool addressing = call == "rdma_bind_addr" || call == "rdma_resolve_addr" ||
-                          call == "rdma_resolve_route" || call == "rdma_getaddrinfo";
+  const bool addressing = call == "rdma_bind_addr" || call == "rdma_resolve_addr" || call == "rdma_resolve_route" ||
+                          call == "rdma_getaddrinfo";
   const std::string address = address_of(subject);
   if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
-    return "no RDMA device serves " + (address.empty() ? std::string("this address") : address) +
-           "; run 'diag-bind " + address + "' to see why";
+    return "no RDMA device serves " + (address.empty() ? std::string("this address") : address) + "; run 'diag-bind " +
+           address + "' to see why";
   }
   if (call == "rdma_create_event_channel" && errnum == ENODEV) {
     return "no RDMA device or rdma_ucm module; run 'diag-bind' to see why";

@@ -43,8 +43,8 @@ AdvertBytes encode(const BufferAdvert& advert) {
 
 BufferAdvert decode_advert(std::span<const std::byte> bytes) {
   if (bytes.size() != advert_wire_size) {
-    throw ProtocolError(
-        fmt::format("peer sent a {}-byte message where a {}-byte buffer advert belongs", bytes.size(), advert_wire_size));
+    throw ProtocolError(fmt::format("peer sent a {}-byte message where a {}-byte buffer advert belongs", bytes.size(),
+                                    advert_wire_size));
   }
   return BufferAdvert{
       .address = get_be<std::uint64_t>(bytes.data()),

@@ -18,15 +18,15 @@ namespace rdmakit {
 inline constexpr int report_schema_version = 1;
 
 struct ErrorRecord {
-  std::string message;     // one line, as printed
-  std::string call;        // failing library call, "" for non-call errors
-  int errnum = 0;          // 0 when not an errno error
+  std::string message;  // one line, as printed
+  std::string call;     // failing library call, "" for non-call errors
+  int errnum = 0;       // 0 when not an errno error
   std::string hint;
 };
 
 struct Report {
   std::string tool;
-  std::string role;                 // "client", "server", "" when not applicable
+  std::string role;  // "client", "server", "" when not applicable
   nlohmann::json arguments = nlohmann::json::object();
   std::string outcome = "completed";  // completed | interrupted | peer_disconnected | timed_out | failed | usage_error
   ExitCode exit_code = ExitCode::ok;
@@ -36,7 +36,7 @@ struct Report {
   std::vector<std::pair<std::string, double>> cm_timings_ms;
   std::uint64_t iterations_requested = 0;  // 0 = unlimited
   std::uint64_t iterations_completed = 0;
-  std::uint64_t bytes = 0;                 // payload bytes moved by RDMA operations
+  std::uint64_t bytes = 0;  // payload bytes moved by RDMA operations
   std::optional<LatencySummary> rtt;
   double duration_s = 0;
   std::vector<ErrorRecord> errors;

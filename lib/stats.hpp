@@ -36,8 +36,8 @@ class LatencyRecorder {
 };
 
 struct Throughput {
-  double megabytes_per_s = 0;   // 10^6 bytes per second
-  double gigabits_per_s = 0;    // 10^9 bits per second
+  double megabytes_per_s = 0;  // 10^6 bytes per second
+  double gigabits_per_s = 0;   // 10^9 bits per second
   double messages_per_s = 0;
 };
 

@@ -26,14 +26,18 @@ ProtectionDomain::ProtectionDomain(ibv_context* context) : pd_(ibv_alloc_pd(cont
     throw RdmaError("ibv_alloc_pd", context ? ibv_get_device_name(context->device) : "", errno);
   }
 }
-ProtectionDomain::~ProtectionDomain() { log_teardown("ibv_dealloc_pd", ibv_dealloc_pd(pd_)); }
+ProtectionDomain::~ProtectionDomain() {
+  log_teardown("ibv_dealloc_pd", ibv_dealloc_pd(pd_));
+}
 
 CompletionChannel::CompletionChannel(ibv_context* context) : channel_(ibv_create_comp_channel(context)) {
   if (channel_ == nullptr) {
     throw RdmaError("ibv_create_comp_channel", "", errno);
   }
 }
-CompletionChannel::~CompletionChannel() { log_teardown("ibv_destroy_comp_channel", ibv_destroy_comp_channel(channel_)); }
+CompletionChannel::~CompletionChannel() {
+  log_teardown("ibv_destroy_comp_channel", ibv_destroy_comp_channel(channel_));
+}
 
 CompletionQueue::CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel)
     : cq_(ibv_create_cq(context, depth, nullptr, channel.get(), 0)) {
@@ -41,14 +45,18 @@ CompletionQueue::CompletionQueue(ibv_context* context, int depth, CompletionChan
     throw RdmaError("ibv_create_cq", "depth " + std::to_string(depth), errno);
   }
 }
-CompletionQueue::~CompletionQueue() { log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_)); }
+CompletionQueue::~CompletionQueue() {
+  log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_));
+}
 
 QueuePair::QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes) : qp_(ibv_create_qp(pd, &attributes)) {
   if (qp_ == nullptr) {
     throw RdmaError("ibv_create_qp", "", errno);
   }
 }
-QueuePair::~QueuePair() { log_teardown("ibv_destroy_qp", ibv_destroy_qp(qp_)); }
+QueuePair::~QueuePair() {
+  log_teardown("ibv_destroy_qp", ibv_destroy_qp(qp_));
+}
 
 RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access)
     : memory_(new std::byte[size]()), size_(size), mr_(ibv_reg_mr(pd, memory_.get(), size, access)) {
@@ -56,7 +64,9 @@ RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access)
     throw RdmaError("ibv_reg_mr", std::to_string(size) + " bytes", errno);
   }
 }
-RegisteredBuffer::~RegisteredBuffer() { log_teardown("ibv_dereg_mr", ibv_dereg_mr(mr_)); }
+RegisteredBuffer::~RegisteredBuffer() {
+  log_teardown("ibv_dereg_mr", ibv_dereg_mr(mr_));
+}
 
 std::string opcode_name(ibv_wc_opcode opcode) {
   switch (opcode) {

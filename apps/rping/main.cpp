@@ -40,8 +40,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("-C,--count", o.count, "Client: ping this many times (0 = until Ctrl-C)")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  app.add_option("-S,--size", o.size,
-                 "Ping data size (client default 64; server: largest accepted, default 65535)");
+  app.add_option("-S,--size", o.size, "Ping data size (client default 64; server: largest accepted, default 65535)");
   app.add_flag("-v,--verbose", o.verbose, "Print ping data");
   app.add_flag("-V,--validate", o.validate, "Validate ping data");
   app.add_flag("-P,--persistent", o.persistent, "Server: keep serving, one thread per connection");
@@ -89,8 +88,8 @@ nlohmann::json arguments_of(const Options& o, const rdmakit::CommonOptions& comm
 }
 
 nlohmann::json to_json(const rping::ServedConnection& c) {
-  return {{"peer", c.peer}, {"iterations", c.iterations}, {"bytes", c.bytes}, {"outcome", c.outcome},
-          {"error", c.error}};
+  return {
+      {"peer", c.peer}, {"iterations", c.iterations}, {"bytes", c.bytes}, {"outcome", c.outcome}, {"error", c.error}};
 }
 
 // Runs one connection to completion, recording how it ended instead of throwing.

@@ -44,8 +44,8 @@ ibv_wc await_completion(Endpoint& endpoint, ibv_wc_opcode wanted) {
                                       rdmakit::opcode_name(wc.opcode)));
     }
     if (wc.opcode == IBV_WC_RECV && wc.byte_len != wire::advert_wire_size) {
-      throw ProtocolError(fmt::format("peer sent a {}-byte message; rping messages are {} bytes", wc.byte_len,
-                                      wire::advert_wire_size));
+      throw ProtocolError(
+          fmt::format("peer sent a {}-byte message; rping messages are {} bytes", wc.byte_len, wire::advert_wire_size));
     }
     return wc;
   }

@@ -11,11 +11,11 @@
 namespace rping {
 
 struct PingOptions {
-  bool verbose = false;        // print each ping's data
-  bool validate = false;       // compare what came back with what was sent
-  bool json = false;           // verbose lines go to stderr so stdout stays one JSON document
-  std::uint32_t size = 64;     // client: payload size; server: largest payload accepted
-  std::uint64_t count = 0;     // client: iterations, 0 = until Ctrl-C
+  bool verbose = false;     // print each ping's data
+  bool validate = false;    // compare what came back with what was sent
+  bool json = false;        // verbose lines go to stderr so stdout stays one JSON document
+  std::uint32_t size = 64;  // client: payload size; server: largest payload accepted
+  std::uint64_t count = 0;  // client: iterations, 0 = until Ctrl-C
 };
 
 // Connects to `destination` and runs the ping loop. Ctrl-C with count 0 is a normal end.

@@ -23,23 +23,23 @@ TEST_P(CmTable, Transition) {
 
 INSTANTIATE_TEST_SUITE_P(
     ActiveAndPassive, CmTable,
-    ::testing::Values(
-        Step{CmState::resolving_addr, CmEvent::addr_resolved, CmState::resolving_route, CmAction::resolve_route},
-        Step{CmState::resolving_addr, CmEvent::addr_error, CmState::failed, CmAction::fail},
-        Step{CmState::resolving_route, CmEvent::route_resolved, CmState::connecting, CmAction::connect},
-        Step{CmState::resolving_route, CmEvent::route_error, CmState::failed, CmAction::fail},
-        Step{CmState::connecting, CmEvent::established, CmState::established, CmAction::start_traffic},
-        Step{CmState::connecting, CmEvent::connect_response, CmState::established, CmAction::establish},
-        Step{CmState::connecting, CmEvent::rejected, CmState::failed, CmAction::fail},
-        Step{CmState::connecting, CmEvent::unreachable, CmState::failed, CmAction::fail},
-        Step{CmState::connecting, CmEvent::connect_error, CmState::failed, CmAction::fail},
-        Step{CmState::listening, CmEvent::connect_request, CmState::accepting, CmAction::accept},
-        Step{CmState::accepting, CmEvent::established, CmState::established, CmAction::start_traffic},
-        Step{CmState::accepting, CmEvent::connect_response, CmState::failed, CmAction::fail},
-        Step{CmState::established, CmEvent::disconnected, CmState::disconnected, CmAction::stop_traffic},
-        Step{CmState::disconnected, CmEvent::timewait_exit, CmState::disconnected, CmAction::none},
-        Step{CmState::established, CmEvent::addr_change, CmState::established, CmAction::none},
-        Step{CmState::established, CmEvent::device_removal, CmState::failed, CmAction::fail}));
+    ::testing::Values(Step{CmState::resolving_addr, CmEvent::addr_resolved, CmState::resolving_route,
+                           CmAction::resolve_route},
+                      Step{CmState::resolving_addr, CmEvent::addr_error, CmState::failed, CmAction::fail},
+                      Step{CmState::resolving_route, CmEvent::route_resolved, CmState::connecting, CmAction::connect},
+                      Step{CmState::resolving_route, CmEvent::route_error, CmState::failed, CmAction::fail},
+                      Step{CmState::connecting, CmEvent::established, CmState::established, CmAction::start_traffic},
+                      Step{CmState::connecting, CmEvent::connect_response, CmState::established, CmAction::establish},
+                      Step{CmState::connecting, CmEvent::rejected, CmState::failed, CmAction::fail},
+                      Step{CmState::connecting, CmEvent::unreachable, CmState::failed, CmAction::fail},
+                      Step{CmState::connecting, CmEvent::connect_error, CmState::failed, CmAction::fail},
+                      Step{CmState::listening, CmEvent::connect_request, CmState::accepting, CmAction::accept},
+                      Step{CmState::accepting, CmEvent::established, CmState::established, CmAction::start_traffic},
+                      Step{CmState::accepting, CmEvent::connect_response, CmState::failed, CmAction::fail},
+                      Step{CmState::established, CmEvent::disconnected, CmState::disconnected, CmAction::stop_traffic},
+                      Step{CmState::disconnected, CmEvent::timewait_exit, CmState::disconnected, CmAction::none},
+                      Step{CmState::established, CmEvent::addr_change, CmState::established, CmAction::none},
+                      Step{CmState::established, CmEvent::device_removal, CmState::failed, CmAction::fail}));
 
 TEST(CmFlow, UnexpectedEventIsANamedFailure) {
   const auto t = cm_transition(CmState::resolving_addr, CmEvent::established);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# install-deps.sh [--if-missing]: installs what rdmakit needs to build, test and boot the
+# soft-RoCE test VM, from Debian packages. Idempotent; runs apt-get only when something is
+# missing (with --if-missing it says nothing when all is there). Root or sudo.
+set -euo pipefail
+packages=(
+  # build
+  build-essential cmake pkg-config clang-format
+  libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
+  # run and test against the stock tools
+  rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq
+  # the soft-RoCE VM (scripts/rxe-vm.sh)
+  qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
+)
+quiet=false
+[[ ${1:-} == --if-missing ]] && quiet=true
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  $quiet || echo "install-deps: everything is installed"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  as_root=(sudo)
+fi
+"${as_root[@]}" apt-get update -q
+DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# test.sh: the whole test suite. Installs missing dependencies, checks formatting, builds
+# twice (warnings as errors; and with ASan+UBSan), runs the unit tests of both builds here
+# and the integration tests of both builds on a real soft-RoCE device inside the VM
+# (scripts/rxe-vm.sh). Exits non-zero on any failure.
+#   RDMAKIT_SKIP_VM=1   unit tests only (integration cases are then not run at all)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/install-deps.sh --if-missing
+
+echo "== clang-format"
+mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find lib apps tests -name '*.[ch]pp')
+clang-format --dry-run --Werror "${sources[@]}"
+
+echo "== build (warnings as errors)"
+scripts/build.sh "$root/build"
+echo "== build (ASan + UBSan)"
+scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for dir in build build-asan; do
+  echo "== unit tests ($dir)"
+  ctest --test-dir "$root/$dir" -L unit --output-on-failure
+done
+
+if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
+  echo "== integration tests skipped (RDMAKIT_SKIP_VM=1)"
+  exit 0
+fi
+echo "== integration tests on soft-RoCE in the VM (both builds)"
+scripts/rxe-vm.sh --timeout 1500 "$root" \
+  "export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS; rc=0;" \
+  "for d in build build-asan; do echo \"== integration (\$d)\";" \
+  "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done; exit \$rc"

@@ -204,9 +204,16 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
     const auto status = event->status;
     const auto transition = apply(*event);
     switch (transition.action) {
-      case CmAction::fail:
-        throw RdmaError(step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + transition.reason,
+      case CmAction::fail: {
+        // REJECTED carries the CM reject reason (IB spec: 8 invalid service ID, i.e. nobody
+        // listens; 10 stale connection; 28 consumer reject) rather than an errno.
+        auto reason = transition.reason;
+        if (classify(event->event) == CmEvent::rejected) {
+          reason += fmt::format(", reject reason {}", status);
+        }
+        throw RdmaError(step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
                         status < 0 ? -status : ECONNREFUSED);
+      }
       case CmAction::establish:
         ready_own_qp();
         check(rdma_establish(id_.get()), "rdma_establish", peer);

@@ -133,35 +133,39 @@ void serve_connection(Endpoint& endpoint, const PingOptions& options, rdmakit::R
   spdlog::info("client {} connected", served.peer);
 
   const wire::AdvertBytes go_ahead{};
-  for (;;) {
-    wire::BufferAdvert source;
-    try {
-      source = receive_advert(endpoint, control);
-    } catch (const rdmakit::RunStopped& stopped) {
-      if (stopped.reason() == rdmakit::StopReason::peer_disconnected) {
-        spdlog::info("client {} disconnected after {} iterations", served.peer, served.iterations);
-        return;  // between iterations: the client is done
+  bool mid_iteration = false;
+  try {
+    for (;;) {
+      mid_iteration = false;
+      const auto source = receive_advert(endpoint, control);
+      mid_iteration = true;
+      wire::check_advert_fits(source, data.size(), "the RDMA READ of its ping data");
+      endpoint.post_rdma(IBV_WR_RDMA_READ, data, source.length, source.address, source.rkey, 0);
+      await_completion(endpoint, IBV_WC_RDMA_READ);
+      if (options.verbose) {
+        print_data(options, "server ping data: ", data, source.length);
       }
+      send_message(endpoint, control, go_ahead);
+
+      const auto sink = receive_advert(endpoint, control);
+      const auto echo = wire::echo_length(std::span<const char>(data.chars(), source.length));
+      if (sink.length < echo) {
+        throw ProtocolError(fmt::format("peer advertised a {}-byte sink for a {}-byte echo", sink.length, echo));
+      }
+      endpoint.post_rdma(IBV_WR_RDMA_WRITE, data, echo, sink.address, sink.rkey, 0);
+      await_completion(endpoint, IBV_WC_RDMA_WRITE);
+      send_message(endpoint, control, go_ahead);
+      served.iterations += 1;
+      served.bytes += source.length + echo;
+    }
+  } catch (const rdmakit::RunStopped& stopped) {
+    if (stopped.reason() != rdmakit::StopReason::peer_disconnected) {
       throw;
     }
-    wire::check_advert_fits(source, data.size(), "the RDMA READ of its ping data");
-    endpoint.post_rdma(IBV_WR_RDMA_READ, data, source.length, source.address, source.rkey, 0);
-    await_completion(endpoint, IBV_WC_RDMA_READ);
-    if (options.verbose) {
-      print_data(options, "server ping data: ", data, source.length);
-    }
-    send_message(endpoint, control, go_ahead);
-
-    const auto sink = receive_advert(endpoint, control);
-    const auto echo = wire::echo_length(std::span<const char>(data.chars(), source.length));
-    if (sink.length < echo) {
-      throw ProtocolError(fmt::format("peer advertised a {}-byte sink for a {}-byte echo", sink.length, echo));
-    }
-    endpoint.post_rdma(IBV_WR_RDMA_WRITE, data, echo, sink.address, sink.rkey, 0);
-    await_completion(endpoint, IBV_WC_RDMA_WRITE);
-    send_message(endpoint, control, go_ahead);
-    served.iterations += 1;
-    served.bytes += source.length + echo;
+    // The server's job ends when its client leaves; leaving mid-iteration is the client's
+    // failure to report (it was interrupted or lost), not ours.
+    spdlog::info("client {} disconnected {} after {} iterations", served.peer,
+                 mid_iteration ? "mid-iteration" : "between iterations", served.iterations);
   }
 }
 

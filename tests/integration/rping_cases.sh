@@ -208,12 +208,13 @@ case_rping_wrong_address() {
 case_rping_server_killed() {
   require_device
   local server pid
-  for server in "$OURS_RPING" "$STOCK_RPING"; do
+  for server in "$STOCK_RPING" "$OURS_RPING"; do
     next_port
     start victim "$server" -s -a "$RXE_ADDR" -p "$PORT"
     wait_listening "$PORT"
     start pinger "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0 --timeout 3 --json
     sleep 2
+    rdma res show cm_id > "$T/cm_ids_before_kill.txt" 2>&1
     eval "pid=\$PID_victim"
     kill -9 "$pid"
     local killed_at
@@ -225,6 +226,9 @@ case_rping_server_killed() {
     expect_jq '.outcome == "peer_disconnected" or .outcome == "timed_out"' pinger.out
     expect_jq '.iterations.completed > 0 and .rtt_us.count == .iterations.completed' pinger.out
     note "server ${server##*/} killed: client ended in ${took} ms, $(jq -c '{outcome, iterations}' "$T/pinger.out")"
+    # The killed connection sits in CM timewait; rxe may hand its QP number to the next
+    # client, whose REQ the CM would then reject as stale (reject reason 10).
+    sleep 4
   done
 }
 

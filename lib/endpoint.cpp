@@ -91,38 +91,30 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
                           const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
         "rdma_resolve_addr", target);
   endpoint->state_ = CmState::resolving_addr;
-  for (;;) {
-    auto event =
-        next_cm_event(*endpoint->channel_, endpoint->deadline(), options.stop_fd, "address resolution of " + target);
-    const auto status = event->status;
-    const auto transition = endpoint->apply(*event);
-    if (transition.action == CmAction::fail) {
-      // status carries the negative errno of the failed step (e.g. -ENODEV, -ETIMEDOUT).
-      throw RdmaError("rdma_resolve_addr", target, status < 0 ? -status : EHOSTUNREACH);
-    }
-    if (transition.action == CmAction::resolve_route) {
-      break;
-    }
-  }
+  endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, "address resolution of " + target);
   report.add_timing("addr_resolve", elapsed_ms(started));
 
   started = Clock::now();
   check(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target);
-  for (;;) {
-    auto event =
-        next_cm_event(*endpoint->channel_, endpoint->deadline(), options.stop_fd, "route resolution to " + target);
-    const auto status = event->status;
-    const auto transition = endpoint->apply(*event);
-    if (transition.action == CmAction::fail) {
-      throw RdmaError("rdma_resolve_route", target, status < 0 ? -status : EHOSTUNREACH);
-    }
-    if (transition.action == CmAction::connect) {
-      break;
-    }
-  }
+  endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, "route resolution to " + target);
   report.add_timing("route_resolve", elapsed_ms(started));
   endpoint->create_resources();
   return endpoint;
+}
+
+void Endpoint::await_action(CmAction wanted, const char* call, const std::string& target, const std::string& awaiting) {
+  for (;;) {
+    auto event = next_cm_event(*channel_, deadline(), options_.stop_fd, awaiting);
+    const auto status = event->status;
+    const auto transition = apply(*event);
+    if (transition.action == CmAction::fail) {
+      // status carries the negative errno of the failed step (e.g. -ENODEV, -ETIMEDOUT).
+      throw RdmaError(call, target, status < 0 ? -status : EHOSTUNREACH);
+    }
+    if (transition.action == wanted) {
+      return;
+    }
+  }
 }
 
 void Endpoint::create_resources() {

@@ -66,6 +66,8 @@ class Endpoint {
   friend class Listener;
   Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state);
   void create_resources();
+  // Reads CM events until one calls for `wanted`; a failure becomes RdmaError(call, target).
+  void await_action(CmAction wanted, const char* call, const std::string& target, const std::string& awaiting);
   void move_qp_to(ibv_qp_state target);
   void ready_own_qp();
   void await_established(const std::string& step, Report& report, Clock::time_point started);

@@ -212,8 +212,19 @@ case_rping_server_killed() {
     next_port
     start victim "$server" -s -a "$RXE_ADDR" -p "$PORT"
     wait_listening "$PORT"
-    start pinger "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0 --timeout 3 --json
-    sleep 2
+    # Seen on rxe right after earlier cases: the first REQ to a fresh listener rejected with
+    # reason 8 (invalid service ID) although the listener shows in `rdma res`. Retry that
+    # connect; the kill behaviour under test starts once pings flow.
+    local attempt
+    for attempt in 1 2 3; do
+      start pinger "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0 --timeout 3 --json
+      sleep 2
+      eval "pid=\$PID_pinger"
+      kill -0 "$pid" 2>/dev/null && break
+      grep -q "reject reason 8" "$T/pinger.err" || fail "client ended before the server was killed"
+      note "connect attempt $attempt rejected (reason 8); retrying"
+      sleep 1
+    done
     rdma res show cm_id > "$T/cm_ids_before_kill.txt" 2>&1
     eval "pid=\$PID_victim"
     kill -9 "$pid"

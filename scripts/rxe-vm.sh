@@ -65,7 +65,7 @@ fi
 [[ -r /boot/vmlinuz-$kver ]] || die "cannot read /boot/vmlinuz-$kver"
 
 # The initramfs only has to mount the host root over 9p; everything else comes from there.
-cache=${RXEVM_CACHE:-${XDG_CACHE_HOME:-/var/tmp}/rdmakit-rxevm}/$kver
+cache=${RXEVM_CACHE:-${XDG_CACHE_HOME:-/var/tmp}/rdmakit-rxevm}/$kver-$(sha1sum "$0" | cut -c1-12)
 if [[ ! -s $cache/initrd.gz ]]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
@@ -90,6 +90,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /mnt/root
 work=$(sed -n 's/.*rxevm_dir=\([^ ]*\).*/\1/p' /proc/cmdline)
 for d in proc sys dev; do mount --move /$d /mnt/root/$d; done
 for d in tmp run var/tmp root; do mount -t tmpfs tmpfs /mnt/root/$d; done
+# DIR may sit under one of those tmpfs (a checkout in /tmp): make its mount point there.
+mkdir -p /mnt/root$work 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 work /mnt/root$work
 chroot /mnt/root /bin/sh -c "cd $work && HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash .rxevm/guest.sh > .rxevm/out 2>&1; echo \$? > .rxevm/rc"
 sync

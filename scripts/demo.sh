@@ -14,7 +14,7 @@ echo '### ours <-> ours: rping -s / rping -c -C 5 -v -V'
 $rping -s -a \$RXE_ADDR -p 7174 & sleep 1
 $rping -c -a \$RXE_ADDR -p 7174 -C 5 -v -V; wait
 echo; echo '### ours (client, --json) -> stock rping -s'
-rping -s -a \$RXE_ADDR -p 7175 -V > /dev/null 2>&1 & sleep 1
+rping -s -a \$RXE_ADDR -p 7175 -S 1024 -V > /dev/null 2>&1 & sleep 1
 $rping -c -a \$RXE_ADDR -p 7175 -C 100 -S 1024 -V --json; wait || true
 echo; echo '### stock rping -c -> ours (server)'
 $rping -s -a \$RXE_ADDR -p 7176 & sleep 1

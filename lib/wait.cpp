@@ -33,11 +33,6 @@ StopSignal::~StopSignal() {
   }
 }
 
-bool StopSignal::raised() const {
-  pollfd p{.fd = fd_, .events = POLLIN, .revents = 0};
-  return poll(&p, 1, 0) > 0;
-}
-
 std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline) {
   std::vector<pollfd> polls;
   for (const int fd : fds) {

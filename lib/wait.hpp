@@ -19,7 +19,6 @@ class StopSignal {
   StopSignal& operator=(const StopSignal&) = delete;
 
   int fd() const noexcept { return fd_; }
-  bool raised() const;
 
  private:
   int fd_ = -1;

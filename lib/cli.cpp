@@ -32,6 +32,22 @@ ToolRunner::ToolRunner(std::string name, std::string description)
   common_.add_to(app_);
 }
 
+void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
+  diagnoser_ = std::move(diagnoser);
+  app_.add_flag("--diagnose", diagnose_, "On an address or device failure, run diag-bind's diagnosis in-process");
+}
+
+void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
+  if (!diagnose_ || !diagnoser_ || !explained_by_diag_bind(error.call(), error.errnum())) {
+    return;
+  }
+  try {
+    report.extra["diagnosis"] = diagnoser_(address_of(error.subject()), common_.timeout(), diagnosis_text_);
+  } catch (const std::exception& failure) {
+    diagnosis_text_ = std::string("diagnosis failed: ") + failure.what() + "\n";
+  }
+}
+
 int ToolRunner::usage_error(const std::string& message) {
   std::cerr << name_ << ": " << message << "\n";
   std::cerr << "Run '" << name_ << " --help' for usage.\n";
@@ -51,6 +67,7 @@ void ToolRunner::render(const Report& report) const {
       std::cerr << name_ << ": hint: " << error.hint << "\n";
     }
   }
+  std::cerr << diagnosis_text_;
   if (common_.json) {
     std::cout << to_json(report).dump(2) << std::endl;
   } else {
@@ -88,6 +105,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     const bool no_device =
         error.call() == "rdma_create_event_channel" && (error.errnum() == ENODEV || error.errnum() == ENOENT);
     report.fail(record_of(error), no_device ? ExitCode::no_device : ExitCode::run_failed);
+    diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {
     report.stop(stopped.reason(), stopped.what());
   } catch (const UsageError& error) {

@@ -31,6 +31,14 @@ class ToolRunner {
  public:
   ToolRunner(std::string name, std::string description);
 
+  // Runs the bind diagnoser for an address and returns its JSON, with a human verdict in
+  // `text`. Kept as a hook so this library needs no RDMA code (lib/diag_probe.hpp has one).
+  using Diagnoser = std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout,
+                                                 std::string& text)>;
+  // Adds --diagnose: when an address or device failure is one diag-bind explains, the
+  // diagnosis runs in-process and lands in the report ("diagnosis") and on stderr.
+  void enable_diagnose(Diagnoser diagnoser);
+
   CLI::App& app() { return app_; }
   const CommonOptions& common() const { return common_; }
 
@@ -41,10 +49,14 @@ class ToolRunner {
  private:
   int usage_error(const std::string& message);
   void render(const Report& report) const;
+  void diagnose_failure(const RdmaError& error, Report& report);
 
   std::string name_;
   CLI::App app_;
   CommonOptions common_;
+  Diagnoser diagnoser_;
+  bool diagnose_ = false;
+  std::string diagnosis_text_;
 };
 
 }  // namespace rdmakit

@@ -42,16 +42,29 @@ std::string address_of(const std::string& subject) {
   return subject;
 }
 
+namespace {
+
+bool is_addressing(const std::string& call) {
+  return call == "rdma_bind_addr" || call == "rdma_resolve_addr" || call == "rdma_resolve_route" ||
+         call == "rdma_getaddrinfo";
+}
+
+}  // namespace
+
+bool explained_by_diag_bind(const std::string& call, int errnum) {
+  return (is_addressing(call) && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) ||
+         (call == "rdma_create_event_channel" && errnum == ENODEV);
+}
+
 std::string hint_for(const std::string& call, const std::string& subject, int errnum) {
-  const bool addressing = call == "rdma_bind_addr" || call == "rdma_resolve_addr" || call == "rdma_resolve_route" ||
-                          call == "rdma_getaddrinfo";
+  const bool addressing = is_addressing(call);
   const std::string address = address_of(subject);
   if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
     return "no RDMA device serves " + (address.empty() ? std::string("this address") : address) + "; run 'diag-bind " +
-           address + "' to see why";
+           address + "' (or add --diagnose) to see why";
   }
   if (call == "rdma_create_event_channel" && errnum == ENODEV) {
-    return "no RDMA device or rdma_ucm module; run 'diag-bind' to see why";
+    return "no RDMA device or rdma_ucm module; run 'diag-bind' (or add --diagnose) to see why";
   }
   if (call == "rdma_create_event_channel" && (errnum == ENOENT || errnum == EACCES)) {
     return "cannot open /dev/infiniband/rdma_cm; is rdma_ucm loaded and are you allowed to open it?";

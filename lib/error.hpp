@@ -12,7 +12,9 @@ namespace rdmakit {
 enum class ExitCode : int {
   ok = 0,
   run_failed = 1,
+  cause_found = 1,  // diag-bind: the failure was explained
   usage = 2,
+  unexplained = 3,  // diag-bind: the failure could not be explained
   no_device = 77,
 };
 
@@ -71,6 +73,9 @@ class RunStopped : public std::runtime_error {
 // The hint for a failed call, or "" when there is nothing useful to add. ENODEV and
 // EADDRNOTAVAIL from address binding/resolution point at diag-bind with the address.
 std::string hint_for(const std::string& call, const std::string& subject, int errnum);
+
+// True when diag-bind can explain this failure (the cases whose hint points at it).
+bool explained_by_diag_bind(const std::string& call, int errnum);
 
 // Strips a ":port" or "[v6]:port" suffix so hints name the bare address.
 std::string address_of(const std::string& subject);

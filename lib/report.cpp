@@ -76,6 +76,9 @@ nlohmann::json to_json(const Report& r) {
 }
 
 std::string render_text(const Report& r) {
+  if (!r.text.empty()) {
+    return r.text;
+  }
   std::ostringstream out;
   const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
   out << fmt::format("{} {}{}: {} of {} iterations, {} bytes in {:.3f} s, {}\n", r.tool, r.role,

@@ -42,6 +42,8 @@ struct Report {
   std::vector<ErrorRecord> errors;
   // Tool-specific sections (e.g. per-connection results of a persistent server).
   nlohmann::json extra = nlohmann::json::object();
+  // Tool-specific human output; when set it replaces the generic text summary.
+  std::string text;
 
   void add_timing(std::string step, double ms) { cm_timings_ms.emplace_back(std::move(step), ms); }
   void fail(ErrorRecord error, ExitCode code = ExitCode::run_failed);

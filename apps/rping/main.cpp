@@ -11,6 +11,7 @@
 
 #include "apps/rping/ping_loop.hpp"
 #include "lib/cli.hpp"
+#include "lib/diag_probe.hpp"
 #include "lib/protocol.hpp"
 
 namespace {
@@ -170,6 +171,7 @@ void run_server(const Options& o, const rdmakit::EndpointOptions& endpoint_optio
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rping", "RDMA ping over rdma_cm (interoperates with rdma-core rping)");
+  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   Options options;
   add_options(tool.app(), options);
   return tool.run(

@@ -11,7 +11,7 @@ TEST(RdmaError, NamesCallSubjectAndErrno) {
   const RdmaError e("rdma_bind_addr", "10.0.0.9:7174", ENODEV);
   EXPECT_STREQ(e.what(), "rdma_bind_addr(10.0.0.9:7174): No such device");
   EXPECT_EQ(e.errnum(), ENODEV);
-  EXPECT_EQ(e.hint(), "no RDMA device serves 10.0.0.9; run 'diag-bind 10.0.0.9' to see why");
+  EXPECT_EQ(e.hint(), "no RDMA device serves 10.0.0.9; run 'diag-bind 10.0.0.9' (or add --diagnose) to see why");
 }
 
 TEST(RdmaError, AddressNotAvailablePointsAtDiagBindToo) {

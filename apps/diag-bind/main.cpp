@@ -1,0 +1,97 @@
+// diag-bind: explains why rdma_bind_addr (or address/route resolution) fails on this host,
+// by putting the kernel's and user space's views of the RDMA devices side by side with a
+// real attempt, and naming the cause with the command that fixes it.
+
+#include <fstream>
+
+#include "lib/cli.hpp"
+#include "lib/cm.hpp"
+#include "lib/diag_probe.hpp"
+#include "lib/sysfs.hpp"
+
+namespace {
+
+struct Options {
+  std::string address;
+  std::uint16_t port = 0;
+  std::string port_space = "tcp";
+  std::size_t registration_kib = 1024;
+  std::string replay_dir;
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("address", o.address,
+                 "Address to bind (a local one) or resolve (a remote one); none: check the host only");
+  app.add_option("-p,--port", o.port, "Port to bind (0 = any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--ps", o.port_space, "Port space: tcp, udp or ib")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tcp", "udp", "ib"}));
+  app.add_option("--mr-size", o.registration_kib, "KiB to register in the locked-memory probe")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 1 << 22));
+  app.add_option("--replay", o.replay_dir,
+                 "Diagnose a captured host instead of this one: DIR/sys is its sysfs tree, DIR/facts.json the rest");
+}
+
+rdmakit::diag::Diagnosis replay(const Options& o) {
+  rdmakit::diag::Diagnosis d;
+  std::ifstream in(std::filesystem::path(o.replay_dir) / "facts.json");
+  if (!in) {
+    throw rdmakit::UsageError("--replay " + o.replay_dir + ": cannot read facts.json there");
+  }
+  nlohmann::json facts;
+  try {
+    facts = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw rdmakit::UsageError("--replay " + o.replay_dir + ": facts.json is not valid JSON: " + error.what());
+  }
+  rdmakit::diag::read_sysfs(std::filesystem::path(o.replay_dir) / "sys", d.inventory);
+  rdmakit::diag::apply_facts(facts, d.inventory, d.attempt);
+  const auto address = o.address.empty() ? facts.value("address", std::string()) : o.address;
+  d.target = rdmakit::diag::make_target(address, o.port, o.port_space);
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rdmakit::ToolRunner runner("diag-bind", "Explain why an RDMA address bind or resolution fails on this host");
+  Options options;
+  add_options(runner.app(), options);
+  runner.app().footer(
+      "Exit status: 0 the address is usable, 1 a cause was found (see 'verdict'), 2 usage error, 3 the failure could "
+      "not be explained (the raw data is printed).");
+  return runner.run(
+      argc, argv, [] {},
+      [&](rdmakit::Report& report) {
+        rdmakit::diag::Diagnosis d;
+        if (!options.replay_dir.empty()) {
+          d = replay(options);
+        } else {
+          rdmakit::diag::ProbeOptions probe;
+          probe.timeout = runner.common().timeout();
+          probe.registration_bytes = options.registration_kib << 10;
+          const auto host =
+              options.address.empty() ? std::string() : rdmakit::parse_address(options.address, 0).host_string();
+          d.target = rdmakit::diag::make_target(host, options.port, options.port_space);
+          d.inventory = rdmakit::diag::collect_inventory(probe);
+          d.attempt = rdmakit::diag::run_attempt(d.target, probe);
+        }
+        d.verdict = rdmakit::diag::diagnose(d.target, d.inventory, d.attempt);
+        report.arguments = {{"address", options.address},
+                            {"port", options.port},
+                            {"port_space", options.port_space},
+                            {"mr_size_kib", options.registration_kib},
+                            {"replay", options.replay_dir}};
+        report.local_address = d.target.host;
+        report.outcome = d.verdict.cause;
+        report.exit_code = static_cast<rdmakit::ExitCode>(d.verdict.exit_code);
+        const auto document = rdmakit::diag::to_json(d);
+        for (const auto& [key, value] : document.items()) {
+          report.extra[key] = value;
+        }
+        report.text = rdmakit::diag::render_text(d.target, d.inventory, d.attempt, d.verdict);
+      });
+}

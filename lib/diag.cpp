@@ -296,9 +296,13 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
       return unknown(step.call + " failed with ENODEV and no netdev on this host owns or routes " + host);
     }
     auto v = verdict("netdev_without_rdma", 1,
-                     fmt::format("{} {} {}, and no RDMA device has a GID on {}: the kernel has no device to bind",
-                                 host, step.call == "rdma_bind_addr" ? "is on" : "is reached through", netdev->name,
-                                 netdev->name),
+                     step.call == "rdma_bind_addr"
+                         ? fmt::format("{} is on {}, and no RDMA device has a GID on {}: the kernel has no device "
+                                       "to bind it to",
+                                       host, netdev->name, netdev->name)
+                         : fmt::format("{} is reached through {}, and no RDMA device has a GID on {}: the kernel has "
+                                       "no device to send from",
+                                       host, netdev->name, netdev->name),
                      netdev->type == "ether" ? rxe_link_command(netdev->name) + "   (soft-RoCE on " + netdev->name +
                                                    "; on a RoCE NIC, use the netdev of its port)"
                                              : "use an address on a netdev that belongs to an RDMA device");
@@ -443,7 +447,7 @@ void add_warnings(const Inventory& inventory, Verdict& v) {
   }
 }
 
-Verdict usable(const Target& target, const Inventory& inventory, const Attempt& attempt, bool remote) {
+Verdict usable(const Target& target, const Inventory& inventory, const Attempt& attempt) {
   if (auto problem = port_problem(target, inventory, attempt)) {
     return *problem;
   }
@@ -453,12 +457,7 @@ Verdict usable(const Target& target, const Inventory& inventory, const Attempt& 
   const auto* device = kernel_device(inventory, attempt.device);
   const std::string device_name = device ? device->name : attempt.device;
   Verdict v;
-  if (remote) {
-    v = verdict("remote_reachable", 0,
-                fmt::format("{} is not an address of this host (a server cannot listen on it here), but as a "
-                            "destination it resolves through {} port {}",
-                            target.host, device_name, attempt.port));
-  } else if (inventory.kernel_devices.size() > 1) {
+  if (inventory.kernel_devices.size() > 1) {
     v = verdict("several_devices", 0,
                 fmt::format("the bind works: of {} RDMA devices, {} belongs to {} port {}",
                             inventory.kernel_devices.size(), target.host, device_name, attempt.port));
@@ -516,7 +515,12 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
     }
     return unknown("rdma_resolve_route failed: " + errno_text(route->errnum));
   }
-  return usable(target, inventory, attempt, true);
+  if (auto problem = port_problem(target, inventory, attempt)) {
+    return *problem;
+  }
+  return not_local(fmt::format("; as a destination it resolves through {} port {}, so a client on this host can "
+                               "connect to it",
+                               attempt.device, attempt.port));
 }
 
 }  // namespace
@@ -744,7 +748,7 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
     if (attempt.device.empty()) {
       return unknown("the bind worked but attached no device to a specific address");
     }
-    return usable(target, inventory, attempt, false);
+    return usable(target, inventory, attempt);
   }();
   add_warnings(inventory, result);
   return result;

@@ -195,7 +195,7 @@ Verdict unknown(std::string summary) {
 // rdma_create_event_channel failed: librdmacm could not start at all.
 Verdict channel_failure(const Inventory& inventory, const Step& step) {
   if (step.errnum == ENODEV) {
-    if (!inventory.sysfs_readable) {
+    if (!inventory.rdma_core_present) {
       return verdict("no_rdma_device", 1,
                      "this kernel has no RDMA core loaded (no /sys/class/infiniband), so there is no device at all "
                      "(rdma_create_event_channel: ENODEV)",
@@ -611,7 +611,7 @@ std::vector<Check> assess(const Inventory& inv) {
                                   d.node_guid, d.driver.empty() ? "?" : d.driver,
                                   d.parent_netdev.empty() ? "" : " on " + d.parent_netdev));
     }
-    if (!inv.sysfs_readable) {
+    if (!inv.rdma_core_present) {
       checks.push_back({"kernel", "fail", "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"});
     } else if (names.empty()) {
       checks.push_back({"kernel", "fail", "no RDMA devices"});

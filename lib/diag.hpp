@@ -82,7 +82,7 @@ struct Memlock {
 };
 
 struct Inventory {
-  bool sysfs_readable = false;  // <root>/class/infiniband could be listed
+  bool rdma_core_present = false;  // the kernel's RDMA core is loaded (class/infiniband exists)
   bool kernel_indices_known = false;
   std::vector<KernelDevice> kernel_devices;
   int userspace_list_errno = 0;  // ibv_get_device_list() failed

@@ -32,7 +32,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memlock, soft_bytes, hard_bytes,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Step, call, subject, errnum, detail)
 
 nlohmann::json to_json(const Inventory& inv) {
-  return {{"sysfs_readable", inv.sysfs_readable},
+  return {{"rdma_core_present", inv.rdma_core_present},
           {"kernel_indices_known", inv.kernel_indices_known},
           {"kernel_devices", inv.kernel_devices},
           {"userspace_list_errno", inv.userspace_list_errno},

@@ -9,7 +9,7 @@
 namespace rdmakit::diag {
 
 // Fills kernel_devices (without netlink indices), modules, netdevs (without addresses) and
-// sysfs_readable. Missing files leave fields empty; nothing here throws for a bad tree.
+// rdma_core_present. Missing files leave fields empty; nothing here throws for a bad tree.
 void read_sysfs(const std::filesystem::path& root, Inventory& inventory);
 
 }  // namespace rdmakit::diag

@@ -1,0 +1,193 @@
+// The diagnoser fed from fixture trees: sysfs copies and facts captured in the soft-RoCE VM
+// under each failure (tests/fixtures/diag/capture-all.sh), plus edited copies for causes no
+// guest can produce (derive.sh).
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "lib/diag.hpp"
+#include "lib/error.hpp"
+#include "lib/sysfs.hpp"
+
+namespace rdmakit::diag {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path fixtures = RDMAKIT_DIAG_FIXTURES;
+
+struct Loaded {
+  Target target;
+  Inventory inventory;
+  Attempt attempt;
+};
+
+Loaded load(const std::string& name) {
+  Loaded loaded;
+  const auto dir = fixtures / name;
+  std::ifstream in(dir / "facts.json");
+  EXPECT_TRUE(in) << "no facts.json in " << dir;
+  const auto facts = nlohmann::json::parse(in);
+  read_sysfs(dir / "sys", loaded.inventory);
+  apply_facts(facts, loaded.inventory, loaded.attempt);
+  loaded.target = make_target(facts.value("address", std::string()), 0, "tcp");
+  return loaded;
+}
+
+Verdict diagnose_fixture(const std::string& name) {
+  const auto l = load(name);
+  return diagnose(l.target, l.inventory, l.attempt);
+}
+
+struct Expectation {
+  const char* fixture;
+  const char* cause;
+  int exit_code;
+  const char* must_mention;  // in summary, fix or details
+};
+
+const Expectation expectations[] = {
+    {"ok", "ok", 0, "GID index 1 (RoCE v2)"},
+    {"ok_ipv6", "ok", 0, "GID index 3 (RoCE v2)"},
+    {"several_devices", "several_devices", 0, "-d rxe0"},
+    {"wildcard_address", "wildcard_address", 0, "every RDMA device"},
+    {"no_rdma_device", "no_rdma_device", 1, "type rxe netdev"},
+    {"no_rdma_core", "no_rdma_device", 1, "no RDMA core"},
+    {"netdev_without_rdma", "netdev_without_rdma", 1, "rdma link add rxe_plainnet0 type rxe netdev plainnet0"},
+    {"route_without_rdma", "netdev_without_rdma", 1, "reached through plainnet0"},
+    {"address_not_local", "address_not_local", 1, "EADDRNOTAVAIL"},
+    {"no_route", "no_route", 1, "ENETUNREACH"},
+    {"loopback_address", "loopback_address", 1, "rdma_resolve_route: ENODEV"},
+    {"netdev_down", "netdev_down", 1, "ip link set rxenet0 up"},
+    {"port_not_active", "port_not_active", 1, "Polling"},
+    {"memlock_too_low", "memlock_too_low", 1, "ulimit -l"},
+    {"rdma_cm_missing", "rdma_cm_missing", 1, "/dev/infiniband/rdma_cm"},
+    {"rdma_cm_permission", "rdma_cm_permission", 1, "EACCES"},
+    {"provider_missing", "provider_missing", 1, "librxe"},
+    {"uverbs_missing", "uverbs_unavailable", 1, "uverbs0 does not exist"},
+    {"uverbs_permission", "uverbs_unavailable", 1, "uverbs0"},
+    {"userspace_mismatch", "userspace_mismatch", 1, "0000:0000:dead:beef"},
+    {"unexplained", "unknown", 3, "EINVAL"},
+};
+
+void PrintTo(const Expectation& e, std::ostream* out) { *out << e.fixture; }
+
+bool mentions(const Verdict& v, const std::string& text) {
+  if (v.summary.find(text) != std::string::npos || v.fix.find(text) != std::string::npos) return true;
+  for (const auto& detail : v.details) {
+    if (detail.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+class DiagFixture : public testing::TestWithParam<Expectation> {};
+
+TEST_P(DiagFixture, NamesTheCause) {
+  const auto& e = GetParam();
+  const auto v = diagnose_fixture(e.fixture);
+  EXPECT_EQ(v.cause, e.cause) << v.summary;
+  EXPECT_EQ(v.exit_code, e.exit_code);
+  EXPECT_TRUE(mentions(v, e.must_mention)) << "'" << e.must_mention << "' not in: " << render_verdict(v);
+  if (v.exit_code == 1) {
+    EXPECT_FALSE(v.fix.empty()) << "a named cause comes with a fix";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DiagFixture, testing::ValuesIn(expectations),
+                         [](const testing::TestParamInfo<Expectation>& param) { return std::string(param.param.fixture); });
+
+TEST(DiagFixtures, EveryFixtureHasAnExpectation) {
+  std::set<std::string> expected;
+  for (const auto& e : expectations) expected.insert(e.fixture);
+  for (const auto& entry : fs::directory_iterator(fixtures)) {
+    if (entry.is_directory()) {
+      EXPECT_TRUE(expected.count(entry.path().filename().string())) << entry.path() << " is not checked";
+    }
+  }
+}
+
+TEST(DiagSysfs, ReadsDevicePortsAndGids) {
+  const auto l = load("ok");
+  ASSERT_EQ(l.inventory.kernel_devices.size(), 1u);
+  const auto& device = l.inventory.kernel_devices[0];
+  EXPECT_EQ(device.name, "rxe0");
+  EXPECT_EQ(device.driver, "rdma_rxe");
+  EXPECT_EQ(device.parent_netdev, "rxenet0");
+  EXPECT_EQ(device.uverbs, "uverbs0");
+  EXPECT_EQ(device.index, 0);
+  ASSERT_EQ(device.ports.size(), 1u);
+  const auto& port = device.ports[0];
+  EXPECT_EQ(port.state_code, 4);
+  EXPECT_EQ(port.state, "ACTIVE");
+  EXPECT_EQ(port.link_layer, "Ethernet");
+  ASSERT_GE(port.gids.size(), 2u);
+  EXPECT_EQ(port.gids[1].gid, "::ffff:10.55.0.1");
+  EXPECT_EQ(port.gids[1].type, "RoCE v2");
+  EXPECT_EQ(port.gids[1].netdev, "rxenet0");
+}
+
+TEST(DiagSysfs, MissingTreeIsNotAnError) {
+  Inventory inventory;
+  read_sysfs("/nonexistent-sysfs-root", inventory);
+  EXPECT_FALSE(inventory.rdma_core_present);
+  EXPECT_TRUE(inventory.kernel_devices.empty());
+}
+
+TEST(DiagTarget, ClassifiesAddresses) {
+  EXPECT_TRUE(make_target("0.0.0.0", 0, "tcp").wildcard);
+  EXPECT_TRUE(make_target("::", 0, "tcp").wildcard);
+  EXPECT_TRUE(make_target("127.0.0.5", 0, "tcp").loopback);
+  EXPECT_TRUE(make_target("::1", 0, "tcp").loopback);
+  const auto v6 = make_target("fd55:0:0::1", 7174, "udp");
+  EXPECT_EQ(v6.host, "fd55::1");
+  EXPECT_EQ(v6.family, AF_INET6);
+  EXPECT_EQ(v6.port_space, "udp");
+  EXPECT_EQ(make_target("", 0, "tcp").family, 0);
+  EXPECT_THROW(make_target("not-an-address", 0, "tcp"), UsageError);
+}
+
+TEST(DiagGid, TextForms) {
+  EXPECT_EQ(gid_text("0000:0000:0000:0000:0000:ffff:0a37:0001"), "::ffff:10.55.0.1");
+  EXPECT_EQ(gid_text("fe80:0000:0000:0000:2451:1eff:fe78:02bb"), "fe80::2451:1eff:fe78:2bb");
+  EXPECT_EQ(gid_for_address("10.55.0.1"), "::ffff:10.55.0.1");
+  EXPECT_EQ(gid_for_address("fd55:0::1"), "fd55::1");
+}
+
+TEST(DiagAssess, FlagsTheBrokenArea) {
+  const auto l = load("provider_missing");
+  bool providers_failed = false;
+  for (const auto& check : assess(l.inventory)) {
+    if (check.area == "providers") providers_failed = check.status == "fail";
+  }
+  EXPECT_TRUE(providers_failed);
+}
+
+TEST(DiagAssess, HealthyHostHasNoFailures) {
+  for (const auto& check : assess(load("ok").inventory)) {
+    EXPECT_NE(check.status, "fail") << check.area << ": " << check.text;
+  }
+}
+
+TEST(DiagReport, JsonCarriesStableCauseAndSteps) {
+  const auto l = load("netdev_without_rdma");
+  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  const auto verdict = to_json(v);
+  EXPECT_EQ(verdict["cause"], "netdev_without_rdma");
+  EXPECT_EQ(verdict["exit_code"], 1);
+  const auto attempt = to_json(l.attempt);
+  bool saw_enodev = false;
+  for (const auto& step : attempt["steps"]) {
+    saw_enodev = saw_enodev || (step["call"] == "rdma_bind_addr" && step["errno_name"] == "ENODEV");
+  }
+  EXPECT_TRUE(saw_enodev);
+  const auto text = render_text(l.target, l.inventory, l.attempt, v);
+  EXPECT_NE(text.find("verdict: netdev_without_rdma (exit 1)"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace rdmakit::diag

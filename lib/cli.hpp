@@ -33,8 +33,8 @@ class ToolRunner {
 
   // Runs the bind diagnoser for an address and returns its JSON, with a human verdict in
   // `text`. Kept as a hook so this library needs no RDMA code (lib/diag_probe.hpp has one).
-  using Diagnoser = std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout,
-                                                 std::string& text)>;
+  using Diagnoser =
+      std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout, std::string& text)>;
   // Adds --diagnose: when an address or device failure is one diag-bind explains, the
   // diagnosis runs in-process and lands in the report ("diagnosis") and on stderr.
   void enable_diagnose(Diagnoser diagnoser);

@@ -20,9 +20,13 @@ namespace {
 
 constexpr std::uint64_t recommended_memlock = 64ull << 20;  // enough for send_bw sweeps up to 8 MiB
 
-std::string strip_scope(const std::string& host) { return host.substr(0, host.find('%')); }
+std::string strip_scope(const std::string& host) {
+  return host.substr(0, host.find('%'));
+}
 
-std::string without_prefix(const std::string& address) { return address.substr(0, address.find('/')); }
+std::string without_prefix(const std::string& address) {
+  return address.substr(0, address.find('/'));
+}
 
 // Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
 std::string canonical(const std::string& host) {
@@ -45,15 +49,17 @@ std::string human_bytes(std::uint64_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
-std::string errno_text(int errnum) { return fmt::format("{} ({})", errno_name(errnum), std::strerror(errnum)); }
+std::string errno_text(int errnum) {
+  return fmt::format("{} ({})", errno_name(errnum), std::strerror(errnum));
+}
 
 // The user-space provider library libibverbs needs for a kernel driver.
 std::string provider_for(const std::string& driver) {
   static const std::pair<const char*, const char*> table[] = {
-      {"rdma_rxe", "rxe"},   {"siw", "siw"},       {"mlx5_core", "mlx5"},   {"mlx4_core", "mlx4"},
-      {"bnxt_en", "bnxt_re"}, {"irdma", "irdma"},   {"ice", "irdma"},        {"i40e", "irdma"},
-      {"efa", "efa"},        {"qede", "qedr"},     {"hfi1", "hfi1verbs"},   {"vmw_pvrdma", "vmw_pvrdma"},
-      {"hns3", "hns"},       {"erdma", "erdma"},   {"mana", "mana"},        {"cxgb4", "cxgb4"},
+      {"rdma_rxe", "rxe"},      {"siw", "siw"},       {"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"},
+      {"bnxt_en", "bnxt_re"},   {"irdma", "irdma"},   {"ice", "irdma"},      {"i40e", "irdma"},
+      {"efa", "efa"},           {"qede", "qedr"},     {"hfi1", "hfi1verbs"}, {"vmw_pvrdma", "vmw_pvrdma"},
+      {"hns3", "hns"},          {"erdma", "erdma"},   {"mana", "mana"},      {"cxgb4", "cxgb4"},
       {"ib_qib", "ipathverbs"}, {"ocrdma", "ocrdma"}, {"ib_mthca", "mthca"}};
   for (const auto& [kernel, provider] : table) {
     if (driver == kernel) {
@@ -188,8 +194,9 @@ Verdict verdict(std::string cause, int exit_code, std::string summary, std::stri
 }
 
 Verdict unknown(std::string summary) {
-  return verdict("unknown", 3,
-                 std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data");
+  return verdict(
+      "unknown", 3,
+      std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data");
 }
 
 // rdma_create_event_channel failed: librdmacm could not start at all.
@@ -205,7 +212,8 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
     if (inventory.kernel_devices.empty()) {
       const auto* candidate = rxe_candidate(inventory);
       auto v = verdict("no_rdma_device", 1,
-                       "the kernel has no RDMA device at all, so librdmacm finds nothing to work with (rdma_create_event_channel: ENODEV)",
+                       "the kernel has no RDMA device at all, so librdmacm finds nothing to work with "
+                       "(rdma_create_event_channel: ENODEV)",
                        candidate ? "modprobe rdma_rxe && " + rxe_link_command(candidate->name)
                                  : "load your RDMA NIC's driver (e.g. modprobe mlx5_ib), or create a soft-RoCE device: "
                                    "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <ethernet netdev>");
@@ -329,8 +337,8 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
     return verdict("userspace_mismatch", 1,
                    fmt::format("the kernel binds {} to {} (GUID {}, index {}), but libibverbs does not list a device "
                                "with that GUID/index (it lists: {}); librdmacm then fails with ENODEV",
-                               host, device.name, device.node_guid,
-                               device.index ? std::to_string(*device.index) : "?", seen.empty() ? "none" : join(seen)),
+                               host, device.name, device.node_guid, device.index ? std::to_string(*device.index) : "?",
+                               seen.empty() ? "none" : join(seen)),
                    "expose the same devices to user space as the kernel has (container device list, "
                    "RDMAV_DRIVERS or IBV_* environment, stale /sys bind mount)");
   }
@@ -402,8 +410,9 @@ std::optional<Verdict> port_problem(const Target& target, const Inventory& inven
                              target.host, device->name, port->number, port->state, port->phys_state,
                              port->link_layer == "InfiniBand" ? "; an IB port needs a subnet manager to become ACTIVE"
                                                               : "; check the cable/switch port"),
-                 port->link_layer == "InfiniBand" ? "start a subnet manager (opensm) on the fabric, then check ibstat"
-                                                  : "ip link show " + (netdev ? netdev->name : std::string("<netdev>")));
+                 port->link_layer == "InfiniBand"
+                     ? "start a subnet manager (opensm) on the fabric, then check ibstat"
+                     : "ip link show " + (netdev ? netdev->name : std::string("<netdev>")));
 }
 
 std::optional<Verdict> registration_problem(const Attempt& attempt, const Inventory& inventory) {
@@ -413,13 +422,13 @@ std::optional<Verdict> registration_problem(const Attempt& attempt, const Invent
   }
   if (reg->errnum == ENOMEM || reg->errnum == EPERM || reg->errnum == EAGAIN) {
     const auto& m = inventory.memlock;
-    return verdict("memlock_too_low", 1,
-                   fmt::format("the bind works, but registering {} fails with {}: the locked-memory limit is {}{}",
-                               reg->subject, errno_name(reg->errnum),
-                               m.soft_bytes ? human_bytes(*m.soft_bytes) : std::string("unlimited"),
-                               m.cap_ipc_lock ? "" : " and this process lacks CAP_IPC_LOCK"),
-                   "ulimit -l unlimited (for a service: LimitMEMLOCK=infinity; for a login: memlock in "
-                   "/etc/security/limits.conf)");
+    return verdict(
+        "memlock_too_low", 1,
+        fmt::format("the bind works, but registering {} fails with {}: the locked-memory limit is {}{}", reg->subject,
+                    errno_name(reg->errnum), m.soft_bytes ? human_bytes(*m.soft_bytes) : std::string("unlimited"),
+                    m.cap_ipc_lock ? "" : " and this process lacks CAP_IPC_LOCK"),
+        "ulimit -l unlimited (for a service: LimitMEMLOCK=infinity; for a login: memlock in "
+        "/etc/security/limits.conf)");
   }
   return unknown("ibv_reg_mr failed: " + errno_text(reg->errnum));
 }
@@ -427,9 +436,10 @@ std::optional<Verdict> registration_problem(const Attempt& attempt, const Invent
 void add_warnings(const Inventory& inventory, Verdict& v) {
   const auto& m = inventory.memlock;
   if (m.soft_bytes && *m.soft_bytes < recommended_memlock && !m.cap_ipc_lock) {
-    v.warnings.push_back(fmt::format("locked-memory limit is {}: registrations beyond it fail (send_bw sweeps need "
-                                     "about {}); raise it with ulimit -l",
-                                     human_bytes(*m.soft_bytes), human_bytes(recommended_memlock)));
+    v.warnings.push_back(
+        fmt::format("locked-memory limit is {}: registrations beyond it fail (send_bw sweeps need "
+                    "about {}); raise it with ulimit -l",
+                    human_bytes(*m.soft_bytes), human_bytes(recommended_memlock)));
   }
   for (const auto& device : inventory.kernel_devices) {
     const auto* user = user_view_of(inventory, device);
@@ -468,7 +478,8 @@ Verdict usable(const Target& target, const Inventory& inventory, const Attempt& 
     v.details.push_back("tools that take a device name need -d " + device_name + " for this address (not " +
                         join(others) + ")");
   } else {
-    v = verdict("ok", 0, fmt::format("the bind works: {} belongs to {} port {}", target.host, device_name, attempt.port));
+    v = verdict("ok", 0,
+                fmt::format("the bind works: {} belongs to {} port {}", target.host, device_name, attempt.port));
   }
   add_mapping_details(target, inventory, attempt, v);
   return v;
@@ -480,8 +491,10 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
   const auto instead = use_instead(inventory);
   auto not_local = [&](const std::string& why) {
     auto v = verdict("address_not_local", 1,
-                     target.host + " is not assigned to any netdev on this host, so binding it fails with "
-                                   "EADDRNOTAVAIL" + why,
+                     target.host +
+                         " is not assigned to any netdev on this host, so binding it fails with "
+                         "EADDRNOTAVAIL" +
+                         why,
                      "bind an address of this host, or add it: ip addr add " + target.host + "/" +
                          (target.family == AF_INET6 ? "64" : "24") + " dev <RDMA netdev>");
     if (!instead.empty()) v.details.push_back(instead);
@@ -490,8 +503,7 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
   if (!resolve) {
     return not_local("");
   }
-  const Netdev* egress =
-      attempt.route_source.empty() ? nullptr : netdev_owning(inventory, attempt.route_source);
+  const Netdev* egress = attempt.route_source.empty() ? nullptr : netdev_owning(inventory, attempt.route_source);
   if (!resolve->ok()) {
     switch (resolve->errnum) {
       case ENODEV: return no_device_for(target, inventory, *resolve, egress);
@@ -504,8 +516,7 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
       case EHOSTUNREACH:
       case EADDRNOTAVAIL:
         return not_local(fmt::format("; as a destination, address resolution got no answer ({}){}",
-                                     errno_name(resolve->errnum),
-                                     egress ? " on " + egress->name : std::string()));
+                                     errno_name(resolve->errnum), egress ? " on " + egress->name : std::string()));
       default: return unknown("rdma_resolve_addr failed: " + errno_text(resolve->errnum));
     }
   }
@@ -518,9 +529,10 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
   if (auto problem = port_problem(target, inventory, attempt)) {
     return *problem;
   }
-  return not_local(fmt::format("; as a destination it resolves through {} port {}, so a client on this host can "
-                               "connect to it",
-                               attempt.device, attempt.port));
+  return not_local(
+      fmt::format("; as a destination it resolves through {} port {}, so a client on this host can "
+                  "connect to it",
+                  attempt.device, attempt.port));
 }
 
 }  // namespace
@@ -607,12 +619,13 @@ std::vector<Check> assess(const Inventory& inv) {
   {
     std::vector<std::string> names;
     for (const auto& d : inv.kernel_devices) {
-      names.push_back(fmt::format("{} (index {}, GUID {}, driver {}{})", d.name, d.index ? std::to_string(*d.index) : "?",
-                                  d.node_guid, d.driver.empty() ? "?" : d.driver,
-                                  d.parent_netdev.empty() ? "" : " on " + d.parent_netdev));
+      names.push_back(fmt::format(
+          "{} (index {}, GUID {}, driver {}{})", d.name, d.index ? std::to_string(*d.index) : "?", d.node_guid,
+          d.driver.empty() ? "?" : d.driver, d.parent_netdev.empty() ? "" : " on " + d.parent_netdev));
     }
     if (!inv.rdma_core_present) {
-      checks.push_back({"kernel", "fail", "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"});
+      checks.push_back(
+          {"kernel", "fail", "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"});
     } else if (names.empty()) {
       checks.push_back({"kernel", "fail", "no RDMA devices"});
     } else {
@@ -658,18 +671,22 @@ std::vector<Check> assess(const Inventory& inv) {
     std::vector<std::string> nodes;
     bool bad = false;
     for (const auto& n : inv.uverbs_nodes) {
-      nodes.push_back(fmt::format("{} {}{}", n.path, n.mode, n.access_errno ? " (" + errno_name(n.access_errno) + ")" : ""));
+      nodes.push_back(
+          fmt::format("{} {}{}", n.path, n.mode, n.access_errno ? " (" + errno_name(n.access_errno) + ")" : ""));
       bad = bad || n.access_errno != 0;
     }
     checks.push_back({"uverbs", nodes.empty() ? (inv.kernel_devices.empty() ? "info" : "fail") : (bad ? "fail" : "ok"),
                       nodes.empty() ? "no /dev/infiniband/uverbs* nodes" : join(nodes)});
   }
   {
-    const auto has = [&](const char* m) { return std::find(inv.modules.begin(), inv.modules.end(), m) != inv.modules.end(); };
+    const auto has = [&](const char* m) {
+      return std::find(inv.modules.begin(), inv.modules.end(), m) != inv.modules.end();
+    };
     const bool core = has("ib_core") && has("ib_uverbs") && has("rdma_cm") && has("rdma_ucm");
-    checks.push_back({"modules", core ? "ok" : "warn",
-                      (inv.modules.empty() ? std::string("none loaded") : join(inv.modules, " ")) +
-                          (core ? "" : " (rdma_ucm is loaded on first use by librdmacm; ib_uverbs is needed for verbs)")});
+    checks.push_back(
+        {"modules", core ? "ok" : "warn",
+         (inv.modules.empty() ? std::string("none loaded") : join(inv.modules, " ")) +
+             (core ? "" : " (rdma_ucm is loaded on first use by librdmacm; ib_uverbs is needed for verbs)")});
   }
   {
     const auto& m = inv.memlock;
@@ -685,8 +702,7 @@ std::vector<Check> assess(const Inventory& inv) {
     for (const auto& n : inv.netdevs) {
       const bool rdma = std::find(with_rdma.begin(), with_rdma.end(), n.name) != with_rdma.end();
       lines.push_back(fmt::format("{} {} {}{}{}", n.name, n.up ? "up" : "DOWN", n.operstate,
-                                  n.addresses.empty() ? "" : " " + join(n.addresses, " "),
-                                  rdma ? " [RDMA]" : ""));
+                                  n.addresses.empty() ? "" : " " + join(n.addresses, " "), rdma ? " [RDMA]" : ""));
     }
     checks.push_back({"netdevs", "info", join(lines, "; ")});
   }
@@ -727,21 +743,23 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
     }
     if (target.wildcard) {
       auto v = verdict("wildcard_address", 0,
-                       target.host + " is the wildcard address: the bind works but attaches no device; a listener "
-                                     "on it accepts on every RDMA device, and each connection gets the device its "
-                                     "route uses");
+                       target.host +
+                           " is the wildcard address: the bind works but attaches no device; a listener "
+                           "on it accepts on every RDMA device, and each connection gets the device its "
+                           "route uses");
       if (auto problem = registration_problem(attempt, inventory)) return *problem;
       if (auto instead = use_instead(inventory); !instead.empty()) v.details.push_back(instead);
       return v;
     }
     if (target.loopback) {
       const auto* route = attempt.find("rdma_resolve_route");
-      auto v = verdict("loopback_address", 1,
-                       target.host + " is a loopback address: the bind works but attaches no device, and a client "
-                                     "cannot reach it over RoCE" +
-                           (route && !route->ok() ? " (rdma_resolve_route: " + errno_name(route->errnum) + ")"
-                                                  : std::string()),
-                       "use an address on an RDMA netdev");
+      auto v = verdict(
+          "loopback_address", 1,
+          target.host +
+              " is a loopback address: the bind works but attaches no device, and a client "
+              "cannot reach it over RoCE" +
+              (route && !route->ok() ? " (rdma_resolve_route: " + errno_name(route->errnum) + ")" : std::string()),
+          "use an address on an RDMA netdev");
       if (auto instead = use_instead(inventory); !instead.empty()) v.details.push_back(instead);
       return v;
     }

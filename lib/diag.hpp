@@ -71,7 +71,7 @@ struct UserDevice {
 struct DeviceNode {
   std::string path;
   bool exists = false;
-  std::string mode;  // "crw-rw-rw-"
+  std::string mode;      // "crw-rw-rw-"
   int access_errno = 0;  // access(R_OK|W_OK) failure for this process
 };
 
@@ -87,7 +87,7 @@ struct Inventory {
   std::vector<KernelDevice> kernel_devices;
   int userspace_list_errno = 0;  // ibv_get_device_list() failed
   std::vector<UserDevice> user_devices;
-  std::string provider_dir;                  // where libibverbs looks for provider libraries
+  std::string provider_dir;                   // where libibverbs looks for provider libraries
   std::vector<std::string> provider_drivers;  // drivers named in libibverbs.d/*.driver whose library exists
   DeviceNode rdma_cm;
   std::vector<DeviceNode> uverbs_nodes;
@@ -146,7 +146,7 @@ struct Verdict {
 Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt);
 
 // Helpers shared with the live probe and the tests.
-std::string gid_text(std::string_view sysfs_gid);  // "0000:...:ffff:0a37:0001" -> "::ffff:10.55.0.1"
+std::string gid_text(std::string_view sysfs_gid);              // "0000:...:ffff:0a37:0001" -> "::ffff:10.55.0.1"
 std::string gid_for_address(const std::string& numeric_host);  // the GID a RoCE device holds for it
 const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host);
 bool address_is_local(const Inventory& inventory, const std::string& numeric_host);

@@ -83,7 +83,7 @@ std::map<std::string, int> kernel_indices() {
            remaining >= static_cast<int>(sizeof(nlattr)) && attr->nla_len >= sizeof(nlattr) &&
            attr->nla_len <= remaining;
            remaining -= NLA_ALIGN(attr->nla_len),
-                attr = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(attr) + NLA_ALIGN(attr->nla_len))) {
+                 attr = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(attr) + NLA_ALIGN(attr->nla_len))) {
         const char* payload = reinterpret_cast<char*>(attr) + NLA_HDRLEN;
         const int length = attr->nla_len - NLA_HDRLEN;
         const int type = attr->nla_type & NLA_TYPE_MASK;
@@ -256,8 +256,8 @@ void read_addresses(Inventory& inventory) {
         (entry->ifa_addr->sa_family != AF_INET && entry->ifa_addr->sa_family != AF_INET6)) {
       continue;
     }
-    const auto text = fmt::format("{}/{}", rdmakit::address_of(entry->ifa_addr).host_string(),
-                                  prefix_length(entry->ifa_netmask));
+    const auto text =
+        fmt::format("{}/{}", rdmakit::address_of(entry->ifa_addr).host_string(), prefix_length(entry->ifa_netmask));
     auto netdev = std::find_if(inventory.netdevs.begin(), inventory.netdevs.end(),
                                [&](const Netdev& n) { return n.name == entry->ifa_name; });
     if (netdev == inventory.netdevs.end()) {
@@ -382,7 +382,7 @@ Attempt run_attempt(const Target& target, const ProbeOptions& options) {
     return attempt;
   }
   const auto port_space = port_space_of(target.port_space);
-  const std::string ps_name = "RDMA_PS_" + std::string(target.port_space == "udp" ? "UDP"
+  const std::string ps_name = "RDMA_PS_" + std::string(target.port_space == "udp"  ? "UDP"
                                                        : target.port_space == "ib" ? "IB"
                                                                                    : "TCP");
   try {
@@ -457,8 +457,10 @@ Diagnosis diagnose_address(const std::string& address, const ProbeOptions& optio
 nlohmann::json to_json(const Diagnosis& d) {
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& check : assess(d.inventory)) checks.push_back(to_json(check));
-  return {{"address", d.target.host},        {"checks", checks},
-          {"inventory", to_json(d.inventory)}, {"attempt", to_json(d.attempt)},
+  return {{"address", d.target.host},
+          {"checks", checks},
+          {"inventory", to_json(d.inventory)},
+          {"attempt", to_json(d.attempt)},
           {"verdict", to_json(d.verdict)}};
 }
 

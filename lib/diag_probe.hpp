@@ -14,9 +14,9 @@ namespace rdmakit::diag {
 
 struct ProbeOptions {
   std::filesystem::path sysfs_root = "/sys";
-  std::chrono::milliseconds timeout{2000};    // bound on address and route resolution
-  std::size_t registration_bytes = 1 << 20;   // size of the memory-registration probe
-  int stop_fd = -1;                            // Ctrl-C ends resolution waits early
+  std::chrono::milliseconds timeout{2000};   // bound on address and route resolution
+  std::size_t registration_bytes = 1 << 20;  // size of the memory-registration probe
+  int stop_fd = -1;                          // Ctrl-C ends resolution waits early
 };
 
 Inventory collect_inventory(const ProbeOptions& options);

@@ -54,15 +54,12 @@ nlohmann::json to_json(const Attempt& attempt) {
     if (!step.ok()) item["errno_name"] = errno_name(step.errnum);
     steps.push_back(std::move(item));
   }
-  return {{"steps", steps},
-          {"device", attempt.device},
-          {"port", attempt.port},
-          {"route_source", attempt.route_source}};
+  return {{"steps", steps}, {"device", attempt.device}, {"port", attempt.port}, {"route_source", attempt.route_source}};
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return {{"cause", v.cause},   {"exit_code", v.exit_code}, {"summary", v.summary},
-          {"fix", v.fix},       {"details", v.details},     {"warnings", v.warnings}};
+  return {{"cause", v.cause}, {"exit_code", v.exit_code}, {"summary", v.summary},
+          {"fix", v.fix},     {"details", v.details},     {"warnings", v.warnings}};
 }
 
 nlohmann::json to_json(const Check& check) {

@@ -79,6 +79,9 @@ std::string render_text(const Report& r) {
   if (!r.text.empty()) {
     return r.text;
   }
+  if (r.outcome == "usage_error") {
+    return {};  // the error line on stderr says it all
+  }
   std::ostringstream out;
   const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
   out << fmt::format("{} {}{}: {} of {} iterations, {} bytes in {:.3f} s, {}\n", r.tool, r.role,

@@ -26,7 +26,9 @@ std::optional<std::string> read_line(const fs::path& file) {
   return line;
 }
 
-std::string read_or_empty(const fs::path& file) { return read_line(file).value_or(""); }
+std::string read_or_empty(const fs::path& file) {
+  return read_line(file).value_or("");
+}
 
 std::vector<std::string> sorted_entries(const fs::path& dir) {
   std::vector<std::string> names;
@@ -109,9 +111,9 @@ std::string netdev_type(const std::string& arphrd) {
   return arphrd;
 }
 
-constexpr const char* rdma_modules[] = {"ib_core", "ib_uverbs", "ib_cm",   "iw_cm",   "rdma_cm", "rdma_ucm",
-                                        "ib_umad", "rdma_rxe",  "siw",     "mlx5_ib", "mlx4_ib", "irdma",
-                                        "bnxt_re", "efa",       "qedr",    "hfi1",    "ib_ipoib"};
+constexpr const char* rdma_modules[] = {"ib_core", "ib_uverbs", "ib_cm", "iw_cm",   "rdma_cm", "rdma_ucm",
+                                        "ib_umad", "rdma_rxe",  "siw",   "mlx5_ib", "mlx4_ib", "irdma",
+                                        "bnxt_re", "efa",       "qedr",  "hfi1",    "ib_ipoib"};
 
 }  // namespace
 

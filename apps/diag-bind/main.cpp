@@ -63,35 +63,38 @@ int main(int argc, char** argv) {
   runner.app().footer(
       "Exit status: 0 the address is usable, 1 a cause was found (see 'verdict'), 2 usage error, 3 the failure could "
       "not be explained (the raw data is printed).");
-  return runner.run(
-      argc, argv, [] {},
-      [&](rdmakit::Report& report) {
-        rdmakit::diag::Diagnosis d;
-        if (!options.replay_dir.empty()) {
-          d = replay(options);
-        } else {
-          rdmakit::diag::ProbeOptions probe;
-          probe.timeout = runner.common().timeout();
-          probe.registration_bytes = options.registration_kib << 10;
-          const auto host =
-              options.address.empty() ? std::string() : rdmakit::parse_address(options.address, 0).host_string();
-          d.target = rdmakit::diag::make_target(host, options.port, options.port_space);
-          d.inventory = rdmakit::diag::collect_inventory(probe);
-          d.attempt = rdmakit::diag::run_attempt(d.target, probe);
-        }
-        d.verdict = rdmakit::diag::diagnose(d.target, d.inventory, d.attempt);
-        report.arguments = {{"address", options.address},
-                            {"port", options.port},
-                            {"port_space", options.port_space},
-                            {"mr_size_kib", options.registration_kib},
-                            {"replay", options.replay_dir}};
-        report.local_address = d.target.host;
-        report.outcome = d.verdict.cause;
-        report.exit_code = static_cast<rdmakit::ExitCode>(d.verdict.exit_code);
-        const auto document = rdmakit::diag::to_json(d);
-        for (const auto& [key, value] : document.items()) {
-          report.extra[key] = value;
-        }
-        report.text = rdmakit::diag::render_text(d.target, d.inventory, d.attempt, d.verdict);
-      });
+  rdmakit::diag::Diagnosis d;
+  rdmakit::diag::ProbeOptions probe;
+  // Everything that can be wrong with the command line is found before anything runs.
+  auto prepare = [&] {
+    if (!options.replay_dir.empty()) {
+      d = replay(options);
+      return;
+    }
+    const auto host =
+        options.address.empty() ? std::string() : rdmakit::parse_address(options.address, 0).host_string();
+    d.target = rdmakit::diag::make_target(host, options.port, options.port_space);
+  };
+  return runner.run(argc, argv, prepare, [&](rdmakit::Report& report) {
+    if (options.replay_dir.empty()) {
+      probe.timeout = runner.common().timeout();
+      probe.registration_bytes = options.registration_kib << 10;
+      d.inventory = rdmakit::diag::collect_inventory(probe);
+      d.attempt = rdmakit::diag::run_attempt(d.target, probe);
+    }
+    d.verdict = rdmakit::diag::diagnose(d.target, d.inventory, d.attempt);
+    report.arguments = {{"address", options.address},
+                        {"port", options.port},
+                        {"port_space", options.port_space},
+                        {"mr_size_kib", options.registration_kib},
+                        {"replay", options.replay_dir}};
+    report.local_address = d.target.host;
+    report.outcome = d.verdict.cause;
+    report.exit_code = static_cast<rdmakit::ExitCode>(d.verdict.exit_code);
+    const auto document = rdmakit::diag::to_json(d);
+    for (const auto& [key, value] : document.items()) {
+      report.extra[key] = value;
+    }
+    report.text = rdmakit::diag::render_text(d.target, d.inventory, d.attempt, d.verdict);
+  });
 }

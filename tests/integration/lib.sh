@@ -5,10 +5,15 @@
 T=$(mktemp -d)
 trap 'cleanup' EXIT
 declare -a BACKGROUND=()
+declare -a RESTORE=()
+
+# restore COMMAND: run at exit (last registered first), to undo what a case broke on purpose.
+restore() { RESTORE+=("$1"); }
 
 cleanup() {
-  local pid
+  local pid i
   for pid in "${BACKGROUND[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  for ((i = ${#RESTORE[@]} - 1; i >= 0; i--)); do eval "${RESTORE[i]}" || echo "restore failed: ${RESTORE[i]}"; done
   rm -rf "$T"
 }
 
@@ -31,8 +36,16 @@ require_device() {
   fi
 }
 
+require_root() {
+  [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root to break and repair the host on purpose"; exit 77; }
+}
+
 port_counter=$((20000 + RANDOM % 20000))
-next_port() { port_counter=$((port_counter + 1)); PORT=$port_counter; }
+next_port() { require_root() {
+  [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root to break and repair the host on purpose"; exit 77; }
+}
+
+port_counter=$((port_counter + 1)); PORT=$port_counter; }
 
 # wait_listening PORT: until an rdma_cm id listens on PORT (10 s at most).
 wait_listening() {

@@ -11,6 +11,9 @@ STOCK_RPING=$(command -v rping 2>/dev/null || echo /usr/bin/rping)
 source "$here/lib.sh"
 # shellcheck source=rping_cases.sh
 source "$here/rping_cases.sh"
+OURS_DIAG=$BIN/diag-bind
+# shellcheck source=diag_bind_cases.sh
+source "$here/diag_bind_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 echo "PASS: $case_name"

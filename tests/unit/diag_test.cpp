@@ -75,7 +75,9 @@ const Expectation expectations[] = {
     {"unexplained", "unknown", 3, "EINVAL"},
 };
 
-void PrintTo(const Expectation& e, std::ostream* out) { *out << e.fixture; }
+void PrintTo(const Expectation& e, std::ostream* out) {
+  *out << e.fixture;
+}
 
 bool mentions(const Verdict& v, const std::string& text) {
   if (v.summary.find(text) != std::string::npos || v.fix.find(text) != std::string::npos) return true;
@@ -99,7 +101,9 @@ TEST_P(DiagFixture, NamesTheCause) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DiagFixture, testing::ValuesIn(expectations),
-                         [](const testing::TestParamInfo<Expectation>& param) { return std::string(param.param.fixture); });
+                         [](const testing::TestParamInfo<Expectation>& param) {
+                           return std::string(param.param.fixture);
+                         });
 
 TEST(DiagFixtures, EveryFixtureHasAnExpectation) {
   std::set<std::string> expected;

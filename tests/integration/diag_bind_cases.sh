@@ -1,0 +1,177 @@
+# diag-bind cases: each breaks the host the way users find it broken, runs diag-bind and
+# asserts the named cause, then repairs the host (restore) for the cases after it.
+
+# diag NAME ARGS...: diag-bind --json and its text form; sets RC (of the JSON run).
+diag() {
+  local name=$1
+  shift
+  run "$name.text" 30 "$OURS_DIAG" "$@"
+  run "$name" 30 "$OURS_DIAG" --json "$@"
+}
+
+# expect_cause NAME CAUSE EXIT: both forms name CAUSE and exit with EXIT; JSON is one document.
+expect_cause() {
+  local name=$1 cause=$2 code=$3
+  expect_rc "$code" "diag-bind ($name)"
+  expect_jq ".verdict.cause == \"$cause\" and .verdict.exit_code == $code and .exit_code == $code" "$name.out"
+  expect_jq '(.checks | length) >= 7 and (.attempt.steps | length) >= 1 and (.inventory | has("kernel_devices"))' \
+    "$name.out"
+  expect_grep "^verdict: $cause (exit $code)" "$name.text.out"
+  note "$name: $(jq -r .verdict.summary "$T/$name.out")"
+}
+
+wait_port_active() {
+  local i
+  for i in $(seq 50); do
+    rdma link show "$RXE_DEV/1" 2>/dev/null | grep -q "state ACTIVE" && return 0
+    sleep 0.2
+  done
+  fail "$RXE_DEV port 1 is not ACTIVE again"
+}
+
+case_diag_bind_ok() {
+  require_device
+  diag ok "$RXE_ADDR"
+  expect_cause ok ok 0
+  expect_jq ".attempt.device == \"$RXE_DEV\" and .attempt.port == 1" ok.out
+  expect_jq '[.attempt.steps[].call] == ["rdma_create_event_channel","rdma_create_id","rdma_bind_addr","ibv_reg_mr"]' ok.out
+  expect_grep "a RoCE v2 peer reaches it with GID index" ok.text.out
+  diag ok6 "$RXE_ADDR6"
+  expect_cause ok6 ok 0
+  diag host
+  expect_cause host ok 0
+  diag wildcard 0.0.0.0
+  expect_cause wildcard wildcard_address 0
+  diag loopback 127.0.0.1
+  expect_cause loopback loopback_address 1
+  expect_jq '.attempt.steps[-1].call == "rdma_resolve_route" and .attempt.steps[-1].errno_name == "ENODEV"' loopback.out
+}
+
+case_diag_bind_netdev_without_rdma() {
+  require_device
+  require_root
+  diag plain "$PLAIN_ADDR"
+  expect_cause plain netdev_without_rdma 1
+  local netdev fix
+  netdev=$(ip -o addr show | awk -v a="$PLAIN_ADDR" '$4 ~ "^"a"/" {print $2; exit}')
+  fix=$(jq -r .verdict.fix "$T/plain.out")
+  [[ $fix == "rdma link add rxe_$netdev type rxe netdev $netdev"* ]] || fail "fix names the wrong command: $fix"
+  # A client whose route leaves through that netdev gets the same cause.
+  diag route "${PLAIN_ADDR%.*}.2"
+  expect_cause route netdev_without_rdma 1
+  expect_grep "reached through $netdev" route.text.out
+  # Apply the suggested fix for real: the bind then works, on the new device.
+  restore "rdma link delete rxe_$netdev 2>/dev/null"
+  ${fix%%   (*} || fail "the suggested fix failed: $fix"
+  diag fixed "$PLAIN_ADDR"
+  expect_cause fixed several_devices 0
+  expect_jq ".attempt.device == \"rxe_$netdev\"" fixed.out
+  expect_grep "need -d rxe_$netdev" fixed.text.out
+}
+
+case_diag_bind_address_not_local() {
+  require_device
+  diag notmine "${RXE_ADDR%.*}.99"
+  expect_cause notmine address_not_local 1
+  expect_jq '.attempt.steps[2].call == "rdma_bind_addr" and .attempt.steps[2].errno_name == "EADDRNOTAVAIL"' notmine.out
+  diag noroute 10.99.0.1
+  expect_cause noroute no_route 1
+}
+
+case_diag_bind_netdev_down() {
+  require_device
+  require_root
+  restore "ip link set $RXE_NETDEV up"
+  ip link set "$RXE_NETDEV" down
+  diag down "$RXE_ADDR"
+  expect_cause down netdev_down 1
+  expect_jq ".verdict.fix == \"ip link set $RXE_NETDEV up\"" down.out
+  ip link set "$RXE_NETDEV" up
+  wait_port_active
+  diag up "$RXE_ADDR"
+  expect_cause up ok 0
+}
+
+case_diag_bind_memlock() {
+  require_device
+  require_root
+  command -v setpriv > /dev/null || { echo "SKIP: setpriv (util-linux) missing"; exit 77; }
+  # Root ignores the limit (CAP_IPC_LOCK), so drop the capability as well.
+  run memlock.text 30 bash -c "ulimit -l 64; exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock $OURS_DIAG $RXE_ADDR"
+  run memlock 30 bash -c "ulimit -l 64; exec setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock $OURS_DIAG --json $RXE_ADDR"
+  expect_cause memlock memlock_too_low 1
+  expect_jq '.inventory.memlock.soft_bytes == 65536 and .inventory.memlock.cap_ipc_lock == false' memlock.out
+  expect_jq '.attempt.steps[-1].call == "ibv_reg_mr" and .attempt.steps[-1].errno_name == "ENOMEM"' memlock.out
+}
+
+case_diag_bind_provider_missing() {
+  require_device
+  require_root
+  local dir
+  dir=$("$OURS_DIAG" --json | jq -r .inventory.provider_dir)
+  [[ -d $dir ]] || fail "provider directory '$dir' not found"
+  restore "umount $dir"
+  mount -t tmpfs none "$dir"
+  diag noprovider "$RXE_ADDR"
+  expect_cause noprovider provider_missing 1
+  expect_grep "librxe" noprovider.text.out
+}
+
+case_diag_bind_no_device() {
+  require_device
+  require_root
+  restore "rdma link add $RXE_DEV type rxe netdev $RXE_NETDEV 2>/dev/null; true"
+  rdma link delete "$RXE_DEV"
+  diag nodevice "$RXE_ADDR"
+  expect_cause nodevice no_rdma_device 1
+  expect_jq '.attempt.steps == [.attempt.steps[0]] and .attempt.steps[0].errno_name == "ENODEV"' nodevice.out
+  # Other tools on the same host: exit 77, hint at diag-bind; --diagnose gives the verdict inline.
+  run rping 15 "$OURS_RPING" -s -a "$RXE_ADDR" --json --diagnose
+  expect_rc 77 "rping without a device"
+  expect_jq '.diagnosis.verdict.cause == "no_rdma_device"' rping.out
+  rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
+  wait_port_active
+}
+
+case_diag_bind_permissions() {
+  require_device
+  require_root
+  local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  restore "chmod 666 /dev/infiniband/rdma_cm /dev/infiniband/uverbs*"
+  chmod 600 /dev/infiniband/rdma_cm
+  run cm.text 30 "${nobody[@]}" "$OURS_DIAG" "$RXE_ADDR"
+  run cm 30 "${nobody[@]}" "$OURS_DIAG" --json "$RXE_ADDR"
+  expect_cause cm rdma_cm_permission 1
+  chmod 666 /dev/infiniband/rdma_cm
+  chmod 600 /dev/infiniband/uverbs*
+  run verbs.text 30 "${nobody[@]}" "$OURS_DIAG" "$RXE_ADDR"
+  run verbs 30 "${nobody[@]}" "$OURS_DIAG" --json "$RXE_ADDR"
+  expect_cause verbs uverbs_unavailable 1
+  expect_jq '.attempt.steps[-1].call == "rdma_bind_addr" and .attempt.steps[-1].errno_name == "ENODEV"' verbs.out
+}
+
+case_diag_bind_from_tools() {
+  require_device
+  next_port
+  run server 15 "$OURS_RPING" -s -a "$PLAIN_ADDR" -p "$PORT" --json --diagnose
+  expect_rc 1 "rping server on an address without RDMA"
+  expect_jq '.errors[0].call == "rdma_bind_addr" and .diagnosis.verdict.cause == "netdev_without_rdma"' server.out
+  expect_grep "^verdict: netdev_without_rdma" server.err
+  run client 15 "$OURS_RPING" -c -a "${PLAIN_ADDR%.*}.2" -p "$PORT" -C 1 --diagnose
+  expect_rc 1 "rping client routed through a netdev without RDMA"
+  expect_grep "reached through" client.err
+  # Without --diagnose: only the hint, no diagnosis.
+  run plain 15 "$OURS_RPING" -s -a "$PLAIN_ADDR" -p "$PORT" --json
+  expect_jq '(has("diagnosis") | not) and (.errors[0].hint | contains("diag-bind"))' plain.out
+}
+
+case_diag_bind_bad_flags() {
+  local args
+  for args in "--ps foo 10.55.0.1" "-p 70000 10.55.0.1" "--mr-size 0" "no.such.host.invalid" "10.55.0.1 extra" \
+    "--replay /nonexistent"; do
+    # shellcheck disable=SC2086
+    run bad 10 "$OURS_DIAG" $args
+    expect_rc 2 "diag-bind $args"
+    [[ $(wc -l < "$T/bad.err") -le 3 ]] || fail "diag-bind $args: more than a short usage error"
+  done
+}

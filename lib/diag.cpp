@@ -343,9 +343,19 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
                    "RDMAV_DRIVERS or IBV_* environment, stale /sys bind mount)");
   }
   if (user->open_errno != 0) {
+    const auto path = "/dev/infiniband/" + device.uverbs;
+    std::string node_state;
+    for (const auto& node : inventory.uverbs_nodes) {
+      if (node.path == path) {
+        node_state = !node.exists ? " (the node does not exist)"
+                     : node.access_errno
+                         ? fmt::format(" ({} is {}: {} for this user)", path, node.mode, errno_name(node.access_errno))
+                         : "";
+      }
+    }
     return verdict("uverbs_unavailable", 1,
-                   fmt::format("{} is on {}, which libibverbs lists but cannot open: {} /dev/infiniband/{}", host,
-                               device.name, errno_text(user->open_errno), device.uverbs),
+                   fmt::format("{} is on {}, which libibverbs lists but cannot open (ibv_open_device: {}){}", host,
+                               device.name, errno_name(user->open_errno), node_state),
                    "chmod 666 /dev/infiniband/" + device.uverbs +
                        " (rdma-core's udev rules do this), or run as a user allowed to open it");
   }

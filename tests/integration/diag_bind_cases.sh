@@ -81,15 +81,19 @@ case_diag_bind_address_not_local() {
 case_diag_bind_netdev_down() {
   require_device
   require_root
-  restore "ip link set $RXE_NETDEV up"
+  # Taking a netdev down flushes its IPv6 addresses: the repair puts them back too.
+  restore "ip link set $RXE_NETDEV up; ip -6 addr replace $RXE_ADDR6/64 dev $RXE_NETDEV nodad"
   ip link set "$RXE_NETDEV" down
   diag down "$RXE_ADDR"
   expect_cause down netdev_down 1
   expect_jq ".verdict.fix == \"ip link set $RXE_NETDEV up\"" down.out
   ip link set "$RXE_NETDEV" up
+  ip -6 addr replace "$RXE_ADDR6/64" dev "$RXE_NETDEV" nodad
   wait_port_active
   diag up "$RXE_ADDR"
   expect_cause up ok 0
+  diag up6 "$RXE_ADDR6"
+  expect_cause up6 ok 0
 }
 
 case_diag_bind_memlock() {

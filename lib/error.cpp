@@ -46,7 +46,7 @@ namespace {
 
 bool is_addressing(const std::string& call) {
   return call == "rdma_bind_addr" || call == "rdma_resolve_addr" || call == "rdma_resolve_route" ||
-         call == "rdma_getaddrinfo";
+         call == "rdma_getaddrinfo" || call == "rdma_create_ep";
 }
 
 }  // namespace

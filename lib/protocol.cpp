@@ -1,5 +1,6 @@
 #include "lib/protocol.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -84,3 +85,22 @@ std::size_t echo_length(std::span<const char> received) {
 }
 
 }  // namespace rdmakit::rping
+
+namespace rdmakit::rdmx {
+
+void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining) {
+  std::fill(message.begin(), message.end(), std::uint8_t{0});
+  for (int i = 0; i < 4; ++i) {
+    message[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(remaining >> (24 - 8 * i));
+  }
+}
+
+std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message) {
+  std::uint32_t remaining = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    remaining = (remaining << 8) | message[i];
+  }
+  return remaining;
+}
+
+}  // namespace rdmakit::rdmx

@@ -49,3 +49,17 @@ void fill_ping_payload(std::span<char> buffer, std::uint64_t iteration);
 std::size_t echo_length(std::span<const char> received);
 
 }  // namespace rdmakit::rping
+
+// rdma_server / rdma_client: one 16-byte message each way per exchange. The stock tools
+// send zeros and ignore the content; ours put the number of exchanges still to come after
+// this one in the first 4 bytes (big-endian), so zeros mean "last one" and a stock client
+// gets exactly one exchange from our server.
+namespace rdmakit::rdmx {
+
+inline constexpr std::size_t message_size = 16;
+inline constexpr const char* default_port = "7471";
+
+void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining);
+std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message);
+
+}  // namespace rdmakit::rdmx

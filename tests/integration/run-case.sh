@@ -14,6 +14,10 @@ source "$here/rping_cases.sh"
 OURS_DIAG=$BIN/diag-bind
 # shellcheck source=diag_bind_cases.sh
 source "$here/diag_bind_cases.sh"
+OURS_RDMA_SERVER=$BIN/rdma_server
+OURS_RDMA_CLIENT=$BIN/rdma_client
+# shellcheck source=rdmx_cases.sh
+source "$here/rdmx_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 echo "PASS: $case_name"

@@ -66,3 +66,24 @@ TEST(Echo, LengthIncludesNulAndNeverExceedsBuffer) {
 
 }  // namespace
 }  // namespace rdmakit::rping
+
+namespace rdmakit::rdmx {
+namespace {
+
+TEST(RdmxMessage, RemainingRoundTripsBigEndian) {
+  std::array<std::uint8_t, message_size> message{};
+  message.fill(0xff);
+  encode_remaining(message, 0x01020304);
+  EXPECT_EQ(message[0], 0x01);
+  EXPECT_EQ(message[3], 0x04);
+  EXPECT_EQ(message[4], 0x00) << "the rest is cleared";
+  EXPECT_EQ(decode_remaining(message), 0x01020304u);
+}
+
+TEST(RdmxMessage, StockZerosMeanLastExchange) {
+  const std::array<std::uint8_t, message_size> stock{};
+  EXPECT_EQ(decode_remaining(stock), 0u);
+}
+
+}  // namespace
+}  // namespace rdmakit::rdmx

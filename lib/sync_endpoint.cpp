@@ -1,0 +1,230 @@
+#include "lib/sync_endpoint.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "lib/cm.hpp"
+#include "lib/error.hpp"
+#include "lib/verbs.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// Waits until `fd` is readable; throws RunStopped on deadline or Ctrl-C.
+void await_readable(int fd, const Bounds& bounds) {
+  const auto ready = wait_readable({fd, bounds.stop_fd}, bounds.deadline);
+  if (!ready) {
+    throw RunStopped(StopReason::timed_out, "timed out waiting for " + bounds.awaiting);
+  }
+  if (*ready == 1) {
+    throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + bounds.awaiting);
+  }
+}
+
+bool would_block(int result) {
+  return result != 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+std::string peer_of(rdma_cm_id* id) {
+  const auto* address = rdma_get_peer_addr(id);
+  return address && address->sa_family ? rdmakit::address_of(address).to_string() : std::string();
+}
+
+}  // namespace
+
+AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passive) {
+  rdma_addrinfo hints{};
+  hints.ai_port_space = RDMA_PS_TCP;
+  if (passive) hints.ai_flags = RAI_PASSIVE;
+  if (rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &info_) != 0) {
+    // rdma_getaddrinfo reports getaddrinfo's EAI_* codes in its return value; errno is unreliable.
+    throw RdmaError("rdma_getaddrinfo", host + ":" + port, errno ? errno : ENOENT);
+  }
+}
+
+AddrInfo::~AddrInfo() {
+  rdma_freeaddrinfo(info_);
+}
+
+SyncEndpoint::SyncEndpoint(const AddrInfo& info, ibv_qp_init_attr* qp_attributes) {
+  if (rdma_create_ep(&id_, info.get(), nullptr, qp_attributes) != 0) {
+    const auto* destination = info.get()->ai_dst_addr;
+    const auto* source = info.get()->ai_src_addr;
+    const auto* subject = destination ? destination : source;
+    throw RdmaError("rdma_create_ep", subject ? rdmakit::address_of(subject).to_string() : "", errno);
+  }
+  make_nonblocking();
+}
+
+SyncEndpoint::SyncEndpoint(rdma_cm_id* adopted) : id_(adopted) {
+  make_nonblocking();
+}
+
+SyncEndpoint::SyncEndpoint(SyncEndpoint&& other) noexcept : id_(std::exchange(other.id_, nullptr)) {}
+
+SyncEndpoint::~SyncEndpoint() {
+  if (id_ != nullptr) {
+    rdma_destroy_ep(id_);
+  }
+}
+
+void SyncEndpoint::make_nonblocking() {
+  set_nonblocking(id_->channel->fd, "rdma_cm channel");
+  if (id_->send_cq_channel) set_nonblocking(id_->send_cq_channel->fd, "send completion channel");
+  if (id_->recv_cq_channel) set_nonblocking(id_->recv_cq_channel->fd, "receive completion channel");
+}
+
+void SyncEndpoint::finish_cm_call(const char* call, const Bounds& bounds) {
+  rdma_cm_event* event = nullptr;
+  for (;;) {
+    if (rdma_get_cm_event(id_->channel, &event) == 0) break;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError("rdma_get_cm_event", "", errno);
+    await_readable(id_->channel->fd, bounds);
+  }
+  const auto type = event->event;
+  const int status = event->status;
+  rdma_ack_cm_event(event);
+  if (type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_DISCONNECTED) {
+    return;
+  }
+  if (type == RDMA_CM_EVENT_REJECTED) {
+    throw RdmaError(call, peer_of(id_), ECONNREFUSED);
+  }
+  throw RdmaError(call, std::string(rdma_event_str(type)), status < 0 ? -status : (status ? status : ETIMEDOUT));
+}
+
+void SyncEndpoint::listen(int backlog) {
+  if (rdma_listen(id_, backlog) != 0) {
+    throw RdmaError("rdma_listen", rdmakit::address_of(rdma_get_local_addr(id_)).to_string(), errno);
+  }
+}
+
+SyncEndpoint SyncEndpoint::get_request(const Bounds& bounds) {
+  rdma_cm_id* child = nullptr;
+  while (rdma_get_request(id_, &child) != 0) {
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      throw RdmaError("rdma_get_request", rdmakit::address_of(rdma_get_local_addr(id_)).to_string(), errno);
+    }
+    await_readable(id_->channel->fd, bounds);
+  }
+  return SyncEndpoint(child);
+}
+
+void SyncEndpoint::connect(const Bounds& bounds) {
+  const int result = rdma_connect(id_, nullptr);
+  if (would_block(result)) {
+    finish_cm_call("rdma_connect", bounds);
+  } else if (result != 0) {
+    throw RdmaError("rdma_connect", peer_of(id_), errno);
+  }
+}
+
+void SyncEndpoint::accept(const Bounds& bounds) {
+  const int result = rdma_accept(id_, nullptr);
+  if (would_block(result)) {
+    finish_cm_call("rdma_accept", bounds);
+  } else if (result != 0) {
+    throw RdmaError("rdma_accept", peer_of(id_), errno);
+  }
+}
+
+void SyncEndpoint::disconnect(const Bounds& bounds) noexcept {
+  try {
+    const int result = rdma_disconnect(id_);
+    if (would_block(result)) {
+      finish_cm_call("rdma_disconnect", bounds);
+    }
+  } catch (const std::exception& error) {
+    spdlog::debug("disconnect: {}", error.what());
+  }
+}
+
+namespace {
+
+using CompletionCall = int (*)(rdma_cm_id*, ibv_wc*);
+
+// A DISCONNECTED event while waiting for a completion means the peer has gone: say so now
+// instead of waiting for the transport's retries to run out.
+void check_peer_left(rdma_cm_id* id, const Bounds& bounds) {
+  rdma_cm_event* event = nullptr;
+  if (rdma_get_cm_event(id->channel, &event) != 0) {
+    return;
+  }
+  const auto type = event->event;
+  rdma_ack_cm_event(event);
+  if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+    throw RunStopped(StopReason::peer_disconnected, "the peer disconnected while waiting for " + bounds.awaiting);
+  }
+}
+
+ibv_wc next_completion(rdma_cm_id* id, CompletionCall call, const char* name, int fd, const Bounds& bounds) {
+  ibv_wc wc{};
+  for (;;) {
+    const int n = call(id, &wc);
+    if (n > 0) break;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError(name, "", errno);
+    const auto ready = wait_readable({fd, id->channel->fd, bounds.stop_fd}, bounds.deadline);
+    if (!ready) throw RunStopped(StopReason::timed_out, "timed out waiting for " + bounds.awaiting);
+    if (*ready == 2) throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + bounds.awaiting);
+    if (*ready == 1) check_peer_left(id, bounds);
+  }
+  if (wc.status != IBV_WC_SUCCESS) {
+    if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+      throw RunStopped(StopReason::peer_disconnected, "the connection closed while waiting for " + bounds.awaiting);
+    }
+    throw CompletionError(std::string(name) + ": " + ibv_wc_status_str(wc.status), wc.status);
+  }
+  return wc;
+}
+
+}  // namespace
+
+ibv_wc SyncEndpoint::send_completion(const Bounds& bounds) {
+  return next_completion(id_, rdma_get_send_comp, "rdma_get_send_comp", id_->send_cq_channel->fd, bounds);
+}
+
+ibv_wc SyncEndpoint::recv_completion(const Bounds& bounds) {
+  return next_completion(id_, rdma_get_recv_comp, "rdma_get_recv_comp", id_->recv_cq_channel->fd, bounds);
+}
+
+std::uint32_t SyncEndpoint::max_inline_data() const {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (id_->qp == nullptr || ibv_query_qp(id_->qp, &attributes, IBV_QP_CAP, &init) != 0) {
+    return 0;
+  }
+  return init.cap.max_inline_data;
+}
+
+ibv_qp_init_attr message_qp_attributes(std::uint32_t message_size) {
+  ibv_qp_init_attr attributes{};
+  attributes.cap.max_send_wr = attributes.cap.max_recv_wr = 1;
+  attributes.cap.max_send_sge = attributes.cap.max_recv_sge = 1;
+  attributes.cap.max_inline_data = message_size;
+  attributes.sq_sig_all = 1;
+  attributes.qp_type = IBV_QPT_RC;
+  return attributes;
+}
+
+void throw_post_error(const char* call) {
+  throw RdmaError(call, "", errno);
+}
+
+MessageRegion::MessageRegion(rdma_cm_id* id, void* address, std::size_t length)
+    : mr_(rdma_reg_msgs(id, address, length)) {
+  if (mr_ == nullptr) {
+    throw RdmaError("rdma_reg_msgs", std::to_string(length) + " bytes", errno);
+  }
+}
+
+MessageRegion::~MessageRegion() {
+  if (rdma_dereg_mr(mr_) != 0) {
+    spdlog::warn("rdma_dereg_mr: {}", std::strerror(errno));
+  }
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,91 @@
+# rdma_server / rdma_client cases: ours with ours, ours with the stock tools both ways, and
+# every way a peer can be missing ends within the timeout.
+
+case_rdmx_self() {
+  require_device
+  next_port
+  start server "$OURS_RDMA_SERVER" -s "$RXE_ADDR" -p "$PORT" --accept-timeout 20 --json
+  wait_listening "$PORT"
+  run client 30 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" -C 50 --json
+  expect_rc 0 "our client with our server"
+  finish server 10
+  expect_rc 0 "our server"
+  expect_jq '.outcome == "completed" and .iterations.completed == 50 and .bytes == 1600 and .rtt_us.count == 50' \
+    client.out
+  expect_jq '[.cm_timings_ms | keys[]] | contains(["getaddrinfo","create_ep","reg_msgs","connect","exchanges","disconnect"])' \
+    client.out
+  expect_jq '.outcome == "completed" and .iterations.completed == 50 and (.cm_timings_ms | has("accept"))' server.out
+  note "rtt p50 $(jq .rtt_us.p50 "$T/client.out") us over 50 exchanges; inline $(jq .inline_send "$T/client.out")"
+}
+
+case_rdmx_stock_server() {
+  require_device
+  command -v rdma_server > /dev/null || { echo "SKIP: stock rdma_server missing"; exit 77; }
+  next_port
+  start stock rdma_server -s "$RXE_ADDR" -p "$PORT"
+  wait_listening "$PORT"
+  run client 30 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" --json
+  expect_rc 0 "our client with the stock server"
+  expect_jq '.outcome == "completed" and .iterations.completed == 1' client.out
+  finish stock 10
+  expect_rc 0 "stock rdma_server"
+  expect_grep "rdma_server: end 0" stock.out
+  # The stock server answers once: asking for more ends as a peer disconnect, not a hang.
+  next_port
+  start stock2 rdma_server -s "$RXE_ADDR" -p "$PORT"
+  wait_listening "$PORT"
+  run more 30 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" -C 3 --json --timeout 3
+  expect_rc 1 "three exchanges with a one-shot stock server"
+  expect_jq '.outcome == "peer_disconnected" and .iterations.completed == 1' more.out
+}
+
+case_rdmx_stock_client() {
+  require_device
+  command -v rdma_client > /dev/null || { echo "SKIP: stock rdma_client missing"; exit 77; }
+  next_port
+  start server "$OURS_RDMA_SERVER" -s "$RXE_ADDR" -p "$PORT" --accept-timeout 20 --json
+  wait_listening "$PORT"
+  run stock 30 rdma_client -s "$RXE_ADDR" -p "$PORT"
+  expect_rc 0 "stock rdma_client with our server"
+  expect_grep "rdma_client: end 0" stock.out
+  finish server 10
+  expect_rc 0 "our server"
+  expect_jq '.outcome == "completed" and .iterations.completed == 1' server.out
+}
+
+case_rdmx_no_peer() {
+  require_device
+  next_port
+  # Nobody listens: rejected at once.
+  run refused 15 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" --timeout 2 --json
+  expect_rc 1 "client to a port nobody listens on"
+  expect_jq '.errors[0].call == "rdma_connect" and .errors[0].errno_name == "ECONNREFUSED"' refused.out
+  # Nobody answers at all: timeout + 2 s at most.
+  run silent 15 "$OURS_RDMA_CLIENT" -s "${RXE_ADDR%.*}.99" -p "$PORT" --timeout 2 --json
+  expect_rc 1 "client to a silent address"
+  expect_jq '.outcome == "timed_out"' silent.out
+  ((ELAPSED_MS <= 4000)) || fail "silent peer took $ELAPSED_MS ms with --timeout 2"
+  note "silent peer: exit 1 after $ELAPSED_MS ms"
+  # No client comes.
+  run lonely 15 "$OURS_RDMA_SERVER" -s "$RXE_ADDR" -p "$PORT" --accept-timeout 1 --json
+  expect_rc 1 "server nobody connects to"
+  expect_jq '.outcome == "timed_out"' lonely.out
+  # An address without RDMA: the diag-bind hint, and the diagnosis with --diagnose.
+  run nordma 15 "$OURS_RDMA_SERVER" -s "$PLAIN_ADDR" -p "$PORT" --json --diagnose
+  expect_rc 1 "server on an address without RDMA"
+  expect_jq '.errors[0].call == "rdma_create_ep" and .diagnosis.verdict.cause == "netdev_without_rdma"' nordma.out
+}
+
+case_rdmx_bad_flags() {
+  local args
+  for args in "-p 0" "-p 70000" "-C 0" "-C x" "--timeout 0" "--bogus" "extra"; do
+    # shellcheck disable=SC2086
+    run bad 10 "$OURS_RDMA_CLIENT" $args
+    expect_rc 2 "rdma_client $args"
+  done
+  for args in "-p 0" "--accept-timeout -1" "--bogus"; do
+    # shellcheck disable=SC2086
+    run bad 10 "$OURS_RDMA_SERVER" $args
+    expect_rc 2 "rdma_server $args"
+  done
+}

@@ -19,6 +19,12 @@ void Report::stop(StopReason reason, const std::string& detail) {
   exit_code = ExitCode::run_failed;
 }
 
+void StepTimer::lap(std::string step) {
+  const auto now = std::chrono::steady_clock::now();
+  report_.add_timing(std::move(step), std::chrono::duration<double, std::milli>(now - since_).count());
+  since_ = now;
+}
+
 std::string errno_name(int errnum) {
   const char* name = strerrorname_np(errnum);
   return name ? name : "E?";

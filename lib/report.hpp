@@ -2,6 +2,7 @@
 // The result of one tool run, filled in as the run goes so that an error or Ctrl-C still
 // leaves a partial report. Rendered in exactly one place: text for people, JSON for scripts.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +49,19 @@ struct Report {
   void add_timing(std::string step, double ms) { cm_timings_ms.emplace_back(std::move(step), ms); }
   void fail(ErrorRecord error, ExitCode code = ExitCode::run_failed);
   void stop(StopReason reason, const std::string& detail);
+};
+
+// Times consecutive steps of a run into a report's cm_timings_ms: each lap() records the
+// time since the previous lap (or restart()).
+class StepTimer {
+ public:
+  explicit StepTimer(Report& report) : report_(report), since_(std::chrono::steady_clock::now()) {}
+  void lap(std::string step);
+  void restart() { since_ = std::chrono::steady_clock::now(); }
+
+ private:
+  Report& report_;
+  std::chrono::steady_clock::time_point since_;
 };
 
 ErrorRecord record_of(const RdmaError& error);

@@ -37,6 +37,11 @@ struct Bounds {
   std::string awaiting;  // for the timeout message
 };
 
+// Bounds for one wait: `timeout` from now.
+inline Bounds within(std::chrono::milliseconds timeout, int stop_fd, std::string awaiting) {
+  return {Clock::now() + timeout, stop_fd, std::move(awaiting)};
+}
+
 class SyncEndpoint {
  public:
   // rdma_create_ep: on the active side this resolves address and route and creates the QP.

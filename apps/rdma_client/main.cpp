@@ -21,42 +21,34 @@ struct Options {
   std::uint32_t count = 1;
 };
 
-rdmakit::Bounds bounds(const rdmakit::CommonOptions& common, const rdmakit::StopSignal& stop, std::string what) {
-  return {rdmakit::Clock::now() + common.timeout(), stop.fd(), std::move(what)};
-}
-
 void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report& report) {
   const rdmakit::StopSignal stop;
-  auto step = rdmakit::Clock::now();
-  auto timed = [&](const char* name) {
-    report.add_timing(name, rdmakit::elapsed_ms(step));
-    step = rdmakit::Clock::now();
-  };
+  auto bounds = [&](std::string what) { return rdmakit::within(common.timeout(), stop.fd(), std::move(what)); };
+  rdmakit::StepTimer timer(report);
   const rdmakit::AddrInfo info(o.server, o.port, false);
-  timed("getaddrinfo");
+  timer.lap("getaddrinfo");
   auto attributes = rdmakit::message_qp_attributes(rdmx::message_size);
   rdmakit::SyncEndpoint endpoint(info, &attributes);  // resolves address and route, creates the QP
-  timed("create_ep");
+  timer.lap("create_ep");
   report.local_address = rdmakit::address_of(rdma_get_local_addr(endpoint.get())).to_string();
   report.peer_address = rdmakit::address_of(rdma_get_peer_addr(endpoint.get())).to_string();
   rdmakit::MessageBuffers<rdmx::message_size> messages(endpoint, attributes.cap.max_inline_data >= rdmx::message_size);
   report.extra["inline_send"] = messages.sends_inline();
-  timed("reg_msgs");
+  timer.lap("reg_msgs");
   messages.post_recv();
-  endpoint.connect(bounds(common, stop, "the connection to " + report.peer_address));
-  timed("connect");
+  endpoint.connect(bounds("the connection to " + report.peer_address));
+  timer.lap("connect");
 
   rdmakit::LatencyRecorder rtt;
   rtt.reserve(o.count);
-  const auto exchanges_started = rdmakit::Clock::now();
   try {
     for (std::uint32_t i = 0; i < o.count; ++i) {
       if (i > 0) messages.post_recv();
       rdmx::encode_remaining(messages.send_buffer(), o.count - 1 - i);
       const auto started = rdmakit::Clock::now();
       messages.post_send();
-      endpoint.send_completion(bounds(common, stop, "the send completion"));
-      endpoint.recv_completion(bounds(common, stop, "the server's reply"));
+      endpoint.send_completion(bounds("the send completion"));
+      endpoint.recv_completion(bounds("the server's reply"));
       rtt.add(rdmakit::Clock::now() - started);
       report.iterations_completed = i + 1;
       report.bytes += 2 * rdmx::message_size;
@@ -66,10 +58,9 @@ void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
     throw;
   }
   report.rtt = rtt.summary();
-  report.add_timing("exchanges", rdmakit::elapsed_ms(exchanges_started));
-  step = rdmakit::Clock::now();
-  endpoint.disconnect(bounds(common, stop, "the disconnect"));
-  timed("disconnect");
+  timer.lap("exchanges");
+  endpoint.disconnect(bounds("the disconnect"));
+  timer.lap("disconnect");
 }
 
 }  // namespace

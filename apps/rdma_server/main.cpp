@@ -21,36 +21,29 @@ struct Options {
 
 void run_server(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report& report) {
   const rdmakit::StopSignal stop;
-  auto step = rdmakit::Clock::now();
-  auto timed = [&](const char* name) {
-    report.add_timing(name, rdmakit::elapsed_ms(step));
-    step = rdmakit::Clock::now();
-  };
-  auto bounds = [&](std::string what) {
-    return rdmakit::Bounds{rdmakit::Clock::now() + common.timeout(), stop.fd(), std::move(what)};
-  };
+  auto bounds = [&](std::string what) { return rdmakit::within(common.timeout(), stop.fd(), std::move(what)); };
+  rdmakit::StepTimer timer(report);
   const rdmakit::AddrInfo info(o.server, o.port, true);
-  timed("getaddrinfo");
+  timer.lap("getaddrinfo");
   auto attributes = rdmakit::message_qp_attributes(rdmx::message_size);
   rdmakit::SyncEndpoint listener(info, &attributes);
   listener.listen(0);
-  timed("listen");
+  timer.lap("listen");
   report.local_address = rdmakit::address_of(rdma_get_local_addr(listener.get())).to_string();
   const auto accept_deadline =
       o.accept_timeout_s > 0
           ? rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000))
           : rdmakit::Clock::time_point::max();
   auto connection = listener.get_request({accept_deadline, stop.fd(), "a connection request"});
-  step = rdmakit::Clock::now();
+  timer.restart();  // waiting for a client is not a CM step
   report.peer_address = rdmakit::address_of(rdma_get_peer_addr(connection.get())).to_string();
   rdmakit::MessageBuffers<rdmx::message_size> messages(connection, connection.max_inline_data() >= rdmx::message_size);
   report.extra["inline_send"] = messages.sends_inline();
-  timed("reg_msgs");
+  timer.lap("reg_msgs");
   messages.post_recv();
   connection.accept(bounds("the connection to be established"));
-  timed("accept");
+  timer.lap("accept");
 
-  const auto exchanges_started = rdmakit::Clock::now();
   for (;;) {
     connection.recv_completion(bounds("a message from the client"));
     const auto remaining = rdmx::decode_remaining(messages.received());
@@ -62,10 +55,9 @@ void run_server(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
     report.bytes += 2 * rdmx::message_size;
     if (remaining == 0) break;
   }
-  report.add_timing("exchanges", rdmakit::elapsed_ms(exchanges_started));
-  step = rdmakit::Clock::now();
+  timer.lap("exchanges");
   connection.disconnect(bounds("the disconnect"));
-  timed("disconnect");
+  timer.lap("disconnect");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -40,7 +41,8 @@ std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::
   }
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    const int timeout_ms = left.count() < 0 ? 0 : static_cast<int>(left.count());
+    // A far deadline ("forever") is waited for in one-hour polls rather than overflowing int.
+    const int timeout_ms = static_cast<int>(std::clamp<long long>(left.count(), 0, 3'600'000));
     const int n = poll(polls.data(), polls.size(), timeout_ms);
     if (n < 0) {
       if (errno == EINTR) {

@@ -200,14 +200,28 @@ std::uint32_t SyncEndpoint::max_inline_data() const {
   return init.cap.max_inline_data;
 }
 
-ibv_qp_init_attr message_qp_attributes(std::uint32_t message_size) {
+ibv_qp_init_attr message_qp_attributes(std::uint32_t inline_bytes) {
   ibv_qp_init_attr attributes{};
   attributes.cap.max_send_wr = attributes.cap.max_recv_wr = 1;
   attributes.cap.max_send_sge = attributes.cap.max_recv_sge = 1;
-  attributes.cap.max_inline_data = message_size;
+  attributes.cap.max_inline_data = inline_bytes;
   attributes.sq_sig_all = 1;
   attributes.qp_type = IBV_QPT_RC;
   return attributes;
+}
+
+SyncEndpoint create_message_endpoint(const AddrInfo& info, std::uint32_t inline_bytes, ibv_qp_init_attr& attributes) {
+  attributes = message_qp_attributes(inline_bytes);
+  try {
+    return SyncEndpoint(info, &attributes);
+  } catch (const RdmaError& error) {
+    if (inline_bytes == 0 || (error.errnum() != EINVAL && error.errnum() != ENOMEM && error.errnum() != EOPNOTSUPP)) {
+      throw;
+    }
+    spdlog::info("the device refuses {} inline bytes ({}); sending from registered memory", inline_bytes, error.what());
+    attributes = message_qp_attributes(0);
+    return SyncEndpoint(info, &attributes);
+  }
 }
 
 void throw_post_error(const char* call) {

@@ -92,7 +92,12 @@ class MessageRegion {
 
 // QP attributes of rdma_server/rdma_client: one send and one receive of one SGE, signalled
 // sends, and room to send a whole message inline when the device allows it.
-ibv_qp_init_attr message_qp_attributes(std::uint32_t message_size);
+ibv_qp_init_attr message_qp_attributes(std::uint32_t inline_bytes);
+
+// rdma_create_ep for a message endpoint; when the device refuses `inline_bytes` of inline
+// data it retries without, so sends then come from registered memory. On return
+// `attributes` holds what the QP got.
+SyncEndpoint create_message_endpoint(const AddrInfo& info, std::uint32_t inline_bytes, ibv_qp_init_attr& attributes);
 
 [[noreturn]] void throw_post_error(const char* call);
 

@@ -19,6 +19,7 @@ struct Options {
   std::string server = "127.0.0.1";
   std::string port = rdmx::default_port;
   std::uint32_t count = 1;
+  bool no_inline = false;
 };
 
 void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report& report) {
@@ -27,12 +28,14 @@ void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
   rdmakit::StepTimer timer(report);
   const rdmakit::AddrInfo info(o.server, o.port, false);
   timer.lap("getaddrinfo");
-  auto attributes = rdmakit::message_qp_attributes(rdmx::message_size);
-  rdmakit::SyncEndpoint endpoint(info, &attributes);  // resolves address and route, creates the QP
+  ibv_qp_init_attr attributes{};
+  // Resolves address and route and creates the QP.
+  auto endpoint = rdmakit::create_message_endpoint(info, o.no_inline ? 0 : rdmx::message_size, attributes);
   timer.lap("create_ep");
   report.local_address = rdmakit::address_of(rdma_get_local_addr(endpoint.get())).to_string();
   report.peer_address = rdmakit::address_of(rdma_get_peer_addr(endpoint.get())).to_string();
-  rdmakit::MessageBuffers<rdmx::message_size> messages(endpoint, attributes.cap.max_inline_data >= rdmx::message_size);
+  rdmakit::MessageBuffers<rdmx::message_size> messages(
+      endpoint, !o.no_inline && attributes.cap.max_inline_data >= rdmx::message_size);
   report.extra["inline_send"] = messages.sends_inline();
   timer.lap("reg_msgs");
   messages.post_recv();
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
   app.add_option("-C,--count", options.count, "Exchanges on the connection (a stock rdma_server answers one)")
       ->capture_default_str()
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_flag("--no-inline", options.no_inline, "Send from registered memory even where inline sends work");
   return tool.run(
       argc, argv, [] {},
       [&](rdmakit::Report& report) {

@@ -17,6 +17,7 @@ struct Options {
   std::string server = "0.0.0.0";
   std::string port = rdmx::default_port;
   double accept_timeout_s = 0;
+  bool no_inline = false;
 };
 
 void run_server(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report& report) {
@@ -25,8 +26,8 @@ void run_server(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
   rdmakit::StepTimer timer(report);
   const rdmakit::AddrInfo info(o.server, o.port, true);
   timer.lap("getaddrinfo");
-  auto attributes = rdmakit::message_qp_attributes(rdmx::message_size);
-  rdmakit::SyncEndpoint listener(info, &attributes);
+  auto attributes = rdmakit::message_qp_attributes(o.no_inline ? 0 : rdmx::message_size);
+  rdmakit::SyncEndpoint listener(info, &attributes);  // its QP attributes serve each accepted connection
   listener.listen(0);
   timer.lap("listen");
   report.local_address = rdmakit::address_of(rdma_get_local_addr(listener.get())).to_string();
@@ -37,7 +38,8 @@ void run_server(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
   auto connection = listener.get_request({accept_deadline, stop.fd(), "a connection request"});
   timer.restart();  // waiting for a client is not a CM step
   report.peer_address = rdmakit::address_of(rdma_get_peer_addr(connection.get())).to_string();
-  rdmakit::MessageBuffers<rdmx::message_size> messages(connection, connection.max_inline_data() >= rdmx::message_size);
+  rdmakit::MessageBuffers<rdmx::message_size> messages(
+      connection, !o.no_inline && connection.max_inline_data() >= rdmx::message_size);
   report.extra["inline_send"] = messages.sends_inline();
   timer.lap("reg_msgs");
   messages.post_recv();
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   app.add_option("--accept-timeout", options.accept_timeout_s, "Seconds to wait for a client (0 = forever)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("--no-inline", options.no_inline, "Send from registered memory even where inline sends work");
   return tool.run(
       argc, argv, [] {},
       [&](rdmakit::Report& report) {

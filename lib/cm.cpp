@@ -151,13 +151,7 @@ CmEventPtr next_cm_event(EventChannel& channel, Clock::time_point deadline, int 
     if (auto event = poll_cm_event(channel)) {
       return event;
     }
-    const auto ready = wait_readable({channel.fd(), stop_fd}, deadline);
-    if (!ready) {
-      throw RunStopped(StopReason::timed_out, "timed out waiting for " + awaiting);
-    }
-    if (*ready == 1) {
-      throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + awaiting);
-    }
+    await_readable({channel.fd()}, stop_fd, deadline, awaiting);
   }
 }
 

@@ -274,13 +274,9 @@ void read_addresses(Inventory& inventory) {
   }
 }
 
-SocketAddress socket_address(const Target& target) {
-  return parse_address(target.host, target.port);
-}
-
 // The source address the kernel's routing picks for a destination (no packet is sent).
 std::string route_source(const Target& target) {
-  auto destination = socket_address(target);
+  auto destination = parse_address(target.host, target.port);
   if (destination.port() == 0) destination.set_port(9);
   FileDescriptor sock(socket(destination.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (sock.get() < 0 || connect(sock.get(), destination.get(), sizeof destination.storage) != 0) {
@@ -321,6 +317,11 @@ int await_resolution(EventChannel& channel, rdma_cm_event_type success, const Pr
   }
 }
 
+void record(Attempt& attempt, const std::string& call, const std::string& subject, int errnum,
+            const std::string& detail = {}) {
+  attempt.steps.push_back({.call = call, .subject = subject, .errnum = errnum, .detail = detail});
+}
+
 // Registers a buffer on the device the cm_id got (or the first one that opens) to test the
 // locked-memory limit the way the tools will meet it.
 void probe_registration(ibv_context* context, const ProbeOptions& options, Attempt& attempt) {
@@ -328,9 +329,9 @@ void probe_registration(ibv_context* context, const ProbeOptions& options, Attem
   try {
     ProtectionDomain pd(context);
     RegisteredBuffer buffer(pd.get(), options.registration_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    attempt.steps.push_back({.call = "ibv_reg_mr", .subject = subject, .errnum = 0, .detail = {}});
+    record(attempt, "ibv_reg_mr", subject, 0);
   } catch (const RdmaError& error) {
-    attempt.steps.push_back({.call = error.call(), .subject = subject, .errnum = error.errnum(), .detail = {}});
+    record(attempt, error.call(), subject, error.errnum());
   }
 }
 
@@ -346,11 +347,6 @@ void probe_first_device(const ProbeOptions& options, Attempt& attempt) {
       return;
     }
   }
-}
-
-void record(Attempt& attempt, const std::string& call, const std::string& subject, int errnum,
-            const std::string& detail = {}) {
-  attempt.steps.push_back({.call = call, .subject = subject, .errnum = errnum, .detail = detail});
 }
 
 }  // namespace
@@ -392,7 +388,7 @@ Attempt run_attempt(const Target& target, const ProbeOptions& options) {
       probe_first_device(options, attempt);
       return attempt;
     }
-    auto address = socket_address(target);
+    auto address = parse_address(target.host, target.port);
     const auto subject = address.to_string();
     if (rdma_bind_addr(id.get(), address.get()) != 0) {
       record(attempt, "rdma_bind_addr", subject, errno);

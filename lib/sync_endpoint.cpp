@@ -14,15 +14,8 @@ namespace rdmakit {
 
 namespace {
 
-// Waits until `fd` is readable; throws RunStopped on deadline or Ctrl-C.
 void await_readable(int fd, const Bounds& bounds) {
-  const auto ready = wait_readable({fd, bounds.stop_fd}, bounds.deadline);
-  if (!ready) {
-    throw RunStopped(StopReason::timed_out, "timed out waiting for " + bounds.awaiting);
-  }
-  if (*ready == 1) {
-    throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + bounds.awaiting);
-  }
+  rdmakit::await_readable({fd}, bounds.stop_fd, bounds.deadline, bounds.awaiting);
 }
 
 bool would_block(int result) {
@@ -114,28 +107,25 @@ SyncEndpoint SyncEndpoint::get_request(const Bounds& bounds) {
   return SyncEndpoint(child);
 }
 
-void SyncEndpoint::connect(const Bounds& bounds) {
-  const int result = rdma_connect(id_, nullptr);
+void SyncEndpoint::complete_cm_call(const char* call, int result, const Bounds& bounds) {
   if (would_block(result)) {
-    finish_cm_call("rdma_connect", bounds);
+    finish_cm_call(call, bounds);
   } else if (result != 0) {
-    throw RdmaError("rdma_connect", peer_of(id_), errno);
+    throw RdmaError(call, peer_of(id_), errno);
   }
 }
 
+void SyncEndpoint::connect(const Bounds& bounds) {
+  complete_cm_call("rdma_connect", rdma_connect(id_, nullptr), bounds);
+}
+
 void SyncEndpoint::accept(const Bounds& bounds) {
-  const int result = rdma_accept(id_, nullptr);
-  if (would_block(result)) {
-    finish_cm_call("rdma_accept", bounds);
-  } else if (result != 0) {
-    throw RdmaError("rdma_accept", peer_of(id_), errno);
-  }
+  complete_cm_call("rdma_accept", rdma_accept(id_, nullptr), bounds);
 }
 
 void SyncEndpoint::disconnect(const Bounds& bounds) noexcept {
   try {
-    const int result = rdma_disconnect(id_);
-    if (would_block(result)) {
+    if (const int result = rdma_disconnect(id_); would_block(result)) {
       finish_cm_call("rdma_disconnect", bounds);
     }
   } catch (const std::exception& error) {
@@ -167,10 +157,9 @@ ibv_wc next_completion(rdma_cm_id* id, CompletionCall call, const char* name, in
     const int n = call(id, &wc);
     if (n > 0) break;
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError(name, "", errno);
-    const auto ready = wait_readable({fd, id->channel->fd, bounds.stop_fd}, bounds.deadline);
-    if (!ready) throw RunStopped(StopReason::timed_out, "timed out waiting for " + bounds.awaiting);
-    if (*ready == 2) throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + bounds.awaiting);
-    if (*ready == 1) check_peer_left(id, bounds);
+    if (rdmakit::await_readable({fd, id->channel->fd}, bounds.stop_fd, bounds.deadline, bounds.awaiting) == 1) {
+      check_peer_left(id, bounds);
+    }
   }
   if (wc.status != IBV_WC_SUCCESS) {
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {

@@ -74,6 +74,8 @@ class SyncEndpoint {
   void make_nonblocking();
   // After a synchronous call answered EAGAIN: the CM event it was waiting for.
   void finish_cm_call(const char* call, const Bounds& bounds);
+  // `result` of a synchronous call: done, failed (throws), or still under way (waits).
+  void complete_cm_call(const char* call, int result, const Bounds& bounds);
 
   rdma_cm_id* id_ = nullptr;
 };

@@ -34,7 +34,9 @@ StopSignal::~StopSignal() {
   }
 }
 
-std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline) {
+namespace {
+
+std::optional<std::size_t> wait_any(const std::vector<int>& fds, Clock::time_point deadline) {
   std::vector<pollfd> polls;
   for (const int fd : fds) {
     polls.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
@@ -59,6 +61,26 @@ std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::
       return std::nullopt;
     }
   }
+}
+
+}  // namespace
+
+std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline) {
+  return wait_any(std::vector<int>(fds), deadline);
+}
+
+std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::time_point deadline,
+                           const std::string& awaiting) {
+  std::vector<int> all(fds);
+  all.push_back(stop_fd);
+  const auto ready = wait_any(all, deadline);
+  if (!ready) {
+    throw RunStopped(StopReason::timed_out, "timed out waiting for " + awaiting);
+  }
+  if (*ready == fds.size()) {
+    throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + awaiting);
+  }
+  return *ready;
 }
 
 void set_nonblocking(int fd, const char* what) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <initializer_list>
 #include <optional>
+#include <string>
 
 namespace rdmakit {
 
@@ -28,6 +29,11 @@ using Clock = std::chrono::steady_clock;
 
 // Index (in `fds`) of the first readable descriptor, or nullopt when `deadline` passed.
 std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline);
+
+// Index (in `fds`) of the first readable descriptor. Throws RunStopped(timed_out) at the
+// deadline and RunStopped(interrupted) when `stop_fd` fires; `awaiting` says what for.
+std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::time_point deadline,
+                           const std::string& awaiting);
 
 void set_nonblocking(int fd, const char* what);
 

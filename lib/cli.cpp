@@ -110,6 +110,9 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     report.stop(stopped.reason(), stopped.what());
   } catch (const UsageError& error) {
     report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+  } catch (const Unsupported& error) {
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::no_device);
+    report.outcome = "unsupported";
   } catch (const std::exception& error) {
     report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}});
   }

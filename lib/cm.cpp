@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <infiniband/ib.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -31,6 +33,8 @@ std::string SocketAddress::host_string() const {
   char text[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, text, sizeof text);
+  } else if (family() == AF_IB) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_ib*>(&storage)->sib_addr, text, sizeof text);
   } else if (family() == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text, sizeof text);
   } else {
@@ -41,6 +45,9 @@ std::string SocketAddress::host_string() const {
 
 std::string SocketAddress::to_string() const {
   const auto host = host_string();
+  if (family() == AF_IB) {
+    return "gid " + host;
+  }
   return family() == AF_INET6 ? "[" + host + "]:" + std::to_string(port()) : host + ":" + std::to_string(port());
 }
 
@@ -63,7 +70,9 @@ SocketAddress parse_address(const std::string& host, std::uint16_t port) {
 SocketAddress address_of(const sockaddr* address) {
   SocketAddress copy;
   if (address != nullptr) {
-    const auto length = address->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    const auto length = address->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                        : address->sa_family == AF_IB ? sizeof(sockaddr_ib)
+                                                        : sizeof(sockaddr_in);
     std::memcpy(&copy.storage, address, length);
   }
   return copy;

@@ -32,6 +32,22 @@ CmTransition cm_transition(CmState state, CmEvent event) {
         return failure("address resolution failed");
       }
       break;
+    case CmState::resolving_group:
+      if (event == CmEvent::addr_resolved) {
+        return {CmState::joining, CmAction::join, {}};
+      }
+      if (event == CmEvent::addr_error) {
+        return failure("address resolution of the multicast group failed");
+      }
+      break;
+    case CmState::joining:
+      if (event == CmEvent::multicast_join) {
+        return {CmState::established, CmAction::start_traffic, {}};
+      }
+      if (event == CmEvent::multicast_error) {
+        return failure("joining the multicast group failed");
+      }
+      break;
     case CmState::resolving_route:
       if (event == CmEvent::route_resolved) {
         return {CmState::connecting, CmAction::connect, {}};
@@ -67,6 +83,9 @@ CmTransition cm_transition(CmState state, CmEvent event) {
       }
       break;
     case CmState::established:
+      if (event == CmEvent::multicast_error) {
+        return failure("the multicast group reported an error after the join");
+      }
       if (event == CmEvent::disconnected) {
         return {CmState::disconnected, CmAction::stop_traffic, "the peer disconnected"};
       }
@@ -111,6 +130,8 @@ std::string to_string(CmState state) {
     case CmState::resolving_addr: return "resolving address";
     case CmState::resolving_route: return "resolving route";
     case CmState::connecting: return "connecting";
+    case CmState::resolving_group: return "resolving multicast group";
+    case CmState::joining: return "joining";
     case CmState::listening: return "listening";
     case CmState::accepting: return "accepting";
     case CmState::established: return "established";

@@ -33,6 +33,8 @@ enum class CmState {
   resolving_addr,   // rdma_resolve_addr issued
   resolving_route,  // rdma_resolve_route issued
   connecting,       // rdma_connect issued
+  resolving_group,  // multicast: rdma_resolve_addr of the group issued
+  joining,          // multicast: rdma_join_multicast issued
   listening,        // server: rdma_listen issued
   accepting,        // server: rdma_accept issued on a new id
   established,
@@ -44,6 +46,7 @@ enum class CmAction {
   none,           // nothing to do (informational event)
   resolve_route,  // call rdma_resolve_route
   connect,        // create the QP and call rdma_connect
+  join,           // multicast: create the QP and call rdma_join_multicast
   accept,         // create the QP for the new id and call rdma_accept
   establish,      // self-managed QP: move it to RTS and call rdma_establish; then it is up
   start_traffic,  // connection is up

@@ -75,6 +75,10 @@ std::string hint_for(const std::string& call, const std::string& subject, int er
   if (errnum == ETIMEDOUT && call.starts_with("rdma_")) {
     return "no answer from the peer; is the server running and reachable over RDMA?";
   }
+  if (call == "rdma_connect" && errnum == EHOSTUNREACH) {
+    return "the peer is unreachable or nothing listens there (for UD: no server answered the SIDR request); "
+           "is a server running on that address and port, in the same port space?";
+  }
   if (errnum == ECONNREFUSED) {
     return "the peer rejected the connection; is a server listening on that address and port?";
   }

@@ -41,6 +41,13 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The device cannot do what was asked (e.g. AF_IB addressing on a RoCE device). Exit 77,
+// so test harnesses count it as skipped rather than failed.
+class Unsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The peer broke the protocol (bad length, bad advert) or the data did not validate.
 class ProtocolError : public std::runtime_error {
  public:

@@ -53,4 +53,39 @@ Throughput throughput(std::uint64_t bytes, std::uint64_t messages, std::chrono::
   return t;
 }
 
+std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
+  struct Accumulator {
+    std::string step;
+    std::chrono::steady_clock::time_point first_start;
+    std::chrono::steady_clock::time_point last_end;
+    std::vector<double> durations_ms;
+  };
+  std::vector<Accumulator> steps;
+  for (const auto& span : spans) {
+    auto found = std::find_if(steps.begin(), steps.end(), [&](const Accumulator& a) { return a.step == span.step; });
+    if (found == steps.end()) {
+      steps.push_back(Accumulator{span.step, span.started, span.ended, {}});
+      found = steps.end() - 1;
+    }
+    found->first_start = std::min(found->first_start, span.started);
+    found->last_end = std::max(found->last_end, span.ended);
+    found->durations_ms.push_back(std::chrono::duration<double, std::milli>(span.ended - span.started).count());
+  }
+  std::vector<StepRow> rows;
+  rows.reserve(steps.size());
+  for (const auto& a : steps) {
+    StepRow row;
+    row.step = a.step;
+    row.spans = a.durations_ms.size();
+    row.wall_ms = std::chrono::duration<double, std::milli>(a.last_end - a.first_start).count();
+    const auto [min, max] = std::minmax_element(a.durations_ms.begin(), a.durations_ms.end());
+    row.min_ms = *min;
+    row.max_ms = *max;
+    row.avg_ms = std::accumulate(a.durations_ms.begin(), a.durations_ms.end(), 0.0) / static_cast<double>(row.spans);
+    row.per_connection_us = row.wall_ms * 1000.0 / static_cast<double>(row.spans);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 }  // namespace rdmakit

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace rdmakit {
@@ -40,6 +41,29 @@ struct Throughput {
   double gigabits_per_s = 0;   // 10^9 bits per second
   double messages_per_s = 0;
 };
+
+// Per-step timing across many connections, as rdma-core's cmtime prints it. Each
+// connection contributes one span per step; a row gives the wall time from the first
+// start to the last end (steps of different connections overlap), the slowest and the
+// fastest connection, their mean, and the wall time divided by the number of spans.
+struct StepSpan {
+  std::string step;
+  std::chrono::steady_clock::time_point started;
+  std::chrono::steady_clock::time_point ended;
+};
+
+struct StepRow {
+  std::string step;
+  std::size_t spans = 0;
+  double wall_ms = 0;
+  double max_ms = 0;
+  double min_ms = 0;
+  double avg_ms = 0;
+  double per_connection_us = 0;  // wall_ms * 1000 / spans
+};
+
+// One row per step name, in the order each step first appears in `spans`.
+std::vector<StepRow> step_table(const std::vector<StepSpan>& spans);
 
 Throughput throughput(std::uint64_t bytes, std::uint64_t messages, std::chrono::nanoseconds elapsed);
 

@@ -29,11 +29,23 @@ std::string peer_of(rdma_cm_id* id) {
 
 }  // namespace
 
-AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passive) {
+namespace {
+
+rdma_addrinfo tcp_hints(bool passive) {
   rdma_addrinfo hints{};
   hints.ai_port_space = RDMA_PS_TCP;
   if (passive) hints.ai_flags = RAI_PASSIVE;
-  if (rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &info_) != 0) {
+  return hints;
+}
+
+}  // namespace
+
+AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passive)
+    : AddrInfo(host, port, tcp_hints(passive)) {}
+
+AddrInfo::AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints) {
+  if (rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints,
+                       &info_) != 0) {
     // rdma_getaddrinfo reports getaddrinfo's EAI_* codes in its return value; errno is unreliable.
     throw RdmaError("rdma_getaddrinfo", host + ":" + port, errno ? errno : ENOENT);
   }

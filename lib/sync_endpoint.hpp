@@ -22,6 +22,8 @@ class AddrInfo {
  public:
   // Throws RdmaError("rdma_getaddrinfo", ...) when the name does not resolve.
   AddrInfo(const std::string& host, const std::string& port, bool passive);
+  // With explicit hints (port space, family, flags); `host` or `port` may be empty.
+  AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints);
   ~AddrInfo();
   AddrInfo(const AddrInfo&) = delete;
   AddrInfo& operator=(const AddrInfo&) = delete;

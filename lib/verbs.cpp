@@ -68,6 +68,22 @@ RegisteredBuffer::~RegisteredBuffer() {
   log_teardown("ibv_dereg_mr", ibv_dereg_mr(mr_));
 }
 
+AddressHandle::AddressHandle(ibv_pd* pd, ibv_ah_attr& attributes) : ah_(ibv_create_ah(pd, &attributes)) {
+  if (ah_ == nullptr) {
+    throw RdmaError("ibv_create_ah", "", errno);
+  }
+}
+AddressHandle::AddressHandle(ibv_pd* pd, const ibv_wc& completion, const ibv_grh* grh, std::uint8_t port)
+    // ibv_create_ah_from_wc only reads the completion and GRH; its prototype is not const-correct.
+    : ah_(ibv_create_ah_from_wc(pd, const_cast<ibv_wc*>(&completion), const_cast<ibv_grh*>(grh), port)) {
+  if (ah_ == nullptr) {
+    throw RdmaError("ibv_create_ah_from_wc", "QP " + std::to_string(completion.src_qp), errno);
+  }
+}
+AddressHandle::~AddressHandle() {
+  log_teardown("ibv_destroy_ah", ibv_destroy_ah(ah_));
+}
+
 std::string opcode_name(ibv_wc_opcode opcode) {
   switch (opcode) {
     case IBV_WC_SEND: return "SEND";

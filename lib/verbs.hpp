@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -81,6 +82,21 @@ class RegisteredBuffer {
   std::unique_ptr<std::byte[]> memory_;
   std::size_t size_;
   ibv_mr* mr_;
+};
+
+// An address handle for UD sends: from path attributes (a CM event's UD parameters) or
+// from a received work completion and its GRH (the reply path).
+class AddressHandle {
+ public:
+  AddressHandle(ibv_pd* pd, ibv_ah_attr& attributes);
+  AddressHandle(ibv_pd* pd, const ibv_wc& completion, const ibv_grh* grh, std::uint8_t port);
+  ~AddressHandle();
+  AddressHandle(const AddressHandle&) = delete;
+  AddressHandle& operator=(const AddressHandle&) = delete;
+  ibv_ah* get() const noexcept { return ah_; }
+
+ private:
+  ibv_ah* ah_;
 };
 
 std::string opcode_name(ibv_wc_opcode opcode);

@@ -69,7 +69,7 @@ std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::
   return wait_any(std::vector<int>(fds), deadline);
 }
 
-std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::time_point deadline,
+std::size_t await_readable(const std::vector<int>& fds, int stop_fd, Clock::time_point deadline,
                            const std::string& awaiting) {
   std::vector<int> all(fds);
   all.push_back(stop_fd);
@@ -81,6 +81,11 @@ std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::t
     throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + awaiting);
   }
   return *ready;
+}
+
+std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::time_point deadline,
+                           const std::string& awaiting) {
+  return await_readable(std::vector<int>(fds), stop_fd, deadline, awaiting);
 }
 
 void set_nonblocking(int fd, const char* what) {

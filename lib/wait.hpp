@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace rdmakit {
 
@@ -33,6 +34,9 @@ std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::
 // Index (in `fds`) of the first readable descriptor. Throws RunStopped(timed_out) at the
 // deadline and RunStopped(interrupted) when `stop_fd` fires; `awaiting` says what for.
 std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::time_point deadline,
+                           const std::string& awaiting);
+
+std::size_t await_readable(const std::vector<int>& fds, int stop_fd, Clock::time_point deadline,
                            const std::string& awaiting);
 
 void set_nonblocking(int fd, const char* what);

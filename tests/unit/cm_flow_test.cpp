@@ -41,6 +41,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Step{CmState::established, CmEvent::addr_change, CmState::established, CmAction::none},
                       Step{CmState::established, CmEvent::device_removal, CmState::failed, CmAction::fail}));
 
+INSTANTIATE_TEST_SUITE_P(
+    Multicast, CmTable,
+    ::testing::Values(Step{CmState::resolving_group, CmEvent::addr_resolved, CmState::joining, CmAction::join},
+                      Step{CmState::resolving_group, CmEvent::addr_error, CmState::failed, CmAction::fail},
+                      Step{CmState::joining, CmEvent::multicast_join, CmState::established, CmAction::start_traffic},
+                      Step{CmState::joining, CmEvent::multicast_error, CmState::failed, CmAction::fail},
+                      Step{CmState::established, CmEvent::multicast_error, CmState::failed, CmAction::fail},
+                      Step{CmState::established, CmEvent::addr_change, CmState::established, CmAction::none}));
+
 TEST(CmFlow, UnexpectedEventIsANamedFailure) {
   const auto t = cm_transition(CmState::resolving_addr, CmEvent::established);
   EXPECT_EQ(t.action, CmAction::fail);

@@ -59,5 +59,33 @@ TEST(Throughput, BytesAndMessagesPerSecond) {
   EXPECT_DOUBLE_EQ(zero.megabytes_per_s, 0.0);
 }
 
+TEST(StepTable, OverlappingSpansGiveWallTimeAndPerConnectionCost) {
+  const auto t0 = std::chrono::steady_clock::time_point{};
+  // Two connections resolve at once (0-10 ms and 2-6 ms), then connect one after another.
+  const std::vector<StepSpan> spans{
+      {"resolve_addr", t0, t0 + 10ms},
+      {"resolve_addr", t0 + 2ms, t0 + 6ms},
+      {"connect", t0 + 10ms, t0 + 13ms},
+      {"connect", t0 + 13ms, t0 + 14ms},
+  };
+  const auto rows = step_table(spans);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].step, "resolve_addr");
+  EXPECT_EQ(rows[0].spans, 2u);
+  EXPECT_DOUBLE_EQ(rows[0].wall_ms, 10.0);
+  EXPECT_DOUBLE_EQ(rows[0].max_ms, 10.0);
+  EXPECT_DOUBLE_EQ(rows[0].min_ms, 4.0);
+  EXPECT_DOUBLE_EQ(rows[0].avg_ms, 7.0);
+  EXPECT_DOUBLE_EQ(rows[0].per_connection_us, 5000.0);
+  EXPECT_EQ(rows[1].step, "connect");
+  EXPECT_DOUBLE_EQ(rows[1].wall_ms, 4.0);
+  EXPECT_DOUBLE_EQ(rows[1].min_ms, 1.0);
+  EXPECT_DOUBLE_EQ(rows[1].per_connection_us, 2000.0);
+}
+
+TEST(StepTable, EmptyInputGivesNoRows) {
+  EXPECT_TRUE(step_table({}).empty());
+}
+
 }  // namespace
 }  // namespace rdmakit

@@ -71,8 +71,8 @@ SocketAddress address_of(const sockaddr* address) {
   SocketAddress copy;
   if (address != nullptr) {
     const auto length = address->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
-                        : address->sa_family == AF_IB ? sizeof(sockaddr_ib)
-                                                        : sizeof(sockaddr_in);
+                        : address->sa_family == AF_IB  ? sizeof(sockaddr_ib)
+                                                       : sizeof(sockaddr_in);
     std::memcpy(&copy.storage, address, length);
   }
   return copy;

@@ -71,9 +71,10 @@ void require_infiniband_port(rdma_cm_id* id, const std::string& feature) {
     throw RdmaError("ibv_query_port", ibv_get_device_name(id->verbs->device), rc);
   }
   if (port.link_layer != IBV_LINK_LAYER_INFINIBAND) {
-    throw Unsupported(fmt::format("{} need an InfiniBand port; {} port {} is Ethernet (RoCE, e.g. rxe), where "
-                                  "multicast groups are IP addresses: use -m",
-                                  feature, ibv_get_device_name(id->verbs->device), id->port_num));
+    throw Unsupported(
+        fmt::format("{} need an InfiniBand port; {} port {} is Ethernet (RoCE, e.g. rxe), where "
+                    "multicast groups are IP addresses: use -m",
+                    feature, ibv_get_device_name(id->verbs->device), id->port_num));
   }
 }
 
@@ -233,9 +234,9 @@ void ConnectionGroup::connect(const rdma_addrinfo& target) {
   for (auto& connection : connections_) {
     connection->begin("resolve_addr");
     connection->state_ = CmState::resolving_addr;
-    require(rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr,
-                              timeout_ms(options_.timeout)),
-            "rdma_resolve_addr", target_);
+    require(
+        rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr, timeout_ms(options_.timeout)),
+        "rdma_resolve_addr", target_);
   }
   pump([this] { return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); }); },
        "connection setup to " + target_);
@@ -339,8 +340,9 @@ void ConnectionGroup::create_resources(Connection& connection) {
     }
     const auto mtu = 1u << (static_cast<unsigned>(port.active_mtu) + 7);
     if (options_.message_size > mtu) {
-      throw UsageError(fmt::format("message size {} is larger than the active MTU of {} port {} ({} bytes); use -S {} or less",
-                                   options_.message_size, device, id->port_num, mtu, mtu));
+      throw UsageError(
+          fmt::format("message size {} is larger than the active MTU of {} port {} ({} bytes); use -S {} or less",
+                      options_.message_size, device, id->port_num, mtu, mtu));
     }
   }
   if (context_ == nullptr) {
@@ -348,8 +350,9 @@ void ConnectionGroup::create_resources(Connection& connection) {
     completion_channel_ = std::make_unique<CompletionChannel>(context_);
     set_nonblocking(completion_channel_->fd(), "completion channel");
   } else if (context_ != id->verbs) {
-    throw RdmaError("ibv_create_cq", "connections on two RDMA devices (" + device + " and " +
-                                         ibv_get_device_name(context_->device) + "); bind with -b",
+    throw RdmaError("ibv_create_cq",
+                    "connections on two RDMA devices (" + device + " and " + ibv_get_device_name(context_->device) +
+                        "); bind with -b",
                     EXDEV);
   }
   connection.pd_ = std::make_unique<ProtectionDomain>(id->verbs);
@@ -395,9 +398,10 @@ void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attrib
   if (rdma_create_qp_ex(id, &extended) != 0) {
     const int err = errno;
     if (err == EOPNOTSUPP || err == EINVAL || err == ENOTSUP) {
-      throw Unsupported(fmt::format("{} cannot block multicast loopback (-l): rdma_create_qp_ex with "
-                                    "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB failed: {}",
-                                    device, std::strerror(err)));
+      throw Unsupported(
+          fmt::format("{} cannot block multicast loopback (-l): rdma_create_qp_ex with "
+                      "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB failed: {}",
+                      device, std::strerror(err)));
     }
     throw RdmaError("rdma_create_qp_ex", device, err);
   }
@@ -548,9 +552,10 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
       spdlog::debug("connection {}: {} ({} status {})", connection->index_, transition.reason, to_string(type),
                     event.status);
       if (target_family_ == AF_IB) {
-        throw Unsupported(fmt::format("AF_IB addressing (-f gid) failed at {}: {}; RoCE devices such as rxe "
-                                      "cannot resolve AF_IB paths: use -f ip or -f ipv6",
-                                      call_for(before), std::strerror(errno_of(event))));
+        throw Unsupported(
+            fmt::format("AF_IB addressing (-f gid) failed at {}: {}; RoCE devices such as rxe "
+                        "cannot resolve AF_IB paths: use -f ip or -f ipv6",
+                        call_for(before), std::strerror(errno_of(event))));
       }
       throw RdmaError(call_for(before), target_.empty() ? local_address() : target_, errno_of(event));
     case CmAction::accept:
@@ -571,9 +576,15 @@ void ConnectionGroup::start_join(Connection& connection) {
       options_.send_only_join ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER : RDMA_MC_JOIN_FLAG_FULLMEMBER;
   if (rdma_join_multicast_ex(connection.id_.get(), &attributes, &connection) != 0) {
     const int err = errno;
-    if (options_.send_only_join && (err == EOPNOTSUPP || err == ENOSYS)) {
-      throw Unsupported("this device or kernel cannot join as a send-only full member (-o): " +
-                        std::string(std::strerror(err)));
+    // 524 is the kernel's internal ENOTSUPP, which leaks out of rdma_ucm unnamed: RoCE v2
+    // joins only IPv4 groups (the kernel has no MLD path for IPv6 groups on RoCE).
+    constexpr int kernel_enotsupp = 524;
+    if (err == kernel_enotsupp || err == EOPNOTSUPP || err == ENOSYS) {
+      throw Unsupported(
+          fmt::format("the kernel cannot join {} on {} ({}rdma_join_multicast: error {}); RoCE v2 "
+                      "devices such as rxe join IPv4 groups only",
+                      target_, ibv_get_device_name(connection.id_->verbs->device),
+                      options_.send_only_join ? "send-only, " : "", err));
     }
     throw RdmaError("rdma_join_multicast", target_, err);
   }
@@ -677,8 +688,8 @@ void ConnectionGroup::on_completion(const ibv_wc& completion) {
     if (completion.status == IBV_WC_WR_FLUSH_ERR && connection.disconnecting_) {
       return;  // receives left over when the connection closed
     }
-    throw CompletionError(fmt::format("connection {}: {} completion failed: {}", index,
-                                      slot == 0 ? "send" : "receive", ibv_wc_status_str(completion.status)),
+    throw CompletionError(fmt::format("connection {}: {} completion failed: {}", index, slot == 0 ? "send" : "receive",
+                                      ibv_wc_status_str(completion.status)),
                           completion.status);
   }
   if (slot == 0) {
@@ -686,8 +697,8 @@ void ConnectionGroup::on_completion(const ibv_wc& completion) {
     return;
   }
   if (slot > options_.message_count) {
-    throw ProtocolError(fmt::format("connection {}: completion for receive slot {} of {}", index, slot,
-                                    options_.message_count));
+    throw ProtocolError(
+        fmt::format("connection {}: completion for receive slot {} of {}", index, slot, options_.message_count));
   }
   if (completion.byte_len > receive_slot_bytes()) {
     throw ProtocolError(fmt::format("connection {}: received {} bytes into a {}-byte buffer", index,
@@ -700,11 +711,10 @@ void ConnectionGroup::on_completion(const ibv_wc& completion) {
   }
 }
 
-void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc& completion,
-                                            const std::byte* slot) {
+void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot) {
   if ((completion.wc_flags & IBV_WC_WITH_IMM) == 0) {
-    throw ProtocolError(fmt::format("connection {}: the peer's datagram carries no immediate data (its QP number)",
-                                    connection.index_));
+    throw ProtocolError(
+        fmt::format("connection {}: the peer's datagram carries no immediate data (its QP number)", connection.index_));
   }
   const auto announced_qpn = be32toh(completion.imm_data);
   if (announced_qpn != completion.src_qp) {
@@ -725,7 +735,8 @@ void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc
 // ---------------------------------------------------------------------------------------
 // Traffic and teardown
 
-void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_each, const std::string& awaiting) {
+void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_each,
+                               const std::string& awaiting) {
   std::vector<Connection*> active;
   for (auto& connection : connections_) {
     if (connection->state_ == CmState::established) {
@@ -763,8 +774,8 @@ void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each
           }
           return all;
         },
-        awaiting, options_.first_message_timeout ? std::optional(deadline_after(options_.first_message_timeout))
-                                                 : std::nullopt);
+        awaiting,
+        options_.first_message_timeout ? std::optional(deadline_after(options_.first_message_timeout)) : std::nullopt);
   } catch (const RunStopped& stopped) {
     if (stopped.reason() != StopReason::timed_out) throw;
     std::uint64_t missing = 0;
@@ -786,16 +797,22 @@ void ConnectionGroup::disconnect() {
       require(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
     }
   }
-  pump([this] { return std::ranges::none_of(connections_, [](const auto& c) { return c->state_ == CmState::established; }); },
-       "the disconnect handshakes");
+  pump(
+      [this] {
+        return std::ranges::none_of(connections_, [](const auto& c) { return c->state_ == CmState::established; });
+      },
+      "the disconnect handshakes");
 }
 
 void ConnectionGroup::await_disconnect() {
   for (auto& connection : connections_) {
     if (connection->state_ == CmState::established) connection->begin("disconnect");
   }
-  pump([this] { return std::ranges::none_of(connections_, [](const auto& c) { return c->state_ == CmState::established; }); },
-       "the peer to disconnect");
+  pump(
+      [this] {
+        return std::ranges::none_of(connections_, [](const auto& c) { return c->state_ == CmState::established; });
+      },
+      "the peer to disconnect");
 }
 
 void ConnectionGroup::migrate() {

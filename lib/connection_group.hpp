@@ -35,9 +35,9 @@ struct GroupOptions {
   std::uint32_t message_size = 100;
   std::optional<std::uint8_t> type_of_service;
   std::optional<std::uint8_t> ack_timeout;
-  bool post_receives = true;    // false for a multicast sender
-  bool send_only_join = false;  // multicast: join as a send-only full member
-  bool block_loopback = false;  // multicast: do not receive our own datagrams
+  bool post_receives = true;                // false for a multicast sender
+  bool send_only_join = false;              // multicast: join as a send-only full member
+  bool block_loopback = false;              // multicast: do not receive our own datagrams
   std::chrono::milliseconds timeout{5000};  // bounds every silence: no CM event, no completion
   // Longer bounds for the first thing a passive side waits for (nullopt: wait forever,
   // like a server waiting for its clients); once it arrives, `timeout` applies again.
@@ -129,7 +129,8 @@ class ConnectionGroup {
   // Posts `sends_each` sends on every ready connection and waits until each has that many
   // send completions and `receives_each` more receives. A UD passive side answers to the
   // address and QP number its first datagram carried.
-  void exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_each, const std::string& awaiting);
+  void exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_each,
+                const std::string& awaiting);
 
   // Disconnects every connection and waits for each DISCONNECTED.
   void disconnect();

@@ -29,7 +29,8 @@ struct Report {
   std::string tool;
   std::string role;  // "client", "server", "" when not applicable
   nlohmann::json arguments = nlohmann::json::object();
-  std::string outcome = "completed";  // completed | interrupted | peer_disconnected | timed_out | failed | usage_error | unsupported
+  std::string outcome =
+      "completed";  // completed | interrupted | peer_disconnected | timed_out | failed | usage_error | unsupported
   ExitCode exit_code = ExitCode::ok;
   std::string local_address;
   std::string peer_address;

@@ -44,8 +44,8 @@ AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passiv
     : AddrInfo(host, port, tcp_hints(passive)) {}
 
 AddrInfo::AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints) {
-  if (rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints,
-                       &info_) != 0) {
+  if (rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints, &info_) !=
+      0) {
     // rdma_getaddrinfo reports getaddrinfo's EAI_* codes in its return value; errno is unreliable.
     throw RdmaError("rdma_getaddrinfo", host + ":" + port, errno ? errno : ENOENT);
   }

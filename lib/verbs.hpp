@@ -5,8 +5,8 @@
 #include <infiniband/verbs.h>
 
 #include <cstddef>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 

@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
   Options o;
   auto& app = tool.app();
   auto* group = app.add_option("-m,--group", o.group, "Multicast group address (IPv4 or IPv6)");
-  auto* unmapped = app.add_option("-M,--unmapped-group", o.unmapped_group,
-                                  "AF_IB multicast GID (InfiniBand only; needs -b)");
+  auto* unmapped =
+      app.add_option("-M,--unmapped-group", o.unmapped_group, "AF_IB multicast GID (InfiniBand only; needs -b)");
   group->excludes(unmapped);
   app.add_flag("-s,--sender", o.sender, "Send to the group instead of receiving");
   app.add_option("-b,--bind", o.bind, "Local address to bind (picks the device)");

@@ -85,7 +85,8 @@ void run(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report
 }  // namespace
 
 int main(int argc, char** argv) {
-  rdmakit::ToolRunner tool("ucmatose", "Concurrent RC connections over rdma_cm (interoperates with rdma-core ucmatose)");
+  rdmakit::ToolRunner tool("ucmatose",
+                           "Concurrent RC connections over rdma_cm (interoperates with rdma-core ucmatose)");
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   Options o;
   auto& app = tool.app();
@@ -116,9 +117,11 @@ int main(int argc, char** argv) {
         rdmakit::addressing_hints(o.format, RDMA_PS_TCP);
       },
       [&](rdmakit::Report& report) {
-        report.arguments = {{"server", o.server}, {"bind", o.bind},         {"port", o.port},
-                            {"count", o.count},   {"size", o.size},         {"connections", o.connections},
-                            {"format", o.format}, {"port_space", o.port_space}, {"migrate", o.migrate}};
+        report.arguments = {{"server", o.server},  {"bind", o.bind},
+                            {"port", o.port},      {"count", o.count},
+                            {"size", o.size},      {"connections", o.connections},
+                            {"format", o.format},  {"port_space", o.port_space},
+                            {"migrate", o.migrate}};
         report.iterations_requested = static_cast<std::uint64_t>(o.count) * o.connections;
         run(o, tool.common(), report);
       });

@@ -113,8 +113,9 @@ int main(int argc, char** argv) {
         }
       },
       [&](rdmakit::Report& report) {
-        report.arguments = {{"server", o.server}, {"bind", o.bind},         {"port", o.port},
-                            {"count", o.count},   {"size", o.size},         {"connections", o.connections},
+        report.arguments = {{"server", o.server}, {"bind", o.bind},
+                            {"port", o.port},     {"count", o.count},
+                            {"size", o.size},     {"connections", o.connections},
                             {"format", o.format}, {"port_space", rdmakit::port_space_name(port_space_of(o))}};
         report.iterations_requested = static_cast<std::uint64_t>(o.count) * o.connections;
         run(o, tool.common(), report);

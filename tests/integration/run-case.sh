@@ -18,6 +18,11 @@ OURS_RDMA_SERVER=$BIN/rdma_server
 OURS_RDMA_CLIENT=$BIN/rdma_client
 # shellcheck source=rdmx_cases.sh
 source "$here/rdmx_cases.sh"
+OURS_UDADDY=$BIN/udaddy
+OURS_UCMATOSE=$BIN/ucmatose
+OURS_MCKEY=$BIN/mckey
+# shellcheck source=group_cases.sh
+source "$here/group_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 echo "PASS: $case_name"

@@ -19,8 +19,10 @@ namespace rdmakit {
 
 namespace {
 
-Clock::time_point deadline_after(std::optional<std::chrono::milliseconds> wait) {
-  return wait ? Clock::now() + *wait : Clock::time_point::max();
+// The deadline for a first wait: unset means the plain timeout, zero means forever.
+Clock::time_point first_deadline(std::optional<std::chrono::milliseconds> wait, std::chrono::milliseconds timeout) {
+  if (!wait) return Clock::now() + timeout;
+  return wait->count() == 0 ? Clock::time_point::max() : Clock::now() + *wait;
 }
 
 void require(int rc, const char* call, const std::string& subject) {
@@ -207,8 +209,19 @@ nlohmann::json Connection::to_json() const {
 // ---------------------------------------------------------------------------------------
 // ConnectionGroup: setup
 
-ConnectionGroup::ConnectionGroup(GroupOptions options)
-    : options_(options), channel_(std::make_unique<EventChannel>()) {}
+ConnectionGroup::ConnectionGroup(GroupOptions options) : options_(options) {
+  // Every connection registers one send slot and -C receive slots; refuse absurd products
+  // before any resource exists.
+  constexpr std::uint64_t max_buffer_bytes = 1ull << 30;
+  const auto bytes = options_.message_size + std::uint64_t{options_.message_count} * receive_slot_bytes();
+  if (bytes > max_buffer_bytes) {
+    throw UsageError(
+        fmt::format("-C {} with -S {} needs {} bytes of registered memory per connection; keep it "
+                    "under 1 GiB",
+                    options_.message_count, options_.message_size, bytes));
+  }
+  channel_ = std::make_unique<EventChannel>();
+}
 
 ConnectionGroup::~ConnectionGroup() {
   leave();
@@ -256,7 +269,7 @@ void ConnectionGroup::accept() {
                std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); });
       },
       std::to_string(options_.connections) + " connection(s) on " + local_address(),
-      deadline_after(options_.accept_timeout));
+      first_deadline(options_.accept_timeout, options_.timeout));
 }
 
 void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
@@ -465,15 +478,17 @@ void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
 // Events
 
 void ConnectionGroup::pump(const Predicate& done, const std::string& awaiting,
-                           std::optional<Clock::time_point> first_deadline) {
-  auto deadline = first_deadline.value_or(Clock::now() + options_.timeout);
+                           std::optional<Clock::time_point> initial_deadline) {
+  auto deadline = initial_deadline.value_or(Clock::now() + options_.timeout);
   for (;;) {
-    bool progress = false;
+    // Completions before and after the CM events: a peer's DISCONNECTED may be read before
+    // the completions that preceded it (an RC send ACKed just before the peer hung up).
+    bool progress = drain_completions();
     while (auto event = poll_cm_event(*channel_)) {
       handle(*event);
       progress = true;
+      progress = drain_completions() || progress;
     }
-    progress = drain_completions() || progress;
     if (done()) {
       return;
     }
@@ -735,7 +750,7 @@ void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc
 // ---------------------------------------------------------------------------------------
 // Traffic and teardown
 
-void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_each,
+void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_total_each,
                                const std::string& awaiting) {
   std::vector<Connection*> active;
   for (auto& connection : connections_) {
@@ -746,7 +761,9 @@ void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each
   std::vector<std::uint64_t> receive_targets;
   for (auto* connection : active) {
     connection->begin(step);
-    receive_targets.push_back(connection->received_ + receives_each);
+    // Absolute: datagrams may arrive before this phase starts (while other connections
+    // are still being accepted), and they count.
+    receive_targets.push_back(std::max(connection->received_, receives_total_each));
     connection->receives_expected_ = std::max(connection->receives_expected_, receive_targets.back());
     connection->sends_expected_ = connection->sends_posted_ + sends_each;
   }
@@ -774,8 +791,7 @@ void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each
           }
           return all;
         },
-        awaiting,
-        options_.first_message_timeout ? std::optional(deadline_after(options_.first_message_timeout)) : std::nullopt);
+        awaiting, first_deadline(options_.first_message_timeout, options_.timeout));
   } catch (const RunStopped& stopped) {
     if (stopped.reason() != StopReason::timed_out) throw;
     std::uint64_t missing = 0;

@@ -39,7 +39,7 @@ struct GroupOptions {
   bool send_only_join = false;              // multicast: join as a send-only full member
   bool block_loopback = false;              // multicast: do not receive our own datagrams
   std::chrono::milliseconds timeout{5000};  // bounds every silence: no CM event, no completion
-  // Longer bounds for the first thing a passive side waits for (nullopt: wait forever,
+  // Bounds for the first thing a passive side waits for (unset: `timeout`; zero: forever,
   // like a server waiting for its clients); once it arrives, `timeout` applies again.
   std::optional<std::chrono::milliseconds> accept_timeout;
   std::optional<std::chrono::milliseconds> first_message_timeout;
@@ -126,10 +126,11 @@ class ConnectionGroup {
   void join(const sockaddr* source, const sockaddr* group);
   void leave() noexcept;
 
-  // Posts `sends_each` sends on every ready connection and waits until each has that many
-  // send completions and `receives_each` more receives. A UD passive side answers to the
-  // address and QP number its first datagram carried.
-  void exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_each,
+  // Posts `sends_each` sends on every ready connection and waits until each has completed
+  // them and has received `receives_total_each` messages in all (counting any that arrived
+  // before this call). A UD passive side answers to the address and QP number its first
+  // datagram carried.
+  void exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_total_each,
                 const std::string& awaiting);
 
   // Disconnects every connection and waits for each DISCONNECTED.
@@ -151,9 +152,9 @@ class ConnectionGroup {
  private:
   using Predicate = std::function<bool()>;
   // Handles CM events and completions until `done`; throws RunStopped when nothing happens
-  // until `first_deadline` (default: the timeout from now) or for `timeout` after that.
+  // until `initial_deadline` (default: the timeout from now) or for `timeout` after that.
   void pump(const Predicate& done, const std::string& awaiting,
-            std::optional<Clock::time_point> first_deadline = std::nullopt);
+            std::optional<Clock::time_point> initial_deadline = std::nullopt);
   void handle(rdma_cm_event& event);
   void on_connect_request(rdma_cm_event& event);
   void start_join(Connection& connection);

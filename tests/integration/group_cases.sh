@@ -235,6 +235,13 @@ case_mckey_lost() {
   finish receiver 15
   expect_rc 1 "mckey receiver of 4 out of 10"
   expect_jq '.outcome == "timed_out" and .messages.received == 4 and .messages.lost == 6' receiver.out
+  # Ctrl-C while waiting: a clean stop with the partial report.
+  start interrupted "$OURS_MCKEY" -m 239.1.7.8 -b "$RXE_ADDR" --json --log-level info
+  wait_for_line interrupted.err "joined"
+  eval "kill -INT \$PID_interrupted"
+  finish interrupted 10
+  expect_rc 1 "mckey receiver after Ctrl-C"
+  expect_jq '.outcome == "interrupted" and .connections_ready == 1 and .messages.received == 0' interrupted.out
   # What rxe cannot do ends plainly with 77.
   run mgid 30 "$OURS_MCKEY" -M ff12:401b::7 -b "$RXE_ADDR" --json
   expect_rc 77 "mckey -M on RoCE"

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 
 #include "lib/log.hpp"
@@ -26,10 +27,14 @@ void CommonOptions::check() const {
   }
 }
 
-ToolRunner::ToolRunner(std::string name, std::string description)
+ToolRunner::ToolRunner(std::string name, std::string description, const std::string& debug_flag)
     : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
-  common_.add_to(app_);
+  common_.add_to(app_, debug_flag);
+}
+
+void ToolRunner::enable_json_file() {
+  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file");
 }
 
 void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
@@ -68,6 +73,13 @@ void ToolRunner::render(const Report& report) const {
     }
   }
   std::cerr << diagnosis_text_;
+  if (!json_file_.empty()) {
+    std::ofstream file(json_file_);
+    file << to_json(report).dump(2) << "\n";
+    if (!file) {
+      std::cerr << name_ << ": cannot write " << json_file_ << "\n";
+    }
+  }
   if (common_.json) {
     std::cout << to_json(report).dump(2) << std::endl;
   } else {

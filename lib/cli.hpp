@@ -29,7 +29,8 @@ struct CommonOptions {
 
 class ToolRunner {
  public:
-  ToolRunner(std::string name, std::string description);
+  // `debug_flag` is the short name of --debug ("" for tools whose stock -d means a device).
+  ToolRunner(std::string name, std::string description, const std::string& debug_flag = "-d");
 
   // Runs the bind diagnoser for an address and returns its JSON, with a human verdict in
   // `text`. Kept as a hook so this library needs no RDMA code (lib/diag_probe.hpp has one).
@@ -38,6 +39,9 @@ class ToolRunner {
   // Adds --diagnose: when an address or device failure is one diag-bind explains, the
   // diagnosis runs in-process and lands in the report ("diagnosis") and on stderr.
   void enable_diagnose(Diagnoser diagnoser);
+
+  // Adds --json-file FILE: the JSON report is also written there, on failure too.
+  void enable_json_file();
 
   CLI::App& app() { return app_; }
   const CommonOptions& common() const { return common_; }
@@ -57,6 +61,7 @@ class ToolRunner {
   Diagnoser diagnoser_;
   bool diagnose_ = false;
   std::string diagnosis_text_;
+  std::string json_file_;
 };
 
 }  // namespace rdmakit

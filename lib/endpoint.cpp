@@ -1,5 +1,6 @@
 #include "lib/endpoint.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -122,6 +123,9 @@ void Endpoint::create_resources() {
   if (verbs == nullptr) {
     throw RdmaError("rdma_cm_id", "no device bound to " + local_address(), ENODEV);
   }
+  if (options_.check_device) {
+    options_.check_device(verbs, id_->port_num);
+  }
   pd_ = std::make_unique<ProtectionDomain>(verbs);
   completion_channel_ = std::make_unique<CompletionChannel>(verbs);
   set_nonblocking(completion_channel_->fd(), "completion channel");
@@ -135,13 +139,23 @@ void Endpoint::create_resources() {
   attributes.cap.max_recv_wr = options_.recv_depth;
   attributes.cap.max_send_sge = 1;
   attributes.cap.max_recv_sge = 1;
+  attributes.cap.max_inline_data = options_.max_inline_data;
   if (options_.self_managed_qp) {
     own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
     move_qp_to(IBV_QPS_INIT);
   } else {
-    check(rdma_create_qp(id_.get(), pd_->get(), &attributes), "rdma_create_qp", "");
+    if (rdma_create_qp(id_.get(), pd_->get(), &attributes) != 0 && attributes.cap.max_inline_data > 0) {
+      spdlog::info("rdma_create_qp with {} bytes inline: {}; retrying without inline data", options_.max_inline_data,
+                   std::strerror(errno));
+      attributes.cap.max_inline_data = 0;
+      check(rdma_create_qp(id_.get(), pd_->get(), &attributes), "rdma_create_qp", "");
+    } else if (id_->qp == nullptr) {
+      check(-1, "rdma_create_qp", "");
+    }
     cm_qp_ = true;
   }
+  // Providers may round the inline size up; what we use is what was asked for, if granted.
+  max_inline_data_ = std::min(options_.max_inline_data, attributes.cap.max_inline_data);
 }
 
 ibv_qp* Endpoint::qp() const {
@@ -174,6 +188,10 @@ rdma_conn_param Endpoint::connection_parameters() const {
   parameters.rnr_retry_count = 7;  // 7 = retry forever on receiver-not-ready
   if (own_qp_) {
     parameters.qp_num = own_qp_->get()->qp_num;
+  }
+  if (!options_.private_data.empty()) {
+    parameters.private_data = options_.private_data.data();
+    parameters.private_data_len = static_cast<std::uint8_t>(options_.private_data.size());
   }
   return parameters;
 }
@@ -210,7 +228,13 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         ready_own_qp();
         check(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
-      case CmAction::start_traffic: report.add_timing(step, elapsed_ms(started)); return;
+      case CmAction::start_traffic:
+        if (event->param.conn.private_data != nullptr) {
+          const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
+          peer_private_data_.assign(bytes, bytes + event->param.conn.private_data_len);
+        }
+        report.add_timing(step, elapsed_ms(started));
+        return;
       default: break;
     }
   }
@@ -327,6 +351,13 @@ ibv_wc Endpoint::next_completion() {
   }
 }
 
+bool Endpoint::poll_connected() {
+  while (auto event = poll_cm_event(*channel_)) {
+    apply(*event);
+  }
+  return state_ == CmState::established;
+}
+
 void Endpoint::disconnect() noexcept {
   if (state_ != CmState::established) {
     return;
@@ -377,11 +408,17 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
       continue;
     }
     CmId child(event->id);
+    std::vector<std::uint8_t> request_data;
+    if (event->param.conn.private_data != nullptr) {
+      const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
+      request_data.assign(bytes, bytes + event->param.conn.private_data_len);
+    }
     event.reset();  // rdma_migrate_id waits until every event of the id has been acked
     auto channel = std::make_unique<EventChannel>();
     check(rdma_migrate_id(child.get(), channel->get()), "rdma_migrate_id", "");
     std::unique_ptr<Endpoint> endpoint(
         new Endpoint(std::move(channel), std::move(child), options_, CmState::accepting));
+    endpoint->peer_private_data_ = std::move(request_data);
     spdlog::debug("connection request from {}", endpoint->peer_address());
     endpoint->create_resources();
     return endpoint;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -24,7 +25,13 @@ struct EndpointOptions {
   std::uint8_t responder_resources = 1;  // incoming RDMA READs we allow in flight
   std::uint8_t initiator_depth = 1;      // outgoing RDMA READs we keep in flight
   std::optional<std::uint8_t> type_of_service;
-  bool self_managed_qp = false;  // create the QP with ibv_create_qp and drive its states here
+  bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
+  std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
+  // Sent in rdma_connect (active) or rdma_accept (passive): at most 56 / 196 bytes.
+  std::vector<std::uint8_t> private_data;
+  // Called with the device the address resolved to, before any resource is made on it:
+  // the place to refuse what the device cannot do (throw UsageError).
+  std::function<void(ibv_context*, std::uint8_t port)> check_device;
   std::chrono::milliseconds timeout{5000};
   int stop_fd = -1;
 };
@@ -61,6 +68,19 @@ class Endpoint {
   std::string local_address() const;
   std::string peer_address() const;
   CmState state() const noexcept { return state_; }
+  // What the peer sent with its connection request (passive) or its accept (active).
+  const std::vector<std::uint8_t>& peer_private_data() const noexcept { return peer_private_data_; }
+  // Sets what accept() sends, once the request's private data has been read.
+  void set_private_data(std::vector<std::uint8_t> data) { options_.private_data = std::move(data); }
+  // For loops that post and poll themselves (benchmarks); the endpoint keeps ownership.
+  ibv_qp* queue_pair() const { return qp(); }
+  ibv_cq* completion_queue() const { return cq_->get(); }
+  ibv_pd* protection_domain() const { return pd_->get(); }
+  ibv_context* context() const { return id_->verbs; }
+  std::uint8_t port_num() const { return id_->port_num; }
+  std::uint32_t max_inline_data() const noexcept { return max_inline_data_; }
+  // Non-blocking: applies queued CM events; true while the connection is up.
+  bool poll_connected();
 
  private:
   friend class Listener;
@@ -89,6 +109,8 @@ class Endpoint {
   bool cm_qp_ = false;  // QP made by rdma_create_qp, destroyed with rdma_destroy_qp
   std::vector<std::unique_ptr<RegisteredBuffer>> buffers_;
   bool cq_armed_ = false;
+  std::vector<std::uint8_t> peer_private_data_;
+  std::uint32_t max_inline_data_ = 0;
 };
 
 class Listener {

@@ -104,3 +104,112 @@ std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> messa
 }
 
 }  // namespace rdmakit::rdmx
+
+namespace rdmakit::bw {
+
+namespace {
+
+// Message kinds, so a Hello is never read as an Answer.
+constexpr std::uint8_t hello_kind = 1;
+constexpr std::uint8_t answer_kind = 2;
+
+void put32(std::uint8_t* out, std::uint32_t value) {
+  for (int i = 3; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
+}
+void put64(std::uint8_t* out, std::uint64_t value) {
+  for (int i = 7; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
+}
+std::uint32_t get32(const std::uint8_t* in) {
+  std::uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value = (value << 8) | in[i];
+  return value;
+}
+std::uint64_t get64(const std::uint8_t* in) {
+  std::uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value = (value << 8) | in[i];
+  return value;
+}
+
+WireBytes header(std::uint8_t kind) {
+  WireBytes bytes{};
+  put32(bytes.data(), magic);
+  bytes[4] = version;
+  bytes[5] = kind;
+  return bytes;
+}
+
+void check_header(std::span<const std::uint8_t> bytes, std::uint8_t kind, const char* what) {
+  if (bytes.size() < wire_size) {
+    throw ProtocolError(std::string("send_bw ") + what + ": " + std::to_string(bytes.size()) +
+                        " bytes of private data, expected at least " + std::to_string(wire_size));
+  }
+  if (get32(bytes.data()) != magic) {
+    throw ProtocolError(std::string("send_bw ") + what + ": the peer is not send_bw (no RKBW magic)");
+  }
+  if (bytes[4] != version) {
+    throw ProtocolError(std::string("send_bw ") + what + ": the peer speaks protocol version " +
+                        std::to_string(bytes[4]) + ", this send_bw speaks " + std::to_string(version));
+  }
+  if (bytes[5] != kind) {
+    throw ProtocolError(std::string("send_bw ") + what + ": unexpected message kind " + std::to_string(bytes[5]));
+  }
+}
+
+void check_size(std::uint32_t size, const char* what) {
+  if (size == 0 || size > max_message_size) {
+    throw ProtocolError(std::string("send_bw: the peer's ") + what + " " + std::to_string(size) + " is outside 1.." +
+                        std::to_string(max_message_size));
+  }
+}
+
+}  // namespace
+
+std::string to_string(Operation operation) {
+  switch (operation) {
+    case Operation::send: return "send";
+    case Operation::write: return "write";
+    case Operation::read: return "read";
+  }
+  return "unknown";
+}
+
+WireBytes encode(const Hello& hello) {
+  auto bytes = header(hello_kind);
+  bytes[6] = static_cast<std::uint8_t>(hello.operation);
+  put32(bytes.data() + 8, hello.max_size);
+  put32(bytes.data() + 12, hello.depth);
+  return bytes;
+}
+
+WireBytes encode(const Answer& answer) {
+  auto bytes = header(answer_kind);
+  put64(bytes.data() + 8, answer.address);
+  put32(bytes.data() + 16, answer.rkey);
+  put32(bytes.data() + 20, answer.length);
+  return bytes;
+}
+
+Hello decode_hello(std::span<const std::uint8_t> bytes) {
+  check_header(bytes, hello_kind, "hello");
+  if (bytes[6] > static_cast<std::uint8_t>(Operation::read)) {
+    throw ProtocolError("send_bw hello: unknown operation " + std::to_string(bytes[6]));
+  }
+  Hello hello{.operation = static_cast<Operation>(bytes[6]),
+              .max_size = get32(bytes.data() + 8),
+              .depth = get32(bytes.data() + 12)};
+  check_size(hello.max_size, "message size");
+  if (hello.depth == 0 || hello.depth > 1u << 16) {
+    throw ProtocolError("send_bw hello: queue depth " + std::to_string(hello.depth) + " is outside 1..65536");
+  }
+  return hello;
+}
+
+Answer decode_answer(std::span<const std::uint8_t> bytes) {
+  check_header(bytes, answer_kind, "answer");
+  Answer answer{
+      .address = get64(bytes.data() + 8), .rkey = get32(bytes.data() + 16), .length = get32(bytes.data() + 20)};
+  check_size(answer.length, "buffer length");
+  return answer;
+}
+
+}  // namespace rdmakit::bw

@@ -63,3 +63,46 @@ void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32
 std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message);
 
 }  // namespace rdmakit::rdmx
+
+// send_bw: the whole key exchange rides in CM private data, versioned. The client's
+// rdma_connect carries a Hello (what it will do); the server's rdma_accept carries an
+// Answer (its buffer for RDMA WRITE/READ). Both are 24 bytes, big-endian, under the 56
+// bytes an IB CM REQ allows. A peer speaking another version is refused with a message.
+namespace rdmakit::bw {
+
+inline constexpr std::uint32_t magic = 0x524b4257;  // "RKBW"
+inline constexpr std::uint8_t version = 1;
+inline constexpr std::size_t wire_size = 24;
+inline constexpr const char* default_port = "18515";  // perftest's default port
+inline constexpr std::uint32_t max_message_size = 1u << 30;
+
+enum class Operation : std::uint8_t { send = 0, write = 1, read = 2 };
+std::string to_string(Operation operation);
+
+struct Hello {
+  Operation operation = Operation::send;
+  std::uint32_t max_size = 0;  // largest message the client will send (the server sizes its buffer)
+  std::uint32_t depth = 0;     // receives the server keeps posted (send)
+
+  bool operator==(const Hello&) const = default;
+};
+
+struct Answer {
+  std::uint64_t address = 0;  // the server's buffer, for RDMA WRITE/READ
+  std::uint32_t rkey = 0;
+  std::uint32_t length = 0;
+
+  bool operator==(const Answer&) const = default;
+};
+
+using WireBytes = std::array<std::uint8_t, wire_size>;
+
+WireBytes encode(const Hello& hello);
+WireBytes encode(const Answer& answer);
+// Throw ProtocolError for short data, a foreign magic, another version, an unknown
+// operation, or sizes outside [1, max_message_size]. CM private data arrives padded, so
+// `bytes` may be longer than wire_size.
+Hello decode_hello(std::span<const std::uint8_t> bytes);
+Answer decode_answer(std::span<const std::uint8_t> bytes);
+
+}  // namespace rdmakit::bw

@@ -88,4 +88,28 @@ std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
   return rows;
 }
 
+namespace {
+constexpr double mebibyte = 1024.0 * 1024.0;
+}  // namespace
+
+BandwidthRow bandwidth_row(std::uint32_t size, std::uint64_t iterations, std::chrono::nanoseconds elapsed,
+                           std::chrono::nanoseconds fastest_interval, std::uint64_t interval_messages) {
+  BandwidthRow row;
+  row.size = size;
+  row.iterations = iterations;
+  row.bytes = std::uint64_t{size} * iterations;
+  row.seconds = std::chrono::duration<double>(elapsed).count();
+  if (row.seconds > 0) {
+    row.average_mib_per_s = static_cast<double>(row.bytes) / row.seconds / mebibyte;
+    row.average_gbit_per_s = static_cast<double>(row.bytes) * 8 / row.seconds / 1e9;
+    row.message_rate_mpps = static_cast<double>(iterations) / row.seconds / 1e6;
+  }
+  const double interval_s = std::chrono::duration<double>(fastest_interval).count();
+  row.peak_mib_per_s = interval_s > 0 && interval_messages > 0
+                          ? static_cast<double>(interval_messages) * size / interval_s / mebibyte
+                          : row.average_mib_per_s;
+  row.peak_mib_per_s = std::max(row.peak_mib_per_s, row.average_mib_per_s);
+  return row;
+}
+
 }  // namespace rdmakit

@@ -65,6 +65,24 @@ struct StepRow {
 // One row per step name, in the order each step first appears in `spans`.
 std::vector<StepRow> step_table(const std::vector<StepSpan>& spans);
 
+// One bandwidth measurement (a row of send_bw's table). As in perftest, "MB" is 2^20 bytes
+// (MiB) and "Gb" 10^9 bits. The peak is the best rate over one signalling interval (the messages between
+// two consecutive signalled completions); the average covers first post to last completion.
+struct BandwidthRow {
+  std::uint32_t size = 0;
+  std::uint64_t iterations = 0;
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  double average_mib_per_s = 0;
+  double peak_mib_per_s = 0;
+  double average_gbit_per_s = 0;
+  double message_rate_mpps = 0;  // millions of messages per second
+};
+
+// `fastest_interval` covered `interval_messages` messages; zero intervals mean no peak.
+BandwidthRow bandwidth_row(std::uint32_t size, std::uint64_t iterations, std::chrono::nanoseconds elapsed,
+                           std::chrono::nanoseconds fastest_interval, std::uint64_t interval_messages);
+
 Throughput throughput(std::uint64_t bytes, std::uint64_t messages, std::chrono::nanoseconds elapsed);
 
 }  // namespace rdmakit

@@ -23,6 +23,9 @@ OURS_UCMATOSE=$BIN/ucmatose
 OURS_MCKEY=$BIN/mckey
 # shellcheck source=group_cases.sh
 source "$here/group_cases.sh"
+OURS_SEND_BW=$BIN/send_bw
+# shellcheck source=send_bw_cases.sh
+source "$here/send_bw_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 echo "PASS: $case_name"

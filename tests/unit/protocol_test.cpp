@@ -87,3 +87,54 @@ TEST(RdmxMessage, StockZerosMeanLastExchange) {
 
 }  // namespace
 }  // namespace rdmakit::rdmx
+
+namespace rdmakit::bw {
+namespace {
+
+TEST(BwHello, RoundTripsAndIsBigEndian) {
+  const Hello hello{.operation = Operation::write, .max_size = 8u << 20, .depth = 128};
+  const auto bytes = encode(hello);
+  EXPECT_EQ(bytes[0], 'R');
+  EXPECT_EQ(bytes[3], 'W');
+  EXPECT_EQ(bytes[4], version);
+  EXPECT_EQ(bytes[9], 0x80);  // 8 MiB = 0x00800000
+  EXPECT_EQ(decode_hello(bytes), hello);
+}
+
+TEST(BwHello, AcceptsCmPaddingAndRejectsForeignData) {
+  const auto bytes = encode(Hello{.operation = Operation::send, .max_size = 64, .depth = 16});
+  std::vector<std::uint8_t> padded(bytes.begin(), bytes.end());
+  padded.resize(56, 0);  // an IB CM REQ delivers 56 bytes
+  EXPECT_EQ(decode_hello(padded).max_size, 64u);
+
+  EXPECT_THROW(decode_hello(std::span(bytes).first(23)), ProtocolError);
+  auto foreign = bytes;
+  foreign[0] = 'X';
+  EXPECT_THROW(decode_hello(foreign), ProtocolError);
+  auto future = bytes;
+  future[4] = version + 1;
+  try {
+    decode_hello(future);
+    FAIL() << "a newer version was accepted";
+  } catch (const ProtocolError& error) {
+    EXPECT_NE(std::string(error.what()).find("version 2"), std::string::npos) << error.what();
+  }
+  auto unknown_operation = bytes;
+  unknown_operation[6] = 9;
+  EXPECT_THROW(decode_hello(unknown_operation), ProtocolError);
+  EXPECT_THROW(decode_hello(encode(Hello{.operation = Operation::send, .max_size = 0, .depth = 16})), ProtocolError);
+  EXPECT_THROW(decode_hello(encode(Hello{.operation = Operation::send, .max_size = 64, .depth = 0})), ProtocolError);
+  EXPECT_THROW(decode_hello(encode(Hello{.operation = Operation::send, .max_size = max_message_size + 1, .depth = 1})),
+               ProtocolError);
+}
+
+TEST(BwAnswer, RoundTripsAndIsNotAHello) {
+  const Answer answer{.address = 0x00007f0012345678ULL, .rkey = 0xdeadbeef, .length = 65536};
+  EXPECT_EQ(decode_answer(encode(answer)), answer);
+  EXPECT_THROW(decode_hello(encode(answer)), ProtocolError);
+  EXPECT_THROW(decode_answer(encode(Hello{.operation = Operation::send, .max_size = 64, .depth = 16})), ProtocolError);
+  EXPECT_THROW(decode_answer(encode(Answer{.address = 1, .rkey = 2, .length = 0})), ProtocolError);
+}
+
+}  // namespace
+}  // namespace rdmakit::bw

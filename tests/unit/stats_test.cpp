@@ -87,5 +87,19 @@ TEST(StepTable, EmptyInputGivesNoRows) {
   EXPECT_TRUE(step_table({}).empty());
 }
 
+TEST(BandwidthRow, AverageIsBytesOverTimeAndPeakNeverBelowIt) {
+  // 1000 messages of 64 KiB in 0.5 s: 125 MiB/s, 1.048576 Gbit/s, 0.002 Mpps.
+  const auto row = bandwidth_row(65536, 1000, 500ms, 10ms, 64);
+  EXPECT_EQ(row.bytes, 65536000u);
+  EXPECT_DOUBLE_EQ(row.seconds, 0.5);
+  EXPECT_DOUBLE_EQ(row.average_mib_per_s, 125.0);
+  EXPECT_DOUBLE_EQ(row.average_gbit_per_s, 1.048576);
+  EXPECT_DOUBLE_EQ(row.message_rate_mpps, 0.002);
+  EXPECT_DOUBLE_EQ(row.peak_mib_per_s, 64 * 65536 / 0.01 / 1048576.0);
+  // A slow interval never drags the peak under the average; no interval at all gives the average.
+  EXPECT_DOUBLE_EQ(bandwidth_row(65536, 1000, 500ms, 1s, 64).peak_mib_per_s, row.average_mib_per_s);
+  EXPECT_DOUBLE_EQ(bandwidth_row(65536, 1000, 500ms, 0ns, 0).peak_mib_per_s, row.average_mib_per_s);
+}
+
 }  // namespace
 }  // namespace rdmakit

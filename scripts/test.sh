@@ -29,7 +29,7 @@ if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   exit 0
 fi
 echo "== integration tests on soft-RoCE in the VM (both builds)"
-scripts/rxe-vm.sh --timeout 1500 "$root" \
+scripts/rxe-vm.sh --timeout 3000 "$root" \
   "export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS; rc=0;" \
   "for d in build build-asan; do echo \"== integration (\$d)\";" \
   "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done; exit \$rc"

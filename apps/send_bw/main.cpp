@@ -88,6 +88,13 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const std::str
   if (depth > static_cast<std::uint32_t>(device.max_qp_wr)) {
     throw rdmakit::UsageError(fmt::format("-t {} is above {}'s maximum queue depth {}", depth, name, device.max_qp_wr));
   }
+  // One CQ takes the send and the receive completions: depth + 1 entries.
+  if (depth + 1 > static_cast<std::uint32_t>(device.max_cqe)) {
+    throw rdmakit::UsageError(
+        fmt::format("-t {} needs {} completion queue entries; {} allows at most {} (maximum "
+                    "queue depth here: {})",
+                    depth, depth + 1, name, device.max_cqe, device.max_cqe - 1));
+  }
   if (largest > port_attributes.max_msg_sz) {
     throw rdmakit::UsageError(
         fmt::format("-s {} is above {}'s maximum message size {}", largest, name, port_attributes.max_msg_sz));

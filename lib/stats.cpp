@@ -106,8 +106,8 @@ BandwidthRow bandwidth_row(std::uint32_t size, std::uint64_t iterations, std::ch
   }
   const double interval_s = std::chrono::duration<double>(fastest_interval).count();
   row.peak_mib_per_s = interval_s > 0 && interval_messages > 0
-                          ? static_cast<double>(interval_messages) * size / interval_s / mebibyte
-                          : row.average_mib_per_s;
+                           ? static_cast<double>(interval_messages) * size / interval_s / mebibyte
+                           : row.average_mib_per_s;
   row.peak_mib_per_s = std::max(row.peak_mib_per_s, row.average_mib_per_s);
   return row;
 }

@@ -25,12 +25,6 @@ Clock::time_point first_deadline(std::optional<std::chrono::milliseconds> wait, 
   return wait->count() == 0 ? Clock::time_point::max() : Clock::now() + *wait;
 }
 
-void require(int rc, const char* call, const std::string& subject) {
-  if (rc != 0) {
-    throw RdmaError(call, subject, errno);
-  }
-}
-
 int timeout_ms(std::chrono::milliseconds timeout) {
   return static_cast<int>(std::min<long long>(timeout.count(), std::numeric_limits<int>::max()));
 }
@@ -247,7 +241,7 @@ void ConnectionGroup::connect(const rdma_addrinfo& target) {
   for (auto& connection : connections_) {
     connection->begin("resolve_addr");
     connection->state_ = CmState::resolving_addr;
-    require(
+    check_call(
         rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr, timeout_ms(options_.timeout)),
         "rdma_resolve_addr", target_);
   }
@@ -258,8 +252,8 @@ void ConnectionGroup::connect(const rdma_addrinfo& target) {
 void ConnectionGroup::listen(const sockaddr* address) {
   listen_id_ = CmId(*channel_, options_.port_space);
   const auto where = address_of(address).to_string();
-  require(rdma_bind_addr(listen_id_.get(), const_cast<sockaddr*>(address)), "rdma_bind_addr", where);
-  require(rdma_listen(listen_id_.get(), 0), "rdma_listen", where);
+  check_call(rdma_bind_addr(listen_id_.get(), const_cast<sockaddr*>(address)), "rdma_bind_addr", where);
+  check_call(rdma_listen(listen_id_.get(), 0), "rdma_listen", where);
 }
 
 void ConnectionGroup::accept() {
@@ -281,8 +275,8 @@ void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
     connection->steps_.push_back(StepSpan{"create_id", started, Clock::now()});
     if (source != nullptr) {
       connection->begin("bind_addr");
-      require(rdma_bind_addr(connection->id_.get(), const_cast<sockaddr*>(source)), "rdma_bind_addr",
-              address_of(source).host_string());
+      check_call(rdma_bind_addr(connection->id_.get(), const_cast<sockaddr*>(source)), "rdma_bind_addr",
+                 address_of(source).host_string());
       connection->end_step();
     }
   }
@@ -297,9 +291,9 @@ void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
     }
     connection->begin("resolve_addr");
     connection->state_ = CmState::resolving_group;
-    require(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
-                              timeout_ms(options_.timeout)),
-            "rdma_resolve_addr", target_);
+    check_call(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
+                                 timeout_ms(options_.timeout)),
+               "rdma_resolve_addr", target_);
   }
   joined_ = true;
   pump([this] { return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); }); },
@@ -325,13 +319,13 @@ void ConnectionGroup::leave() noexcept {
 void ConnectionGroup::set_id_options(Connection& connection, bool active) {
   if (active && options_.type_of_service) {
     std::uint8_t tos = *options_.type_of_service;
-    require(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos),
-            "rdma_set_option", "type of service");
+    check_call(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos),
+               "rdma_set_option", "type of service");
   }
   if (options_.ack_timeout) {
     std::uint8_t ack = *options_.ack_timeout;
-    require(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof ack),
-            "rdma_set_option", "ack timeout");
+    check_call(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof ack),
+               "rdma_set_option", "ack timeout");
   }
 }
 
@@ -371,7 +365,7 @@ void ConnectionGroup::create_resources(Connection& connection) {
   connection.pd_ = std::make_unique<ProtectionDomain>(id->verbs);
   const std::uint32_t depth = std::max<std::uint32_t>(options_.message_count, 1);
   connection.cq_ = std::make_unique<CompletionQueue>(id->verbs, static_cast<int>(2 * depth), *completion_channel_);
-  require(ibv_req_notify_cq(connection.cq_->get(), 0), "ibv_req_notify_cq", device);
+  check_call(ibv_req_notify_cq(connection.cq_->get(), 0), "ibv_req_notify_cq", device);
 
   ibv_qp_init_attr attributes{};
   attributes.send_cq = connection.cq_->get();
@@ -396,7 +390,7 @@ void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attrib
   rdma_cm_id* id = connection.id_.get();
   const std::string device = ibv_get_device_name(id->verbs->device);
   if (!options_.block_loopback) {
-    require(rdma_create_qp(id, connection.pd_->get(), &attributes), "rdma_create_qp", device);
+    check_call(rdma_create_qp(id, connection.pd_->get(), &attributes), "rdma_create_qp", device);
     return;
   }
   ibv_qp_init_attr_ex extended{};
@@ -536,7 +530,7 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
     case CmAction::resolve_route:
       set_id_options(*connection, true);
       connection->begin("resolve_route");
-      require(rdma_resolve_route(id, timeout_ms(options_.timeout)), "rdma_resolve_route", target_);
+      check_call(rdma_resolve_route(id, timeout_ms(options_.timeout)), "rdma_resolve_route", target_);
       return;
     case CmAction::join: start_join(*connection); return;
     case CmAction::connect: {
@@ -552,7 +546,7 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
         parameters.retry_count = 5;
         parameters.rnr_retry_count = 7;  // receives are posted before connecting; 7 = retry forever
       }
-      require(rdma_connect(id, &parameters), "rdma_connect", target_);
+      check_call(rdma_connect(id, &parameters), "rdma_connect", target_);
       return;
     }
     case CmAction::start_traffic: on_ready(*connection, event); return;
@@ -639,7 +633,7 @@ void ConnectionGroup::on_connect_request(rdma_cm_event& event) {
     parameters.initiator_depth = 1;
     parameters.rnr_retry_count = 7;
   }
-  require(rdma_accept(connection->id_.get(), &parameters), "rdma_accept", local_address());
+  check_call(rdma_accept(connection->id_.get(), &parameters), "rdma_accept", local_address());
   if (is_datagram(options_.port_space)) {
     // A SIDR reply completes the exchange; no ESTABLISHED follows on this side. The reply
     // path comes from the first datagram.
@@ -688,7 +682,7 @@ void ConnectionGroup::consume_completion_events() {
       throw RdmaError("ibv_get_cq_event", "", errno);
     }
     ibv_ack_cq_events(cq, 1);
-    require(ibv_req_notify_cq(cq, 0), "ibv_req_notify_cq", "");
+    check_call(ibv_req_notify_cq(cq, 0), "ibv_req_notify_cq", "");
   }
 }
 
@@ -810,7 +804,7 @@ void ConnectionGroup::disconnect() {
     if (connection->state_ == CmState::established && !connection->disconnecting_) {
       connection->disconnecting_ = true;
       connection->begin("disconnect");
-      require(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
+      check_call(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
     }
   }
   pump(
@@ -834,11 +828,11 @@ void ConnectionGroup::await_disconnect() {
 void ConnectionGroup::migrate() {
   auto fresh = std::make_unique<EventChannel>();
   if (listen_id_.get() != nullptr) {
-    require(rdma_migrate_id(listen_id_.get(), fresh->get()), "rdma_migrate_id", "listening id");
+    check_call(rdma_migrate_id(listen_id_.get(), fresh->get()), "rdma_migrate_id", "listening id");
   }
   for (auto& connection : connections_) {
-    require(rdma_migrate_id(connection->id_.get(), fresh->get()), "rdma_migrate_id",
-            "connection " + std::to_string(connection->index_));
+    check_call(rdma_migrate_id(connection->id_.get(), fresh->get()), "rdma_migrate_id",
+               "connection " + std::to_string(connection->index_));
   }
   channel_ = std::move(fresh);
 }
@@ -895,6 +889,30 @@ Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
   return t;
 }
 
+// The human summary: cmtime-style step table, setup rate, messages.
+std::string summary_text(const Totals& totals, std::size_t requested, std::uint32_t message_size,
+                         const nlohmann::json& events) {
+  std::ostringstream out;
+  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "step", "conns", "wall ms", "max ms",
+                     "min ms", "avg ms", "us/conn");
+  for (const auto& row : step_table(totals.spans)) {
+    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", row.step, row.spans,
+                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us);
+  }
+  if (totals.setup_ms) {
+    out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
+                       totals.ready, requested, *totals.setup_ms, totals.per_connection_ms(), totals.per_second());
+  } else {
+    out << fmt::format("0 of {} connection(s) ready\n", requested);
+  }
+  out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", totals.sent, totals.received,
+                     totals.expected, totals.lost(), message_size);
+  for (const auto& event : events) {
+    out << "event: " << event.dump() << "\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 void ConnectionGroup::fill(Report& report) const {
@@ -934,31 +952,7 @@ void ConnectionGroup::fill(Report& report) const {
   report.bytes = (totals.sent + totals.received) * options_.message_size;
   report.local_address = local_address();
   report.peer_address = target_;
-  report.text = summary_text();
-}
-
-std::string ConnectionGroup::summary_text() const {
-  const Totals totals = totals_of(connections_);
-  std::ostringstream out;
-  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "step", "conns", "wall ms", "max ms",
-                     "min ms", "avg ms", "us/conn");
-  for (const auto& row : step_table(totals.spans)) {
-    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", row.step, row.spans,
-                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us);
-  }
-  if (totals.setup_ms) {
-    out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
-                       totals.ready, options_.connections, *totals.setup_ms, totals.per_connection_ms(),
-                       totals.per_second());
-  } else {
-    out << fmt::format("0 of {} connection(s) ready\n", options_.connections);
-  }
-  out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", totals.sent, totals.received,
-                     totals.expected, totals.lost(), options_.message_size);
-  for (const auto& event : events_) {
-    out << "event: " << event.dump() << "\n";
-  }
-  return out.str();
+  report.text = summary_text(totals, options_.connections, options_.message_size, events_);
 }
 
 FillReportOnExit::~FillReportOnExit() {

@@ -144,10 +144,9 @@ class ConnectionGroup {
   std::string target() const { return target_; }
   const std::vector<std::unique_ptr<Connection>>& connections() const { return connections_; }
 
-  // Per-connection results, the step table, messages and setup rate; safe on a partial run.
+  // Per-connection results, the step table, messages and setup rate, and the human summary
+  // (cmtime-style step table); safe on a partial run.
   void fill(Report& report) const;
-  // The human summary: cmtime-style step table, setup rate, messages.
-  std::string summary_text() const;
 
  private:
   using Predicate = std::function<bool()>;

@@ -17,12 +17,6 @@ int timeout_ms(std::chrono::milliseconds timeout) {
   return static_cast<int>(timeout.count());
 }
 
-void check(int rc, const char* call, const std::string& subject) {
-  if (rc != 0) {
-    throw RdmaError(call, subject, errno);
-  }
-}
-
 // ibv_post_* return the errno value itself rather than setting errno.
 void check_post(int rc, const char* call) {
   if (rc != 0) {
@@ -82,21 +76,21 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
   rdma_cm_id* cm_id = endpoint->id_.get();
   if (options.type_of_service) {
     auto tos = *options.type_of_service;
-    check(rdma_set_option(cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option",
-          "TOS " + std::to_string(tos));
+    check_call(rdma_set_option(cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option",
+               "TOS " + std::to_string(tos));
   }
   const auto target = destination.to_string();
 
   auto started = Clock::now();
-  check(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
-                          const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
-        "rdma_resolve_addr", target);
+  check_call(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
+                               const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
+             "rdma_resolve_addr", target);
   endpoint->state_ = CmState::resolving_addr;
   endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, "address resolution of " + target);
   report.add_timing("addr_resolve", elapsed_ms(started));
 
   started = Clock::now();
-  check(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target);
+  check_call(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target);
   endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, "route resolution to " + target);
   report.add_timing("route_resolve", elapsed_ms(started));
   endpoint->create_resources();
@@ -144,14 +138,14 @@ void Endpoint::create_resources() {
     own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
     move_qp_to(IBV_QPS_INIT);
   } else {
-    if (rdma_create_qp(id_.get(), pd_->get(), &attributes) != 0 && attributes.cap.max_inline_data > 0) {
+    int rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
+    if (rc != 0 && attributes.cap.max_inline_data > 0) {
       spdlog::info("rdma_create_qp with {} bytes inline: {}; retrying without inline data", options_.max_inline_data,
                    std::strerror(errno));
       attributes.cap.max_inline_data = 0;
-      check(rdma_create_qp(id_.get(), pd_->get(), &attributes), "rdma_create_qp", "");
-    } else if (id_->qp == nullptr) {
-      check(-1, "rdma_create_qp", "");
+      rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
     }
+    check_call(rc, "rdma_create_qp", "");
     cm_qp_ = true;
   }
   // Providers may round the inline size up; what we use is what was asked for, if granted.
@@ -166,7 +160,7 @@ void Endpoint::move_qp_to(ibv_qp_state target) {
   ibv_qp_attr attributes{};
   int mask = 0;
   attributes.qp_state = target;
-  check(rdma_init_qp_attr(id_.get(), &attributes, &mask), "rdma_init_qp_attr", "");
+  check_call(rdma_init_qp_attr(id_.get(), &attributes, &mask), "rdma_init_qp_attr", "");
   const int rc = ibv_modify_qp(own_qp_->get(), &attributes, mask);
   if (rc != 0) {
     throw RdmaError("ibv_modify_qp", fmt::format("state {}", static_cast<int>(target)), rc);
@@ -226,7 +220,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
       }
       case CmAction::establish:
         ready_own_qp();
-        check(rdma_establish(id_.get()), "rdma_establish", peer);
+        check_call(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
         if (event->param.conn.private_data != nullptr) {
@@ -243,7 +237,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
 void Endpoint::connect(Report& report) {
   const auto started = Clock::now();
   auto parameters = connection_parameters();
-  check(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
+  check_call(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
   state_ = CmState::connecting;
   await_established("connect", report, started);
 }
@@ -254,7 +248,7 @@ void Endpoint::accept(Report& report) {
     ready_own_qp();
   }
   auto parameters = connection_parameters();
-  check(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
+  check_call(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
   state_ = CmState::accepting;
   await_established("accept", report, started);
 }
@@ -387,8 +381,8 @@ std::string Endpoint::peer_address() const {
 Listener::Listener(const SocketAddress& address, int backlog, const EndpointOptions& options)
     : id_(channel_, RDMA_PS_TCP), options_(options) {
   const auto where = address.to_string();
-  check(rdma_bind_addr(id_.get(), const_cast<sockaddr*>(address.get())), "rdma_bind_addr", where);
-  check(rdma_listen(id_.get(), backlog), "rdma_listen", where);
+  check_call(rdma_bind_addr(id_.get(), const_cast<sockaddr*>(address.get())), "rdma_bind_addr", where);
+  check_call(rdma_listen(id_.get(), backlog), "rdma_listen", where);
 }
 
 std::string Listener::local_address() const {
@@ -415,7 +409,7 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
     }
     event.reset();  // rdma_migrate_id waits until every event of the id has been acked
     auto channel = std::make_unique<EventChannel>();
-    check(rdma_migrate_id(child.get(), channel->get()), "rdma_migrate_id", "");
+    check_call(rdma_migrate_id(child.get(), channel->get()), "rdma_migrate_id", "");
     std::unique_ptr<Endpoint> endpoint(
         new Endpoint(std::move(channel), std::move(child), options_, CmState::accepting));
     endpoint->peer_private_data_ = std::move(request_data);

@@ -56,6 +56,12 @@ bool explained_by_diag_bind(const std::string& call, int errnum) {
          (call == "rdma_create_event_channel" && errnum == ENODEV);
 }
 
+void check_call(int rc, const char* call, const std::string& subject) {
+  if (rc != 0) {
+    throw RdmaError(call, subject, errno);
+  }
+}
+
 std::string hint_for(const std::string& call, const std::string& subject, int errnum) {
   const bool addressing = is_addressing(call);
   const std::string address = address_of(subject);

@@ -77,6 +77,9 @@ class RunStopped : public std::runtime_error {
   StopReason reason_;
 };
 
+// For librdmacm calls that return nonzero and set errno: throws RdmaError(call, subject, errno).
+void check_call(int rc, const char* call, const std::string& subject);
+
 // The hint for a failed call, or "" when there is nothing useful to add. ENODEV and
 // EADDRNOTAVAIL from address binding/resolution point at diag-bind with the address.
 std::string hint_for(const std::string& call, const std::string& subject, int errnum);

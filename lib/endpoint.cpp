@@ -161,6 +161,9 @@ void Endpoint::move_qp_to(ibv_qp_state target) {
   int mask = 0;
   attributes.qp_state = target;
   check_call(rdma_init_qp_attr(id_.get(), &attributes, &mask), "rdma_init_qp_attr", "");
+  if (target == IBV_QPS_RTR && options_.path_mtu) {
+    attributes.path_mtu = *options_.path_mtu;
+  }
   const int rc = ibv_modify_qp(own_qp_->get(), &attributes, mask);
   if (rc != 0) {
     throw RdmaError("ibv_modify_qp", fmt::format("state {}", static_cast<int>(target)), rc);
@@ -213,6 +216,10 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         // listens; 10 stale connection; 28 consumer reject) rather than an errno.
         auto reason = transition.reason;
         if (classify(event->event) == CmEvent::rejected) {
+          if (options_.explain_rejection && event->param.conn.private_data != nullptr) {
+            const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
+            options_.explain_rejection({bytes, event->param.conn.private_data_len});
+          }
           reason += fmt::format(", reject reason {}", status);
         }
         throw RdmaError(step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
@@ -251,6 +258,17 @@ void Endpoint::accept(Report& report) {
   check_call(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
   state_ = CmState::accepting;
   await_established("accept", report, started);
+}
+
+void Endpoint::reject(std::span<const std::uint8_t> private_data) noexcept {
+  if (state_ != CmState::accepting) {
+    return;
+  }
+  const auto length = static_cast<std::uint8_t>(std::min<std::size_t>(private_data.size(), 148));
+  if (rdma_reject(id_.get(), length > 0 ? private_data.data() : nullptr, length) != 0) {
+    spdlog::debug("rdma_reject: {}", std::strerror(errno));
+  }
+  state_ = CmState::disconnected;
 }
 
 RegisteredBuffer& Endpoint::add_buffer(std::size_t size, int access) {
@@ -343,6 +361,24 @@ ibv_wc Endpoint::next_completion() {
       throw RunStopped(StopReason::interrupted, "interrupted");
     }
   }
+}
+
+std::optional<std::uint8_t> Endpoint::source_gid_index() const {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp(), &attributes, IBV_QP_AV, &init) != 0 || attributes.ah_attr.is_global == 0) {
+    return std::nullopt;
+  }
+  return attributes.ah_attr.grh.sgid_index;
+}
+
+ibv_mtu Endpoint::active_path_mtu() const {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (const int rc = ibv_query_qp(qp(), &attributes, IBV_QP_PATH_MTU, &init); rc != 0) {
+    throw RdmaError("ibv_query_qp", "path MTU", rc);  // returns the errno value itself
+  }
+  return attributes.path_mtu;
 }
 
 bool Endpoint::poll_connected() {

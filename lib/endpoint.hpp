@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "lib/cm.hpp"
@@ -27,11 +28,16 @@ struct EndpointOptions {
   std::optional<std::uint8_t> type_of_service;
   bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
   std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
+  // Self-managed QPs only: the path MTU set at RTR instead of the route's.
+  std::optional<ibv_mtu> path_mtu;
   // Sent in rdma_connect (active) or rdma_accept (passive): at most 56 / 196 bytes.
   std::vector<std::uint8_t> private_data;
   // Called with the device the address resolved to, before any resource is made on it:
   // the place to refuse what the device cannot do (throw UsageError).
   std::function<void(ibv_context*, std::uint8_t port)> check_device;
+  // Active side: called with the private data of a REJECTED before the generic
+  // "rejected" error is thrown; may throw a better one (a reason the server gave).
+  std::function<void(std::span<const std::uint8_t>)> explain_rejection;
   std::chrono::milliseconds timeout{5000};
   int stop_fd = -1;
 };
@@ -49,6 +55,8 @@ class Endpoint {
 
   void connect(Report& report);  // records "connect"
   void accept(Report& report);   // records "accept"
+  // Passive side, instead of accept(): turns the request down, `private_data` saying why.
+  void reject(std::span<const std::uint8_t> private_data) noexcept;
 
   // The buffer lives as long as the endpoint and is deregistered before the PD goes.
   RegisteredBuffer& add_buffer(std::size_t size, int access);
@@ -72,6 +80,11 @@ class Endpoint {
   const std::vector<std::uint8_t>& peer_private_data() const noexcept { return peer_private_data_; }
   // Sets what accept() sends, once the request's private data has been read.
   void set_private_data(std::vector<std::uint8_t> data) { options_.private_data = std::move(data); }
+  // Passive side, before accept(): the path MTU the client asked for (self-managed QPs).
+  void set_path_mtu(std::optional<ibv_mtu> mtu) { options_.path_mtu = mtu; }
+  // The GID table index and path MTU the connected QP uses (RoCE/GRH; nullopt without a GRH).
+  std::optional<std::uint8_t> source_gid_index() const;
+  ibv_mtu active_path_mtu() const;
   // For loops that post and poll themselves (benchmarks); the endpoint keeps ownership.
   ibv_qp* queue_pair() const { return qp(); }
   ibv_cq* completion_queue() const { return cq_->get(); }

@@ -1,6 +1,7 @@
 #include "lib/protocol.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -112,6 +113,7 @@ namespace {
 // Message kinds, so a Hello is never read as an Answer.
 constexpr std::uint8_t hello_kind = 1;
 constexpr std::uint8_t answer_kind = 2;
+constexpr std::uint8_t refusal_kind = 3;
 
 void put32(std::uint8_t* out, std::uint32_t value) {
   for (int i = 3; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
@@ -130,18 +132,19 @@ std::uint64_t get64(const std::uint8_t* in) {
   return value;
 }
 
-WireBytes header(std::uint8_t kind) {
-  WireBytes bytes{};
+template <std::size_t N>
+std::array<std::uint8_t, N> header(std::uint8_t kind) {
+  std::array<std::uint8_t, N> bytes{};
   put32(bytes.data(), magic);
   bytes[4] = version;
   bytes[5] = kind;
   return bytes;
 }
 
-void check_header(std::span<const std::uint8_t> bytes, std::uint8_t kind, const char* what) {
-  if (bytes.size() < wire_size) {
+void check_header(std::span<const std::uint8_t> bytes, std::size_t size, std::uint8_t kind, const char* what) {
+  if (bytes.size() < size) {
     throw ProtocolError(std::string("send_bw ") + what + ": " + std::to_string(bytes.size()) +
-                        " bytes of private data, expected at least " + std::to_string(wire_size));
+                        " bytes of private data, expected at least " + std::to_string(size));
   }
   if (get32(bytes.data()) != magic) {
     throw ProtocolError(std::string("send_bw ") + what + ": the peer is not send_bw (no RKBW magic)");
@@ -162,6 +165,16 @@ void check_size(std::uint32_t size, const char* what) {
   }
 }
 
+std::uint16_t get16(const std::uint8_t* in) {
+  return static_cast<std::uint16_t>((in[0] << 8) | in[1]);
+}
+void put16(std::uint8_t* out, std::uint16_t value) {
+  out[0] = static_cast<std::uint8_t>(value >> 8);
+  out[1] = static_cast<std::uint8_t>(value & 0xff);
+}
+
+constexpr std::uint8_t bidirectional_flag = 1;
+
 }  // namespace
 
 std::string to_string(Operation operation) {
@@ -173,43 +186,106 @@ std::string to_string(Operation operation) {
   return "unknown";
 }
 
-WireBytes encode(const Hello& hello) {
-  auto bytes = header(hello_kind);
+std::string to_string(Test test) {
+  return test == Test::latency ? "lat" : "bw";
+}
+
+std::array<std::uint8_t, hello_size> encode(const Hello& hello) {
+  auto bytes = header<hello_size>(hello_kind);
   bytes[6] = static_cast<std::uint8_t>(hello.operation);
+  bytes[7] = static_cast<std::uint8_t>(hello.test);
   put32(bytes.data() + 8, hello.max_size);
   put32(bytes.data() + 12, hello.depth);
+  bytes[16] = hello.bidirectional ? bidirectional_flag : 0;
+  bytes[17] = hello.path_mtu;
+  put16(bytes.data() + 18, hello.queue_pairs);
+  put16(bytes.data() + 20, hello.queue_pair_index);
+  put64(bytes.data() + 24, hello.reply_address);
+  put32(bytes.data() + 32, hello.reply_rkey);
+  put32(bytes.data() + 36, hello.reply_length);
   return bytes;
 }
 
-WireBytes encode(const Answer& answer) {
-  auto bytes = header(answer_kind);
+std::array<std::uint8_t, answer_size> encode(const Answer& answer) {
+  auto bytes = header<answer_size>(answer_kind);
   put64(bytes.data() + 8, answer.address);
   put32(bytes.data() + 16, answer.rkey);
   put32(bytes.data() + 20, answer.length);
   return bytes;
 }
 
+std::vector<std::uint8_t> encode_refusal(std::string_view reason) {
+  const auto text = reason.substr(0, max_refusal_text);
+  const auto head = header<7>(refusal_kind);
+  std::vector<std::uint8_t> bytes(head.size() + text.size());
+  std::copy(head.begin(), head.end(), bytes.begin());
+  bytes[6] = static_cast<std::uint8_t>(text.size());
+  std::transform(text.begin(), text.end(), bytes.begin() + 7, [](char c) { return static_cast<std::uint8_t>(c); });
+  return bytes;
+}
+
 Hello decode_hello(std::span<const std::uint8_t> bytes) {
-  check_header(bytes, hello_kind, "hello");
+  check_header(bytes, hello_size, hello_kind, "hello");
   if (bytes[6] > static_cast<std::uint8_t>(Operation::read)) {
     throw ProtocolError("send_bw hello: unknown operation " + std::to_string(bytes[6]));
   }
+  if (bytes[7] > static_cast<std::uint8_t>(Test::latency)) {
+    throw ProtocolError("send_bw hello: unknown test " + std::to_string(bytes[7]));
+  }
+  if ((bytes[16] & ~bidirectional_flag) != 0) {
+    throw ProtocolError(fmt::format("send_bw hello: unknown flags {:#x}", bytes[16]));
+  }
   Hello hello{.operation = static_cast<Operation>(bytes[6]),
+              .test = static_cast<Test>(bytes[7]),
               .max_size = get32(bytes.data() + 8),
-              .depth = get32(bytes.data() + 12)};
+              .depth = get32(bytes.data() + 12),
+              .bidirectional = bytes[16] != 0,
+              .path_mtu = bytes[17],
+              .queue_pairs = get16(bytes.data() + 18),
+              .queue_pair_index = get16(bytes.data() + 20),
+              .reply_address = get64(bytes.data() + 24),
+              .reply_rkey = get32(bytes.data() + 32),
+              .reply_length = get32(bytes.data() + 36)};
   check_size(hello.max_size, "message size");
   if (hello.depth == 0 || hello.depth > 1u << 16) {
     throw ProtocolError("send_bw hello: queue depth " + std::to_string(hello.depth) + " is outside 1..65536");
+  }
+  if (hello.queue_pairs == 0 || hello.queue_pairs > max_queue_pairs || hello.queue_pair_index >= hello.queue_pairs) {
+    throw ProtocolError(fmt::format("send_bw hello: queue pair {} of {} is outside 1..{}", hello.queue_pair_index,
+                                    hello.queue_pairs, max_queue_pairs));
+  }
+  if (hello.path_mtu > 5) {
+    throw ProtocolError("send_bw hello: unknown path MTU code " + std::to_string(hello.path_mtu));
+  }
+  if (hello.test == Test::latency && hello.queue_pairs != 1) {
+    throw ProtocolError("send_bw hello: a latency test runs on one queue pair");
+  }
+  if (hello.test == Test::latency && hello.operation == Operation::write && hello.reply_length < hello.max_size) {
+    throw ProtocolError(fmt::format("send_bw hello: the client's reply buffer holds {} bytes, its messages {}",
+                                    hello.reply_length, hello.max_size));
   }
   return hello;
 }
 
 Answer decode_answer(std::span<const std::uint8_t> bytes) {
-  check_header(bytes, answer_kind, "answer");
+  check_header(bytes, answer_size, answer_kind, "answer");
   Answer answer{
       .address = get64(bytes.data() + 8), .rkey = get32(bytes.data() + 16), .length = get32(bytes.data() + 20)};
   check_size(answer.length, "buffer length");
   return answer;
+}
+
+std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 7 || get32(bytes.data()) != magic || bytes[5] != refusal_kind) {
+    return std::nullopt;
+  }
+  const std::size_t length = std::min<std::size_t>({bytes[6], bytes.size() - 7, max_refusal_text});
+  std::string text;
+  for (std::size_t i = 0; i < length; ++i) {
+    const auto c = static_cast<char>(bytes[7 + i]);
+    text += std::isprint(static_cast<unsigned char>(c)) != 0 ? c : '?';
+  }
+  return text;
 }
 
 }  // namespace rdmakit::bw

@@ -10,8 +10,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rdmakit::rping {
 
@@ -65,24 +68,40 @@ std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> messa
 }  // namespace rdmakit::rdmx
 
 // send_bw: the whole key exchange rides in CM private data, versioned. The client's
-// rdma_connect carries a Hello (what it will do); the server's rdma_accept carries an
-// Answer (its buffer for RDMA WRITE/READ). Both are 24 bytes, big-endian, under the 56
-// bytes an IB CM REQ allows. A peer speaking another version is refused with a message.
+// rdma_connect carries a Hello (what it will do, and for write latency its own buffer);
+// the server's rdma_accept carries an Answer (its buffer for RDMA WRITE/READ), or its
+// rdma_reject a Refusal saying why. Big-endian; the Hello's 40 bytes fit the 56 an IB CM
+// REQ leaves to rdma_connect. A peer speaking another version is refused with a message.
 namespace rdmakit::bw {
 
 inline constexpr std::uint32_t magic = 0x524b4257;  // "RKBW"
-inline constexpr std::uint8_t version = 1;
-inline constexpr std::size_t wire_size = 24;
+inline constexpr std::uint8_t version = 2;
+inline constexpr std::size_t hello_size = 40;
+inline constexpr std::size_t answer_size = 24;
+inline constexpr std::size_t max_refusal_text = 100;  // an IB CM REJ carries 148 bytes
 inline constexpr const char* default_port = "18515";  // perftest's default port
 inline constexpr std::uint32_t max_message_size = 1u << 30;
+inline constexpr std::uint16_t max_queue_pairs = 64;
 
 enum class Operation : std::uint8_t { send = 0, write = 1, read = 2 };
 std::string to_string(Operation operation);
 
+enum class Test : std::uint8_t { bandwidth = 0, latency = 1 };
+std::string to_string(Test test);
+
 struct Hello {
   Operation operation = Operation::send;
+  Test test = Test::bandwidth;
   std::uint32_t max_size = 0;  // largest message the client will send (the server sizes its buffer)
   std::uint32_t depth = 0;     // receives the server keeps posted (send)
+  bool bidirectional = false;  // the server sends back as much as it receives
+  std::uint8_t path_mtu = 0;   // enum ibv_mtu (1 = 256 ... 5 = 4096); 0: the route's
+  std::uint16_t queue_pairs = 1;
+  std::uint16_t queue_pair_index = 0;  // which of them this connection is
+  // Write latency: where the server writes its answers (the client's buffer).
+  std::uint64_t reply_address = 0;
+  std::uint32_t reply_rkey = 0;
+  std::uint32_t reply_length = 0;
 
   bool operator==(const Hello&) const = default;
 };
@@ -95,14 +114,19 @@ struct Answer {
   bool operator==(const Answer&) const = default;
 };
 
-using WireBytes = std::array<std::uint8_t, wire_size>;
+std::array<std::uint8_t, hello_size> encode(const Hello& hello);
+std::array<std::uint8_t, answer_size> encode(const Answer& answer);
+// Why a server turned a client down; the text is cut to max_refusal_text bytes.
+std::vector<std::uint8_t> encode_refusal(std::string_view reason);
 
-WireBytes encode(const Hello& hello);
-WireBytes encode(const Answer& answer);
 // Throw ProtocolError for short data, a foreign magic, another version, an unknown
-// operation, or sizes outside [1, max_message_size]. CM private data arrives padded, so
-// `bytes` may be longer than wire_size.
+// operation or test, sizes outside [1, max_message_size], a depth outside 1..65536, queue
+// pair counts outside 1..max_queue_pairs, or a write-latency reply buffer smaller than the
+// messages. CM private data arrives padded, so `bytes` may be longer than the message.
 Hello decode_hello(std::span<const std::uint8_t> bytes);
 Answer decode_answer(std::span<const std::uint8_t> bytes);
+// The reason in a send_bw server's reject, non-printable bytes replaced by '?'; empty
+// when the bytes are not a send_bw refusal (another server, or a plain CM reject).
+std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes);
 
 }  // namespace rdmakit::bw

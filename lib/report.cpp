@@ -35,8 +35,8 @@ ErrorRecord record_of(const RdmaError& error) {
 }
 
 nlohmann::json to_json(const LatencySummary& s) {
-  return {{"count", s.count}, {"min", s.min_us},    {"avg", s.avg_us}, {"p50", s.p50_us},
-          {"p99", s.p99_us},  {"p99.9", s.p999_us}, {"max", s.max_us}};
+  return {{"count", s.count}, {"min", s.min_us}, {"avg", s.avg_us},    {"stdev", s.stdev_us},
+          {"p50", s.p50_us},  {"p99", s.p99_us}, {"p99.9", s.p999_us}, {"max", s.max_us}};
 }
 
 nlohmann::json to_json(const Report& r) {

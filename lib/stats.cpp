@@ -35,6 +35,11 @@ std::optional<LatencySummary> LatencyRecorder::summary() const {
   s.min_us = sorted.front();
   s.max_us = sorted.back();
   s.avg_us = std::accumulate(sorted.begin(), sorted.end(), 0.0) / static_cast<double>(sorted.size());
+  double squares = 0;
+  for (const double sample : sorted) {
+    squares += (sample - s.avg_us) * (sample - s.avg_us);
+  }
+  s.stdev_us = std::sqrt(squares / static_cast<double>(sorted.size()));
   s.p50_us = percentile_sorted(sorted, 50.0);
   s.p99_us = percentile_sorted(sorted, 99.0);
   s.p999_us = percentile_sorted(sorted, 99.9);

@@ -15,7 +15,8 @@ struct LatencySummary {
   std::uint64_t count = 0;
   double min_us = 0;
   double avg_us = 0;
-  double p50_us = 0;
+  double stdev_us = 0;  // population standard deviation
+  double p50_us = 0;    // the median
   double p99_us = 0;
   double p999_us = 0;
   double max_us = 0;

@@ -1,8 +1,15 @@
 #include "lib/verbs.hpp"
 
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "lib/error.hpp"
@@ -93,6 +100,88 @@ std::string opcode_name(ibv_wc_opcode opcode) {
     case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
     default: return "opcode " + std::to_string(static_cast<int>(opcode));
   }
+}
+
+DeviceContext::DeviceContext(const std::string& name) {
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list == nullptr) {
+    throw RdmaError("ibv_get_device_list", "", errno);
+  }
+  std::vector<std::string> names;
+  ibv_device* chosen = nullptr;
+  for (int i = 0; i < count; ++i) {
+    names.emplace_back(ibv_get_device_name(list[i]));
+    if (names.back() == name || (name.empty() && count == 1)) chosen = list[i];
+  }
+  if (chosen != nullptr) context_ = ibv_open_device(chosen);
+  const int open_errno = errno;
+  ibv_free_device_list(list);
+  const std::string present = names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+  if (chosen == nullptr) {
+    throw UsageError(name.empty() ? fmt::format("several RDMA devices ({}): name one with -d", present)
+                                  : fmt::format("no RDMA device {} (present: {})", name, present));
+  }
+  if (context_ == nullptr) {
+    throw RdmaError("ibv_open_device", name, open_errno);
+  }
+}
+
+DeviceContext::~DeviceContext() {
+  log_teardown("ibv_close_device", ibv_close_device(context_));
+}
+
+std::string DeviceContext::name() const {
+  return ibv_get_device_name(context_->device);
+}
+
+GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index) {
+  ibv_port_attr port_attributes{};
+  if (const int rc = ibv_query_port(context, port, &port_attributes); rc != 0) {
+    throw RdmaError("ibv_query_port", ibv_get_device_name(context->device), rc);
+  }
+  const std::string where = fmt::format("{} port {}", ibv_get_device_name(context->device), port);
+  if (index >= static_cast<std::uint32_t>(port_attributes.gid_tbl_len)) {
+    throw UsageError(
+        fmt::format("GID index {} is outside {}'s table (0..{})", index, where, port_attributes.gid_tbl_len - 1));
+  }
+  ibv_gid_entry entry{};
+  if (const int rc = ibv_query_gid_ex(context, port, index, &entry, 0); rc != 0) {
+    // ENODATA: the slot exists but holds no GID.
+    throw UsageError(fmt::format("GID index {} of {} is empty{}", index, where,
+                                 rc == ENODATA ? "" : fmt::format(" ({})", std::strerror(rc))));
+  }
+  return GidEntry{.index = index, .gid = entry.gid, .type = entry.gid_type, .ifindex = entry.ndev_ifindex};
+}
+
+std::string gid_type_name(std::uint32_t type) {
+  switch (type) {
+    case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
+    case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
+    default: return "IB";
+  }
+}
+
+std::string gid_text(const ibv_gid& gid) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, gid.raw, text, sizeof text);
+  return text;
+}
+
+std::string gid_address(const GidEntry& entry) {
+  const auto* raw = entry.gid.raw;
+  const bool v4_mapped =
+      std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff && raw[11] == 0xff;
+  if (v4_mapped) {
+    return fmt::format("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]);
+  }
+  auto text = gid_text(entry.gid);
+  const bool link_local = raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
+  if (link_local && entry.ifindex != 0) {
+    char name[IF_NAMESIZE] = {};
+    if (if_indextoname(entry.ifindex, name) != nullptr) text += std::string("%") + name;
+  }
+  return text;
 }
 
 }  // namespace rdmakit

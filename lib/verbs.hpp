@@ -101,4 +101,35 @@ class AddressHandle {
 
 std::string opcode_name(ibv_wc_opcode opcode);
 
+// One entry of a port's GID table.
+struct GidEntry {
+  std::uint32_t index = 0;
+  ibv_gid gid{};
+  std::uint32_t type = IBV_GID_TYPE_IB;  // enum ibv_gid_type
+  std::uint32_t ifindex = 0;             // RoCE: the netdev it belongs to
+};
+
+// Opens a device by name (or the only one when `name` is empty) for a short query; throws
+// UsageError naming the devices present when there is no such device, or several to choose from.
+class DeviceContext {
+ public:
+  explicit DeviceContext(const std::string& name);
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+  ibv_context* get() const noexcept { return context_; }
+  std::string name() const;
+
+ private:
+  ibv_context* context_ = nullptr;
+};
+
+// Throws UsageError for an index beyond the table or an unused entry.
+GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index);
+std::string gid_type_name(std::uint32_t type);  // "IB", "RoCE v1", "RoCE v2"
+std::string gid_text(const ibv_gid& gid);       // IPv6 notation, as sysfs shows it
+// The IP address a RoCE GID stands for (IPv4-mapped GIDs give the IPv4 address; link-local
+// IPv6 ones carry the netdev as scope), to bind rdma_cm to it.
+std::string gid_address(const GidEntry& entry);
+
 }  // namespace rdmakit

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# bench-compare.sh [BIN_DIR [OUT_JSON]]: send_bw against perftest's ib_send_bw on one RDMA
-# device in loopback (run it inside scripts/rxe-vm.sh, or on a host with RXE_ADDR set).
-# For 64 B, 4 KiB and 64 KiB it alternates ours and ib_send_bw RUNS times each (default 5),
-# prints the medians and ours / perftest, and writes every run to OUT_JSON.
+# bench-compare.sh [BIN_DIR [OUT_JSON]]: send_bw against perftest's ib_send_bw and
+# ib_send_lat on one RDMA device in loopback (run it inside scripts/rxe-vm.sh, or on a host
+# with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB it alternates ours and ib_send_bw
+# RUNS times each (default 5), ITERS messages a run (default 5000). Latency: at 2 B it
+# alternates send_bw --lat and ib_send_lat RUNS times each, LAT_ITERS round trips a run
+# (default 5000). Prints the medians and ours / perftest, and writes to OUT_JSON
+# {"bandwidth": [run...], "latency": [run...], "medians": {"bandwidth": [...], "latency": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
 set -euo pipefail
@@ -13,7 +16,9 @@ addr=${RXE_ADDR:?set RXE_ADDR (scripts/rxe-vm.sh does) to an address on the RDMA
 dev=${RXE_DEV:-$(ls /sys/class/infiniband | head -1)}
 runs=${RUNS:-5}
 iters=${ITERS:-5000}
+lat_iters=${LAT_ITERS:-5000}
 command -v ib_send_bw > /dev/null || { echo "ib_send_bw missing (Debian package perftest)"; exit 77; }
+command -v ib_send_lat > /dev/null || { echo "ib_send_lat missing (Debian package perftest)"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 port=18600
@@ -35,7 +40,7 @@ wait_port() {
 # ours SIZE: MiB/s average and Mpps of one send_bw run.
 ours() {
   port=$((port + 1))
-  "$bin/send_bw" -b "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
+  "$bin/send_bw" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
   local server=$!
   wait_port "$port"
   "$bin/send_bw" "$addr" -p "$port" -s "$1" -n "$iters" --json > "$work/client.json"
@@ -54,10 +59,48 @@ perftest() {
   awk -v size="$1" '$1 == size && NF >= 5 { print $4, $5; found = 1 } END { exit !found }' "$work/pt_client.txt"
 }
 
+# ours_lat SIZE: median, average and p99 latency (us) of one send_bw --lat run; the client
+# tells the server it is a latency test.
+ours_lat() {
+  port=$((port + 1))
+  "$bin/send_bw" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
+  local server=$!
+  wait_port "$port"
+  "$bin/send_bw" "$addr" -p "$port" --lat -s "$1" -n "$lat_iters" --json > "$work/client.json"
+  wait "$server"
+  # Slurped: a client that printed nothing fails here too.
+  jq -ers '.[0].rows[0] | [.t_median_us, .t_avg_us, .t_p99_us] | select(all(type == "number")) | map(tostring)
+    | join(" ")' "$work/client.json" ||
+    { echo "send_bw --lat -s $1: no rows[0].t_median_us, t_avg_us and t_p99_us in its JSON" >&2; return 1; }
+}
+
+# perftest_lat SIZE: t_typical, t_avg and the 99% percentile (usec) from ib_send_lat's table
+# (the line after the t_typical header: #bytes #iterations t_min t_max t_typical t_avg
+# t_stdev p99 p99.9).
+perftest_lat() {
+  port=$((port + 1))
+  ib_send_lat -d "$dev" -p "$port" -s "$1" -n "$lat_iters" -F > "$work/ptl_server.txt" 2>&1 &
+  local server=$!
+  wait_port "$port"
+  ib_send_lat -d "$dev" -p "$port" -s "$1" -n "$lat_iters" -F "$addr" > "$work/ptl_client.txt" 2>&1
+  wait "$server" || true
+  awk -v size="$1" '/t_typical/ { header = 1; next }
+    header && $1 == size && NF >= 9 { print $5, $6, $8; found = 1; exit }
+    END { exit !found }' "$work/ptl_client.txt" ||
+    {
+      echo "ib_send_lat -s $1: no result line after the t_typical header" >&2
+      cat "$work/ptl_client.txt" >&2
+      return 1
+    }
+}
+
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo '[' > "$out"
-first=1
+# Runs and medians go to JSON lines here, into OUT_JSON at the end.
+: > "$work/bw_runs.jsonl"
+: > "$work/bw_medians.jsonl"
+: > "$work/lat_runs.jsonl"
+: > "$work/lat_medians.jsonl"
 printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "perf MiB/s" ratio "ours Mpps" "perf Mpps" ratio
 for size in 64 4096 65536; do
   : > "$work/ours.txt"
@@ -70,10 +113,8 @@ for size in 64 4096 65536; do
     result=$(perftest "$size")
     pbw=${result% *} prate=${result#* }
     echo "$pbw $prate" >> "$work/perf.txt"
-    [[ $first == 1 ]] || echo ',' >> "$out"
-    first=0
     printf '{"size":%s,"run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-      "$size" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$out"
+      "$size" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
   done
   ob=$(cut -d' ' -f1 "$work/ours.txt" | median)
   orate=$(cut -d' ' -f2 "$work/ours.txt" | median)
@@ -81,6 +122,41 @@ for size in 64 4096 65536; do
   prate=$(cut -d' ' -f2 "$work/perf.txt" | median)
   printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$size" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
     "$orate" "$prate" "$(jq -n "$orate / $prate")"
+  printf '{"size":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+    "$size" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
 done
-echo ']' >> "$out"
+
+echo
+printf '%-8s %16s %16s %8s\n' size "ours median us" "perf typical us" ratio
+size=2
+: > "$work/ours_lat.txt"
+: > "$work/perf_lat.txt"
+for run in $(seq "$runs"); do
+  result=$(ours_lat "$size")
+  echo "$result" >> "$work/ours_lat.txt"
+  read -r omed oavg op99 <<< "$result"
+  result=$(perftest_lat "$size")
+  echo "$result" >> "$work/perf_lat.txt"
+  read -r ptyp pavg pp99 <<< "$result"
+  {
+    printf '{"run":%s,"size":%s,"ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$run" "$size" "$omed" "$oavg" "$op99"
+    printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
+  } >> "$work/lat_runs.jsonl"
+done
+omed=$(cut -d' ' -f1 "$work/ours_lat.txt" | median)
+oavg=$(cut -d' ' -f2 "$work/ours_lat.txt" | median)
+op99=$(cut -d' ' -f3 "$work/ours_lat.txt" | median)
+ptyp=$(cut -d' ' -f1 "$work/perf_lat.txt" | median)
+pavg=$(cut -d' ' -f2 "$work/perf_lat.txt" | median)
+pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
+printf '%-8s %16.2f %16.2f %8.3f\n' "$size" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
+{
+  printf '{"size":%s,"ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$omed" "$oavg" "$op99"
+  printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
+} >> "$work/lat_medians.jsonl"
+echo "latency ratio: ours / perftest, lower is better (below 1: ours is faster)"
+
+jq -n --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
+  --slurpfile bwm "$work/bw_medians.jsonl" --slurpfile latm "$work/lat_medians.jsonl" \
+  '{bandwidth: $bw, latency: $lat, medians: {bandwidth: $bwm, latency: $latm}}' > "$out"
 echo "all runs: $out"

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config clang-format
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
   # run and test against the stock tools
-  rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq
+  rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq gnuplot-nox
   # the soft-RoCE VM (scripts/rxe-vm.sh)
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 )

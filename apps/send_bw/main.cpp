@@ -1,16 +1,15 @@
-// send_bw: a perftest-class bandwidth tool over the documented rdma_cm flow. The client's
-// rdma_connect carries a versioned hello (operation, largest message, depth) and the
-// server's rdma_accept answers with its buffer; then the client streams SEND, RDMA WRITE or
-// RDMA READ at one size (-s) or a sweep (-a), and the server reports what arrived.
-
-#include <optional>
+// send_bw: a perftest-class bandwidth and latency tool over the documented rdma_cm flow.
+// The client's rdma_connect carries a versioned hello (test, operation, largest message,
+// depth, queue pairs) and the server's rdma_accept answers with its buffer; then the client
+// measures SEND, RDMA WRITE or RDMA READ at one size (-s) or a sweep (-a). The flows live in
+// lib/bw_session, the loops in lib/bench; this file is options and presentation.
 
 #include <fmt/format.h>
 
-#include "lib/bench.hpp"
+#include "lib/bw_session.hpp"
 #include "lib/cli.hpp"
 #include "lib/diag_probe.hpp"
-#include "lib/endpoint.hpp"
+#include "lib/wait.hpp"
 
 namespace {
 
@@ -22,12 +21,19 @@ struct Options {
   std::uint16_t port = 18515;
   std::string device;
   std::string operation = "send";
+  std::string test = "bw";
+  bool latency_flag = false;
   std::uint32_t size = 65536;
   bool sweep = false;
   std::uint64_t iterations = 1000;
+  double duration_s = 0;
   std::uint64_t warmup = 100;
   std::uint32_t depth = 128;
   std::uint32_t inline_size = 64;
+  std::uint16_t queue_pairs = 1;
+  bool bidirectional = false;
+  std::optional<std::uint32_t> gid_index;
+  std::uint32_t mtu = 0;
   std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for
   double accept_timeout_s = 0;
   bool gbits = false;
@@ -40,11 +46,42 @@ bw::Operation operation_of(const std::string& name) {
   throw rdmakit::UsageError("--op must be send, write or read, not '" + name + "'");
 }
 
+bw::Test test_of(const Options& o) {
+  if (o.latency_flag || o.test == "lat") return bw::Test::latency;
+  if (o.test == "bw") return bw::Test::bandwidth;
+  throw rdmakit::UsageError("--test must be bw or lat, not '" + o.test + "'");
+}
+
 std::vector<std::uint32_t> sizes_of(const Options& o) {
   if (!o.sweep) return {o.size};
   std::vector<std::uint32_t> sizes;
   for (std::uint32_t size = 2; size <= (8u << 20); size *= 2) sizes.push_back(size);
   return sizes;
+}
+
+// Flag combinations that cannot work, refused before anything is opened.
+void validate(const Options& o, bool duration_given, bool iterations_given) {
+  operation_of(o.operation);
+  const bool latency = test_of(o) == bw::Test::latency;
+  if (o.mtu != 0) rdmakit::mtu_from_bytes(o.mtu);
+  if (duration_given && o.sweep) {
+    throw rdmakit::UsageError("-a and -D do not combine: a sweep runs -n iterations per size");
+  }
+  if (duration_given && iterations_given) {
+    throw rdmakit::UsageError("-n and -D do not combine: give a count or a duration");
+  }
+  if (latency && o.queue_pairs > 1) {
+    throw rdmakit::UsageError("-q applies to bandwidth tests; a latency test runs on one queue pair");
+  }
+  if (latency && o.bidirectional) {
+    throw rdmakit::UsageError("-b applies to bandwidth tests; a latency test is a round trip already");
+  }
+  if (o.bidirectional && o.operation != "send") {
+    throw rdmakit::UsageError("-b works with --op send: the server sends back each message it receives");
+  }
+  if (o.gid_index && !o.bind.empty()) {
+    throw rdmakit::UsageError("-x and --bind both choose the local address: give one");
+  }
 }
 
 nlohmann::json row_json(const rdmakit::BandwidthRow& row) {
@@ -55,6 +92,13 @@ nlohmann::json row_json(const rdmakit::BandwidthRow& row) {
           {"bw_average_mib_per_s", row.average_mib_per_s},
           {"bw_average_gbit_per_s", row.average_gbit_per_s},
           {"message_rate_mpps", row.message_rate_mpps}};
+}
+
+nlohmann::json row_json(const rdmakit::LatencyRow& row) {
+  const auto& s = row.summary;
+  return {{"bytes", row.size},        {"iterations", s.count},   {"t_min_us", s.min_us},
+          {"t_max_us", s.max_us},     {"t_median_us", s.p50_us}, {"t_avg_us", s.avg_us},
+          {"t_stdev_us", s.stdev_us}, {"t_p99_us", s.p99_us},    {"t_p999_us", s.p999_us}};
 }
 
 std::string table(const std::vector<rdmakit::BandwidthRow>& rows, bool gbits) {
@@ -70,191 +114,117 @@ std::string table(const std::vector<rdmakit::BandwidthRow>& rows, bool gbits) {
   return text;
 }
 
-// Limits the device imposes on what was asked for: exit 2 with the device's number.
-void check_device_limits(ibv_context* context, std::uint8_t port, const std::string& wanted_device, std::uint32_t depth,
-                         std::uint32_t largest) {
-  ibv_device_attr device{};
-  if (const int rc = ibv_query_device(context, &device); rc != 0) {
-    throw rdmakit::RdmaError("ibv_query_device", ibv_get_device_name(context->device), rc);
+std::string table(const std::vector<rdmakit::LatencyRow>& rows) {
+  std::string text =
+      fmt::format(" {:>10} {:>12} {:>11} {:>11} {:>14} {:>11} {:>13} {:>11} {:>13}\n", "#bytes", "#iterations",
+                  "t_min[us]", "t_max[us]", "t_median[us]", "t_avg[us]", "t_stdev[us]", "p99[us]", "p99.9[us]");
+  for (const auto& row : rows) {
+    const auto& s = row.summary;
+    text += fmt::format(" {:>10} {:>12} {:>11.2f} {:>11.2f} {:>14.2f} {:>11.2f} {:>13.2f} {:>11.2f} {:>13.2f}\n",
+                        row.size, s.count, s.min_us, s.max_us, s.p50_us, s.avg_us, s.stdev_us, s.p99_us, s.p999_us);
   }
-  ibv_port_attr port_attributes{};
-  if (const int rc = ibv_query_port(context, port, &port_attributes); rc != 0) {
-    throw rdmakit::RdmaError("ibv_query_port", ibv_get_device_name(context->device), rc);
-  }
-  const std::string name = ibv_get_device_name(context->device);
-  if (!wanted_device.empty() && wanted_device != name) {
-    throw rdmakit::UsageError(fmt::format("-d {}: the address is served by {}", wanted_device, name));
-  }
-  if (depth > static_cast<std::uint32_t>(device.max_qp_wr)) {
-    throw rdmakit::UsageError(fmt::format("-t {} is above {}'s maximum queue depth {}", depth, name, device.max_qp_wr));
-  }
-  // One CQ takes the send and the receive completions: depth + 1 entries.
-  if (depth + 1 > static_cast<std::uint32_t>(device.max_cqe)) {
-    throw rdmakit::UsageError(
-        fmt::format("-t {} needs {} completion queue entries; {} allows at most {} (maximum "
-                    "queue depth here: {})",
-                    depth, depth + 1, name, device.max_cqe, device.max_cqe - 1));
-  }
-  if (largest > port_attributes.max_msg_sz) {
-    throw rdmakit::UsageError(
-        fmt::format("-s {} is above {}'s maximum message size {}", largest, name, port_attributes.max_msg_sz));
-  }
+  return text;
 }
 
-void finish(const Options& o, const std::vector<rdmakit::BandwidthRow>& rows, rdmakit::Report& report) {
-  nlohmann::json json_rows = nlohmann::json::array();
-  for (const auto& row : rows) {
-    json_rows.push_back(row_json(row));
+// Rows, test description and totals into the report; runs on success and on failure.
+void finish(const Options& o, const rdmakit::BwResults& results, rdmakit::Report& report) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : results.bandwidth) {
+    rows.push_back(row_json(row));
     report.bytes += row.bytes;
     report.iterations_completed += row.iterations;
   }
-  report.extra["rows"] = json_rows;
-  report.text = table(rows, o.gbits);
+  for (const auto& row : results.latency) {
+    rows.push_back(row_json(row));
+    report.bytes += std::uint64_t{row.size} * row.summary.count;
+    report.iterations_completed += row.summary.count;
+  }
+  report.extra["test"] = results.test;
+  report.extra["rows"] = rows;
+  if (!results.refused.empty()) report.extra["refused"] = results.refused;
+  if (!results.latency.empty()) {
+    report.text = table(results.latency);
+  } else if (!results.bandwidth.empty() || results.answered == 0) {
+    report.text = table(results.bandwidth, o.gbits);
+  } else {
+    report.text = fmt::format("answered {} messages\n", results.answered);
+  }
+  if (results.answered > 0) report.extra["answered"] = results.answered;
 }
 
-void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report& report) {
-  const rdmakit::StopSignal stop;
-  const auto operation = operation_of(o.operation);
-  const auto sizes = sizes_of(o);
-  const auto largest = sizes.back();
-  rdmakit::EndpointOptions endpoint_options;
-  endpoint_options.send_depth = o.depth;
-  endpoint_options.recv_depth = 1;
-  endpoint_options.responder_resources = 16;
-  endpoint_options.initiator_depth = 16;
-  endpoint_options.max_inline_data = operation == bw::Operation::read ? 0 : o.inline_size;
-  endpoint_options.timeout = common.timeout();
-  endpoint_options.stop_fd = stop.fd();
-  const auto hello = bw::encode(bw::Hello{.operation = operation, .max_size = largest, .depth = o.depth});
-  endpoint_options.private_data.assign(hello.begin(), hello.end());
-  endpoint_options.check_device = [&](ibv_context* context, std::uint8_t port) {
-    check_device_limits(context, port, o.device, o.depth, largest);
-  };
-  std::optional<rdmakit::SocketAddress> source;
-  if (!o.bind.empty()) source = rdmakit::parse_address(o.bind, 0);
-  const auto destination = rdmakit::parse_address(o.server, o.port);
-  auto endpoint = rdmakit::Endpoint::resolve(source ? &*source : nullptr, destination, endpoint_options, report);
-  report.local_address = endpoint->local_address();
-  report.peer_address = endpoint->peer_address();
-  auto& buffer = endpoint->add_buffer(largest, IBV_ACCESS_LOCAL_WRITE);
-  endpoint->connect(report);
-  const auto answer = bw::decode_answer(endpoint->peer_private_data());
-  if (answer.length < largest) {
-    throw rdmakit::ProtocolError(fmt::format("the server's buffer holds {} bytes, {} needed", answer.length, largest));
+rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& common, int stop_fd) {
+  rdmakit::BwSettings s{.server = o.server,
+                        .bind = o.bind,
+                        .port = o.port,
+                        .device = o.device,
+                        .operation = operation_of(o.operation),
+                        .test = test_of(o),
+                        .sizes = sizes_of(o),
+                        .budget = {.iterations = o.iterations, .duration = std::nullopt},
+                        .warmup = o.warmup,
+                        .depth = o.depth,
+                        .inline_size = o.inline_size,
+                        .queue_pairs = o.queue_pairs,
+                        .bidirectional = o.bidirectional,
+                        .gid_index = o.gid_index,
+                        .mtu = std::nullopt,
+                        .max_size = o.max_size,
+                        .accept_deadline = std::nullopt,
+                        .timeout = common.timeout(),
+                        .stop_fd = stop_fd};
+  if (o.duration_s > 0) {
+    s.budget.duration = std::chrono::nanoseconds(static_cast<long long>(o.duration_s * 1e9));
   }
-  report.extra["test"] = {{"operation", o.operation},
-                          {"depth", o.depth},
-                          {"signal_every", rdmakit::signal_interval(o.depth)},
-                          {"inline_bytes", endpoint->max_inline_data()},
-                          {"warmup_iterations", o.warmup}};
-
-  rdmakit::StreamSettings settings{.qp = endpoint->queue_pair(),
-                                   .cq = endpoint->completion_queue(),
-                                   .local_address = buffer.address(),
-                                   .lkey = buffer.lkey(),
-                                   .operation = operation,
-                                   .remote_address = answer.address,
-                                   .rkey = answer.rkey,
-                                   .depth = o.depth,
-                                   .signal_every = rdmakit::signal_interval(o.depth),
-                                   .max_inline_data = endpoint->max_inline_data(),
-                                   .timeout = common.timeout(),
-                                   .stop_fd = stop.fd()};
-  std::vector<rdmakit::BandwidthRow> rows;
-  try {
-    for (const auto size : sizes) {
-      if (o.warmup > 0) rdmakit::stream(settings, size, o.warmup);
-      rows.push_back(rdmakit::stream(settings, size, o.iterations));
-    }
-  } catch (...) {
-    finish(o, rows, report);
-    throw;
-  }
-  finish(o, rows, report);
-  endpoint->disconnect();
-}
-
-void run_server(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report& report) {
-  const rdmakit::StopSignal stop;
-  rdmakit::EndpointOptions endpoint_options;
-  endpoint_options.send_depth = 1;
-  endpoint_options.recv_depth = o.depth;
-  endpoint_options.responder_resources = 16;
-  endpoint_options.initiator_depth = 16;
-  endpoint_options.timeout = common.timeout();
-  endpoint_options.stop_fd = stop.fd();
-  endpoint_options.check_device = [&](ibv_context* context, std::uint8_t port) {
-    check_device_limits(context, port, o.device, o.depth, 1);
-  };
-  const auto address = rdmakit::parse_address(o.bind.empty() ? "0.0.0.0" : o.bind, o.port);
-  rdmakit::Listener listener(address, 1, endpoint_options);
-  report.local_address = listener.local_address();
-  std::optional<rdmakit::Clock::time_point> deadline;
+  if (o.mtu != 0) s.mtu = rdmakit::mtu_from_bytes(o.mtu);
   if (o.accept_timeout_s > 0) {
-    deadline = rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
+    s.accept_deadline =
+        rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
   }
-  auto endpoint = listener.next_request(deadline);
-  report.peer_address = endpoint->peer_address();
-  const auto hello = bw::decode_hello(endpoint->peer_private_data());
-  if (hello.max_size > o.max_size) {
-    throw rdmakit::ProtocolError(fmt::format("the client asks for {}-byte messages; this server allows {} (--max-size)",
-                                             hello.max_size, o.max_size));
-  }
-  auto& buffer =
-      endpoint->add_buffer(hello.max_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  const auto answer =
-      bw::encode(bw::Answer{.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size});
-  endpoint->set_private_data({answer.begin(), answer.end()});
-  report.extra["test"] = {
-      {"operation", bw::to_string(hello.operation)}, {"client_depth", hello.depth}, {"max_size", hello.max_size}};
-  std::vector<rdmakit::BandwidthRow> rows;
-  rdmakit::SinkSettings settings{.qp = endpoint->queue_pair(),
-                                 .cq = endpoint->completion_queue(),
-                                 .address = buffer.address(),
-                                 .lkey = buffer.lkey(),
-                                 .length = hello.max_size,
-                                 .depth = o.depth,
-                                 .stop_fd = stop.fd(),
-                                 .connected = [&] { return endpoint->poll_connected(); },
-                                 // Receives go up before the accept: the first SEND never meets an empty queue.
-                                 .posted = [&] { endpoint->accept(report); }};
-  try {
-    rdmakit::sink(settings, rows);
-  } catch (...) {
-    finish(o, rows, report);
-    throw;
-  }
-  finish(o, rows, report);
+  return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  rdmakit::ToolRunner tool(
-      "send_bw", "RDMA bandwidth over rdma_cm: SEND, RDMA WRITE or READ (perftest's ib_send_bw, scriptable)", "");
+  rdmakit::ToolRunner tool("send_bw",
+                           "RDMA bandwidth and latency over rdma_cm: SEND, RDMA WRITE or READ (perftest's "
+                           "ib_send_bw / ib_send_lat, scriptable)",
+                           "");
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   tool.enable_json_file();
   Options o;
   auto& app = tool.app();
   app.add_option("server", o.server, "Server address (client mode); without it, run as the server");
-  app.add_option("-b,--bind", o.bind, "Local address (server: listen address)");
+  app.add_option("--bind", o.bind, "Local address (server: listen address)");
   app.add_option("-p,--port", o.port, "Port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("-d,--ib-dev", o.device, "RDMA device the address must resolve to (checked)");
+  app.add_option("--test", o.test, "bw (bandwidth) or lat (latency)")->capture_default_str();
+  app.add_flag("--lat", o.latency_flag, "Same as --test lat");
   app.add_option("--op", o.operation, "send, write or read")->capture_default_str();
   auto* size = app.add_option("-s,--size", o.size, "Message bytes")
                    ->capture_default_str()
                    ->check(CLI::Range(1u, bw::max_message_size));
   app.add_flag("-a,--all", o.sweep, "Sweep sizes 2 B to 8 MiB (powers of two)")->excludes(size);
-  app.add_option("-n,--iters", o.iterations, "Messages per size")
-      ->capture_default_str()
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  auto* iterations = app.add_option("-n,--iters", o.iterations, "Messages per size (per queue pair)")
+                         ->capture_default_str()
+                         ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  auto* duration = app.add_option("-D,--duration", o.duration_s, "Run for this many seconds instead of -n")
+                       ->check(CLI::Range(0.001, 86400.0));
   app.add_option("--warmup", o.warmup, "Unmeasured messages before each size")->capture_default_str();
-  app.add_option("-t,--tx-depth", o.depth, "Work requests in flight (server: receives posted)")
+  app.add_option("-t,--tx-depth", o.depth, "Work requests in flight per queue pair (server: receives posted)")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
   app.add_option("-I,--inline", o.inline_size, "Send messages up to this size inline (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  app.add_option("-q,--qp", o.queue_pairs, "Queue pairs (connections), streamed together")
+      ->capture_default_str()
+      ->check(CLI::Range(1, static_cast<int>(bw::max_queue_pairs)));
+  app.add_flag("-b,--bidirectional", o.bidirectional, "The server sends every message back (--op send)");
+  app.add_option("-x,--gid-index", o.gid_index,
+                 "Use the address of this GID table entry (default: rdma_cm's choice for the address)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("-m,--mtu", o.mtu, "Path MTU: 256, 512, 1024, 2048 or 4096 (default: the route's)");
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")
       ->capture_default_str()
       ->check(CLI::Range(1u, bw::max_message_size));
@@ -263,17 +233,39 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--report-gbits", o.gbits, "Text table in Gb/s instead of MB/s");
   return tool.run(
-      argc, argv, [&] { operation_of(o.operation); },
+      argc, argv, [&] { validate(o, duration->count() > 0, iterations->count() > 0); },
       [&](rdmakit::Report& report) {
-        report.arguments = {{"server", o.server}, {"port", o.port},         {"operation", o.operation},
-                            {"size", o.size},     {"sweep", o.sweep},       {"iterations", o.iterations},
-                            {"depth", o.depth},   {"inline", o.inline_size}};
+        report.arguments = {{"server", o.server},
+                            {"port", o.port},
+                            {"test", to_string(test_of(o))},
+                            {"operation", o.operation},
+                            {"size", o.size},
+                            {"sweep", o.sweep},
+                            {"iterations", o.iterations},
+                            {"duration_s", o.duration_s},
+                            {"depth", o.depth},
+                            {"inline", o.inline_size},
+                            {"queue_pairs", o.queue_pairs},
+                            {"bidirectional", o.bidirectional},
+                            {"mtu", o.mtu}};
+        if (o.gid_index) report.arguments["gid_index"] = *o.gid_index;
         report.role = o.server.empty() ? "server" : "client";
-        if (o.server.empty()) {
-          run_server(o, tool.common(), report);
-        } else {
-          report.iterations_requested = o.iterations * sizes_of(o).size();
-          run_client(o, tool.common(), report);
+        const rdmakit::StopSignal stop;
+        const auto settings = settings_of(o, tool.common(), stop.fd());
+        rdmakit::BwResults results;
+        if (!o.server.empty() && o.duration_s == 0) {
+          report.iterations_requested = o.iterations * settings.sizes.size() * o.queue_pairs;
         }
+        try {
+          if (o.server.empty()) {
+            rdmakit::run_bw_server(settings, report, results);
+          } else {
+            rdmakit::run_bw_client(settings, report, results);
+          }
+        } catch (...) {
+          finish(o, results, report);
+          throw;
+        }
+        finish(o, results, report);
       });
 }

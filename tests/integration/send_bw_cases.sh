@@ -13,7 +13,7 @@ case_send_bw_operations() {
   local op
   for op in send write read; do
     next_port
-    start "server_$op" "$OURS_SEND_BW" -b "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+    start "server_$op" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
     wait_listening "$PORT"
     run "client_$op" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op "$op" -s 4096 -n 2000 --json
     expect_rc 0 "send_bw --op $op"
@@ -35,7 +35,7 @@ case_send_bw_operations() {
 case_send_bw_sweep() {
   require_device
   next_port
-  start server "$OURS_SEND_BW" -b "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
   wait_listening "$PORT"
   run client 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -a -n 8 --warmup 1 -t 16 --json --json-file "$T/sweep.json"
   expect_rc 0 "send_bw -a"
@@ -54,7 +54,8 @@ case_send_bw_sweep() {
 case_send_bw_bad_inputs() {
   require_device
   local args
-  for args in "-s 0" "-s 2147483648" "-a -s 64" "--op atomic" "-t 0" "-n 0" "--bogus"; do
+  for args in "-s 0" "-s 2147483648" "-a -s 64" "--op atomic" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
+    "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind $RXE_ADDR"; do
     run bad 10 "$OURS_SEND_BW" "$RXE_ADDR" $args
     expect_rc 2 "send_bw $args"
     grep -q . "$T/bad.err" || fail "send_bw $args: no message on stderr"
@@ -67,6 +68,12 @@ case_send_bw_bad_inputs() {
   run huge 10 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 16777216 --json
   expect_rc 2 "send_bw -s 16 MiB (rxe allows 8 MiB messages)"
   expect_jq '.errors[0].message | test("maximum message size")' huge.out
+  run big_mtu 10 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -m 4096 --json
+  expect_rc 2 "send_bw -m 4096 (above rxe's active MTU)"
+  expect_jq '.errors[0].message | test("active MTU")' big_mtu.out
+  run bad_gid 10 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -x 999 --json
+  expect_rc 2 "send_bw -x 999"
+  expect_jq '.errors[0].message | test("GID index 999")' bad_gid.out
   run wrong_device 10 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -d mlx5_9 --json
   expect_rc 2 "send_bw -d mlx5_9"
   expect_jq '.errors[0].message | test("served by")' wrong_device.out
@@ -79,7 +86,129 @@ case_send_bw_no_peer() {
   expect_rc 1 "send_bw without a server"
   expect_jq '.outcome == "failed" and .errors[0].call == "rdma_connect"' nobody.out
   expect_jq '.duration_s <= 4' nobody.out
-  run lonely 30 "$OURS_SEND_BW" -b "$RXE_ADDR" -p "$PORT" --accept-timeout 1 --json
+  run lonely 30 "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 1 --json
   expect_rc 1 "send_bw server without a client"
   expect_jq '.outcome == "timed_out" and .duration_s <= 3' lonely.out
+}
+
+# Latency rows: ordered statistics, the requested count, per operation; the server answers.
+LAT_ROWS_CONSISTENT='.rows | length > 0 and all(.iterations > 0 and .t_min_us > 0
+  and .t_min_us <= .t_median_us and .t_median_us <= .t_p99_us and .t_p99_us <= .t_p999_us
+  and .t_p999_us <= .t_max_us and .t_min_us <= .t_avg_us and .t_avg_us <= .t_max_us and .t_stdev_us >= 0)'
+
+case_send_bw_latency() {
+  require_device
+  local op
+  for op in send write read; do
+    next_port
+    start "server_$op" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+    wait_listening "$PORT"
+    run "client_$op" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --lat --op "$op" -s 2 -n 1000 --json
+    expect_rc 0 "send_bw --lat --op $op"
+    finish "server_$op" 15
+    expect_rc 0 "send_bw server for --lat --op $op"
+    expect_jq "$LAT_ROWS_CONSISTENT" "client_$op.out"
+    expect_jq ".test.test == \"lat\" and (.rows | length == 1) and .rows[0].iterations == 1000
+      and .rows[0].bytes == 2" "client_$op.out"
+    note "--lat --op $op 2 B: $(jq -c '.rows[0] | {t_median_us, t_p99_us}' "$T/client_$op.out")"
+  done
+  # SEND and WRITE are answered message for message (1000 measured + 100 warm-up); READ needs no server.
+  expect_jq '.answered == 1100 and .test.test == "lat"' server_send.out
+  expect_jq '.answered == 1100' server_write.out
+  # A sweep, and -D: every size present; the duration bounds the run.
+  next_port
+  start sweep_server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run sweep 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test lat --op write -a -n 20 --warmup 2 --json
+  expect_rc 0 "send_bw --lat -a"
+  finish sweep_server 15
+  expect_jq "$LAT_ROWS_CONSISTENT" sweep.out
+  expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)] and all(.rows[]; .iterations == 20)' sweep.out
+  next_port
+  start timed_server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run timed 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --lat -s 64 -D 1 --json
+  expect_rc 0 "send_bw --lat -D 1"
+  finish timed_server 15
+  expect_jq "$LAT_ROWS_CONSISTENT" timed.out
+  expect_jq '.duration_s < 10 and .test.duration_s == 1' timed.out
+}
+
+case_send_bw_duration() {
+  require_device
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run client 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -D 2 --json
+  expect_rc 0 "send_bw -D 2"
+  finish server 15
+  expect_jq "$BW_ROWS_CONSISTENT" client.out
+  # Time is checked at each completion batch; the run ends at the next signalled request.
+  expect_jq '.rows[0].seconds >= 1.99 and .rows[0].seconds <= 2.5' client.out
+  expect_jq '.rows[0].iterations % .test.signal_every == 0' client.out
+  note "-D 2: $(jq -c '.rows[0] | {seconds, iterations}' "$T/client.out")"
+}
+
+case_send_bw_queue_pairs() {
+  require_device
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run client 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -q 4 -s 65536 -n 500 --json
+  expect_rc 0 "send_bw -q 4"
+  finish server 15
+  expect_jq "$BW_ROWS_CONSISTENT" client.out
+  expect_jq '.rows[0].iterations == 2000 and .test.queue_pairs == 4' client.out
+  # The server sees every lane: (500 + 100 warm-up) x 4.
+  expect_jq '.rows[0].iterations == 2400 and .test.queue_pairs == 4' server.out
+  note "-q 4 64 KiB: $(jq -c '.rows[0] | {bw_average_mib_per_s}' "$T/client.out")"
+  # Bidirectional: the server sends every message back; the client's row counts both ways.
+  next_port
+  start bidir_server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run bidir 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -b -q 2 -s 4096 -n 1000 --json
+  expect_rc 0 "send_bw -b -q 2"
+  finish bidir_server 15
+  expect_jq "$BW_ROWS_CONSISTENT" bidir.out
+  expect_jq '.rows[0].iterations == 4000 and .test.bidirectional' bidir.out
+  expect_jq '.rows[0].iterations == 2200 and .test.bidirectional' bidir_server.out
+}
+
+case_send_bw_path() {
+  require_device
+  # Without -x, rdma_cm chooses the GID; the report says which, and -x of it gives the same.
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run auto 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -n 200 --json
+  expect_rc 0 "send_bw (automatic GID)"
+  finish server 15
+  expect_jq '.test.path.gid_index >= 0 and (.test.path.gid_type | test("RoCE"))' auto.out
+  local index
+  index=$(jq '.test.path.gid_index' "$T/auto.out")
+  next_port
+  start server2 "$OURS_SEND_BW" -x "$index" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run chosen 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -x "$index" -m 512 -s 4096 -n 200 --json
+  expect_rc 0 "send_bw -x $index -m 512"
+  finish server2 15
+  expect_jq ".test.path.gid_index == $index and .test.path.path_mtu == 512" chosen.out
+  expect_jq '.test.path.path_mtu == 512' server2.out
+  note "GID index $index ($(jq -r '.test.path.gid_type' "$T/auto.out")), -m 512 on both sides"
+}
+
+case_send_bw_refused() {
+  require_device
+  # The server says why in rdma_reject's private data, and waits for the next client.
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --max-size 4096 --json --accept-timeout 30
+  wait_listening "$PORT"
+  run big 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 65536 -n 10 --json
+  expect_rc 1 "send_bw -s 65536 against --max-size 4096"
+  expect_jq '.errors[0].message | test("refused.*--max-size")' big.out
+  run small 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -n 10 --json
+  expect_rc 0 "send_bw -s 4096 after the refusal"
+  finish server 15
+  expect_rc 0 "send_bw server after one refusal"
+  expect_jq '(.refused | length == 1) and (.refused[0].reason | test("65536"))' server.out
 }

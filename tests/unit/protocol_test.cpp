@@ -92,22 +92,41 @@ namespace rdmakit::bw {
 namespace {
 
 TEST(BwHello, RoundTripsAndIsBigEndian) {
-  const Hello hello{.operation = Operation::write, .max_size = 8u << 20, .depth = 128};
+  const Hello hello{.operation = Operation::write,
+                    .test = bw::Test::latency,
+                    .max_size = 8u << 20,
+                    .depth = 128,
+                    .bidirectional = true,
+                    .path_mtu = 3,
+                    .queue_pairs = 1,
+                    .queue_pair_index = 0,
+                    .reply_address = 0x00007f0000001000ULL,
+                    .reply_rkey = 0x11223344,
+                    .reply_length = 8u << 20};
   const auto bytes = encode(hello);
+  static_assert(hello_size <= 56, "rdma_connect carries at most 56 bytes over IB CM");
   EXPECT_EQ(bytes[0], 'R');
   EXPECT_EQ(bytes[3], 'W');
   EXPECT_EQ(bytes[4], version);
+  EXPECT_EQ(bytes[7], 1);     // latency
   EXPECT_EQ(bytes[9], 0x80);  // 8 MiB = 0x00800000
+  EXPECT_EQ(bytes[17], 3);
+  EXPECT_EQ(bytes[19], 1);
+  EXPECT_EQ(bytes[32], 0x11);
   EXPECT_EQ(decode_hello(bytes), hello);
 }
 
+Hello plain_hello() {
+  return Hello{.operation = Operation::send, .max_size = 64, .depth = 16};
+}
+
 TEST(BwHello, AcceptsCmPaddingAndRejectsForeignData) {
-  const auto bytes = encode(Hello{.operation = Operation::send, .max_size = 64, .depth = 16});
+  const auto bytes = encode(plain_hello());
   std::vector<std::uint8_t> padded(bytes.begin(), bytes.end());
   padded.resize(56, 0);  // an IB CM REQ delivers 56 bytes
   EXPECT_EQ(decode_hello(padded).max_size, 64u);
 
-  EXPECT_THROW(decode_hello(std::span(bytes).first(23)), ProtocolError);
+  EXPECT_THROW(decode_hello(std::span(bytes).first(hello_size - 1)), ProtocolError);
   auto foreign = bytes;
   foreign[0] = 'X';
   EXPECT_THROW(decode_hello(foreign), ProtocolError);
@@ -117,23 +136,78 @@ TEST(BwHello, AcceptsCmPaddingAndRejectsForeignData) {
     decode_hello(future);
     FAIL() << "a newer version was accepted";
   } catch (const ProtocolError& error) {
-    EXPECT_NE(std::string(error.what()).find("version 2"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("version 3"), std::string::npos) << error.what();
   }
   auto unknown_operation = bytes;
   unknown_operation[6] = 9;
   EXPECT_THROW(decode_hello(unknown_operation), ProtocolError);
-  EXPECT_THROW(decode_hello(encode(Hello{.operation = Operation::send, .max_size = 0, .depth = 16})), ProtocolError);
-  EXPECT_THROW(decode_hello(encode(Hello{.operation = Operation::send, .max_size = 64, .depth = 0})), ProtocolError);
-  EXPECT_THROW(decode_hello(encode(Hello{.operation = Operation::send, .max_size = max_message_size + 1, .depth = 1})),
+  auto unknown_test = bytes;
+  unknown_test[7] = 2;
+  EXPECT_THROW(decode_hello(unknown_test), ProtocolError);
+  auto unknown_flags = bytes;
+  unknown_flags[16] = 0x80;
+  EXPECT_THROW(decode_hello(unknown_flags), ProtocolError);
+}
+
+TEST(BwHello, RejectsOutOfRangeFields) {
+  auto with = [](auto change) {
+    auto hello = plain_hello();
+    change(hello);
+    return encode(hello);
+  };
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.max_size = 0; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.max_size = max_message_size + 1; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.depth = 0; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.depth = (1u << 16) + 1; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.queue_pairs = 0; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.queue_pairs = max_queue_pairs + 1; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.queue_pair_index = 1; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) { h.path_mtu = 6; })), ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) {
+                 h.test = bw::Test::latency;
+                 h.queue_pairs = 2;
+               })),
                ProtocolError);
+  EXPECT_NO_THROW(decode_hello(with([](Hello& h) {
+    h.queue_pairs = 4;
+    h.queue_pair_index = 3;
+  })));
+  // Write latency: the server writes its answers into the client's buffer, so it must fit.
+  EXPECT_THROW(decode_hello(with([](Hello& h) {
+                 h.test = bw::Test::latency;
+                 h.operation = Operation::write;
+                 h.reply_length = 63;
+               })),
+               ProtocolError);
+  EXPECT_NO_THROW(decode_hello(with([](Hello& h) {
+    h.test = bw::Test::latency;
+    h.operation = Operation::write;
+    h.reply_length = 64;
+  })));
 }
 
 TEST(BwAnswer, RoundTripsAndIsNotAHello) {
   const Answer answer{.address = 0x00007f0012345678ULL, .rkey = 0xdeadbeef, .length = 65536};
   EXPECT_EQ(decode_answer(encode(answer)), answer);
   EXPECT_THROW(decode_hello(encode(answer)), ProtocolError);
-  EXPECT_THROW(decode_answer(encode(Hello{.operation = Operation::send, .max_size = 64, .depth = 16})), ProtocolError);
+  EXPECT_THROW(decode_answer(encode(plain_hello())), ProtocolError);
   EXPECT_THROW(decode_answer(encode(Answer{.address = 1, .rkey = 2, .length = 0})), ProtocolError);
+}
+
+TEST(BwRefusal, CarriesAPrintableReason) {
+  const auto bytes = encode_refusal("the client asks for 2 GiB\nmessages");
+  EXPECT_EQ(decode_refusal(bytes), "the client asks for 2 GiB?messages");
+  std::vector<std::uint8_t> padded = bytes;
+  padded.resize(148, 0);  // an IB CM REJ delivers 148 bytes
+  EXPECT_EQ(decode_refusal(padded), "the client asks for 2 GiB?messages");
+  EXPECT_EQ(decode_refusal(encode_refusal(std::string(300, 'x')))->size(), max_refusal_text);
+  // A length byte beyond the data is cut to what arrived.
+  auto truncated = bytes;
+  truncated.resize(10);
+  EXPECT_EQ(decode_refusal(truncated), "the");
+  EXPECT_EQ(decode_refusal(std::vector<std::uint8_t>(148, 0)), std::nullopt);
+  const auto answer = encode(Answer{.address = 1, .rkey = 2, .length = 3});
+  EXPECT_EQ(decode_refusal(answer), std::nullopt);
 }
 
 }  // namespace

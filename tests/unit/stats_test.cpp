@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "lib/stats.hpp"
 
 using namespace std::chrono_literals;
@@ -48,6 +50,7 @@ TEST(LatencyRecorder, SummaryOfUnsortedSamples) {
   EXPECT_DOUBLE_EQ(s.avg_us, 3.0);
   EXPECT_DOUBLE_EQ(s.p50_us, 3.0);
   EXPECT_DOUBLE_EQ(s.p99_us, 5.0);
+  EXPECT_DOUBLE_EQ(s.stdev_us, std::sqrt(2.0));  // population: mean of squared deviations 4+1+0+1+4 over 5
 }
 
 TEST(Throughput, BytesAndMessagesPerSecond) {

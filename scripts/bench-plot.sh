@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# bench-plot.sh OUT.(svg|png) SWEEP.json [SWEEP.json ...]: plots send_bw --json reports
+# against message size (log2 x axis). Bandwidth reports (rows with bw_average_mib_per_s):
+# average MiB/s, and Mpps on the right axis. Latency reports (rows with t_median_us): median
+# and p99 in µs on a log axis. One line per file, named by its basename and operation; given
+# both kinds, the bandwidth panel sits above the latency panel. OUT's extension picks the
+# gnuplot terminal (svg or pngcairo).
+#   build/bin/send_bw 10.0.0.2 -a --json > build/sweep.json
+#   build/bin/send_bw 10.0.0.2 -a --lat --json > build/sweep-lat.json
+#   scripts/bench-plot.sh build/sweep.svg build/sweep.json build/sweep-lat.json
+# Exits 2 on bad usage or an input that is not a send_bw report with rows, 77 when gnuplot
+# (Debian package gnuplot-nox) or jq is missing.
+set -euo pipefail
+usage="usage: $0 OUT.(svg|png) SWEEP.json [SWEEP.json ...]"
+fail() { echo "bench-plot: $*" >&2; exit 2; }
+[[ ${1:-} == -h || ${1:-} == --help ]] && { echo "$usage"; exit 0; }
+[[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }
+out=$1
+shift
+case $out in
+  *.svg) terminal=svg ;;
+  *.png) terminal=pngcairo ;;
+  *) fail "$out: the output must end in .svg or .png" ;;
+esac
+[[ -d $(dirname "$out") ]] || fail "$out: no such directory $(dirname "$out")"
+command -v gnuplot > /dev/null || { echo "bench-plot: gnuplot missing (Debian package gnuplot-nox)" >&2; exit 77; }
+command -v jq > /dev/null || { echo "bench-plot: jq missing (Debian package jq)" >&2; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# quote TEXT: TEXT as a gnuplot single-quoted string (no escapes there but '' for ').
+quote() { printf "'%s'" "${1//\'/\'\'}"; }
+
+# The kind of one report: bw, lat, or why it is neither.
+kind_of='if length != 1 then "is not one JSON document" else .[0] |
+  if type != "object" or .tool != "send_bw" then "is not a send_bw JSON report"
+  elif (.rows | type) != "array" or (.rows | length) == 0 then "has no rows"
+  elif all(.rows[]; type == "object" and has("bw_average_mib_per_s")) then "bw"
+  elif all(.rows[]; type == "object" and has("t_median_us")) then "lat"
+  else "has rows with neither bw_average_mib_per_s nor t_median_us" end end'
+# Rows as "bytes y1 y2" lines; a missing number becomes NaN (gnuplot skips the point).
+rows_of() {
+  jq -r --arg a "$1" --arg b "$2" '.rows[] | select((.bytes | type) == "number" and .bytes > 0)
+    | [.bytes, (.[$a] // "NaN"), (.[$b] // "NaN")] | map(tostring) | join(" ")' "$3" | sort -g -k1,1
+}
+
+bw_plots=() lat_plots=()
+n=0
+for file in "$@"; do
+  [[ -f $file && -r $file ]] || fail "$file: no such readable file"
+  kind=$(jq -rs "$kind_of" "$file" 2> /dev/null) || fail "$file: is not JSON"
+  n=$((n + 1))
+  dat=$work/$n.dat
+  case $kind in
+    bw) rows_of bw_average_mib_per_s message_rate_mpps "$file" > "$dat" ;;
+    lat) rows_of t_median_us t_p99_us "$file" > "$dat" ;;
+    *) fail "$file: $kind" ;;
+  esac
+  [[ -s $dat ]] || fail "$file: has no rows with a positive bytes"
+  op=$(jq -r '.test.operation // .arguments.operation // "?"' "$file")
+  name="$(basename "$file") ($op)"
+  style="linespoints linecolor $n pointtype 7 pointsize 0.6"
+  style2="linespoints linecolor $n dashtype 2 pointtype 6 pointsize 0.6"
+  if [[ $kind == bw ]]; then
+    bw_plots+=("$(quote "$dat") using 1:2 axes x1y1 with $style title $(quote "$name MiB/s")"
+      "$(quote "$dat") using 1:3 axes x1y2 with $style2 title $(quote "$name Mpps")")
+  else
+    lat_plots+=("$(quote "$dat") using 1:2 with $style title $(quote "$name median")"
+      "$(quote "$dat") using 1:3 with $style2 title $(quote "$name p99")")
+  fi
+done
+
+# join ITEM...: the items separated by ", \\\n  " (one gnuplot plot command).
+join() {
+  local IFS=$'\n'
+  printf '%s\n' "$*" | sed '$!s/$/, \\/; 2,$s/^/  /'
+}
+
+# x axis: powers of two from below the smallest size to above the largest, at most 12 labels
+# (counted down from the top one), the other powers as minor ticks; 4K = 4096 and so on.
+xaxis=$(cat "$work"/*.dat | awk '
+  $1 > 0 { if (min == "" || $1 < min) min = $1; if ($1 > max) max = $1 }
+  function label(v) {
+    if (v >= 2^30) return (v / 2^30) "G"
+    if (v >= 2^20) return (v / 2^20) "M"
+    if (v >= 2^10) return (v / 2^10) "K"
+    return v
+  }
+  END {
+    lo = 0; while (2^(lo + 1) <= min) lo++
+    hi = lo; while (2^hi < max) hi++
+    if (hi == lo) { if (lo > 0) lo--; hi++ }
+    step = int((hi - lo) / 12) + 1
+    printf "set xrange [%.6g:%.6g]\nset xtics (", 2^lo / 2^0.25, 2^hi * 2^0.25
+    for (e = lo; e <= hi; e++) {
+      if ((hi - e) % step == 0) printf "%s\"%s\" %.0f", (e > lo ? ", " : ""), label(2^e), 2^e
+      else printf "%s\"\" %.0f 1", (e > lo ? ", " : ""), 2^e
+    }
+    print ")"
+  }')
+
+panels=$(( (${#bw_plots[@]} > 0) + (${#lat_plots[@]} > 0) ))
+height=$((panels == 2 ? 1100 : 600))
+{
+  echo "set encoding utf8"
+  if [[ $terminal == svg ]]; then
+    echo "set terminal svg size 1000,$height font 'sans,13' noenhanced background '#ffffff'"
+  else
+    echo "set terminal pngcairo size 1000,$height font 'sans,11' noenhanced background '#ffffff'"
+  fi
+  echo "set output $(quote "$out")"
+  echo "set logscale x 2"
+  echo "$xaxis"
+  echo "set xlabel 'message size (bytes)'"
+  echo "set grid xtics ytics linecolor rgb '#d8d8d8'"
+  echo "set key outside below center horizontal maxrows 4"
+  [[ $panels == 2 ]] && echo "set multiplot layout 2,1"
+  if [[ ${#bw_plots[@]} -gt 0 ]]; then
+    echo "set title 'send_bw bandwidth (solid: average MiB/s, left; dashed: message rate Mpps, right)'"
+    echo "set ylabel 'average bandwidth (MiB/s)'"
+    echo "set y2label 'message rate (Mpps)'"
+    echo "set yrange [0:*]"
+    echo "set y2range [0:*]"
+    echo "set ytics nomirror"
+    echo "set y2tics"
+    echo "plot $(join "${bw_plots[@]}")"
+  fi
+  if [[ ${#lat_plots[@]} -gt 0 ]]; then
+    echo "unset y2label; unset y2tics; set ytics mirror; set autoscale y"
+    echo "set title 'send_bw latency (solid: median, dashed: p99)'"
+    echo "set ylabel 'latency (µs)'"
+    echo "set logscale y 10"
+    echo "set format y '%g'"
+    echo "plot $(join "${lat_plots[@]}")"
+  fi
+  [[ $panels == 2 ]] && echo "unset multiplot"
+  echo "set output"
+} > "$work/plot.gp"
+gnuplot "$work/plot.gp" || { echo "bench-plot: gnuplot failed to write $out" >&2; exit 1; }
+echo "bench-plot: $out"

@@ -64,11 +64,19 @@ void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
   }
 }
 
-// Calls `check` every spins_between_checks empty polls: where timeouts and Ctrl-C are seen.
+// Says when an idle loop should look at the clock, the stop signal and the connection:
+// every spins_between_checks empty polls, and then only if checks_apart has passed, so the
+// system calls behind those looks stay off the path of a latency measurement.
 class SpinGuard {
  public:
   explicit SpinGuard(int stop_fd) : stop_fd_(stop_fd) {}
-  bool due() { return ++spins_ % spins_between_checks == 0; }
+  bool due() {
+    if (++spins_ % spins_between_checks != 0) return false;
+    const auto now = Clock::now();
+    if (now - last_check_ < checks_apart) return false;
+    last_check_ = now;
+    return true;
+  }
   void check_stop(const std::string& where) const {
     if (stop_requested(stop_fd_)) {
       throw RunStopped(StopReason::interrupted, "interrupted " + where);
@@ -76,8 +84,10 @@ class SpinGuard {
   }
 
  private:
+  static constexpr auto checks_apart = std::chrono::milliseconds(20);
   int stop_fd_;
   std::uint32_t spins_ = 0;
+  Clock::time_point last_check_ = Clock::now();
 };
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t step) {
@@ -381,21 +391,27 @@ LatencyRow ping(const PingSettings& s, std::uint32_t size, const Budget& budget,
   SpinGuard spin(s.stop_fd);
   auto last_progress = Clock::now();
   const auto where = fmt::format("at {} bytes", size);
-  // Polls until `done` says the awaited completion arrived; bounded by the timeout.
-  auto await = [&](auto done, const char* awaiting) {
+  // Polls until `done` says the awaited completion arrived and returns when it was seen;
+  // reposting receives and bookkeeping come after that instant. Bounded by the timeout.
+  auto await = [&](auto done, const char* awaiting) -> Clock::time_point {
     for (;;) {
       const int got = poll(lane, wcs);
       bool arrived = false;  // the whole batch is handled: a later completion may be a receive to repost
+      std::uint32_t receives = 0;
       for (int k = 0; k < got; ++k) {
         const auto& wc = wcs[static_cast<std::size_t>(k)];
         if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
-        poster.reaped(wc);
-        if (wc.wr_id == receive_id) post_receives(lane, 1);
         arrived = done(wc) || arrived;
+        if (wc.wr_id == receive_id) ++receives;
       }
-      if (arrived) {
-        last_progress = Clock::now();
-        return;
+      if (got > 0) {
+        const auto seen = Clock::now();
+        for (int k = 0; k < got; ++k) poster.reaped(wcs[static_cast<std::size_t>(k)]);
+        if (receives > 0) post_receives(lane, receives);
+        if (arrived) {
+          last_progress = seen;
+          return seen;
+        }
       }
       if (got == 0 && spin.due()) {
         if (Clock::now() - last_progress > s.timeout) {
@@ -426,13 +442,12 @@ LatencyRow ping(const PingSettings& s, std::uint32_t size, const Budget& budget,
     switch (s.operation) {
       case bw::Operation::send:
         poster.post_from(lane.local_address, lane.lkey, size, 0, 0, false);
-        await([](const ibv_wc& wc) { return wc.wr_id == receive_id; }, "answer");
-        break;
+        return await([](const ibv_wc& wc) { return wc.wr_id == receive_id; }, "answer") - started;
       case bw::Operation::read:
         poster.post_from(lane.local_address, lane.lkey, size, lane.remote_address, lane.rkey, true);
-        await([](const ibv_wc& wc) { return wc.wr_id != receive_id && (wc.opcode == IBV_WC_RDMA_READ); },
-              "read completion");
-        break;
+        return await([](const ibv_wc& wc) { return wc.wr_id != receive_id && wc.opcode == IBV_WC_RDMA_READ; },
+                     "read completion") -
+               started;
       case bw::Operation::write: {
         tag = static_cast<std::uint8_t>(tag % 255 + 1);  // 1..255: never the 0 both sides start from
         last_byte(lane.local_address, size) = tag;
@@ -449,7 +464,7 @@ LatencyRow ping(const PingSettings& s, std::uint32_t size, const Budget& budget,
         }
         const auto took = Clock::now() - started;
         // Untimed: reap our signalled writes (and see their errors) before the queue fills.
-        if (poster.backlog()) await([&](const ibv_wc&) { return !poster.backlog(); }, "write completion");
+        while (poster.backlog()) await([](const ibv_wc& wc) { return wc.wr_id != receive_id; }, "write completion");
         return took;
       }
     }
@@ -496,7 +511,6 @@ std::uint64_t answer_pings(const AnswerSettings& s) {
       if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
       poster.reaped(wc);
       if (wc.wr_id != receive_id) continue;
-      post_receives(lane, 1);
       if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) {
         const std::uint32_t announced = ntohl(wc.imm_data);
         if (announced == 0 || announced > lane.receive_length) {
@@ -512,6 +526,7 @@ std::uint64_t answer_pings(const AnswerSettings& s) {
         poster.post_from(lane.local_address, lane.lkey, wc.byte_len, 0, 0, false);
         ++answered;
       }
+      post_receives(lane, 1);  // after the answer: it is on the client's clock
     }
     if (got == 0 && spin.due()) {
       if (!s.connected()) return answered;

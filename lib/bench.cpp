@@ -21,11 +21,10 @@ constexpr std::size_t poll_batch = 16;
 constexpr std::uint32_t post_batch = 32;
 // Empty polls between looks at the clock and the stop signal.
 constexpr std::uint32_t spins_between_checks = 1024;
+constexpr std::uint64_t bytes_between_signals = 16u << 20;
 // Receives carry this id, so a completion tells its kind even when its status is an error
 // (an error completion's opcode is undefined); sends carry their sequence number.
 constexpr std::uint64_t receive_id = std::numeric_limits<std::uint64_t>::max();
-// Latency loops: one signalled send in this many.
-constexpr std::uint32_t latency_signal_every = 16;
 
 bool stop_requested(int stop_fd) {
   if (stop_fd < 0) return false;
@@ -114,7 +113,7 @@ std::uint32_t signal_interval(std::uint32_t depth) {
   return std::clamp<std::uint32_t>(depth / 2, 1, 64);
 }
 
-BandwidthRow stream(const StreamSettings& s, std::uint32_t size, const Budget& budget) {
+void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows) {
   struct Progress {
     std::uint64_t posted = 0;
     std::uint64_t completed = 0;
@@ -123,6 +122,10 @@ BandwidthRow stream(const StreamSettings& s, std::uint32_t size, const Budget& b
   };
   const auto opcode = opcode_of(s.operation);
   const bool inline_data = s.operation != bw::Operation::read && size <= s.max_inline_data;
+  // Large messages are signalled more often, so a silent CQ never means more than
+  // bytes_between_signals in flight (and the silence timeout stays meaningful).
+  const auto signal_every =
+      static_cast<std::uint32_t>(std::clamp<std::uint64_t>(bytes_between_signals / size, 1, s.signal_every));
   std::array<ibv_sge, post_batch> sges{};
   std::array<ibv_send_wr, post_batch> wrs{};
   std::vector<Progress> lanes(s.lanes.size());
@@ -132,7 +135,7 @@ BandwidthRow stream(const StreamSettings& s, std::uint32_t size, const Budget& b
   std::array<ibv_wc, poll_batch> wcs{};
   SpinGuard spin(s.stop_fd);
   // Peak: the best rate over a window of at least one signalling interval per lane.
-  const std::uint64_t window_messages = std::uint64_t{s.signal_every} * s.lanes.size();
+  const std::uint64_t window_messages = std::uint64_t{signal_every} * s.lanes.size();
   auto fastest = std::chrono::nanoseconds::zero();
   std::uint64_t fastest_messages = 0;
   std::uint64_t total = 0;
@@ -150,87 +153,95 @@ BandwidthRow stream(const StreamSettings& s, std::uint32_t size, const Budget& b
   };
   auto close_budget = [&] {
     // Time is up: finish at the next signalled request, so the last completion still comes.
-    for (auto& p : lanes) p.target = round_up(p.posted, s.signal_every);
+    for (auto& p : lanes) p.target = round_up(p.posted, signal_every);
     open_ended = false;
   };
 
-  while (!finished()) {
-    bool progress = false;
-    for (std::size_t l = 0; l < s.lanes.size(); ++l) {
-      const Lane& lane = s.lanes[l];
-      Progress& p = lanes[l];
-      while (p.posted < p.target && p.posted - p.completed < s.depth) {
-        const auto n = static_cast<std::uint32_t>(
-            std::min<std::uint64_t>({post_batch, p.target - p.posted, s.depth - (p.posted - p.completed)}));
-        for (std::uint32_t i = 0; i < n; ++i) {
-          const std::uint64_t number = p.posted + i + 1;
-          const bool signalled = number % s.signal_every == 0 || number == p.target;
-          sges[i] = ibv_sge{.addr = lane.local_address, .length = size, .lkey = lane.lkey};
-          wrs[i].sg_list = &sges[i];
-          wrs[i].num_sge = 1;
-          wrs[i].opcode = opcode;
-          wrs[i].wr.rdma.remote_addr = lane.remote_address;
-          wrs[i].wr.rdma.rkey = lane.rkey;
-          wrs[i].wr_id = number;
-          wrs[i].send_flags = (signalled ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
-          wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
+  auto row = [&] {
+    std::uint64_t messages = 0;
+    for (const auto& p : lanes) messages += std::min(p.completed, p.target) + (s.bidirectional ? p.received : 0);
+    return bandwidth_row(size, messages, last_completion - started, fastest, fastest_messages);
+  };
+  try {
+    while (!finished()) {
+      bool progress = false;
+      for (std::size_t l = 0; l < s.lanes.size(); ++l) {
+        const Lane& lane = s.lanes[l];
+        Progress& p = lanes[l];
+        while (p.posted < p.target && p.posted - p.completed < s.depth) {
+          const auto n = static_cast<std::uint32_t>(
+              std::min<std::uint64_t>({post_batch, p.target - p.posted, s.depth - (p.posted - p.completed)}));
+          for (std::uint32_t i = 0; i < n; ++i) {
+            const std::uint64_t number = p.posted + i + 1;
+            const bool signalled = number % signal_every == 0 || number == p.target;
+            sges[i] = ibv_sge{.addr = lane.local_address, .length = size, .lkey = lane.lkey};
+            wrs[i].sg_list = &sges[i];
+            wrs[i].num_sge = 1;
+            wrs[i].opcode = opcode;
+            wrs[i].wr.rdma.remote_addr = lane.remote_address;
+            wrs[i].wr.rdma.rkey = lane.rkey;
+            wrs[i].wr_id = number;
+            wrs[i].send_flags = (signalled ? IBV_SEND_SIGNALED : 0) | (inline_data ? IBV_SEND_INLINE : 0);
+            wrs[i].next = i + 1 < n ? &wrs[i + 1] : nullptr;
+          }
+          post(lane.qp, wrs.data(), size);
+          p.posted += n;
         }
-        post(lane.qp, wrs.data(), size);
-        p.posted += n;
-      }
-      const int got = poll(lane, wcs);
-      if (got == 0) continue;
-      progress = true;
-      std::uint32_t receives = 0;
-      for (int k = 0; k < got; ++k) {
-        const auto& wc = wcs[static_cast<std::size_t>(k)];
-        if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
-        if (wc.wr_id == receive_id) {
-          ++receives;
-          ++total;
-        } else {
-          total += wc.wr_id - p.completed;
-          p.completed = wc.wr_id;  // RC completes in order: every request up to this one is done
+        const int got = poll(lane, wcs);
+        if (got == 0) continue;
+        progress = true;
+        std::uint32_t receives = 0;
+        for (int k = 0; k < got; ++k) {
+          const auto& wc = wcs[static_cast<std::size_t>(k)];
+          if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
+          if (wc.wr_id == receive_id) {
+            ++receives;
+            ++total;
+          } else {
+            total += wc.wr_id - p.completed;
+            p.completed = wc.wr_id;  // RC completes in order: every request up to this one is done
+          }
+        }
+        if (receives > 0) {
+          p.received += receives;
+          post_receives(lane, receives);
         }
       }
-      if (receives > 0) {
-        p.received += receives;
-        post_receives(lane, receives);
+      if (progress) {
+        const auto now = Clock::now();
+        if (total - window_start_total >= window_messages) {
+          const auto interval = now - window_started;
+          const auto messages = total - window_start_total;
+          // messages / interval > fastest_messages / fastest, without division.
+          if (fastest_messages == 0 || messages * static_cast<std::uint64_t>(fastest.count()) >
+                                           fastest_messages * static_cast<std::uint64_t>(interval.count())) {
+            fastest = interval;
+            fastest_messages = messages;
+          }
+          window_started = now;
+          window_start_total = total;
+        }
+        last_completion = now;
+        if (open_ended && now >= ends) close_budget();
+        continue;
+      }
+      if (spin.due()) {
+        const auto now = Clock::now();
+        if (open_ended && now >= ends) close_budget();
+        if (now - last_completion > s.timeout) {
+          std::uint64_t completed = 0;
+          for (const auto& p : lanes) completed += p.completed;
+          throw RunStopped(StopReason::timed_out, fmt::format("no completion for {} ms at {} bytes ({} messages done)",
+                                                              s.timeout.count(), size, completed));
+        }
+        spin.check_stop(fmt::format("at {} bytes", size));
       }
     }
-    if (progress) {
-      const auto now = Clock::now();
-      if (total - window_start_total >= window_messages) {
-        const auto interval = now - window_started;
-        const auto messages = total - window_start_total;
-        // messages / interval > fastest_messages / fastest, without division.
-        if (fastest_messages == 0 || messages * static_cast<std::uint64_t>(fastest.count()) >
-                                         fastest_messages * static_cast<std::uint64_t>(interval.count())) {
-          fastest = interval;
-          fastest_messages = messages;
-        }
-        window_started = now;
-        window_start_total = total;
-      }
-      last_completion = now;
-      if (open_ended && now >= ends) close_budget();
-      continue;
-    }
-    if (spin.due()) {
-      const auto now = Clock::now();
-      if (open_ended && now >= ends) close_budget();
-      if (now - last_completion > s.timeout) {
-        std::uint64_t completed = 0;
-        for (const auto& p : lanes) completed += p.completed;
-        throw RunStopped(StopReason::timed_out, fmt::format("no completion for {} ms at {} bytes ({} messages done)",
-                                                            s.timeout.count(), size, completed));
-      }
-      spin.check_stop(fmt::format("at {} bytes", size));
-    }
+  } catch (...) {
+    if (total > 0) rows.push_back(row());
+    throw;
   }
-  std::uint64_t messages = 0;
-  for (const auto& p : lanes) messages += p.target + (s.bidirectional ? p.received : 0);
-  return bandwidth_row(size, messages, last_completion - started, fastest, fastest_messages);
+  rows.push_back(row());
 }
 
 void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
@@ -384,7 +395,8 @@ class PingPoster {
 
 }  // namespace
 
-LatencyRow ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::uint64_t warmup) {
+void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
+          std::vector<LatencyRow>& rows) {
   const Lane& lane = s.lane;
   PingPoster poster(lane, s.operation, s.max_inline_data, size);
   std::array<ibv_wc, poll_batch> wcs{};
@@ -473,14 +485,21 @@ LatencyRow ping(const PingSettings& s, std::uint32_t size, const Budget& budget,
 
   for (std::uint64_t i = 0; i < warmup; ++i) exchange();
   LatencyRecorder recorder;
+  auto row = [&] { return LatencyRow{.size = size, .summary = recorder.summary().value_or(LatencySummary{})}; };
   const bool halve = s.operation != bw::Operation::read;
-  recorder.reserve(budget.duration ? std::size_t{1} << 20 : budget.iterations);
+  // Beyond a million samples the recorder grows (rarely, doubling) rather than reserve gigabytes.
+  recorder.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(budget.iterations, std::uint64_t{1} << 20)));
   const auto ends = Clock::now() + budget.duration.value_or(std::chrono::nanoseconds::zero());
-  for (std::uint64_t i = 0; budget.duration ? Clock::now() < ends : i < budget.iterations; ++i) {
-    const auto took = exchange();
-    recorder.add(halve ? took / 2 : took);
+  try {
+    for (std::uint64_t i = 0; budget.duration ? Clock::now() < ends : i < budget.iterations; ++i) {
+      const auto took = exchange();
+      recorder.add(halve ? took / 2 : took);
+    }
+  } catch (...) {
+    if (recorder.count() > 0) rows.push_back(row());
+    throw;
   }
-  return LatencyRow{.size = size, .summary = recorder.summary().value_or(LatencySummary{})};
+  rows.push_back(row());
 }
 
 std::uint64_t answer_pings(const AnswerSettings& s) {

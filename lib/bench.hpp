@@ -62,9 +62,10 @@ struct StreamSettings {
 // while earlier requests complete.
 std::uint32_t signal_interval(std::uint32_t depth);
 
-// Sends messages of `size` bytes on every lane and returns the row (all lanes together).
-// Throws RunStopped on timeout or Ctrl-C, CompletionError on an error completion.
-BandwidthRow stream(const StreamSettings& settings, std::uint32_t size, const Budget& budget);
+// Sends messages of `size` bytes on every lane and appends the row (all lanes together).
+// Throws RunStopped on timeout or Ctrl-C, CompletionError on an error completion; what
+// completed before that is still appended as a (partial) row.
+void stream(const StreamSettings& settings, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows);
 
 struct SinkSettings {
   std::vector<Lane> lanes;  // receives already posted (before the accept)
@@ -86,6 +87,9 @@ void sink(const SinkSettings& settings, std::vector<BandwidthRow>& rows);
 //          writes the same bytes back into ours; sample = round trip / 2
 //   read:  RDMA READ of the server's buffer; sample = the whole read
 // (the halving and the full read are perftest's conventions for ib_*_lat).
+// Latency loops signal one send in this many (the send queue drains without a poll per message).
+inline constexpr std::uint32_t latency_signal_every = 16;
+
 struct PingSettings {
   Lane lane;  // receives posted
   bw::Operation operation = bw::Operation::send;
@@ -99,7 +103,9 @@ struct LatencyRow {
   LatencySummary summary;
 };
 
-LatencyRow ping(const PingSettings& settings, std::uint32_t size, const Budget& budget, std::uint64_t warmup);
+// Appends the row for `size`; on an exception, the samples so far as a partial row.
+void ping(const PingSettings& settings, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
+          std::vector<LatencyRow>& rows);
 
 struct AnswerSettings {
   Lane lane;  // receives posted; remote_address/rkey: the client's reply buffer (write)

@@ -187,7 +187,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                   {"queue_pairs", s.queue_pairs},
                   {"bidirectional", s.bidirectional},
                   {"depth", latency ? 1 : s.depth},
-                  {"signal_every", signal_interval(s.depth)},
+                  {"signal_every", latency ? latency_signal_every : signal_interval(s.depth)},
                   {"inline_bytes", endpoints.front()->max_inline_data()},
                   {"warmup_iterations", s.warmup},
                   {"path", path_json(*endpoints.front())}};
@@ -201,7 +201,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                 .max_inline_data = endpoints.front()->max_inline_data(),
                                 .timeout = s.timeout,
                                 .stop_fd = s.stop_fd};
-    for (const auto size : s.sizes) results.latency.push_back(ping(settings, size, s.budget, s.warmup));
+    for (const auto size : s.sizes) ping(settings, size, s.budget, s.warmup, results.latency);
   } else {
     const StreamSettings settings{.lanes = lanes,
                                   .operation = s.operation,
@@ -211,9 +211,10 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .bidirectional = s.bidirectional,
                                   .timeout = s.timeout,
                                   .stop_fd = s.stop_fd};
+    std::vector<BandwidthRow> warmup_rows;
     for (const auto size : s.sizes) {
-      if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt});
-      results.bandwidth.push_back(stream(settings, size, s.budget));
+      if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
+      stream(settings, size, s.budget, results.bandwidth);
     }
   }
   for (auto& endpoint : endpoints) endpoint->disconnect();
@@ -221,8 +222,9 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
 
 void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
   EndpointOptions options;
-  options.send_depth = s.depth;  // reflected messages (bidirectional), answers (latency)
-  options.recv_depth = s.depth;
+  // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
+  options.send_depth = std::max(s.depth, latency_send_depth);
+  options.recv_depth = std::max(s.depth, latency_receives);
   options.responder_resources = 16;
   options.initiator_depth = 16;
   options.max_inline_data = s.inline_size;
@@ -230,10 +232,13 @@ void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
   options.timeout = s.timeout;
   options.stop_fd = s.stop_fd;
   options.check_device = [&](ibv_context* context, std::uint8_t port) {
-    check_device_limits(
-        context, port,
-        Limits{.device = s.device, .send_depth = s.depth, .recv_depth = s.depth, .largest = 1, .mtu = std::nullopt},
-        "-t");
+    check_device_limits(context, port,
+                        Limits{.device = s.device,
+                               .send_depth = options.send_depth,
+                               .recv_depth = options.recv_depth,
+                               .largest = 1,
+                               .mtu = std::nullopt},
+                        "-t");
   };
   std::string bind = s.bind;
   if (s.gid_index) bind = address_of_gid(s);
@@ -254,9 +259,17 @@ void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
         throw ProtocolError(
             fmt::format("{}-byte messages asked for; this server allows {} (--max-size)", hello.max_size, s.max_size));
       }
+      if (hello.path_mtu != 0) {
+        ibv_port_attr port{};
+        if (ibv_query_port(endpoint->context(), endpoint->port_num(), &port) == 0 && hello.path_mtu > port.active_mtu) {
+          throw ProtocolError(fmt::format("-m {} is above this server's active MTU ({} bytes)",
+                                          mtu_bytes(static_cast<ibv_mtu>(hello.path_mtu)), mtu_bytes(port.active_mtu)));
+        }
+      }
       if (first &&
           (hello.operation != first->operation || hello.test != first->test || hello.max_size != first->max_size ||
-           hello.queue_pairs != first->queue_pairs || hello.queue_pair_index != lanes.size())) {
+           hello.queue_pairs != first->queue_pairs || hello.bidirectional != first->bidirectional ||
+           hello.path_mtu != first->path_mtu || hello.queue_pair_index != lanes.size())) {
         throw ProtocolError(
             fmt::format("connection {} of {} does not match the first one", hello.queue_pair_index, hello.queue_pairs));
       }

@@ -118,6 +118,9 @@ DeviceContext::DeviceContext(const std::string& name) {
   const int open_errno = errno;
   ibv_free_device_list(list);
   const std::string present = names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+  if (names.empty()) {
+    throw Unsupported("no RDMA device on this host (ibv_get_device_list is empty)");
+  }
   if (chosen == nullptr) {
     throw UsageError(name.empty() ? fmt::format("several RDMA devices ({}): name one with -d", present)
                                   : fmt::format("no RDMA device {} (present: {})", name, present));

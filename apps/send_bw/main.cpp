@@ -142,14 +142,15 @@ void finish(const Options& o, const rdmakit::BwResults& results, rdmakit::Report
   report.extra["test"] = results.test;
   report.extra["rows"] = rows;
   if (!results.refused.empty()) report.extra["refused"] = results.refused;
+  const bool latency = results.test.value("test", "") == "lat";
   if (!results.latency.empty()) {
     report.text = table(results.latency);
-  } else if (!results.bandwidth.empty() || results.answered == 0) {
-    report.text = table(results.bandwidth, o.gbits);
-  } else {
+  } else if (latency) {  // the server of a latency test
     report.text = fmt::format("answered {} messages\n", results.answered);
+    report.extra["answered"] = results.answered;
+  } else {
+    report.text = table(results.bandwidth, o.gbits);
   }
-  if (results.answered > 0) report.extra["answered"] = results.answered;
 }
 
 rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& common, int stop_fd) {
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
   app.add_option("--test", o.test, "bw (bandwidth) or lat (latency)")->capture_default_str();
   app.add_flag("--lat", o.latency_flag, "Same as --test lat");
   app.add_option("--op", o.operation, "send, write or read")->capture_default_str();
-  auto* size = app.add_option("-s,--size", o.size, "Message bytes")
+  auto* size = app.add_option("-s,--size", o.size, "Message bytes (latency test: 2)")
                    ->capture_default_str()
                    ->check(CLI::Range(1u, bw::max_message_size));
   app.add_flag("-a,--all", o.sweep, "Sweep sizes 2 B to 8 MiB (powers of two)")->excludes(size);
@@ -233,7 +234,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--report-gbits", o.gbits, "Text table in Gb/s instead of MB/s");
   return tool.run(
-      argc, argv, [&] { validate(o, duration->count() > 0, iterations->count() > 0); },
+      argc, argv,
+      [&] {
+        validate(o, duration->count() > 0, iterations->count() > 0);
+        if (size->count() == 0 && test_of(o) == bw::Test::latency) o.size = 2;  // perftest's latency default
+      },
       [&](rdmakit::Report& report) {
         report.arguments = {{"server", o.server},
                             {"port", o.port},
@@ -254,7 +259,9 @@ int main(int argc, char** argv) {
         const auto settings = settings_of(o, tool.common(), stop.fd());
         rdmakit::BwResults results;
         if (!o.server.empty() && o.duration_s == 0) {
-          report.iterations_requested = o.iterations * settings.sizes.size() * o.queue_pairs;
+          // With -b a row counts both directions.
+          report.iterations_requested =
+              o.iterations * settings.sizes.size() * o.queue_pairs * (o.bidirectional ? 2 : 1);
         }
         try {
           if (o.server.empty()) {

@@ -212,3 +212,27 @@ case_send_bw_refused() {
   expect_rc 0 "send_bw server after one refusal"
   expect_jq '(.refused | length == 1) and (.refused[0].reason | test("65536"))' server.out
 }
+
+case_send_bw_interrupted() {
+  require_device
+  # Ctrl-C in the middle of a -D run: the client stops within a second or two and its report
+  # keeps the partial row; the server sees the disconnect and reports what arrived.
+  local test
+  for test in bw lat; do
+    next_port
+    start "server_$test" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+    wait_listening "$PORT"
+    start "client_$test" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test "$test" -s 64 -D 60 --json
+    sleep 3
+    eval "kill -INT \$PID_client_$test"
+    finish "client_$test" 5
+    expect_rc 1 "send_bw --test $test after Ctrl-C"
+    finish "server_$test" 10
+    expect_rc 0 "send_bw server after its client's Ctrl-C"
+    expect_jq '.outcome == "interrupted" and (.rows | length == 1) and .rows[0].iterations > 0
+      and .duration_s < 10' "client_$test.out"
+  done
+  expect_jq "$BW_ROWS_CONSISTENT" client_bw.out
+  expect_jq "$LAT_ROWS_CONSISTENT" client_lat.out
+  expect_jq '.answered > 0' server_lat.out
+}

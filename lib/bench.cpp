@@ -48,7 +48,7 @@ ibv_wr_opcode opcode_of(bw::Operation operation) {
   return IBV_WR_SEND;
 }
 
-int poll(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
+int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
   const int got = ibv_poll_cq(lane.cq, static_cast<int>(poll_batch), wcs.data());
   if (got < 0) {
     throw RdmaError("ibv_poll_cq", "", EIO);
@@ -187,7 +187,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
           post(lane.qp, wrs.data(), size);
           p.posted += n;
         }
-        const int got = poll(lane, wcs);
+        const int got = poll_lane(lane, wcs);
         if (got == 0) continue;
         progress = true;
         std::uint32_t receives = 0;
@@ -281,7 +281,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
         const Lane& lane = s.lanes[l];
         Reflection& r = lanes[l];
         if (r.closed) continue;
-        const int got = poll(lane, wcs);
+        const int got = poll_lane(lane, wcs);
         const auto now = Clock::now();
         std::uint32_t receives = 0;
         for (int k = 0; k < got; ++k) {
@@ -407,7 +407,7 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   // reposting receives and bookkeeping come after that instant. Bounded by the timeout.
   auto await = [&](auto done, const char* awaiting) -> Clock::time_point {
     for (;;) {
-      const int got = poll(lane, wcs);
+      const int got = poll_lane(lane, wcs);
       bool arrived = false;  // the whole batch is handled: a later completion may be a receive to repost
       std::uint32_t receives = 0;
       for (int k = 0; k < got; ++k) {
@@ -523,7 +523,7 @@ std::uint64_t answer_pings(const AnswerSettings& s) {
       // Between writes the CQ matters less than the memory: look at it one spin in 64.
       if (++polls_skipped % 64 != 0 && !poster.backlog()) continue;
     }
-    const int got = poll(lane, wcs);
+    const int got = poll_lane(lane, wcs);
     for (int k = 0; k < got; ++k) {
       const auto& wc = wcs[static_cast<std::size_t>(k)];
       if (wc.status == IBV_WC_WR_FLUSH_ERR) return answered;  // the client is gone

@@ -15,10 +15,6 @@ constexpr std::uint32_t latency_receives = 16;
 // Sends a latency test may have unaccounted for (lib/bench signals one in 16).
 constexpr std::uint32_t latency_send_depth = 64;
 
-std::uint32_t completion_entries(std::uint32_t send_depth, std::uint32_t recv_depth) {
-  return send_depth + recv_depth;
-}
-
 struct Limits {
   std::string device;  // -d, checked
   std::uint32_t send_depth = 0;
@@ -28,7 +24,7 @@ struct Limits {
 };
 
 // What the device cannot do is a usage error naming the device's own number.
-void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& limits, const char* depth_flag) {
+void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& limits) {
   ibv_device_attr device{};
   if (const int rc = ibv_query_device(context, &device); rc != 0) {
     throw RdmaError("ibv_query_device", ibv_get_device_name(context->device), rc);
@@ -43,14 +39,13 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
   }
   const auto depth = std::max(limits.send_depth, limits.recv_depth);
   if (depth > static_cast<std::uint32_t>(device.max_qp_wr)) {
-    throw UsageError(
-        fmt::format("{} {} is above {}'s maximum queue depth {}", depth_flag, depth, name, device.max_qp_wr));
+    throw UsageError(fmt::format("-t {} is above {}'s maximum queue depth {}", depth, name, device.max_qp_wr));
   }
   // One CQ takes the send and the receive completions.
-  const auto entries = completion_entries(limits.send_depth, limits.recv_depth);
+  const auto entries = limits.send_depth + limits.recv_depth;
   if (entries > static_cast<std::uint32_t>(device.max_cqe)) {
-    throw UsageError(fmt::format("{} {} needs {} completion queue entries; {} allows at most {}", depth_flag, depth,
-                                 entries, name, device.max_cqe));
+    throw UsageError(fmt::format("-t {} needs {} completion queue entries; {} allows at most {}", depth, entries, name,
+                                 device.max_cqe));
   }
   if (limits.largest > port_attributes.max_msg_sz) {
     throw UsageError(
@@ -70,6 +65,27 @@ std::string address_of_gid(const BwSettings& s) {
   spdlog::debug("-x {}: {} GID {} ({}) is address {}", *s.gid_index, device.name(), gid_text(entry.gid),
                 gid_type_name(entry.type), address);
   return address;
+}
+
+// The local address: --bind, or the address of the -x GID, or none.
+std::string local_address(const BwSettings& s) {
+  return s.gid_index ? address_of_gid(s) : s.bind;
+}
+
+// What both sides share. The queue depths are those the device is checked against, before
+// anything is made on it.
+EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
+  EndpointOptions options;
+  options.send_depth = limits.send_depth;
+  options.recv_depth = limits.recv_depth;
+  options.responder_resources = 16;
+  options.initiator_depth = 16;
+  options.timeout = s.timeout;
+  options.stop_fd = s.stop_fd;
+  options.check_device = [limits](ibv_context* context, std::uint8_t port) {
+    check_device_limits(context, port, limits);
+  };
+  return options;
 }
 
 // What the connection ended up using, for the report (the automatic choice when no -x).
@@ -105,40 +121,23 @@ ibv_mtu mtu_from_bytes(std::uint32_t bytes) {
   }
 }
 
-std::uint32_t mtu_bytes(ibv_mtu mtu) {
-  return 128u << static_cast<unsigned>(mtu);
-}
-
 void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   const bool latency = s.test == bw::Test::latency;
   const auto largest = s.sizes.back();
-  const auto receives = client_receives(s);
-  EndpointOptions options;
-  options.send_depth = latency ? latency_send_depth : s.depth;
-  options.recv_depth = receives;
-  options.responder_resources = 16;
-  options.initiator_depth = 16;
+  auto options = endpoint_options(s, Limits{.device = s.device,
+                                            .send_depth = latency ? latency_send_depth : s.depth,
+                                            .recv_depth = client_receives(s),
+                                            .largest = largest,
+                                            .mtu = s.mtu});
   options.max_inline_data = s.operation == bw::Operation::read ? 0 : s.inline_size;
   options.self_managed_qp = s.mtu.has_value();
   options.path_mtu = s.mtu;
-  options.timeout = s.timeout;
-  options.stop_fd = s.stop_fd;
-  options.check_device = [&](ibv_context* context, std::uint8_t port) {
-    check_device_limits(context, port,
-                        Limits{.device = s.device,
-                               .send_depth = options.send_depth,
-                               .recv_depth = receives,
-                               .largest = largest,
-                               .mtu = s.mtu},
-                        "-t");
-  };
   options.explain_rejection = [](std::span<const std::uint8_t> data) {
     if (const auto reason = bw::decode_refusal(data)) {
       throw ProtocolError("the server refused the test: " + *reason);
     }
   };
-  std::string bind = s.bind;
-  if (s.gid_index) bind = address_of_gid(s);
+  const auto bind = local_address(s);
   std::optional<SocketAddress> source;
   if (!bind.empty()) source = parse_address(bind, 0);
   const auto destination = parse_address(s.server, s.port);
@@ -169,7 +168,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
               .receive_address = incoming.address(),
               .receive_lkey = incoming.lkey(),
               .receive_length = largest};
-    post_receives(lane, receives);  // before connecting: the server may answer at once
+    post_receives(lane, options.recv_depth);  // before connecting: the server may answer at once
     endpoint->connect(report);
     const auto answer = bw::decode_answer(endpoint->peer_private_data());
     if (answer.length < largest) {
@@ -221,27 +220,15 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
 }
 
 void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
-  EndpointOptions options;
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
-  options.send_depth = std::max(s.depth, latency_send_depth);
-  options.recv_depth = std::max(s.depth, latency_receives);
-  options.responder_resources = 16;
-  options.initiator_depth = 16;
+  auto options = endpoint_options(s, Limits{.device = s.device,
+                                            .send_depth = std::max(s.depth, latency_send_depth),
+                                            .recv_depth = std::max(s.depth, latency_receives),
+                                            .largest = 1,
+                                            .mtu = std::nullopt});
   options.max_inline_data = s.inline_size;
   options.self_managed_qp = true;  // so the client's -m can set the path MTU
-  options.timeout = s.timeout;
-  options.stop_fd = s.stop_fd;
-  options.check_device = [&](ibv_context* context, std::uint8_t port) {
-    check_device_limits(context, port,
-                        Limits{.device = s.device,
-                               .send_depth = options.send_depth,
-                               .recv_depth = options.recv_depth,
-                               .largest = 1,
-                               .mtu = std::nullopt},
-                        "-t");
-  };
-  std::string bind = s.bind;
-  if (s.gid_index) bind = address_of_gid(s);
+  const auto bind = local_address(s);
   const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
   Listener listener(address, bw::max_queue_pairs, options);
   report.local_address = listener.local_address();

@@ -55,8 +55,7 @@ struct BwResults {
 void run_bw_client(const BwSettings& settings, Report& report, BwResults& results);
 void run_bw_server(const BwSettings& settings, Report& report, BwResults& results);
 
-// 256 -> IBV_MTU_256 ... 4096 -> IBV_MTU_4096; UsageError otherwise.
+// 256 -> IBV_MTU_256 ... 4096 -> IBV_MTU_4096; UsageError (naming -m) otherwise.
 ibv_mtu mtu_from_bytes(std::uint32_t bytes);
-std::uint32_t mtu_bytes(ibv_mtu mtu);
 
 }  // namespace rdmakit

@@ -345,7 +345,7 @@ void ConnectionGroup::create_resources(Connection& connection) {
     if (const int rc = ibv_query_port(id->verbs, id->port_num, &port); rc != 0) {
       throw RdmaError("ibv_query_port", device, rc);
     }
-    const auto mtu = 1u << (static_cast<unsigned>(port.active_mtu) + 7);
+    const auto mtu = mtu_bytes(port.active_mtu);
     if (options_.message_size > mtu) {
       throw UsageError(
           fmt::format("message size {} is larger than the active MTU of {} port {} ({} bytes); use -S {} or less",

@@ -146,7 +146,7 @@ void read_user_space(Inventory& inventory) {
           if (ibv_query_port(context, static_cast<std::uint8_t>(port), &port_attributes) == 0) {
             device.ports.push_back({.number = port,
                                     .state = port_state_name(port_attributes.state),
-                                    .active_mtu = 128 << port_attributes.active_mtu});
+                                    .active_mtu = static_cast<int>(mtu_bytes(port_attributes.active_mtu))});
           }
         }
       }

@@ -101,6 +101,11 @@ class AddressHandle {
 
 std::string opcode_name(ibv_wc_opcode opcode);
 
+// IBV_MTU_256 -> 256 ... IBV_MTU_4096 -> 4096.
+inline std::uint32_t mtu_bytes(ibv_mtu mtu) {
+  return 128u << static_cast<unsigned>(mtu);
+}
+
 // One entry of a port's GID table.
 struct GidEntry {
   std::uint32_t index = 0;

@@ -37,37 +37,44 @@ wait_port() {
   return 1
 }
 
-# ours SIZE: MiB/s average and Mpps of one send_bw run.
-ours() {
-  port=$((port + 1))
+# Each run takes the next port; the callers advance it ($(...) runs these in a subshell).
+# ours_run ARGS...: our server, then our client with ARGS; its JSON in $work/client.json.
+ours_run() {
   "$bin/send_bw" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
   local server=$!
   wait_port "$port"
-  "$bin/send_bw" "$addr" -p "$port" -s "$1" -n "$iters" --json > "$work/client.json"
+  "$bin/send_bw" "$addr" -p "$port" "$@" --json > "$work/client.json"
   wait "$server"
+}
+
+# perftest_run TOOL ARGS...: TOOL's server, then its client with ARGS; the client's table in
+# $work/pt_client.txt.
+perftest_run() {
+  local tool=$1
+  shift
+  "$tool" -d "$dev" -p "$port" "$@" -F > "$work/pt_server.txt" 2>&1 &
+  local server=$!
+  wait_port "$port"
+  "$tool" -d "$dev" -p "$port" "$@" -F "$addr" > "$work/pt_client.txt" 2>&1
+  wait "$server" || true
+}
+
+# ours SIZE: MiB/s average and Mpps of one send_bw run.
+ours() {
+  ours_run -s "$1" -n "$iters"
   jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.message_rate_mpps)"' "$work/client.json"
 }
 
 # perftest SIZE: the same two numbers from ib_send_bw's table (MB/sec there is 2^20 bytes/s).
 perftest() {
-  port=$((port + 1))
-  ib_send_bw -d "$dev" -p "$port" -s "$1" -n "$iters" -F > "$work/pt_server.txt" 2>&1 &
-  local server=$!
-  wait_port "$port"
-  ib_send_bw -d "$dev" -p "$port" -s "$1" -n "$iters" -F "$addr" > "$work/pt_client.txt" 2>&1
-  wait "$server" || true
+  perftest_run ib_send_bw -s "$1" -n "$iters"
   awk -v size="$1" '$1 == size && NF >= 5 { print $4, $5; found = 1 } END { exit !found }' "$work/pt_client.txt"
 }
 
 # ours_lat SIZE: median, average and p99 latency (us) of one send_bw --lat run; the client
 # tells the server it is a latency test.
 ours_lat() {
-  port=$((port + 1))
-  "$bin/send_bw" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
-  local server=$!
-  wait_port "$port"
-  "$bin/send_bw" "$addr" -p "$port" --lat -s "$1" -n "$lat_iters" --json > "$work/client.json"
-  wait "$server"
+  ours_run --lat -s "$1" -n "$lat_iters"
   # Slurped: a client that printed nothing fails here too.
   jq -ers '.[0].rows[0] | [.t_median_us, .t_avg_us, .t_p99_us] | select(all(type == "number")) | map(tostring)
     | join(" ")' "$work/client.json" ||
@@ -78,18 +85,13 @@ ours_lat() {
 # (the line after the t_typical header: #bytes #iterations t_min t_max t_typical t_avg
 # t_stdev p99 p99.9).
 perftest_lat() {
-  port=$((port + 1))
-  ib_send_lat -d "$dev" -p "$port" -s "$1" -n "$lat_iters" -F > "$work/ptl_server.txt" 2>&1 &
-  local server=$!
-  wait_port "$port"
-  ib_send_lat -d "$dev" -p "$port" -s "$1" -n "$lat_iters" -F "$addr" > "$work/ptl_client.txt" 2>&1
-  wait "$server" || true
+  perftest_run ib_send_lat -s "$1" -n "$lat_iters"
   awk -v size="$1" '/t_typical/ { header = 1; next }
     header && $1 == size && NF >= 9 { print $5, $6, $8; found = 1; exit }
-    END { exit !found }' "$work/ptl_client.txt" ||
+    END { exit !found }' "$work/pt_client.txt" ||
     {
       echo "ib_send_lat -s $1: no result line after the t_typical header" >&2
-      cat "$work/ptl_client.txt" >&2
+      cat "$work/pt_client.txt" >&2
       return 1
     }
 }
@@ -107,9 +109,11 @@ for size in 64 4096 65536; do
   : > "$work/perf.txt"
   for run in $(seq "$runs"); do
     # No process substitution: the VM guest has no /dev/fd.
+    port=$((port + 1))
     result=$(ours "$size")
     bw=${result% *} rate=${result#* }
     echo "$bw $rate" >> "$work/ours.txt"
+    port=$((port + 1))
     result=$(perftest "$size")
     pbw=${result% *} prate=${result#* }
     echo "$pbw $prate" >> "$work/perf.txt"
@@ -132,9 +136,11 @@ size=2
 : > "$work/ours_lat.txt"
 : > "$work/perf_lat.txt"
 for run in $(seq "$runs"); do
+  port=$((port + 1))
   result=$(ours_lat "$size")
   echo "$result" >> "$work/ours_lat.txt"
   read -r omed oavg op99 <<< "$result"
+  port=$((port + 1))
   result=$(perftest_lat "$size")
   echo "$result" >> "$work/perf_lat.txt"
   read -r ptyp pavg pp99 <<< "$result"

@@ -8,17 +8,25 @@ BW_ROWS_CONSISTENT='.rows | length > 0 and all(.bytes > 0 and .iterations > 0 an
   and (((.bytes * .iterations / .seconds / 1048576) - .bw_average_mib_per_s) | fabs) <= 1e-6 * .bw_average_mib_per_s + 1e-9
   and (((.iterations / .seconds / 1e6) - .message_rate_mpps) | fabs) <= 1e-6 * .message_rate_mpps + 1e-12)'
 
+# send_bw_pair SERVER CLIENT SECONDS CLIENT_ARGS...: our server (SERVER.out) on a fresh port,
+# then our client (CLIENT.out) against it with CLIENT_ARGS and --json; both must exit 0.
+send_bw_pair() {
+  local server=$1 client=$2 seconds=$3
+  shift 3
+  next_port
+  start "$server" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run "$client" "$seconds" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" "$@" --json
+  expect_rc 0 "send_bw $*"
+  finish "$server" 15
+  expect_rc 0 "send_bw server for $*"
+}
+
 case_send_bw_operations() {
   require_device
   local op
   for op in send write read; do
-    next_port
-    start "server_$op" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-    wait_listening "$PORT"
-    run "client_$op" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op "$op" -s 4096 -n 2000 --json
-    expect_rc 0 "send_bw --op $op"
-    finish "server_$op" 15
-    expect_rc 0 "send_bw server for --op $op"
+    send_bw_pair "server_$op" "client_$op" 60 --op "$op" -s 4096 -n 2000
     expect_jq "$BW_ROWS_CONSISTENT" "client_$op.out"
     expect_jq ".outcome == \"completed\" and (.rows | length == 1) and .rows[0].bytes == 4096
       and .rows[0].iterations == 2000 and .test.operation == \"$op\"" "client_$op.out"
@@ -34,13 +42,7 @@ case_send_bw_operations() {
 
 case_send_bw_sweep() {
   require_device
-  next_port
-  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run client 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -a -n 8 --warmup 1 -t 16 --json --json-file "$T/sweep.json"
-  expect_rc 0 "send_bw -a"
-  finish server 15
-  expect_rc 0 "send_bw server for -a"
+  send_bw_pair server client 120 -a -n 8 --warmup 1 -t 16 --json-file "$T/sweep.json"
   expect_jq "$BW_ROWS_CONSISTENT" client.out
   expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)]' client.out
   expect_jq 'all(.rows[]; .iterations == 8)' client.out
@@ -100,13 +102,7 @@ case_send_bw_latency() {
   require_device
   local op
   for op in send write read; do
-    next_port
-    start "server_$op" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-    wait_listening "$PORT"
-    run "client_$op" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --lat --op "$op" -s 2 -n 1000 --json
-    expect_rc 0 "send_bw --lat --op $op"
-    finish "server_$op" 15
-    expect_rc 0 "send_bw server for --lat --op $op"
+    send_bw_pair "server_$op" "client_$op" 60 --lat --op "$op" -s 2 -n 1000
     expect_jq "$LAT_ROWS_CONSISTENT" "client_$op.out"
     expect_jq ".test.test == \"lat\" and (.rows | length == 1) and .rows[0].iterations == 1000
       and .rows[0].bytes == 2" "client_$op.out"
@@ -116,32 +112,17 @@ case_send_bw_latency() {
   expect_jq '.answered == 1100 and .test.test == "lat"' server_send.out
   expect_jq '.answered == 1100' server_write.out
   # A sweep, and -D: every size present; the duration bounds the run.
-  next_port
-  start sweep_server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run sweep 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test lat --op write -a -n 20 --warmup 2 --json
-  expect_rc 0 "send_bw --lat -a"
-  finish sweep_server 15
+  send_bw_pair sweep_server sweep 120 --test lat --op write -a -n 20 --warmup 2
   expect_jq "$LAT_ROWS_CONSISTENT" sweep.out
   expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)] and all(.rows[]; .iterations == 20)' sweep.out
-  next_port
-  start timed_server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run timed 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --lat -s 64 -D 1 --json
-  expect_rc 0 "send_bw --lat -D 1"
-  finish timed_server 15
+  send_bw_pair timed_server timed 60 --lat -s 64 -D 1
   expect_jq "$LAT_ROWS_CONSISTENT" timed.out
   expect_jq '.duration_s < 10 and .test.duration_s == 1' timed.out
 }
 
 case_send_bw_duration() {
   require_device
-  next_port
-  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run client 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -D 2 --json
-  expect_rc 0 "send_bw -D 2"
-  finish server 15
+  send_bw_pair server client 60 -s 4096 -D 2
   expect_jq "$BW_ROWS_CONSISTENT" client.out
   # Time is checked at each completion batch; the run ends at the next signalled request.
   expect_jq '.rows[0].seconds >= 1.99 and .rows[0].seconds <= 2.5' client.out
@@ -151,24 +132,14 @@ case_send_bw_duration() {
 
 case_send_bw_queue_pairs() {
   require_device
-  next_port
-  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run client 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -q 4 -s 65536 -n 500 --json
-  expect_rc 0 "send_bw -q 4"
-  finish server 15
+  send_bw_pair server client 60 -q 4 -s 65536 -n 500
   expect_jq "$BW_ROWS_CONSISTENT" client.out
   expect_jq '.rows[0].iterations == 2000 and .test.queue_pairs == 4' client.out
   # The server sees every lane: (500 + 100 warm-up) x 4.
   expect_jq '.rows[0].iterations == 2400 and .test.queue_pairs == 4' server.out
   note "-q 4 64 KiB: $(jq -c '.rows[0] | {bw_average_mib_per_s}' "$T/client.out")"
   # Bidirectional: the server sends every message back; the client's row counts both ways.
-  next_port
-  start bidir_server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run bidir 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -b -q 2 -s 4096 -n 1000 --json
-  expect_rc 0 "send_bw -b -q 2"
-  finish bidir_server 15
+  send_bw_pair bidir_server bidir 60 -b -q 2 -s 4096 -n 1000
   expect_jq "$BW_ROWS_CONSISTENT" bidir.out
   expect_jq '.rows[0].iterations == 4000 and .test.bidirectional' bidir.out
   expect_jq '.rows[0].iterations == 2200 and .test.bidirectional' bidir_server.out
@@ -177,12 +148,7 @@ case_send_bw_queue_pairs() {
 case_send_bw_path() {
   require_device
   # Without -x, rdma_cm chooses the GID; the report says which, and -x of it gives the same.
-  next_port
-  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
-  wait_listening "$PORT"
-  run auto 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -n 200 --json
-  expect_rc 0 "send_bw (automatic GID)"
-  finish server 15
+  send_bw_pair server auto 60 -s 4096 -n 200
   expect_jq '.test.path.gid_index >= 0 and (.test.path.gid_type | test("RoCE"))' auto.out
   local index
   index=$(jq '.test.path.gid_index' "$T/auto.out")

@@ -1,5 +1,7 @@
 #include "lib/cli.hpp"
 
+#include <signal.h>
+
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -53,9 +55,25 @@ void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
   }
 }
 
+namespace {
+
+// The exit code for a run that ended "interrupted": the stop signals stay blocked and
+// pending (lib/wait reads them through a signalfd without consuming them), so the pending
+// set says which one arrived. SIGTERM wins when both did.
+ExitCode stop_signal_exit_code() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM) == 1) {
+    return ExitCode::terminated;
+  }
+  return ExitCode::interrupted;
+}
+
+}  // namespace
+
 int ToolRunner::usage_error(const std::string& message) {
-  std::cerr << name_ << ": " << message << "\n";
-  std::cerr << "Run '" << name_ << " --help' for usage.\n";
+  // One line, so scripts and people see what is wrong without scrolling past help text.
+  std::cerr << name_ << ": " << message << " (see '" << name_ << " --help')\n";
   if (common_.json) {
     Report report;
     report.tool = name_;
@@ -127,6 +145,9 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     report.outcome = "unsupported";
   } catch (const std::exception& error) {
     report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}});
+  }
+  if (report.outcome == to_string(StopReason::interrupted)) {
+    report.exit_code = stop_signal_exit_code();
   }
   report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   render(report);

@@ -16,6 +16,9 @@ enum class ExitCode : int {
   usage = 2,
   unexplained = 3,  // diag-bind: the failure could not be explained
   no_device = 77,
+  // A run stopped by a signal exits 128 + its number, as a shell reports a process it killed.
+  interrupted = 130,  // SIGINT
+  terminated = 143,   // SIGTERM
 };
 
 class RdmaError : public std::system_error {

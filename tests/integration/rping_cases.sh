@@ -93,7 +93,7 @@ case_rping_persistent() {
   eval "pid=\$PID_pserver"
   kill -INT "$pid"
   finish pserver 20
-  expect_rc 0 "persistent server after SIGINT"
+  expect_rc 130 "persistent server after SIGINT"
   expect_jq '.outcome == "interrupted"' pserver.out
   expect_jq '.connections | length == 5' pserver.out
   expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out
@@ -264,20 +264,20 @@ case_rping_interrupt() {
   eval "pid=\$PID_iclient"
   kill -INT "$pid"
   finish iclient 10
-  expect_rc 0 "unlimited client after Ctrl-C"
+  expect_rc 130 "unlimited client after Ctrl-C"
   expect_jq '.outcome == "interrupted" and .iterations.completed > 0' iclient.out
   finish iserver 10
   expect_rc 0 "server after its client was interrupted"
-  # A counted run cut short by Ctrl-C did not complete: non-zero, partial report.
+  # A counted run cut short by SIGTERM did not complete: 143, partial report.
   next_port
   start iserver2 "$OURS_RPING" -s -a "$RXE_ADDR" -p "$PORT"
   wait_listening "$PORT"
   start iclient2 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 100000000 --json
   sleep 2
   eval "pid=\$PID_iclient2"
-  kill -INT "$pid"
+  kill -TERM "$pid"
   finish iclient2 10
-  expect_rc 1 "counted client after Ctrl-C"
+  expect_rc 143 "counted client after SIGTERM"
   expect_jq '.outcome == "interrupted" and .iterations.completed > 0 and .iterations.completed < 100000000' iclient2.out
   finish iserver2 10
 }

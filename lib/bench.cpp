@@ -342,7 +342,7 @@ void post_size(const Lane& lane, std::uint32_t size) {
   ibv_send_wr wr{};
   wr.wr_id = 0;
   wr.opcode = IBV_WR_SEND_WITH_IMM;
-  wr.imm_data = htonl(size);
+  wr.imm_data = bw::encode_size_announcement(size);
   wr.send_flags = IBV_SEND_SIGNALED;
   post(lane.qp, &wr, 0);
 }
@@ -531,12 +531,7 @@ std::uint64_t answer_pings(const AnswerSettings& s) {
       poster.reaped(wc);
       if (wc.wr_id != receive_id) continue;
       if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) {
-        const std::uint32_t announced = ntohl(wc.imm_data);
-        if (announced == 0 || announced > lane.receive_length) {
-          throw ProtocolError(fmt::format("the client announced {}-byte messages; the buffer holds {}", announced,
-                                          lane.receive_length));
-        }
-        size = announced;
+        size = bw::decode_size_announcement(wc.imm_data, lane.receive_length);
         seen = 0;
         if (s.operation == bw::Operation::write) last_byte(lane.receive_address, size) = 0;
         post_size(lane, size);

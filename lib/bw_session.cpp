@@ -69,7 +69,13 @@ std::string address_of_gid(const BwSettings& s) {
 
 // The local address: --bind, or the address of the -x GID, or none.
 std::string local_address(const BwSettings& s) {
-  return s.gid_index ? address_of_gid(s) : s.bind;
+  if (s.gid_index) return address_of_gid(s);
+  if (!s.device.empty()) {
+    // A -d that names no device at all is refused with the devices present, before the
+    // address is resolved and only "served by" another device could be said about it.
+    const DeviceContext device(s.device);
+  }
+  return s.bind;
 }
 
 // What both sides share. The queue depths are those the device is checked against, before

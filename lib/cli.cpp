@@ -4,9 +4,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
 
+#include "lib/completion.hpp"
 #include "lib/log.hpp"
 
 namespace rdmakit {
@@ -17,7 +22,17 @@ void CommonOptions::add_to(CLI::App& app, const std::string& debug_flag) {
       ->capture_default_str();
   const std::string debug_names = debug_flag.empty() ? "--debug" : debug_flag + ",--debug";
   app.add_flag(debug_names, debug, "Debug logging on stderr (same as --log-level debug)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")->capture_default_str();
+  // The set in the description is what help and shell completion show; the check itself is
+  // parse_log_level's, so the spellings spdlog also takes ("warning", "err") keep working.
+  const CLI::Validator known_level(
+      [](std::string& name) {
+        return parse_log_level(name) ? std::string()
+                                     : "'" + name + "' is not one of trace, debug, info, warn, error, critical, off";
+      },
+      "{trace,debug,info,warn,error,critical,off}");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str()
+      ->check(known_level);
 }
 
 void CommonOptions::check() const {
@@ -36,7 +51,7 @@ ToolRunner::ToolRunner(std::string name, std::string description, const std::str
 }
 
 void ToolRunner::enable_json_file() {
-  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file");
+  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file")->type_name("FILE");
 }
 
 void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
@@ -67,6 +82,28 @@ ExitCode stop_signal_exit_code() {
     return ExitCode::terminated;
   }
   return ExitCode::interrupted;
+}
+
+// The program name asked for by --bash-completion[=NAME] anywhere before "--". Without NAME:
+// the name this process was started under, which is the installed one, packager's prefix
+// included. Only the '=' form takes a name, so a positional argument is never mistaken for one.
+std::optional<std::string> completion_request(int argc, char** argv, const std::string& fallback) {
+  constexpr std::string_view flag = "--bash-completion";
+  const std::string started_as = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : fallback;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg == flag) {
+      return started_as;
+    }
+    if (arg.starts_with(flag) && arg[flag.size()] == '=') {
+      const auto name = arg.substr(flag.size() + 1);
+      return name.empty() ? started_as : std::string(name);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -107,6 +144,16 @@ void ToolRunner::render(const Report& report) const {
 
 int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate,
                     const std::function<void(Report&)>& body) {
+  // Looked for before parsing: the build generates completions by running each tool, and
+  // that must work whatever else the command line would require or refuse.
+  if (const auto program = completion_request(argc, argv, name_)) {
+    try {
+      std::cout << bash_completion(app_, *program) << std::flush;
+    } catch (const std::invalid_argument& error) {
+      return usage_error(std::string("--bash-completion: ") + error.what());
+    }
+    return static_cast<int>(ExitCode::ok);
+  }
   try {
     app_.parse(argc, argv);
   } catch (const CLI::Success& done) {

@@ -48,6 +48,9 @@ class ToolRunner {
 
   // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
   // with a report to fill in, then renders it. Returns the process exit code.
+  // `--bash-completion[=NAME]` instead prints a bash completion script for this tool's
+  // options, registered for the command NAME (default: argv[0]'s file name), and returns 0
+  // before anything else runs. It is not a CLI11 option, so --help does not list it.
   int run(int argc, char** argv, const std::function<void()>& validate, const std::function<void(Report&)>& body);
 
  private:

@@ -28,8 +28,23 @@ struct SocketAddress {
   std::string host_string() const;  // without the port
 };
 
-// Resolves a numeric address or host name. Throws UsageError when it cannot.
+// Resolves a numeric address or host name. Throws UsageError when the host names nothing,
+// std::runtime_error when the resolver itself failed (EAI_AGAIN: the run may work later).
 SocketAddress parse_address(const std::string& host, std::uint16_t port);
+
+// For a tool's validate step, before anything needs an RDMA device: throws UsageError when
+// `host` names nothing for getaddrinfo with `family` (AF_UNSPEC, AF_INET, AF_INET6) and, with
+// `numeric`, AI_NUMERICHOST. Returns false when the resolver failed instead: the lookup the
+// run makes then reports that as the run's failure. An empty host is true.
+bool check_resolvable(const std::string& host, int family = AF_UNSPEC, bool numeric = false);
+
+// Throws what getaddrinfo's (or rdma_getaddrinfo's) EAI_* `code` for `host` means, as
+// parse_address does.
+[[noreturn]] void throw_unresolved(const std::string& host, int code);
+
+// A name under .invalid (RFC 6761 reserves it for names that never resolve).
+bool reserved_invalid_name(const std::string& host);
+
 SocketAddress address_of(const sockaddr* address);
 
 class EventChannel {

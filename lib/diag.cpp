@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -566,7 +567,8 @@ Target make_target(const std::string& numeric_host, std::uint16_t port, const st
   std::array<unsigned char, 16> bytes{};
   if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
     target.family = AF_INET;
-    target.wildcard = bare == "0.0.0.0";
+    // From the parsed bytes: the text may go on past a NUL that inet_pton stops at.
+    target.wildcard = bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 0 && bytes[3] == 0;
     target.loopback = bytes[0] == 127;
   } else if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
     target.family = AF_INET6;
@@ -591,7 +593,9 @@ std::string gid_text(std::string_view sysfs_gid) {
   for (char c : sysfs_gid) {
     if (c != ':') hex.push_back(c);
   }
-  if (hex.size() != 32) {
+  // Anything but 32 hex digits is shown as it is: stoul would throw on "zz" and read "0x" or "-1" as numbers.
+  if (hex.size() != 32 ||
+      !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
     return std::string(sysfs_gid);
   }
   for (std::size_t i = 0; i < 16; ++i) {

@@ -1,5 +1,7 @@
 #include "lib/protocol.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -286,6 +288,18 @@ std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes) {
     text += std::isprint(static_cast<unsigned char>(c)) != 0 ? c : '?';
   }
   return text;
+}
+
+std::uint32_t encode_size_announcement(std::uint32_t size) {
+  return htonl(size);
+}
+
+std::uint32_t decode_size_announcement(std::uint32_t imm_data, std::uint32_t capacity) {
+  const std::uint32_t announced = ntohl(imm_data);
+  if (announced == 0 || announced > capacity) {
+    throw ProtocolError(fmt::format("the client announced {}-byte messages; the buffer holds {}", announced, capacity));
+  }
+  return announced;
 }
 
 }  // namespace rdmakit::bw

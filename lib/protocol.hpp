@@ -129,4 +129,11 @@ Answer decode_answer(std::span<const std::uint8_t> bytes);
 // when the bytes are not a send_bw refusal (another server, or a plain CM reject).
 std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes);
 
+// Latency tests announce each message size in the immediate data of a zero-length SEND,
+// in network byte order as ibv_wc.imm_data holds it. The server takes a size only within
+// 1..capacity (its receive buffer, whose last byte for that size the write test polls);
+// otherwise ProtocolError.
+std::uint32_t encode_size_announcement(std::uint32_t size);
+std::uint32_t decode_size_announcement(std::uint32_t imm_data, std::uint32_t capacity);
+
 }  // namespace rdmakit::bw

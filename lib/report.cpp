@@ -78,15 +78,25 @@ nlohmann::json to_json(const Report& r) {
   for (const auto& [key, value] : r.extra.items()) {
     doc[key] = value;
   }
+  // Arguments, addresses and messages hold whatever bytes a user, a peer or sysfs supplied,
+  // and dump() throws on invalid UTF-8 where the tools print the report: such a document
+  // comes back with those bytes as U+FFFD, any other unchanged.
+  try {
+    static_cast<void>(doc.dump());
+  } catch (const nlohmann::json::type_error&) {
+    return nlohmann::json::parse(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
   return doc;
 }
 
 std::string render_text(const Report& r) {
+  // Even a tool's own text (an empty table, a summary of nothing): the error line on stderr
+  // says it all.
+  if (r.outcome == "usage_error") {
+    return {};
+  }
   if (!r.text.empty()) {
     return r.text;
-  }
-  if (r.outcome == "usage_error") {
-    return {};  // the error line on stderr says it all
   }
   std::ostringstream out;
   const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);

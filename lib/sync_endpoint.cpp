@@ -1,5 +1,7 @@
 #include "lib/sync_endpoint.hpp"
 
+#include <netdb.h>
+
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -44,11 +46,15 @@ AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passiv
     : AddrInfo(host, port, tcp_hints(passive)) {}
 
 AddrInfo::AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints) {
-  if (rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints, &info_) !=
-      0) {
-    // rdma_getaddrinfo reports getaddrinfo's EAI_* codes in its return value; errno is unreliable.
-    throw RdmaError("rdma_getaddrinfo", host + ":" + port, errno ? errno : ENOENT);
-  }
+  // Not asked at all: the resolver could only answer "try again" where no DNS server is reachable.
+  if (reserved_invalid_name(host)) throw_unresolved(host, EAI_NONAME);
+  const int rc =
+      rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints, &info_);
+  if (rc == 0) return;
+  // getaddrinfo's EAI_* code comes back as the return value, errno then being unreliable;
+  // librdmacm's own failures (no device for ucma_init, say) return -1 with errno set.
+  if (rc != -1 && rc != EAI_SYSTEM) throw_unresolved(host, rc);
+  throw RdmaError("rdma_getaddrinfo", host + ":" + port, errno ? errno : ENOENT);
 }
 
 AddrInfo::~AddrInfo() {

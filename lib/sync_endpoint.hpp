@@ -20,7 +20,8 @@ namespace rdmakit {
 
 class AddrInfo {
  public:
-  // Throws RdmaError("rdma_getaddrinfo", ...) when the name does not resolve.
+  // Throws UsageError when the host names nothing, std::runtime_error when the resolver
+  // failed (EAI_AGAIN), RdmaError("rdma_getaddrinfo", ...) when librdmacm itself failed.
   AddrInfo(const std::string& host, const std::string& port, bool passive);
   // With explicit hints (port space, family, flags); `host` or `port` may be empty.
   AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace rdmakit::diag {
@@ -36,11 +37,21 @@ std::vector<std::string> sorted_entries(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     names.push_back(entry.path().filename().string());
   }
-  std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-    // Numeric order for port and GID indices, name order otherwise.
-    const bool numeric = !a.empty() && !b.empty() && std::all_of(a.begin(), a.end(), ::isdigit) &&
-                         std::all_of(b.begin(), b.end(), ::isdigit);
-    return numeric ? std::stoll(a) < std::stoll(b) : a < b;
+  // Port and GID indices in numeric order, before any other names, which are in name order.
+  // Compared as digit strings: a strict weak order (std::sort needs one) that no name, however
+  // long, makes throw.
+  const auto number = [](const std::string& name) -> std::optional<std::string_view> {
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    return std::string_view(name).substr(std::min(name.find_first_not_of('0'), name.size()));
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    const auto x = number(a);
+    const auto y = number(b);
+    if (x && y) return x->size() != y->size() ? x->size() < y->size() : *x < *y;
+    if (x || y) return x.has_value();
+    return a < b;
   });
   return names;
 }

@@ -105,6 +105,10 @@ std::string opcode_name(ibv_wc_opcode opcode) {
 DeviceContext::DeviceContext(const std::string& name) {
   int count = 0;
   ibv_device** list = ibv_get_device_list(&count);
+  if (list == nullptr && errno == ENOSYS) {
+    // The kernel has no verbs support at all: no device, as with an empty list.
+    throw Unsupported("no RDMA device on this host (ibv_get_device_list: no kernel verbs support)");
+  }
   if (list == nullptr) {
     throw RdmaError("ibv_get_device_list", "", errno);
   }

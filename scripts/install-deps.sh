@@ -7,6 +7,8 @@ packages=(
   # build
   build-essential cmake pkg-config clang-format
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
+  # the .deb (scripts/package.sh): CPack picks the programs for dpkg-shlibdeps with file(1)
+  file
   # run and test against the stock tools
   rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq gnuplot-nox
   # the soft-RoCE VM (scripts/rxe-vm.sh)

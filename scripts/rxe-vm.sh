@@ -15,10 +15,20 @@
 #   plainnet0 (dummy, no RDMA)     10.56.0.1/24     for tests that need an address without RDMA
 # COMMAND sees RDMAKIT_VM=1, RXE_ADDR, RXE_ADDR2, RXE_ADDR6, RXE_DEV, RXE_NETDEV, PLAIN_ADDR.
 #
+# Two hosts (--pair): two guests joined by a qemu stream socket (virtio-net, a real wire
+# between two kernels), each with rxe1 on its eth0 besides the loopback setup above:
+#   guest a (the peer):  10.57.0.1/24, fd57::1/64    runs what guest b asks it to
+#   guest b (COMMAND):   10.57.0.2/24, fd57::2/64
+# COMMAND runs on b and also sees WIRE_ADDR, WIRE_ADDR6, WIRE_DEV=rxe1, WIRE_NETDEV, PEER_ADDR,
+# PEER_ADDR6 and RXEVM_RPC, a folder shared by both guests through which b starts, signals
+# and waits for commands on a (the protocol is in the peer agent below; the helpers that
+# speak it are remote_* in tests/integration/lib.sh).
+#
 # Options:
 #   --timeout SECONDS   kill the guest after this long (default 900, env RXEVM_TIMEOUT)
 #   --memory MIB        guest memory (default 2048, env RXEVM_MEM)
 #   --kernel VERSION    kernel under /lib/modules to boot (default: newest with rdma_rxe)
+#   --pair              boot two guests on one wire (above); memory is per guest
 # Exit status: COMMAND's; 98 guest setup failed; 99 guest did not finish (timeout or crash);
 # 100 a requirement is missing on the host.
 # Needs: qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 rdma-core
@@ -28,6 +38,7 @@ set -euo pipefail
 timeout_s=${RXEVM_TIMEOUT:-900}
 memory_mib=${RXEVM_MEM:-2048}
 kver=""
+pair=false
 die() { echo "rxe-vm: $*" >&2; exit 100; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
 
@@ -36,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --memory) memory_mib=$2; shift 2 ;;
     --kernel) kver=$2; shift 2 ;;
+    --pair) pair=true; shift ;;
     -h|--help) usage 0 ;;
     --) shift; break ;;
     -*) echo "rxe-vm: unknown option $1" >&2; usage 2 ;;
@@ -88,12 +100,13 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in $(cat /lib/mods/order); do insmod /lib/mods/$m; done
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /mnt/root
 work=$(sed -n 's/.*rxevm_dir=\([^ ]*\).*/\1/p' /proc/cmdline)
+state=$(sed -n 's/.*rxevm_state=\([^ ]*\).*/\1/p' /proc/cmdline)
 for d in proc sys dev; do mount --move /$d /mnt/root/$d; done
 for d in tmp run var/tmp root; do mount -t tmpfs tmpfs /mnt/root/$d; done
 # DIR may sit under one of those tmpfs (a checkout in /tmp): make its mount point there.
 mkdir -p /mnt/root$work 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 work /mnt/root$work
-chroot /mnt/root /bin/sh -c "cd $work && HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash .rxevm/guest.sh > .rxevm/out 2>&1; echo \$? > .rxevm/rc"
+chroot /mnt/root /bin/sh -c "cd $work && HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash $state/guest.sh > $state/out 2>&1; echo \$? > $state/rc"
 sync
 poweroff -f
 INIT
@@ -103,10 +116,69 @@ INIT
   mv "$cache/initrd.gz.new" "$cache/initrd.gz"
 fi
 
-state=$dir/.rxevm
-mkdir -p "$state"
-rm -f "$state/rc" "$state/out" "$state/console"
-cat > "$state/guest.sh" <<GUEST
+# guest_script ROLE: the script a guest runs (ROLE: single, a or b).
+guest_script() {
+  local role=$1 wire_setup="" wire_env="" body
+  if [[ $role != single ]]; then
+    local own=1 peer=2
+    [[ $role == b ]] && own=2 peer=1
+    wire_setup="
+  modprobe virtio_net || return 1
+  WIRE_NETDEV=\$(ls /sys/class/net | grep -E '^(eth|ens|enp)' | head -1)
+  [[ -n \$WIRE_NETDEV ]] || { echo 'rxe-vm: no virtio NIC in the guest'; return 1; }
+  ip link set \$WIRE_NETDEV up && ip addr add 10.57.0.$own/24 dev \$WIRE_NETDEV || return 1
+  ip -6 addr add fd57::$own/64 dev \$WIRE_NETDEV nodad || return 1
+  rdma link add rxe1 type rxe netdev \$WIRE_NETDEV || return 1"
+    wire_env="export WIRE_DEV=rxe1 WIRE_NETDEV WIRE_ADDR=10.57.0.$own WIRE_ADDR6=fd57::$own"
+    wire_env+=" PEER_ADDR=10.57.0.$peer PEER_ADDR6=fd57::$peer RXEVM_RPC=$rpc"
+  fi
+  case $role in
+    single) body=$command_line ;;
+    # The guests boot side by side: b's COMMAND starts once a's agent is ready.
+    b) body="for _ in \$(seq 600); do [[ -e $rpc/agent.ready ]] && break; sleep 0.2; done
+[[ -e $rpc/agent.ready ]] || { echo 'rxe-vm: the peer guest never became ready'; exit 98; }
+$command_line" ;;
+    # The peer agent: b drops NAME.req (a shell script) into the RPC folder; a runs it in
+    # the background with output in NAME.out/NAME.err, its pid in NAME.pid and its exit
+    # status in NAME.rc (each written whole, by rename). NAME.sig is a fault to inject now,
+    # "kill SIGNAL PID", "write VALUE FILE" or "clock - -", then a line "end"; the agent
+    # answers NAME.sent: the status and when it was done ($EPOCHREALTIME). Faults use only shell builtins, so one lands within a poll even on a busy
+    # guest. b writes "shutdown" when it is done.
+    a) body='mkfifo /tmp/agent.tick && exec 9<> /tmp/agent.tick  # read -t on it: a sleep without a process
+declare -A delivered=()
+echo $$ > "$RXEVM_RPC/agent.ready"
+while [[ ! -e $RXEVM_RPC/shutdown ]]; do
+  for sig in "$RXEVM_RPC"/*.sig; do
+    [[ -e $sig && -z ${delivered[$sig]:-} ]] || continue
+    lines=()
+    mapfile -t lines < "$sig"
+    [[ ${lines[1]:-} == end ]] || continue
+    read -r action argument target <<< "${lines[0]}"
+    case $action in
+      kill) kill "-$argument" "$target" 2> /dev/null ;;
+      write) echo "$argument" 2> /dev/null > "${target//@WIRE_NETDEV@/$WIRE_NETDEV}" ;;
+      clock) true ;;  # only the time in the answer: b uses it to relate the two clocks
+      *) false ;;
+    esac
+    echo "$? $EPOCHREALTIME" > "${sig%.sig}.sent"
+    delivered[$sig]=1
+  done
+  for req in "$RXEVM_RPC"/*.req; do
+    [[ -e $req ]] || continue
+    name=${req%.req}
+    mv "$req" "$name.cmd"
+    (
+      bash "$name.cmd" > "$name.out" 2> "$name.err" &
+      echo $! > "$name.pid.new" && mv "$name.pid.new" "$name.pid"
+      rc=0; wait $! || rc=$?
+      echo $rc > "$name.rc.new" && mv "$name.rc.new" "$name.rc"
+    ) &
+  done
+  read -r -t 0.05 -u 9 || true
+done
+exit 0' ;;
+  esac
+  cat <<GUEST
 set -u
 setup() {
   modprobe rdma_rxe && modprobe rdma_ucm && modprobe dummy numdummies=0 || return 1
@@ -115,28 +187,79 @@ setup() {
   ip addr add 10.55.0.1/24 dev rxenet0 && ip addr add 10.55.0.2/24 dev rxenet0 || return 1
   ip -6 addr add fd55::1/64 dev rxenet0 nodad || return 1
   ip link add plainnet0 type dummy && ip link set plainnet0 up && ip addr add 10.56.0.1/24 dev plainnet0 || return 1
-  rdma link add rxe0 type rxe netdev rxenet0 || return 1
+  rdma link add rxe0 type rxe netdev rxenet0 || return 1$wire_setup
 }
 if ! setup; then echo "rxe-vm: guest setup failed"; exit 98; fi
 ulimit -l unlimited
 export RDMAKIT_VM=1 RXE_DEV=rxe0 RXE_NETDEV=rxenet0 RXE_ADDR=10.55.0.1 RXE_ADDR2=10.55.0.2 RXE_ADDR6=fd55::1 PLAIN_ADDR=10.56.0.1
-$command_line
+$wire_env
+$body
 GUEST
+}
 
-status=0
-timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -m "$memory_mib" -smp 2 -nographic -no-reboot \
-  -kernel "/boot/vmlinuz-$kver" -initrd "$cache/initrd.gz" \
-  -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-  -virtfs "local,path=$dir,mount_tag=work,security_model=none" -nic none \
-  -append "console=ttyS0 quiet loglevel=0 panic=-1 rxevm_dir=$dir" > "$state/console" 2>&1 || status=$?
-cat "$state/out" 2>/dev/null || true
-if [[ ! -s $state/rc ]]; then
+# boot STATE_NAME SMP NIC_ARGS...: runs one guest to the end; its state folder is DIR/STATE_NAME.
+boot() {
+  local state_name=$1 smp=$2
+  shift 2
+  timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -m "$memory_mib" -smp "$smp" -nographic -no-reboot \
+    -kernel "/boot/vmlinuz-$kver" -initrd "$cache/initrd.gz" \
+    -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+    -virtfs "local,path=$dir,mount_tag=work,security_model=none" "$@" \
+    -append "console=ttyS0 quiet loglevel=0 panic=-1 rxevm_dir=$dir rxevm_state=$state_name" \
+    > "$dir/$state_name/console" 2>&1
+}
+
+# finished STATE_NAME QEMU_STATUS: prints the guest's output; false when it never finished.
+finished() {
+  local state=$dir/$1 status=$2
+  cat "$state/out" 2>/dev/null || true
+  [[ -s $state/rc ]] && return 0
   if [[ $status -eq 124 || $status -eq 137 ]]; then
-    echo "rxe-vm: guest killed after ${timeout_s}s (--timeout); console log: $state/console" >&2
+    echo "rxe-vm: guest $1 killed after ${timeout_s}s (--timeout); console log: $state/console" >&2
   else
-    echo "rxe-vm: guest did not finish (qemu exit $status); console log: $state/console" >&2
+    echo "rxe-vm: guest $1 did not finish (qemu exit $status); console log: $state/console" >&2
     tail -20 "$state/console" >&2 || true
   fi
-  exit 99
+  return 1
+}
+
+states=(.rxevm)
+$pair && states=(.rxevm-a .rxevm-b)
+for state_name in "${states[@]}"; do
+  mkdir -p "$dir/$state_name"
+  rm -f "$dir/$state_name"/{rc,out,console}
+done
+
+if ! $pair; then
+  rpc=""
+  guest_script single > "$dir/.rxevm/guest.sh"
+  status=0
+  boot .rxevm 2 -nic none || status=$?
+  finished .rxevm "$status" || exit 99
+  exit "$(cat "$dir/.rxevm/rc")"
 fi
-exit "$(cat "$state/rc")"
+
+rpc=$dir/.rxevm-pair
+rm -rf "$rpc"
+mkdir -p "$rpc"
+guest_script a > "$dir/.rxevm-a/guest.sh"
+guest_script b > "$dir/.rxevm-b/guest.sh"
+# The wire: a qemu stream socket; guest a listens on it, so a boots first.
+wire=$(mktemp -d)/wire.sock
+boot .rxevm-a 2 -netdev "stream,id=wire,server=on,addr.type=unix,addr.path=$wire" \
+  -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:01 &
+peer_pid=$!
+for _ in $(seq 100); do [[ -S $wire ]] && break; sleep 0.1; done
+[[ -S $wire ]] || { kill "$peer_pid" 2>/dev/null; die "guest a never opened the wire socket $wire"; }
+status=0
+boot .rxevm-b 2 -netdev "stream,id=wire,server=off,addr.type=unix,addr.path=$wire" \
+  -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:02 || status=$?
+touch "$rpc/shutdown"
+peer_status=0
+wait "$peer_pid" || peer_status=$?
+rm -rf "$(dirname "$wire")"
+echo "== rxe-vm: peer guest a"
+finished .rxevm-a "$peer_status" || true
+echo "== rxe-vm: guest b"
+finished .rxevm-b "$status" || exit 99
+exit "$(cat "$dir/.rxevm-b/rc")"

@@ -2,7 +2,8 @@
 # test.sh: the whole test suite. Installs missing dependencies, checks formatting, builds
 # twice (warnings as errors; and with ASan+UBSan), runs the unit tests of both builds here
 # and the integration tests of both builds on a real soft-RoCE device inside the VM
-# (scripts/rxe-vm.sh). Exits non-zero on any failure.
+# (scripts/rxe-vm.sh), then the two-host cases of the plain build on two guests joined by a
+# wire (scripts/rxe-vm.sh --pair). Exits non-zero on any failure.
 #   RDMAKIT_SKIP_VM=1   unit tests only (integration cases are then not run at all)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,12 +25,24 @@ for dir in build build-asan; do
   ctest --test-dir "$root/$dir" -L unit --output-on-failure
 done
 
+echo "== fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=10} s (their corpora replay in the unit tests)"
+scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS"
+
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   echo "== integration tests skipped (RDMAKIT_SKIP_VM=1)"
   exit 0
 fi
+status=0
 echo "== integration tests on soft-RoCE in the VM (both builds)"
 scripts/rxe-vm.sh --timeout 3000 "$root" \
   "export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS; rc=0;" \
   "for d in build build-asan; do echo \"== integration (\$d)\";" \
-  "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done; exit \$rc"
+  "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done; exit \$rc" || status=1
+
+echo "== two-host tests: client and server on two guests joined by a wire (plain build)"
+scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" "ctest --test-dir $root/build -L pair --output-on-failure" ||
+  status=1
+
+echo "== Debian package from the tested build, checked (scripts/package.sh)"
+scripts/package.sh "$root/build" || status=1
+exit $status

@@ -65,18 +65,26 @@ int main(int argc, char** argv) {
       "not be explained (the raw data is printed).");
   rdmakit::diag::Diagnosis d;
   rdmakit::diag::ProbeOptions probe;
+  auto target = [&] {
+    const auto host =
+        options.address.empty() ? std::string() : rdmakit::parse_address(options.address, 0).host_string();
+    return rdmakit::diag::make_target(host, options.port, options.port_space);
+  };
+  bool resolved = false;
   // Everything that can be wrong with the command line is found before anything runs.
   auto prepare = [&] {
     if (!options.replay_dir.empty()) {
       d = replay(options);
       return;
     }
-    const auto host =
-        options.address.empty() ? std::string() : rdmakit::parse_address(options.address, 0).host_string();
-    d.target = rdmakit::diag::make_target(host, options.port, options.port_space);
+    // A resolver that cannot answer now (EAI_AGAIN) is not the command line's fault: the run
+    // resolves again and fails with it.
+    resolved = rdmakit::check_resolvable(options.address);
+    if (resolved) d.target = target();
   };
   return runner.run(argc, argv, prepare, [&](rdmakit::Report& report) {
     if (options.replay_dir.empty()) {
+      if (!resolved) d.target = target();
       probe.timeout = runner.common().timeout();
       probe.registration_bytes = options.registration_kib << 10;
       d.inventory = rdmakit::diag::collect_inventory(probe);

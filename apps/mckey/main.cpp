@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/cli.hpp"
+#include "lib/cm.hpp"
 #include "lib/connection_group.hpp"
 #include "lib/diag_probe.hpp"
 
@@ -147,6 +148,9 @@ int main(int argc, char** argv) {
         if (o.send_only && !o.sender) {
           throw rdmakit::UsageError("-o (send-only join) is for a sender: add -s");
         }
+        // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
+        rdmakit::check_resolvable(o.group);
+        rdmakit::check_resolvable(o.bind);
       },
       [&](rdmakit::Report& report) {
         report.arguments = {{"group", o.group.empty() ? o.unmapped_group : o.group},

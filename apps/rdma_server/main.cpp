@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--no-inline", options.no_inline, "Send from registered memory even where inline sends work");
   return tool.run(
-      argc, argv, [] {},
+      argc, argv,
+      // rdma_getaddrinfo needs an RDMA device before it looks at the name at all.
+      [&] { rdmakit::check_resolvable(options.server); },
       [&](rdmakit::Report& report) {
         report.role = "server";
         report.arguments = {{"server", options.server}, {"port", options.port}};

@@ -1,6 +1,7 @@
 // rping: RDMA ping over rdma_cm, wire-compatible with rdma-core's rping, with timings,
 // latency statistics and a JSON report.
 
+#include <atomic>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "apps/rping/ping_loop.hpp"
 #include "lib/cli.hpp"
+#include "lib/cm.hpp"
 #include "lib/diag_probe.hpp"
 #include "lib/protocol.hpp"
 
@@ -71,6 +73,9 @@ void validate(const Options& o) {
   if (o.accept_timeout_s < 0) {
     throw rdmakit::UsageError("--accept-timeout cannot be negative");
   }
+  // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
+  rdmakit::check_resolvable(o.address);
+  rdmakit::check_resolvable(o.source);
 }
 
 nlohmann::json arguments_of(const Options& o, const rdmakit::CommonOptions& common) {
@@ -142,16 +147,27 @@ void run_server(const Options& o, const rdmakit::EndpointOptions& endpoint_optio
   // listener thread only accepts. Ctrl-C reaches every thread through the stop fd.
   std::mutex results_mutex;
   std::vector<rping::ServedConnection> results;
-  std::vector<std::jthread> workers;
+  struct Worker {
+    std::shared_ptr<std::atomic<bool>> finished;
+    std::jthread thread;
+  };
+  std::vector<Worker> workers;
   try {
     for (;;) {
       std::shared_ptr<rdmakit::Endpoint> endpoint = listener.next_request(deadline);
-      workers.emplace_back([endpoint, &ping, &results_mutex, &results] {
-        rdmakit::Report connection_report;
-        auto served = serve_recorded(*endpoint, ping, connection_report);
-        const std::lock_guard lock(results_mutex);
-        results.push_back(std::move(served));
-      });
+      // A finished thread keeps its stack until joined: reap them, or a long-lived server
+      // grows by a stack per client served.
+      std::erase_if(workers, [](const Worker& worker) { return worker.finished->load(); });
+      auto finished = std::make_shared<std::atomic<bool>>(false);
+      workers.push_back(Worker{finished, std::jthread([endpoint, finished, &ping, &results_mutex, &results] {
+                                 rdmakit::Report connection_report;
+                                 auto served = serve_recorded(*endpoint, ping, connection_report);
+                                 {
+                                   const std::lock_guard lock(results_mutex);
+                                   results.push_back(std::move(served));
+                                 }
+                                 finished->store(true);
+                               })});
     }
   } catch (const rdmakit::RunStopped& stopped) {
     workers.clear();  // joins

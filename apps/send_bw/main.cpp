@@ -8,6 +8,7 @@
 
 #include "lib/bw_session.hpp"
 #include "lib/cli.hpp"
+#include "lib/cm.hpp"
 #include "lib/diag_probe.hpp"
 #include "lib/wait.hpp"
 
@@ -82,6 +83,9 @@ void validate(const Options& o, bool duration_given, bool iterations_given) {
   if (o.gid_index && !o.bind.empty()) {
     throw rdmakit::UsageError("-x and --bind both choose the local address: give one");
   }
+  // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
+  rdmakit::check_resolvable(o.server);
+  rdmakit::check_resolvable(o.bind);
 }
 
 nlohmann::json row_json(const rdmakit::BandwidthRow& row) {
@@ -199,9 +203,13 @@ int main(int argc, char** argv) {
   app.add_option("--bind", o.bind, "Local address (server: listen address)");
   app.add_option("-p,--port", o.port, "Port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("-d,--ib-dev", o.device, "RDMA device the address must resolve to (checked)");
-  app.add_option("--test", o.test, "bw (bandwidth) or lat (latency)")->capture_default_str();
+  app.add_option("--test", o.test, "bw (bandwidth) or lat (latency)")
+      ->check(CLI::IsMember({"bw", "lat"}))
+      ->capture_default_str();
   app.add_flag("--lat", o.latency_flag, "Same as --test lat");
-  app.add_option("--op", o.operation, "send, write or read")->capture_default_str();
+  app.add_option("--op", o.operation, "send, write or read")
+      ->check(CLI::IsMember({"send", "write", "read"}))
+      ->capture_default_str();
   auto* size = app.add_option("-s,--size", o.size, "Message bytes (latency test: 2)")
                    ->capture_default_str()
                    ->check(CLI::Range(1u, bw::max_message_size));

@@ -69,11 +69,7 @@ int main(int argc, char** argv) {
   app.add_option("-a,--ack-timeout", o.ack_timeout, "Local ACK timeout exponent (4.096 us * 2^N)")
       ->check(CLI::Range(0, 31));
   return tool.run(
-      argc, argv,
-      [&] {
-        port_space_of(o);
-        rdmakit::addressing_hints(o.flags.format, RDMA_PS_TCP);
-      },
+      argc, argv, [&] { o.flags.check(port_space_of(o)); },
       [&](rdmakit::Report& report) {
         report.arguments = o.flags.arguments(port_space_of(o));
         report.arguments["migrate"] = o.migrate;

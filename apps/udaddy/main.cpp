@@ -62,11 +62,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
   return tool.run(
-      argc, argv,
-      [&] {
-        port_space_of(o);
-        rdmakit::addressing_hints(o.flags.format, RDMA_PS_UDP);
-      },
+      argc, argv, [&] { o.flags.check(port_space_of(o)); },
       [&](rdmakit::Report& report) {
         report.arguments = o.flags.arguments(port_space_of(o));
         report.iterations_requested = static_cast<std::uint64_t>(o.flags.count) * o.flags.connections;

@@ -35,6 +35,7 @@ case_diag_bind_ok() {
   expect_cause ok ok 0
   expect_jq ".attempt.device == \"$RXE_DEV\" and .attempt.port == 1" ok.out
   expect_jq '[.attempt.steps[].call] == ["rdma_create_event_channel","rdma_create_id","rdma_bind_addr","ibv_reg_mr"]' ok.out
+  expect_schema diag-bind ok.out
   expect_grep "a RoCE v2 peer reaches it with GID index" ok.text.out
   diag ok6 "$RXE_ADDR6"
   expect_cause ok6 ok 0

@@ -33,6 +33,8 @@ case_udaddy_self() {
   expect_rc 0 "our udaddy server"
   expect_jq "$GROUP_JSON" client.out
   expect_jq "$GROUP_JSON" server.out
+  expect_schema udaddy client.out
+  expect_schema udaddy server.out
   expect_jq '.outcome == "completed" and .messages.sent == 40 and .messages.received == 40 and .messages.lost == 0' \
     client.out
   expect_jq '[.steps[].step] | sort == (["create_id","resolve_addr","resolve_route","create_qp","connect","transfer"] | sort)' client.out
@@ -108,6 +110,7 @@ case_ucmatose_scaling() {
     finish "server$c" 20
     expect_rc 0 "our ucmatose server -c $c"
     expect_jq "$GROUP_JSON" "client$c.out"
+    expect_schema ucmatose "client$c.out"
     expect_jq ".outcome == \"completed\" and .connections_ready == $c and .messages.received == $((c * 10))" \
       "client$c.out"
     expect_jq "(.connections | length == $c) and .messages.received == $((c * 10)) and .messages.sent == $((c * 10))" \
@@ -177,6 +180,8 @@ case_mckey_self() {
   expect_rc 0 "our mckey receiver"
   expect_jq "$GROUP_JSON" receiver.out
   expect_jq "$GROUP_JSON" sender.out
+  expect_schema mckey receiver.out
+  expect_schema mckey sender.out
   expect_jq '.outcome == "completed" and .role == "sender" and .messages.sent == 10' sender.out
   expect_jq '.outcome == "completed" and .messages.received == 20 and .messages.lost == 0' receiver.out
   expect_jq '.join_latency_us.count == 2 and .join_latency_us.max > 0' receiver.out
@@ -242,6 +247,7 @@ case_mckey_lost() {
   finish interrupted 10
   expect_rc 130 "mckey receiver after Ctrl-C"
   expect_jq '.outcome == "interrupted" and .connections_ready == 1 and .messages.received == 0' interrupted.out
+  expect_schema mckey interrupted.out
   # What rxe cannot do ends plainly with 77.
   run mgid 30 "$OURS_MCKEY" -M ff12:401b::7 -b "$RXE_ADDR" --json
   expect_rc 77 "mckey -M on RoCE"

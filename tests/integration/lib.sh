@@ -92,3 +92,12 @@ run() {
 expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, expected $1"; }
 expect_grep() { grep -q -- "$1" "$T/$2" || fail "'$1' not found in $2"; }
 expect_jq() { jq -e "$1" "$T/$2" > /dev/null || fail "$2 does not satisfy: $1"; }
+
+# expect_schema TOOL FILE: $T/FILE is a report that doc/schema/TOOL.schema.json accepts
+# (tests/schema/schema_check, built into $BIN next to the tools).
+expect_schema() {
+  local root out
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  out=$("$BIN/schema_check" "$root/doc/schema/$1.schema.json" "$T/$2" 2>&1) ||
+    fail "$2 does not match doc/schema/$1.schema.json:"$'\n'"$out"
+}

@@ -15,6 +15,8 @@ case_rdmx_self() {
   expect_jq '[.cm_timings_ms | keys[]] | contains(["getaddrinfo","create_ep","reg_msgs","connect","exchanges","disconnect"])' \
     client.out
   expect_jq '.outcome == "completed" and .iterations.completed == 50 and (.cm_timings_ms | has("accept"))' server.out
+  expect_schema rdma_server server.out
+  expect_schema rdma_client client.out
   note "rtt p50 $(jq .rtt_us.p50 "$T/client.out") us over 50 exchanges; inline $(jq .inline_send "$T/client.out")"
   expect_jq '.inline_send == true' client.out
   # The path for devices without inline sends: messages from registered memory, both sides.

@@ -95,6 +95,7 @@ case_rping_persistent() {
   finish pserver 20
   expect_rc 130 "persistent server after SIGINT"
   expect_jq '.outcome == "interrupted"' pserver.out
+  expect_schema rping pserver.out
   expect_jq '.connections | length == 5' pserver.out
   expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out
   expect_jq '.iterations.completed == 160' pserver.out
@@ -109,6 +110,7 @@ case_rping_json() {
   jq -s 'length == 1' "$T/json_client.out" | grep -q true || fail "client stdout is not one JSON document"
   expect_grep "ping data: rdma-ping-24" json_client.err
   expect_jq '.schema_version == 1 and .tool == "rping" and .role == "client"' json_client.out
+  expect_schema rping json_client.out
   expect_jq '.outcome == "completed" and .exit_code == 0 and (.errors | length == 0)' json_client.out
   expect_jq '.iterations.requested == 25 and .iterations.completed == 25' json_client.out
   expect_jq '.bytes == 6400 and .arguments.size == 128 and .arguments.validate == true' json_client.out

@@ -1,0 +1,45 @@
+# What the install and the Debian package hold beyond the tools (apps/CMakeLists.txt installs
+# each tool with its man page and completion), and the CPack settings for the .deb.
+# scripts/package.sh builds and checks the package.
+
+install(FILES ${PROJECT_SOURCE_DIR}/man/rdmakit.7 DESTINATION ${CMAKE_INSTALL_MANDIR}/man7)
+
+# The JSON report schemas; CONFIGURE_DEPENDS so that a schema added later is picked up by the
+# next build without a manual re-configure.
+file(GLOB RDMAKIT_SCHEMAS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/doc/schema/*.json)
+if(RDMAKIT_SCHEMAS)
+  install(FILES ${RDMAKIT_SCHEMAS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema)
+endif()
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME rdmakit)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "rdmakit developers")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "rdmakit developers")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "RDMA diagnostics and test tools with JSON reports")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+  "rping, udaddy, ucmatose, mckey, rdma_server and rdma_client speak the wire protocols of\n"
+  "the rdmacm-utils tools of the same names and interoperate with them; send_bw measures\n"
+  "bandwidth and latency like perftest; diag-bind explains why an RDMA address bind or\n"
+  "resolution fails. All share one command line, JSON reports, latency statistics and\n"
+  "error messages that name the failing call.")
+if(RDMAKIT_PROGRAM_PREFIX)
+  string(APPEND CPACK_PACKAGE_DESCRIPTION
+    "\nPrograms are installed as ${RDMAKIT_PROGRAM_PREFIX}<tool>, so the package can sit beside rdmacm-utils.")
+endif()
+set(CPACK_DEBIAN_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # rdmakit_<version>_<arch>.deb
+# Depends comes from dpkg-shlibdeps on the installed programs (on Debian 12: libibverbs1,
+# librdmacm1, libspdlog1.10-fmt9, libfmt9, libstdc++6, libgcc-s1, libc6), so it follows
+# whatever the build linked.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The tools run without it, but the udev rules, modules setup and rdma(8) that make a device
+# usable come from rdma-core.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS rdma-core)
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "rdmacm-utils, perftest")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# Shipped stripped, as Debian expects; the build tree keeps the symbols.
+set(CPACK_STRIP_FILES ON)
+
+include(CPack)

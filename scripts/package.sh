@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# package.sh [BUILD_DIR]: builds the rdmakit Debian package in BUILD_DIR (default build-pkg)
+# and checks it. Programs, man pages and completions are named rdmakit-<tool>, so the
+# package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
+#
+# Checks: Depends (from dpkg-shlibdeps) names libibverbs1 and librdmacm1, Recommends
+# rdma-core; the package holds every program, its man page and completion, rdmakit.7 and
+# every doc/schema/*.json, no other program, and no file an installed package (such as
+# rdmacm-utils) owns; each extracted program is stripped and runs --version; each
+# completion, sourced in bash, registers itself for its program and completes "--" to
+# options including --json, --log-level to its levels, diag-bind --ps to its port spaces
+# and send_bw --json-file to file names.
+#
+# Build output goes to stderr; stdout is the .deb's path alone. The first failed check
+# ends the run with one line on stderr and exit 1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$root/build-pkg}
+prefix=rdmakit-
+tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind)
+fail() {
+  echo "package: FAILED: $*" >&2
+  exit 1
+}
+
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+{
+  # A fresh folder is configured without tests; an existing build (CI packages the one it
+  # has just tested, to save a third build) keeps its tests, which install nothing.
+  tests=()
+  [[ -f $dir/CMakeCache.txt ]] || tests=(-DRDMAKIT_BUILD_TESTS=OFF)
+  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMAKIT_PROGRAM_PREFIX="$prefix" \
+    "${tests[@]}" -DRDMAKIT_WERROR=ON > "$dir/package-configure.log" 2>&1 ||
+    { cat "$dir/package-configure.log"; fail "configure failed (log above)"; }
+  cmake --build "$dir" -j "$(nproc)" || fail "build failed (output above)"
+  rm -f "$dir"/rdmakit_*.deb
+  (cd "$dir" && cpack -G DEB) > "$dir/package-cpack.log" 2>&1 ||
+    { cat "$dir/package-cpack.log"; fail "cpack failed (log above)"; }
+} >&2
+debs=("$dir"/rdmakit_*.deb)
+[[ ${#debs[@]} -eq 1 && -f ${debs[0]} ]] || fail "cpack made ${#debs[@]} rdmakit_*.deb in $dir, expected one"
+deb=${debs[0]}
+
+# Control fields. Depends is dpkg-shlibdeps' reading of what the programs link.
+field() { dpkg-deb -f "$deb" "$1"; }
+[[ $(field Package) == rdmakit ]] || fail "Package is '$(field Package)', not rdmakit"
+depends=$(field Depends)
+names() { [[ $1 =~ (^|[ ,])$2([ ,]|$) ]]; }  # a control field's list names package $2
+for lib in libibverbs1 librdmacm1; do
+  names "$depends" "$lib" || fail "Depends lacks $lib: '$depends'"
+done
+names "$(field Recommends)" rdma-core || fail "Recommends lacks rdma-core: '$(field Recommends)'"
+
+# Contents: paths without the leading "./"; directories end in "/".
+mapfile -t contents < <(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./||')
+has() {
+  local path
+  for path in "${contents[@]}"; do [[ $path == "$1" ]] && return 0; done
+  return 1
+}
+expected=(usr/share/man/man7/rdmakit.7)
+for tool in "${tools[@]}"; do
+  expected+=("usr/bin/$prefix$tool" "usr/share/man/man1/$prefix$tool.1"
+    "usr/share/bash-completion/completions/$prefix$tool")
+done
+shopt -s nullglob
+schemas=("$root"/doc/schema/*.json)
+shopt -u nullglob
+for schema in "${schemas[@]}"; do
+  expected+=("usr/share/doc/rdmakit/schema/${schema##*/}")
+done
+for path in "${expected[@]}"; do
+  has "$path" || fail "the package lacks /$path"
+done
+for path in "${contents[@]}"; do
+  # Co-installable: no file another installed package (rdmacm-utils, say) already owns.
+  if [[ $path != */ ]]; then
+    owner=$(dpkg-query -S "/$path" 2>/dev/null | cut -d: -f1 || true)
+    [[ -z $owner || $owner == rdmakit ]] || fail "/$path is already owned by installed package $owner"
+  fi
+  if [[ $path == usr/bin/?* ]]; then
+    has_tool=false
+    for tool in "${tools[@]}"; do [[ $path == "usr/bin/$prefix$tool" ]] && has_tool=true; done
+    $has_tool || fail "the package ships an unexpected program /$path"
+  fi
+done
+
+# Run what was packaged, from the extracted tree.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dpkg-deb -x "$deb" "$tmp"
+version=$(field Version)
+for tool in "${tools[@]}"; do
+  program=$tmp/usr/bin/$prefix$tool
+  ! readelf -S --wide "$program" | grep -qE ' \.(symtab|debug_info) ' || fail "$prefix$tool is not stripped"
+  out=$("$program" --version 2>&1) || fail "$prefix$tool --version exited $?: $out"
+  [[ $out == *"(rdmakit) $version"* ]] || fail "$prefix$tool --version says '$out', not rdmakit $version"
+done
+
+# COMPREPLY for completing WORDS... (the last is the word being completed) with the script
+# FILE as bash-completion would load it for PROGRAM; "!" and a reason if it registers none.
+complete_words() {
+  local file=$1 program=$2
+  shift 2
+  bash --norc --noprofile -c '
+    file=$1 program=$2
+    shift 2
+    source "$file" >/dev/null 2>&1 || { echo "! sourcing it fails"; exit 0; }
+    spec=$(complete -p "$program" 2>/dev/null) || { echo "! it registers no completion for $program"; exit 0; }
+    fn=${spec#*-F }
+    fn=${fn%% *}
+    [[ $spec == *" -F "* ]] && declare -F "$fn" >/dev/null || { echo "! it registers no function: $spec"; exit 0; }
+    COMP_WORDS=("$program" "$@")
+    COMP_CWORD=$#
+    COMPREPLY=()
+    "$fn" "$program" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    printf "%s\n" "${COMPREPLY[@]}"
+  ' _ "$file" "$program" "$@"
+}
+# Fails unless completing WORDS offers every one of WANTED (given as "w1 w2 ...").
+expect_completion() {
+  local file=$1 program=$2 wanted=$3
+  shift 3
+  local reply word
+  reply=$(complete_words "$file" "$program" "$@")
+  [[ $reply != '!'* ]] || fail "completion $file: ${reply#! }"
+  for word in $wanted; do
+    grep -qxF -- "$word" <<<"$reply" ||
+      fail "completing '$program $*' in $file does not offer $word (got: $(tr '\n' ' ' <<<"$reply"))"
+  done
+}
+completions=$tmp/usr/share/bash-completion/completions
+for tool in "${tools[@]}"; do
+  file=$completions/$prefix$tool
+  expect_completion "$file" "$prefix$tool" "--json --timeout --log-level --help --version" --
+  expect_completion "$file" "$prefix$tool" "trace debug off" --log-level ''
+done
+expect_completion "$completions/${prefix}diag-bind" "${prefix}diag-bind" "tcp udp ib" --ps ''
+touch "$tmp/report-target.json"
+expect_completion "$completions/${prefix}send_bw" "${prefix}send_bw" "$tmp/report-target.json" \
+  --json-file "$tmp/report-t"
+
+size=$(stat -c %s "$deb")
+files=$(printf '%s\n' "${contents[@]}" | grep -vc '/$' || true)
+echo "package: ok: ${#tools[@]} programs, man pages, completions, ${#schemas[@]} schemas; $files files," \
+  "$((size / 1024)) KiB; Depends: $depends" >&2
+echo "$deb"

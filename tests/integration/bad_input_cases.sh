@@ -1,0 +1,120 @@
+# Bad invocations of every tool, one table: each must be a usage error (exit 2) told in one
+# line on stderr, with nothing on stdout, or with --json the one report on stdout. The first
+# table needs no RDMA device (flags and names are checked before anything opens one); the
+# second holds what only an open device can refuse.
+
+# expect_usage_errors: reads table rows from stdin, one invocation each:
+#   EXIT | TOOL | ARGUMENTS | ERE the stderr line must match
+# ARGUMENTS split on blanks (no quoting); the ERE is the rest of the line and may hold '|'.
+# Blank lines and lines starting with '#' are skipped.
+expect_usage_errors() {
+  local line expected tool arguments pattern n=0
+  local -a argv lines
+  while IFS= read -r line; do
+    [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
+    IFS='|' read -r expected tool arguments pattern <<< "$line"
+    expected=${expected//[[:space:]]/} tool=${tool//[[:space:]]/}
+    read -r -a argv <<< "$arguments"
+    pattern=$(sed 's/^[[:space:]]*//; s/[[:space:]]*$//' <<< "$pattern")
+    [[ -x $BIN/$tool ]] || fail "table row for a tool that is not built: $line"
+    n=$((n + 1))
+    local name="row$n" what="$tool ${argv[*]}"
+    run "$name" 20 "$BIN/$tool" "${argv[@]}"
+    [[ $RC -ne 124 ]] || fail "$what: still running after 20 s"
+    expect_rc "$expected" "$what"
+    mapfile -t lines < "$T/$name.err"
+    [[ ${#lines[@]} -eq 1 ]] || fail "$what: ${#lines[@]} lines on stderr, expected one"
+    [[ ${lines[0]} == "$tool: "* ]] || fail "$what: the stderr line does not start with '$tool: '"
+    grep -Eq -- "$pattern" "$T/$name.err" || fail "$what: the stderr line does not match /$pattern/"
+    if [[ " ${argv[*]} " == *" --json "* ]]; then
+      [[ $(jq -s length "$T/$name.out" 2> /dev/null) == 1 ]] || fail "$what: stdout is not one JSON document"
+      expect_jq ".tool == \"$tool\" and .outcome == \"usage_error\" and .exit_code == $expected
+        and (.errors | length == 1) and (.errors[0].message | length > 0)" "$name.out"
+      # The same message as on stderr, which may add where to look for help.
+      local message
+      message=$(jq -r '.errors[0].message' "$T/$name.out")
+      [[ ${lines[0]} == "$tool: $message"* ]] || fail "$what: JSON message differs from stderr"
+    else
+      [[ ! -s $T/$name.out ]] || fail "$what: output on stdout without --json"
+    fi
+  done
+  note "$n bad invocations: exit 2, one line on stderr each"
+}
+
+case_all_tools_bad_flags() {
+  # Device-free: must hold on any host, so it runs before require_device. No name here may
+  # need DNS to fail (the VM reaches no DNS server: "try again" is a run failure, exit 1);
+  # names under .invalid never resolve (RFC 6761) and are refused without asking.
+  expect_usage_errors <<'ROWS'
+# exit | tool   | arguments                              | stderr says
+2 | rping       | -c -a 1.2.3.4 -p 70000                  | --port: Value 70000 not in range
+2 | rping       | -c -a 1.2.3.4 -C -1                     | --count: Value -1
+2 | rping       | -c -a 1.2.3.4 -C 10x                    | --count: Value 10x
+2 | rping       | -c -a 1.2.3.4 -S 65536                  | -S 65536 is outside
+2 | rping       | -s -c -a 1.2.3.4                        | exactly one of -s .* and -c
+2 | rping       | -c                                      | needs the server address: -a
+2 | rping       | -c -a nohost.invalid                    | cannot resolve 'nohost.invalid'
+2 | rping       | -c -a 1.2.3.4:7174                      | cannot resolve '1.2.3.4:7174'
+2 | rping       | -s -a 1.2.3.4 extra                     | not expected: extra
+2 | rping       | -c -a 1.2.3.4 --timeout 0               | --timeout must be between
+2 | rping       | -c -I nohost.invalid -a 1.2.3.4 --json  | cannot resolve 'nohost.invalid'
+2 | udaddy      | -s 1.2.3.4 --port 70000                 | --port: Value 70000
+2 | udaddy      | -s 1.2.3.4 -c 0                         | --connections: Value 0
+2 | udaddy      | -s nohost.invalid                       | cannot resolve 'nohost.invalid'
+2 | udaddy      | -f ipv6 -s 1.2.3.4                      | cannot resolve '1.2.3.4'
+2 | udaddy      | -P udp -p 0x111 -s 1.2.3.4              | port space once
+2 | udaddy      | -s 1.2.3.4 --timeout -1 --json          | --timeout must be between
+2 | ucmatose    | -s 1.2.3.4 -c 1025                      | --connections: Value 1025
+2 | ucmatose    | -s 1.2.3.4 -a 32                        | --ack-timeout: Value 32
+2 | ucmatose    | -s 1.2.3.4 -P udp                       | connected port space
+2 | ucmatose    | -b nohost.invalid --json                | cannot resolve 'nohost.invalid'
+2 | ucmatose    | -s 1.2.3.4 -f ip -S 0                   | --size: Value 0
+2 | mckey       |                                         | give the multicast group
+2 | mckey       | -m 239.1.1.1 -M ff12::1                 | --group excludes --unmapped-group
+2 | mckey       | -m nohost.invalid                       | cannot resolve 'nohost.invalid'
+2 | mckey       | -m 239.1.1.1 -c -3                      | --connections: Value -3
+2 | mckey       | -m 239.1.1.1 --settle 5s                | --settle: Value 5s
+2 | mckey       | -m 239.1.1.1 -b nohost.invalid --json   | cannot resolve 'nohost.invalid'
+2 | rdma_server | -p 0                                    | --port: Value 0
+2 | rdma_server | --accept-timeout -1                     | --accept-timeout: Value -1
+2 | rdma_server | -s nohost.invalid                       | cannot resolve 'nohost.invalid'
+2 | rdma_server | extra --json                            | not expected: extra
+2 | rdma_client | -C 0                                    | --count: Value 0
+2 | rdma_client | -s 1.2.3.4 -p 65536                     | --port: Value 65536
+2 | rdma_client | -s 1.2.3.4 -C 10x                       | --count: Value 10x
+2 | rdma_client | -s nohost.invalid --json                | cannot resolve 'nohost.invalid'
+2 | rdma_client | --timeout 3601                          | --timeout must be between
+2 | send_bw     | 1.2.3.4 -s 0                            | --size: Value 0
+2 | send_bw     | 1.2.3.4 -t 0                            | --tx-depth: Value 0
+2 | send_bw     | 1.2.3.4 -n -5                           | --iters: Value -5
+2 | send_bw     | 1.2.3.4 -D 10x                          | --duration: Value 10x
+2 | send_bw     | 1.2.3.4 -a -s 64                        | --size excludes --all
+2 | send_bw     | 1.2.3.4 -x 1 --bind 1.2.3.4             | -x and --bind
+2 | send_bw     | 1.2.3.4 extra                           | not expected: extra
+2 | send_bw     | 1.2.3.4 --bogus                         | not expected: --bogus
+2 | send_bw     | nohost.invalid                          | cannot resolve 'nohost.invalid'
+2 | send_bw     | --bind nohost.invalid --json            | cannot resolve 'nohost.invalid'
+2 | send_bw     | 1.2.3.4 -m 300 --json                   | -m 300: the MTU must be
+2 | diag-bind   | -p 70000 10.55.0.1                      | --port: Value 70000
+2 | diag-bind   | --ps foo                                | --ps: foo not in
+2 | diag-bind   | nohost.invalid --json                   | cannot resolve 'nohost.invalid'
+2 | diag-bind   | 1.2.3.4 extra                           | not expected: extra
+2 | diag-bind   | --mr-size -4                            | --mr-size: Value -4
+ROWS
+
+  # What only the device can refuse: a device name, a GID index, the device's limits. All are
+  # checked before connecting (an unknown -d even before the address resolves), so nobody
+  # needs to listen on the port.
+  require_device
+  next_port
+  local dev=${RXE_DEV:-[[:alnum:]_]+}
+  expect_usage_errors << ROWS
+2 | send_bw | $RXE_ADDR -p $PORT -d nosuchdev0                | no RDMA device nosuchdev0 \(present: ([^)]*, )?${dev}[,)]
+2 | send_bw | $RXE_ADDR -p $PORT -d nosuchdev0 --json         | no RDMA device nosuchdev0 \(present: ([^)]*, )?${dev}[,)]
+2 | send_bw | --bind $RXE_ADDR -p $PORT -d nosuchdev0         | no RDMA device nosuchdev0 \(present: ([^)]*, )?${dev}[,)]
+2 | send_bw | $RXE_ADDR -p $PORT -x 999                        | GID index 999 (is outside|of) ${dev} port 1
+2 | send_bw | $RXE_ADDR -p $PORT -x 999 --json                 | GID index 999 (is outside|of) ${dev} port 1
+2 | send_bw | $RXE_ADDR -p $PORT -t 65536                      | completion queue entries|maximum queue depth
+2 | udaddy  | -s $RXE_ADDR --port $PORT -S 9000 --json         | larger than the active MTU
+ROWS
+}

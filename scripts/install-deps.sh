@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake pkg-config clang-format
+  # libFuzzer targets (scripts/fuzz.sh)
+  clang libclang-rt-dev
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
   # the .deb (scripts/package.sh): CPack picks the programs for dpkg-shlibdeps with file(1)
   file

@@ -3,7 +3,9 @@
 # twice (warnings as errors; and with ASan+UBSan), runs the unit tests of both builds here
 # and the integration tests of both builds on a real soft-RoCE device inside the VM
 # (scripts/rxe-vm.sh), then the two-host cases of the plain build on two guests joined by a
-# wire (scripts/rxe-vm.sh --pair). Exits non-zero on any failure.
+# wire (scripts/rxe-vm.sh --pair). Before the VMs, every libFuzzer target runs briefly
+# (scripts/fuzz.sh); at the end the tested build is packaged as a .deb and the package
+# checked (scripts/package.sh). Exits non-zero on any failure.
 #   RDMAKIT_SKIP_VM=1   unit tests only (integration cases are then not run at all)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

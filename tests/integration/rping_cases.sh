@@ -261,7 +261,7 @@ case_rping_interrupt() {
   start iserver "$OURS_RPING" -s -a "$RXE_ADDR" -p "$PORT" --json
   wait_listening "$PORT"
   start iclient "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0 -V --json
-  sleep 2
+  sleep 4  # connected and pinging, even when the guest is slow to start a process
   local pid
   eval "pid=\$PID_iclient"
   kill -INT "$pid"

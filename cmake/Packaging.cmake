@@ -2,7 +2,28 @@
 # each tool with its man page and completion), and the CPack settings for the .deb.
 # scripts/package.sh builds and checks the package.
 
-install(FILES ${PROJECT_SOURCE_DIR}/man/rdmakit.7 DESTINATION ${CMAKE_INSTALL_MANDIR}/man7)
+rdmakit_install_man_page(${PROJECT_SOURCE_DIR}/man/rdmakit.7 rdmakit 7)
+
+# /usr/share/doc/<package>/copyright, machine-readable (DEP-5), made from LICENSE: the holder
+# from its "Copyright (c)" line, the text from "Permission" on, each line indented by one
+# blank and blank lines written " .", as a DEP-5 field continues.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/LICENSE)
+file(READ ${PROJECT_SOURCE_DIR}/LICENSE license)
+if(NOT license MATCHES "Copyright \\(c\\) ([^\n]+)\n")
+  message(FATAL_ERROR "LICENSE has no 'Copyright (c) YEAR HOLDER' line")
+endif()
+set(RDMAKIT_COPYRIGHT ${CMAKE_MATCH_1})
+string(FIND "${license}" "Permission is hereby granted" start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "LICENSE does not hold the MIT (Expat) permission text this package describes")
+endif()
+string(SUBSTRING "${license}" ${start} -1 license)
+string(STRIP "${license}" license)
+string(REGEX REPLACE "\n\n" "\n.\n" license "${license}")
+string(REGEX REPLACE "\n\n" "\n.\n" license "${license}")  # again, for runs of blank lines
+string(REPLACE "\n" "\n " RDMAKIT_LICENSE_TEXT " ${license}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/copyright.in ${PROJECT_BINARY_DIR}/copyright @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The JSON report schemas; CONFIGURE_DEPENDS so that a schema added later is picked up by the
 # next build without a manual re-configure.

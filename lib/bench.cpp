@@ -435,6 +435,22 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
     }
   };
 
+  // One look at the CQ without waiting: an error completion throws, the rest are reaped.
+  // The write test does this while it watches its buffer for the answer, so a write the
+  // server refused (an rkey or address in its answer that is not its buffer) ends the
+  // run with that error instead of a timeout.
+  auto reap = [&] {
+    const int got = poll_lane(lane, wcs);
+    std::uint32_t receives = 0;
+    for (int k = 0; k < got; ++k) {
+      const auto& wc = wcs[static_cast<std::size_t>(k)];
+      if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
+      poster.reaped(wc);
+      if (wc.wr_id == receive_id) ++receives;
+    }
+    if (receives > 0) post_receives(lane, receives);
+  };
+
   post_size(lane, size);
   await(
       [&](const ibv_wc& wc) {
@@ -467,6 +483,7 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
         const auto& answer = last_byte(lane.receive_address, size);
         while (answer != tag) {
           if (spin.due()) {
+            reap();
             if (Clock::now() - started > s.timeout) {
               throw RunStopped(StopReason::timed_out,
                                fmt::format("no answering write for {} ms at {} bytes", s.timeout.count(), size));

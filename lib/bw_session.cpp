@@ -1,10 +1,13 @@
 #include "lib/bw_session.hpp"
 
+#include <deque>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "lib/endpoint.hpp"
 #include "lib/error.hpp"
+#include "lib/persistent.hpp"
 
 namespace rdmakit {
 
@@ -225,53 +228,77 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   for (auto& endpoint : endpoints) endpoint->disconnect();
 }
 
-void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
-  // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
-  auto options = endpoint_options(s, Limits{.device = s.device,
-                                            .send_depth = std::max(s.depth, latency_send_depth),
-                                            .recv_depth = std::max(s.depth, latency_receives),
-                                            .largest = 1,
-                                            .mtu = std::nullopt});
-  options.max_inline_data = s.inline_size;
-  options.self_managed_qp = true;  // so the client's -m can set the path MTU
-  const auto bind = local_address(s);
-  const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
-  Listener listener(address, bw::max_queue_pairs, options);
-  report.local_address = listener.local_address();
+namespace {
 
+// Why a connection request cannot join: ProtocolError with the reason the client is sent.
+// `first` is the hello of the client's first connection, once there is one.
+bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::Hello>& first,
+                std::size_t lanes_accepted) {
+  const auto hello = bw::decode_hello(request.peer_private_data());
+  if (hello.max_size > s.max_size) {
+    throw ProtocolError(
+        fmt::format("{}-byte messages asked for; this server allows {} (--max-size)", hello.max_size, s.max_size));
+  }
+  if (hello.path_mtu != 0) {
+    ibv_port_attr port{};
+    if (ibv_query_port(request.context(), request.port_num(), &port) == 0 && hello.path_mtu > port.active_mtu) {
+      throw ProtocolError(fmt::format("-m {} is above this server's active MTU ({} bytes)",
+                                      mtu_bytes(static_cast<ibv_mtu>(hello.path_mtu)), mtu_bytes(port.active_mtu)));
+    }
+  }
+  if (first && (hello.operation != first->operation || hello.test != first->test || hello.max_size != first->max_size ||
+                hello.queue_pairs != first->queue_pairs || hello.bidirectional != first->bidirectional ||
+                hello.path_mtu != first->path_mtu || hello.queue_pair_index != lanes_accepted)) {
+    throw ProtocolError(
+        fmt::format("connection {} of {} does not match the first one", hello.queue_pair_index, hello.queue_pairs));
+  }
+  return hello;
+}
+
+// Connection requests taken off the listener that belong to clients still waiting their turn.
+using WaitingClients = std::deque<std::unique_ptr<Endpoint>>;
+
+std::unique_ptr<Endpoint> next_client(Listener& listener, WaitingClients& waiting,
+                                      std::optional<Clock::time_point> deadline) {
+  if (waiting.empty()) return listener.next_request(deadline);
+  auto request = std::move(waiting.front());
+  waiting.pop_front();
+  return request;
+}
+
+void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
+  spdlog::warn("refused {}: {}", request.peer_address(), reason);
+  request.reject(bw::encode_refusal(reason));
+  results.refused.push_back(nlohmann::json{{"peer", request.peer_address()}, {"reason", reason}});
+}
+
+// One client: accepts `first_request` and the rest of its queue pairs, then receives,
+// reflects or answers until it leaves. False when the first request was refused (nothing
+// ran). Another client's first connection arriving meanwhile joins `waiting`: a bandwidth
+// server measures one test at a time.
+bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request, WaitingClients& waiting,
+                     const BwSettings& s, Report& report, BwResults& results) {
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   std::vector<Lane> lanes;
   std::optional<bw::Hello> first;
   while (!first || lanes.size() < first->queue_pairs) {
-    auto endpoint = listener.next_request(first ? std::optional(Clock::now() + s.timeout) : s.accept_deadline);
-    const auto peer = endpoint->peer_address();
+    auto endpoint = first ? listener.next_request(Clock::now() + s.timeout) : std::move(first_request);
     bw::Hello hello;
     try {
-      hello = bw::decode_hello(endpoint->peer_private_data());
-      if (hello.max_size > s.max_size) {
-        throw ProtocolError(
-            fmt::format("{}-byte messages asked for; this server allows {} (--max-size)", hello.max_size, s.max_size));
-      }
-      if (hello.path_mtu != 0) {
-        ibv_port_attr port{};
-        if (ibv_query_port(endpoint->context(), endpoint->port_num(), &port) == 0 && hello.path_mtu > port.active_mtu) {
-          throw ProtocolError(fmt::format("-m {} is above this server's active MTU ({} bytes)",
-                                          mtu_bytes(static_cast<ibv_mtu>(hello.path_mtu)), mtu_bytes(port.active_mtu)));
-        }
-      }
-      if (first &&
-          (hello.operation != first->operation || hello.test != first->test || hello.max_size != first->max_size ||
-           hello.queue_pairs != first->queue_pairs || hello.bidirectional != first->bidirectional ||
-           hello.path_mtu != first->path_mtu || hello.queue_pair_index != lanes.size())) {
-        throw ProtocolError(
-            fmt::format("connection {} of {} does not match the first one", hello.queue_pair_index, hello.queue_pairs));
-      }
+      hello = admit(*endpoint, s, first, lanes.size());
     } catch (const ProtocolError& refusal) {
-      spdlog::warn("refused {}: {}", peer, refusal.what());
-      endpoint->reject(bw::encode_refusal(refusal.what()));
-      results.refused.push_back(nlohmann::json{{"peer", peer}, {"reason", refusal.what()}});
+      bool another_client = false;
+      try {
+        another_client = first && bw::decode_hello(endpoint->peer_private_data()).queue_pair_index == 0;
+      } catch (const ProtocolError&) {
+      }
+      if (another_client) {
+        waiting.push_back(std::move(endpoint));
+        continue;
+      }
+      refuse(*endpoint, refusal.what(), results);
       if (first) throw;  // a client's later connection went wrong: the test cannot run
-      continue;          // a bad client: wait for the next one
+      return false;
     }
     if (!first) first = hello;
     if (hello.path_mtu != 0) endpoint->set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
@@ -317,6 +344,83 @@ void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
                       .stop_fd = s.stop_fd,
                       .connected = connected},
          results.bandwidth);
+  }
+  return true;
+}
+
+// Persistent (-P): one client after another until the stop signal, or until no client came
+// for --accept-timeout; each client's failure is its own record, never the server's end.
+void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, BwResults& results) {
+  WaitingClients waiting;
+  for (;;) {
+    std::unique_ptr<Endpoint> request;
+    try {
+      const auto idle = s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt;
+      request = next_client(listener, waiting, idle);
+    } catch (const RunStopped& stopped) {
+      spdlog::info("persistent server stopping: {}", stopped.what());
+      if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+      return;
+    }
+    ServedConnection served;
+    served.peer = request->peer_address();
+    BwResults client;
+    Report client_report;  // steps of one client; the server reports totals
+    bool interrupted = false;
+    try {
+      if (!serve_bw_client(listener, std::move(request), waiting, s, client_report, client)) served.outcome = "refused";
+    } catch (const RunStopped& stopped) {
+      served.outcome = to_string(stopped.reason());
+      served.error = stopped.what();
+      interrupted = stopped.reason() == StopReason::interrupted;
+    } catch (const std::exception& error) {
+      served.outcome = "failed";
+      served.error = error.what();
+    }
+    for (const auto& row : client.bandwidth) {
+      served.iterations += row.iterations;
+      served.bytes += row.bytes;
+    }
+    served.iterations += client.answered;
+    for (auto& refusal : client.refused) results.refused.push_back(std::move(refusal));
+    if (served.outcome != "refused") {
+      if (!served.error.empty()) spdlog::warn("client {}: {}", served.peer, served.error);
+      auto record = to_json(served);
+      record["test"] = client.test;
+      results.connections.push_back(std::move(record));
+      report.iterations_completed += served.iterations;
+      report.bytes += served.bytes;
+    }
+    if (interrupted) {
+      report.outcome = to_string(StopReason::interrupted);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
+  // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
+  auto options = endpoint_options(s, Limits{.device = s.device,
+                                            .send_depth = std::max(s.depth, latency_send_depth),
+                                            .recv_depth = std::max(s.depth, latency_receives),
+                                            .largest = 1,
+                                            .mtu = std::nullopt});
+  options.max_inline_data = s.inline_size;
+  options.self_managed_qp = true;  // so the client's -m can set the path MTU
+  const auto bind = local_address(s);
+  const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
+  Listener listener(address, s.persistent ? 64 : bw::max_queue_pairs, options);
+  report.local_address = listener.local_address();
+  if (s.persistent) {
+    serve_bw_clients(listener, s, report, results);
+    return;
+  }
+  const auto deadline = s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt;
+  WaitingClients waiting;
+  // A client refused at its first connection ran nothing: wait for the next one.
+  while (!serve_bw_client(listener, next_client(listener, waiting, deadline), waiting, s, report, results)) {
   }
 }
 

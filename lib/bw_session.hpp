@@ -38,7 +38,9 @@ struct BwSettings {
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
   std::optional<ibv_mtu> mtu;
   std::uint32_t max_size = 64u << 20;  // server: largest message a client may ask for
-  std::optional<Clock::time_point> accept_deadline;
+  // Server: how long to wait for a client (with persistent: for each next one); none = forever.
+  std::optional<std::chrono::milliseconds> accept_timeout;
+  bool persistent = false;  // server: serve clients one after another until stopped
   std::chrono::milliseconds timeout{5000};
   int stop_fd = -1;
 };
@@ -48,7 +50,8 @@ struct BwResults {
   std::vector<LatencyRow> latency;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
   nlohmann::json refused = nlohmann::json::array();
-  std::uint64_t answered = 0;  // server of a latency test
+  std::uint64_t answered = 0;                            // server of a latency test
+  nlohmann::json connections = nlohmann::json::array();  // persistent server: a record per client
 };
 
 // Both fill `results` as they go, so a failure leaves a partial report.

@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -16,10 +18,24 @@
 
 namespace rdmakit {
 
+FiniteNumber::FiniteNumber() : CLI::Validator("") {
+  func_ = [](std::string& text) {
+    // Read as CLI11 reads a double (strtold), wide enough that "1e400" is a finite long double
+    // to be refused here, before anything converts it to a double.
+    long double value = 0;
+    if (!CLI::detail::lexical_cast(text, value)) {
+      return std::string();
+    }
+    const bool finite = std::isfinite(value) && std::fabs(value) <= std::numeric_limits<double>::max();
+    return finite ? std::string() : "'" + text + "' is not a finite number";
+  };
+}
+
 void CommonOptions::add_to(CLI::App& app, const std::string& debug_flag) {
   app.add_flag("--json", json, "Print one JSON report on stdout instead of text");
   app.add_option("--timeout", timeout_s, "Seconds to wait for any single CM event or completion")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteNumber());
   const std::string debug_names = debug_flag.empty() ? "--debug" : debug_flag + ",--debug";
   app.add_flag(debug_names, debug, "Debug logging on stderr (same as --log-level debug)");
   // The set in the description is what help and shell completion show; the check itself is
@@ -115,7 +131,7 @@ int ToolRunner::usage_error(const std::string& message) {
     Report report;
     report.tool = name_;
     report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
-    std::cout << to_json(report).dump(2) << std::endl;
+    std::cout << json_text(to_json(report)) << std::endl;
   }
   return static_cast<int>(ExitCode::usage);
 }
@@ -128,15 +144,18 @@ void ToolRunner::render(const Report& report) const {
     }
   }
   std::cerr << diagnosis_text_;
+  // Serialized once, for the file and stdout alike: a report can be large (per-connection
+  // results, a diagnosis).
+  const std::string json = common_.json || !json_file_.empty() ? json_text(to_json(report)) : std::string();
   if (!json_file_.empty()) {
     std::ofstream file(json_file_);
-    file << to_json(report).dump(2) << "\n";
+    file << json << "\n";
     if (!file) {
       std::cerr << name_ << ": cannot write " << json_file_ << "\n";
     }
   }
   if (common_.json) {
-    std::cout << to_json(report).dump(2) << std::endl;
+    std::cout << json << std::endl;
   } else {
     std::cout << render_text(report) << std::flush;
   }

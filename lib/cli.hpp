@@ -12,6 +12,15 @@
 
 namespace rdmakit {
 
+// For every floating-point option, checked before any CLI::Range: refuses "nan", "inf" and
+// numbers beyond a double's range. CLI::Range lets NaN through (no comparison with NaN is
+// true), and a NaN or infinite number of seconds turned into a duration is undefined
+// behaviour. Text that is no number at all passes, for the conversion or the Range to report.
+class FiniteNumber : public CLI::Validator {
+ public:
+  FiniteNumber();
+};
+
 struct CommonOptions {
   bool json = false;
   double timeout_s = 5.0;  // bound on every wait for the peer or the fabric

@@ -5,6 +5,7 @@
 // test facts from fixture trees (lib/sysfs.hpp reads any root).
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -152,8 +153,23 @@ const Netdev* netdev_owning(const Inventory& inventory, const std::string& numer
 bool address_is_local(const Inventory& inventory, const std::string& numeric_host);
 
 // Applies the facts sysfs cannot show (netlink indices, the user-space view, device nodes,
-// addresses, memlock) from a JSON object; used by the fixtures and by `diag-bind --facts`.
-void apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt);
+// addresses, memlock, the attempt) from a JSON object, as tests/fixtures/diag/capture.sh
+// writes it, and returns its "address" ("" when none). A document that does not fit - not an
+// object, a member of the wrong JSON type (a string where a number belongs, an array for an
+// object), a fractional number - throws UsageError naming the member; `inventory` and
+// `attempt` may then hold part of it.
+std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt);
+
+// A captured host, as `diag-bind --replay DIR` reads it: DIR/sys, its sysfs tree
+// (lib/sysfs.hpp), with DIR/facts.json applied over it.
+struct Replay {
+  Inventory inventory;
+  Attempt attempt;
+  std::string address;  // the address the facts were captured for, "" when none
+};
+// Throws UsageError, naming DIR and facts.json, when the file cannot be read, is not JSON or
+// does not fit apply_facts, which is then named too.
+Replay load_replay(const std::filesystem::path& dir);
 
 nlohmann::json to_json(const Inventory& inventory);
 nlohmann::json to_json(const Attempt& attempt);

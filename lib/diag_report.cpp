@@ -1,11 +1,19 @@
-// JSON and text forms of the diagnoser's model, and the facts loader the fixtures use.
+// JSON and text forms of the diagnoser's model, and the facts loader of the fixtures and of
+// diag-bind --replay.
 
+#include <cstring>
+#include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/diag.hpp"
+#include "lib/error.hpp"
 #include "lib/report.hpp"
+#include "lib/sysfs.hpp"
 
 namespace nlohmann {
 template <typename T>
@@ -66,31 +74,132 @@ nlohmann::json to_json(const Check& check) {
   return {{"area", check.area}, {"status", check.status}, {"text", check.text}};
 }
 
-void apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt) {
-  if (const auto it = facts.find("kernel_indices"); it != facts.end()) {
+namespace {
+
+// nlohmann's messages open with their id ("[json.exception.type_error.302] "); the rest says
+// what was wrong.
+std::string without_id(const nlohmann::json::exception& error) {
+  const std::string text = error.what();
+  const auto end = text.find("] ");
+  return end == std::string::npos ? text : text.substr(end + 2);
+}
+
+// Where a fractional number is in the document, if anywhere. Facts hold integers only, and
+// nlohmann's get<int>() of a fractional number is a plain cast, undefined behaviour out of
+// int's range. A walk with its own stack: the file may nest deeper than ours would allow.
+std::optional<nlohmann::json::json_pointer> fractional_number(const nlohmann::json& document) {
+  struct Pending {
+    const nlohmann::json* value;
+    std::size_t depth;  // 0 for the document itself
+    std::string token;  // the member name or array index that leads to it
+  };
+  std::vector<Pending> pending{{&document, 0, {}}};
+  std::vector<std::string> path;  // tokens from the document to the value at hand
+  while (!pending.empty()) {
+    auto [value, depth, token] = std::move(pending.back());
+    pending.pop_back();
+    path.resize(depth > 0 ? depth - 1 : 0);
+    if (depth > 0) path.push_back(std::move(token));
+    if (value->is_number_float()) {
+      nlohmann::json::json_pointer where;
+      for (const auto& step : path) where /= step;
+      return where;
+    }
+    if (value->is_object()) {
+      for (const auto& [key, item] : value->items()) pending.push_back({&item, depth + 1, key});
+    } else if (value->is_array()) {
+      for (std::size_t i = 0; i < value->size(); ++i) pending.push_back({&(*value)[i], depth + 1, std::to_string(i)});
+    }
+  }
+  return std::nullopt;
+}
+
+// "an array", "a string", "null": what a value is, for messages.
+std::string kind_of(const nlohmann::json& value) {
+  if (value.is_null()) return "null";
+  return (value.is_array() || value.is_object() ? "an " : "a ") + std::string(value.type_name());
+}
+
+// Members looked up by name (device, netdev) must be objects: any other type has no names,
+// and nlohmann's contains() would quietly say "not there".
+void require_object(const nlohmann::json& value, const char* key) {
+  if (!value.is_object()) {
+    throw UsageError(fmt::format("\"{}\" is {}, not an object", key, kind_of(value)));
+  }
+}
+
+}  // namespace
+
+std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt) {
+  if (!facts.is_object()) {
+    throw UsageError("the document is " + kind_of(facts) + ", not an object");
+  }
+  if (const auto where = fractional_number(facts)) {
+    throw UsageError(fmt::format("{} is {}, not an integer", where->to_string(), facts.at(*where).dump()));
+  }
+  // One member at a time, so that nlohmann's complaint about a type can name the member.
+  const auto member = [&facts](const char* key, const auto& apply) {
+    const auto it = facts.find(key);
+    if (it == facts.end()) {
+      return;
+    }
+    try {
+      apply(*it);
+    } catch (const nlohmann::json::exception& error) {
+      throw UsageError(fmt::format("\"{}\": {}", key, without_id(error)));
+    }
+  };
+  member("kernel_indices", [&](const nlohmann::json& indices) {
+    require_object(indices, "kernel_indices");
     inventory.kernel_indices_known = true;
     for (auto& device : inventory.kernel_devices) {
-      if (it->contains(device.name)) device.index = it->at(device.name).get<int>();
+      if (indices.contains(device.name)) device.index = indices.at(device.name).get<int>();
     }
-  }
-  if (const auto it = facts.find("addresses"); it != facts.end()) {
+  });
+  member("addresses", [&](const nlohmann::json& addresses) {
+    require_object(addresses, "addresses");
     for (auto& netdev : inventory.netdevs) {
-      if (it->contains(netdev.name)) netdev.addresses = it->at(netdev.name).get<std::vector<std::string>>();
+      if (addresses.contains(netdev.name)) netdev.addresses = addresses.at(netdev.name).get<std::vector<std::string>>();
     }
+  });
+  member("userspace_list_errno", [&](const nlohmann::json& value) { value.get_to(inventory.userspace_list_errno); });
+  member("user_devices", [&](const nlohmann::json& value) { value.get_to(inventory.user_devices); });
+  member("provider_dir", [&](const nlohmann::json& value) { value.get_to(inventory.provider_dir); });
+  member("provider_drivers", [&](const nlohmann::json& value) { value.get_to(inventory.provider_drivers); });
+  member("rdma_cm", [&](const nlohmann::json& value) { value.get_to(inventory.rdma_cm); });
+  member("uverbs_nodes", [&](const nlohmann::json& value) { value.get_to(inventory.uverbs_nodes); });
+  member("memlock", [&](const nlohmann::json& value) { value.get_to(inventory.memlock); });
+  member("attempt", [&](const nlohmann::json& value) {
+    value.at("steps").get_to(attempt.steps);
+    attempt.device = value.value("device", "");
+    attempt.port = value.value("port", 0);
+    attempt.route_source = value.value("route_source", "");
+  });
+  std::string address;
+  member("address", [&](const nlohmann::json& value) { value.get_to(address); });
+  return address;
+}
+
+Replay load_replay(const std::filesystem::path& dir) {
+  const std::string option = "--replay " + dir.string();
+  std::ifstream in(dir / "facts.json");
+  if (!in) {
+    throw UsageError(option + ": cannot read facts.json there");
   }
-  inventory.userspace_list_errno = facts.value("userspace_list_errno", inventory.userspace_list_errno);
-  if (facts.contains("user_devices")) facts.at("user_devices").get_to(inventory.user_devices);
-  inventory.provider_dir = facts.value("provider_dir", inventory.provider_dir);
-  if (facts.contains("provider_drivers")) facts.at("provider_drivers").get_to(inventory.provider_drivers);
-  if (facts.contains("rdma_cm")) facts.at("rdma_cm").get_to(inventory.rdma_cm);
-  if (facts.contains("uverbs_nodes")) facts.at("uverbs_nodes").get_to(inventory.uverbs_nodes);
-  if (facts.contains("memlock")) facts.at("memlock").get_to(inventory.memlock);
-  if (const auto it = facts.find("attempt"); it != facts.end()) {
-    it->at("steps").get_to(attempt.steps);
-    attempt.device = it->value("device", "");
-    attempt.port = it->value("port", 0);
-    attempt.route_source = it->value("route_source", "");
+  nlohmann::json facts;
+  try {
+    facts = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw UsageError(option + ": facts.json is not valid JSON: " + error.what());
   }
+  Replay replay;
+  read_sysfs(dir / "sys", replay.inventory);
+  try {
+    replay.address = apply_facts(facts, replay.inventory, replay.attempt);
+  } catch (const UsageError& error) {
+    throw UsageError(option + ": facts.json: " + error.what());
+  }
+  return replay;
 }
 
 namespace {

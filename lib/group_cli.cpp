@@ -1,7 +1,5 @@
 #include "lib/group_cli.hpp"
 
-#include <cmath>
-
 #include <infiniband/ib.h>
 
 #include <spdlog/spdlog.h>
@@ -13,15 +11,6 @@ namespace rdmakit {
 
 void ConnectionFlags::add_to(CLI::App& app, const std::string& count_help, std::uint32_t max_size,
                              const std::string& size_help) {
-  // CLI::Range lets "nan" through (no comparison with NaN is true), and a NaN timeout turned
-  // into milliseconds is undefined behaviour.
-  const CLI::Validator not_a_number(
-      [](std::string& text) {
-        double value = 0;
-        const bool nan = CLI::detail::lexical_cast(text, value) && std::isnan(value);
-        return nan ? "'" + text + "' is not a number" : std::string();
-      },
-      "");
   app.add_option("-s,--server", server, "Server address (client mode); without it, run as the server");
   app.add_option("-b,--bind", bind, "Local address to bind (server: listen address)");
   app.add_option("-f,--address-format", format, "How to read addresses: name, ip, ipv6 or gid")->capture_default_str();
@@ -33,8 +22,8 @@ void ConnectionFlags::add_to(CLI::App& app, const std::string& count_help, std::
   app.add_option("-t,--tos", type_of_service, "Type of service")->check(CLI::Range(0, 255));
   app.add_option("--accept-timeout", accept_timeout_s, "Server: seconds to wait for the first client (0 = forever)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 86400.0))
-      ->check(not_a_number);
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 86400.0));
 }
 
 void ConnectionFlags::check(rdma_port_space port_space) const {

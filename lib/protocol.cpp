@@ -106,6 +106,13 @@ std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> messa
   return remaining;
 }
 
+void check_message_length(std::uint32_t received) {
+  if (received != message_size) {
+    throw ProtocolError(fmt::format("peer sent a {}-byte message; rdma_server/rdma_client messages are {} bytes",
+                                    received, message_size));
+  }
+}
+
 }  // namespace rdmakit::rdmx
 
 namespace rdmakit::bw {

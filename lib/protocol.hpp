@@ -65,6 +65,11 @@ inline constexpr const char* default_port = "7471";
 void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining);
 std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message);
 
+// Throws ProtocolError unless a received message is exactly message_size bytes: a shorter
+// one leaves the rest of the receive buffer, the count included, as the previous message
+// left it. (A longer one never arrives: the receive fails with a local length error.)
+void check_message_length(std::uint32_t received);
+
 }  // namespace rdmakit::rdmx
 
 // send_bw: the whole key exchange rides in CM private data, versioned. The client's

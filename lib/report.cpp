@@ -78,15 +78,13 @@ nlohmann::json to_json(const Report& r) {
   for (const auto& [key, value] : r.extra.items()) {
     doc[key] = value;
   }
-  // Arguments, addresses and messages hold whatever bytes a user, a peer or sysfs supplied,
-  // and dump() throws on invalid UTF-8 where the tools print the report: such a document
-  // comes back with those bytes as U+FFFD, any other unchanged.
-  try {
-    static_cast<void>(doc.dump());
-  } catch (const nlohmann::json::type_error&) {
-    return nlohmann::json::parse(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
   return doc;
+}
+
+std::string json_text(const nlohmann::json& document) {
+  // dump()'s default handler throws on invalid UTF-8, which aborted a tool printing a report
+  // that held a peer's bytes; `replace` writes them as U+FFFD in the same single pass.
+  return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string render_text(const Report& r) {

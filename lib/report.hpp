@@ -67,8 +67,13 @@ class StepTimer {
 
 ErrorRecord record_of(const RdmaError& error);
 
+// The report as a document. Its strings hold whatever bytes a user, a peer or sysfs supplied,
+// so it may not be valid UTF-8: print it with json_text(), never with dump().
 nlohmann::json to_json(const Report& report);
 nlohmann::json to_json(const LatencySummary& summary);
+// A document's text as the tools print and write it (indented by 2), always valid JSON:
+// bytes that are not UTF-8 come out as U+FFFD, everything else unchanged.
+std::string json_text(const nlohmann::json& document);
 std::string render_text(const Report& report);
 
 // "ENODEV" for 19; "E?" when unknown.

@@ -3,6 +3,7 @@
 // (the smallest sample with at least p% of samples at or below it), so every reported
 // value is a latency that was actually observed.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -27,9 +28,13 @@ double percentile_sorted(const std::vector<double>& sorted, double p);
 
 class LatencyRecorder {
  public:
-  void reserve(std::size_t n) { samples_us_.reserve(n); }
+  // Room for `n` samples, up to a million: a run asking for billions (rdma_client -C 2000000000)
+  // grows as it goes instead of failing its first allocation.
+  void reserve(std::size_t n) { samples_us_.reserve(std::min(n, max_reserved)); }
   void add(std::chrono::nanoseconds sample);
   std::size_t count() const noexcept { return samples_us_.size(); }
+  std::size_t capacity() const noexcept { return samples_us_.capacity(); }
+  static constexpr std::size_t max_reserved = std::size_t{1} << 20;
   // Empty when nothing was recorded.
   std::optional<LatencySummary> summary() const;
 

@@ -13,6 +13,8 @@ packages=(
   file
   # run and test against the stock tools
   rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq gnuplot-nox
+  # one memcheck run of every tool (tests/integration/valgrind_cases.sh)
+  valgrind
   # the soft-RoCE VM (scripts/rxe-vm.sh)
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 )

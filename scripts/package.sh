@@ -4,9 +4,11 @@
 # package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
 #
 # Checks: Depends (from dpkg-shlibdeps) names libibverbs1 and librdmacm1, Recommends
-# rdma-core; the package holds every program, its man page and completion, rdmakit.7 and
-# every doc/schema/*.json, no other program, and no file an installed package (such as
-# rdmacm-utils) owns; each extracted program is stripped and runs --version; each
+# rdma-core; the package holds every program, its man page and completion, rdmakit.7,
+# every doc/schema/*.json and the copyright file, no other program, and no file an installed
+# package (such as rdmacm-utils) owns; every man page is gzipped (gzip -9n: no name, no time
+# stamp) and unpacks to its man/ source; the copyright file is DEP-5 with LICENSE's text;
+# each extracted program is stripped and runs --version; each
 # completion, sourced in bash, registers itself for its program and completes "--" to
 # options including --json, --log-level to its levels, diag-bind --ps to its port spaces
 # and send_bw --json-file to file names.
@@ -59,9 +61,9 @@ has() {
   for path in "${contents[@]}"; do [[ $path == "$1" ]] && return 0; done
   return 1
 }
-expected=(usr/share/man/man7/rdmakit.7)
+expected=(usr/share/man/man7/rdmakit.7.gz usr/share/doc/rdmakit/copyright)
 for tool in "${tools[@]}"; do
-  expected+=("usr/bin/$prefix$tool" "usr/share/man/man1/$prefix$tool.1"
+  expected+=("usr/bin/$prefix$tool" "usr/share/man/man1/$prefix$tool.1.gz"
     "usr/share/bash-completion/completions/$prefix$tool")
 done
 shopt -s nullglob
@@ -78,6 +80,9 @@ for path in "${contents[@]}"; do
   if [[ $path != */ ]]; then
     owner=$(dpkg-query -S "/$path" 2>/dev/null | cut -d: -f1 || true)
     [[ -z $owner || $owner == rdmakit ]] || fail "/$path is already owned by installed package $owner"
+  fi
+  if [[ $path == usr/share/man/?*[!/] && $path != *.gz ]]; then
+    fail "the man page /$path is not gzipped"
   fi
   if [[ $path == usr/bin/?* ]]; then
     has_tool=false
@@ -97,6 +102,33 @@ for tool in "${tools[@]}"; do
   out=$("$program" --version 2>&1) || fail "$prefix$tool --version exited $?: $out"
   [[ $out == *"(rdmakit) $version"* ]] || fail "$prefix$tool --version says '$out', not rdmakit $version"
 done
+
+# Man pages: what man/ holds, compressed with gzip -9n (header: no FNAME flag, MTIME 0).
+pages=("$tmp/usr/share/man/man7/rdmakit.7.gz=$root/man/rdmakit.7")
+for tool in "${tools[@]}"; do
+  pages+=("$tmp/usr/share/man/man1/$prefix$tool.1.gz=$root/man/$tool.1")
+done
+for pair in "${pages[@]}"; do
+  page=${pair%%=*} source=${pair#*=}
+  gzip -t "$page" 2>/dev/null || fail "${page#"$tmp"} is not a valid gzip file"
+  header=$(od -An -tx1 -j3 -N5 "$page" | tr -d ' \n')
+  [[ $header == 0000000000 ]] || fail "${page#"$tmp"} stores a name or time stamp (not gzip -n): header $header"
+  gzip -dc "$page" | cmp -s - "$source" || fail "${page#"$tmp"} does not unpack to ${source#"$root"/}"
+done
+
+# copyright: DEP-5, covering every file, with LICENSE's permission text.
+copyright=$tmp/usr/share/doc/rdmakit/copyright
+[[ $(head -n 1 "$copyright") == "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" ]] ||
+  fail "/usr/share/doc/rdmakit/copyright is not DEP-5 (first line: $(head -n 1 "$copyright"))"
+grep -qx 'Files: \*' "$copyright" || fail "the copyright file has no 'Files: *' paragraph"
+grep -qx 'License: Expat' "$copyright" || fail "the copyright file has no 'License: Expat' paragraph"
+holder=$(sed -n 's/^Copyright (c) //p' "$root/LICENSE")
+grep -qxF "Copyright: $holder" "$copyright" || fail "the copyright file does not name '$holder' (LICENSE's holder)"
+# The last paragraph's license text, unindented (" ." is a blank line), is LICENSE's from
+# "Permission" on.
+diff <(awk '/^License: Expat$/ { text = ""; next } { text = text $0 "\n" } END { printf "%s", text }' "$copyright" |
+  sed 's/^ //; s/^\.$//') <(sed -n '/^Permission is hereby granted/,$p' "$root/LICENSE") > /dev/null ||
+  fail "the copyright file's license text differs from LICENSE"
 
 # COMPREPLY for completing WORDS... (the last is the word being completed) with the script
 # FILE as bash-completion would load it for PROGRAM; "!" and a reason if it registers none.
@@ -143,6 +175,7 @@ expect_completion "$completions/${prefix}send_bw" "${prefix}send_bw" "$tmp/repor
 
 size=$(stat -c %s "$deb")
 files=$(printf '%s\n' "${contents[@]}" | grep -vc '/$' || true)
-echo "package: ok: ${#tools[@]} programs, man pages, completions, ${#schemas[@]} schemas; $files files," \
+echo "package: ok: ${#tools[@]} programs, gzipped man pages, completions, ${#schemas[@]} schemas, copyright;" \
+  "$files files," \
   "$((size / 1024)) KiB; Depends: $depends" >&2
 echo "$deb"

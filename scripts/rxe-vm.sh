@@ -29,6 +29,8 @@
 #   --memory MIB        guest memory (default 2048, env RXEVM_MEM)
 #   --kernel VERSION    kernel under /lib/modules to boot (default: newest with rdma_rxe)
 #   --pair              boot two guests on one wire (above); memory is per guest
+#   --name NAME         keep this run's state in DIR/.rxevm-NAME* instead of DIR/.rxevm*, so
+#                       that several runs can share DIR at once
 # Exit status: COMMAND's; 98 guest setup failed; 99 guest did not finish (timeout or crash);
 # 100 a requirement is missing on the host.
 # Needs: qemu-system-x86 linux-image-amd64 busybox-static kmod cpio iproute2 rdma-core
@@ -39,6 +41,7 @@ timeout_s=${RXEVM_TIMEOUT:-900}
 memory_mib=${RXEVM_MEM:-2048}
 kver=""
 pair=false
+state_prefix=.rxevm
 die() { echo "rxe-vm: $*" >&2; exit 100; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
 
@@ -48,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --memory) memory_mib=$2; shift 2 ;;
     --kernel) kver=$2; shift 2 ;;
     --pair) pair=true; shift ;;
+    --name) state_prefix=.rxevm-$2; shift 2 ;;
     -h|--help) usage 0 ;;
     --) shift; break ;;
     -*) echo "rxe-vm: unknown option $1" >&2; usage 2 ;;
@@ -223,8 +227,8 @@ finished() {
   return 1
 }
 
-states=(.rxevm)
-$pair && states=(.rxevm-a .rxevm-b)
+states=("$state_prefix")
+$pair && states=("$state_prefix-a" "$state_prefix-b")
 for state_name in "${states[@]}"; do
   mkdir -p "$dir/$state_name"
   rm -f "$dir/$state_name"/{rc,out,console}
@@ -232,34 +236,34 @@ done
 
 if ! $pair; then
   rpc=""
-  guest_script single > "$dir/.rxevm/guest.sh"
+  guest_script single > "$dir/$state_prefix/guest.sh"
   status=0
-  boot .rxevm 2 -nic none || status=$?
-  finished .rxevm "$status" || exit 99
-  exit "$(cat "$dir/.rxevm/rc")"
+  boot "$state_prefix" 2 -nic none || status=$?
+  finished "$state_prefix" "$status" || exit 99
+  exit "$(cat "$dir/$state_prefix/rc")"
 fi
 
-rpc=$dir/.rxevm-pair
+rpc=$dir/$state_prefix-pair
 rm -rf "$rpc"
 mkdir -p "$rpc"
-guest_script a > "$dir/.rxevm-a/guest.sh"
-guest_script b > "$dir/.rxevm-b/guest.sh"
+guest_script a > "$dir/$state_prefix-a/guest.sh"
+guest_script b > "$dir/$state_prefix-b/guest.sh"
 # The wire: a qemu stream socket; guest a listens on it, so a boots first.
 wire=$(mktemp -d)/wire.sock
-boot .rxevm-a 2 -netdev "stream,id=wire,server=on,addr.type=unix,addr.path=$wire" \
+boot "$state_prefix-a" 2 -netdev "stream,id=wire,server=on,addr.type=unix,addr.path=$wire" \
   -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:01 &
 peer_pid=$!
 for _ in $(seq 100); do [[ -S $wire ]] && break; sleep 0.1; done
 [[ -S $wire ]] || { kill "$peer_pid" 2>/dev/null; die "guest a never opened the wire socket $wire"; }
 status=0
-boot .rxevm-b 2 -netdev "stream,id=wire,server=off,addr.type=unix,addr.path=$wire" \
+boot "$state_prefix-b" 2 -netdev "stream,id=wire,server=off,addr.type=unix,addr.path=$wire" \
   -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:02 || status=$?
 touch "$rpc/shutdown"
 peer_status=0
 wait "$peer_pid" || peer_status=$?
 rm -rf "$(dirname "$wire")"
 echo "== rxe-vm: peer guest a"
-finished .rxevm-a "$peer_status" || true
+finished "$state_prefix-a" "$peer_status" || true
 echo "== rxe-vm: guest b"
-finished .rxevm-b "$status" || exit 99
-exit "$(cat "$dir/.rxevm-b/rc")"
+finished "$state_prefix-b" "$status" || exit 99
+exit "$(cat "$dir/$state_prefix-b/rc")"

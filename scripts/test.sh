@@ -7,6 +7,10 @@
 # (scripts/fuzz.sh); at the end the tested build is packaged as a .deb and the package
 # checked (scripts/package.sh). Exits non-zero on any failure.
 #   RDMAKIT_SKIP_VM=1   unit tests only (integration cases are then not run at all)
+#   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
+#                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
+#                       -L valgrind) and the crafted peer across the wire (ctest -L pair_long);
+#                       about 20 more minutes
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -39,11 +43,15 @@ echo "== integration tests on soft-RoCE in the VM (both builds)"
 scripts/rxe-vm.sh --timeout 3000 "$root" \
   "export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS; rc=0;" \
   "for d in build build-asan; do echo \"== integration (\$d)\";" \
-  "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done; exit \$rc" || status=1
+  "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done;" \
+  "if [[ ${RDMAKIT_LONG:-0} == 1 ]]; then echo '== soak and valgrind memcheck (build)';" \
+  "ctest --test-dir $root/build -L 'soak|valgrind' --output-on-failure || rc=1; fi; exit \$rc" || status=1
 
 echo "== two-host tests: client and server on two guests joined by a wire (plain build)"
-scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" "ctest --test-dir $root/build -L pair --output-on-failure" ||
-  status=1
+pair_labels=pair
+[[ ${RDMAKIT_LONG:-0} == 1 ]] && pair_labels='pair|pair_long'
+scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" \
+  "ctest --test-dir $root/build -L '^($pair_labels)\$' --output-on-failure" || status=1
 
 echo "== Debian package from the tested build, checked (scripts/package.sh)"
 scripts/package.sh "$root/build" || status=1

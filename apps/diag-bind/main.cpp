@@ -2,7 +2,7 @@
 // by putting the kernel's and user space's views of the RDMA devices side by side with a
 // real attempt, and naming the cause with the command that fixes it.
 
-#include <fstream>
+#include <utility>
 
 #include "lib/cli.hpp"
 #include "lib/cm.hpp"
@@ -36,21 +36,11 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 rdmakit::diag::Diagnosis replay(const Options& o) {
+  auto captured = rdmakit::diag::load_replay(o.replay_dir);
   rdmakit::diag::Diagnosis d;
-  std::ifstream in(std::filesystem::path(o.replay_dir) / "facts.json");
-  if (!in) {
-    throw rdmakit::UsageError("--replay " + o.replay_dir + ": cannot read facts.json there");
-  }
-  nlohmann::json facts;
-  try {
-    facts = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& error) {
-    throw rdmakit::UsageError("--replay " + o.replay_dir + ": facts.json is not valid JSON: " + error.what());
-  }
-  rdmakit::diag::read_sysfs(std::filesystem::path(o.replay_dir) / "sys", d.inventory);
-  rdmakit::diag::apply_facts(facts, d.inventory, d.attempt);
-  const auto address = o.address.empty() ? facts.value("address", std::string()) : o.address;
-  d.target = rdmakit::diag::make_target(address, o.port, o.port_space);
+  d.inventory = std::move(captured.inventory);
+  d.attempt = std::move(captured.attempt);
+  d.target = rdmakit::diag::make_target(o.address.empty() ? captured.address : o.address, o.port, o.port_space);
   return d;
 }
 

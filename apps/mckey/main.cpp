@@ -128,10 +128,12 @@ int main(int argc, char** argv) {
   app.add_flag("-l,--no-loopback", o.block_loopback, "Do not receive our own datagrams (block multicast loopback)");
   app.add_option("--settle", o.settle_s, "Sender: seconds to pause after the join before sending")
       ->capture_default_str()
+      ->check(rdmakit::FiniteNumber())
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--first-timeout", o.first_timeout_s,
                  "Receiver: seconds to wait for the first datagram (0 = forever); --timeout bounds later gaps")
       ->capture_default_str()
+      ->check(rdmakit::FiniteNumber())
       ->check(CLI::Range(0.0, 86400.0));
   return tool.run(
       argc, argv,

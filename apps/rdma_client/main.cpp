@@ -51,7 +51,7 @@ void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
       const auto started = rdmakit::Clock::now();
       messages.post_send();
       endpoint.send_completion(bounds("the send completion"));
-      endpoint.recv_completion(bounds("the server's reply"));
+      rdmx::check_message_length(endpoint.recv_completion(bounds("the server's reply")).byte_len);
       rtt.add(rdmakit::Clock::now() - started);
       report.iterations_completed = i + 1;
       report.bytes += 2 * rdmx::message_size;

@@ -1,19 +1,17 @@
 // rping: RDMA ping over rdma_cm, wire-compatible with rdma-core's rping, with timings,
 // latency statistics and a JSON report.
 
-#include <atomic>
 #include <limits>
-#include <mutex>
+#include <memory>
 #include <optional>
-#include <thread>
-#include <vector>
 
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
 
 #include "apps/rping/ping_loop.hpp"
 #include "lib/cli.hpp"
 #include "lib/cm.hpp"
 #include "lib/diag_probe.hpp"
+#include "lib/persistent.hpp"
 #include "lib/protocol.hpp"
 
 namespace {
@@ -49,8 +47,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("-P,--persistent", o.persistent, "Server: keep serving, one thread per connection");
   app.add_flag("-q,--self-qp", o.self_managed_qp, "Create the QP with ibv_create_qp and drive its states ourselves");
   app.add_option("-t,--tos", o.tos, "Type of service for the connection")->check(CLI::Range(0, 255));
-  app.add_option("--accept-timeout", o.accept_timeout_s, "Server: seconds to wait for a client (0 = forever)")
-      ->capture_default_str();
+  app.add_option("--accept-timeout", o.accept_timeout_s,
+                 "Server: seconds to wait for a client, with -P for each next one (0 = forever)")
+      ->capture_default_str()
+      ->check(rdmakit::FiniteNumber())
+      ->check(CLI::Range(0.0, 86400.0));
 }
 
 void validate(const Options& o) {
@@ -69,9 +70,6 @@ void validate(const Options& o) {
   if (o.size && (*o.size < rdmakit::rping::min_payload_size || *o.size > rdmakit::rping::max_payload_size)) {
     throw rdmakit::UsageError(fmt::format("-S {} is outside the valid range {} to {}", *o.size,
                                           rdmakit::rping::min_payload_size, rdmakit::rping::max_payload_size));
-  }
-  if (o.accept_timeout_s < 0) {
-    throw rdmakit::UsageError("--accept-timeout cannot be negative");
   }
   // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
   rdmakit::check_resolvable(o.address);
@@ -93,94 +91,35 @@ nlohmann::json arguments_of(const Options& o, const rdmakit::CommonOptions& comm
           {"timeout_s", common.timeout_s}};
 }
 
-nlohmann::json to_json(const rping::ServedConnection& c) {
-  return {
-      {"peer", c.peer}, {"iterations", c.iterations}, {"bytes", c.bytes}, {"outcome", c.outcome}, {"error", c.error}};
-}
-
-// Runs one connection to completion, recording how it ended instead of throwing.
-rping::ServedConnection serve_recorded(rdmakit::Endpoint& endpoint, const rping::PingOptions& ping,
-                                       rdmakit::Report& report) {
-  rping::ServedConnection served;
-  try {
-    rping::serve_connection(endpoint, ping, report, served);
-  } catch (const rdmakit::RunStopped& stopped) {
-    served.outcome = rdmakit::to_string(stopped.reason());
-    served.error = stopped.what();
-  } catch (const std::exception& error) {
-    served.outcome = "failed";
-    served.error = error.what();
-  }
-  if (!served.error.empty()) {
-    spdlog::warn("connection from {}: {}", served.peer, served.error);
-  }
-  return served;
-}
-
 void run_server(const Options& o, const rdmakit::EndpointOptions& endpoint_options, const rping::PingOptions& ping,
                 rdmakit::Report& report) {
   const auto bind_to = rdmakit::parse_address(o.address.empty() ? "0.0.0.0" : o.address, o.port);
   rdmakit::Listener listener(bind_to, o.persistent ? 64 : 1, endpoint_options);
   report.local_address = listener.local_address();
-  std::optional<rdmakit::Clock::time_point> deadline;
-  if (o.accept_timeout_s > 0) {
-    deadline = rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
-  }
+  auto idle_deadline = [&]() -> std::optional<rdmakit::Clock::time_point> {
+    if (o.accept_timeout_s <= 0) return std::nullopt;
+    return rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
+  };
+  const auto deadline = idle_deadline();
 
   if (!o.persistent) {
     auto endpoint = listener.next_request(deadline);
     report.peer_address = endpoint->peer_address();
-    rping::ServedConnection served;
-    try {
-      rping::serve_connection(*endpoint, ping, report, served);
-    } catch (...) {
-      report.iterations_completed = served.iterations;
-      report.bytes = served.bytes;
-      throw;
-    }
-    report.iterations_completed = served.iterations;
-    report.bytes = served.bytes;
+    rdmakit::serve_counted(
+        [&](rdmakit::ServedConnection& served) { rping::serve_connection(*endpoint, ping, report, served); }, report);
     return;
   }
 
-  // Persistent: each connection runs on its own thread with its own endpoint; the
-  // listener thread only accepts. Ctrl-C reaches every thread through the stop fd.
-  std::mutex results_mutex;
-  std::vector<rping::ServedConnection> results;
-  struct Worker {
-    std::shared_ptr<std::atomic<bool>> finished;
-    std::jthread thread;
-  };
-  std::vector<Worker> workers;
-  try {
-    for (;;) {
-      std::shared_ptr<rdmakit::Endpoint> endpoint = listener.next_request(deadline);
-      // A finished thread keeps its stack until joined: reap them, or a long-lived server
-      // grows by a stack per client served.
-      std::erase_if(workers, [](const Worker& worker) { return worker.finished->load(); });
-      auto finished = std::make_shared<std::atomic<bool>>(false);
-      workers.push_back(Worker{finished, std::jthread([endpoint, finished, &ping, &results_mutex, &results] {
-                                 rdmakit::Report connection_report;
-                                 auto served = serve_recorded(*endpoint, ping, connection_report);
-                                 {
-                                   const std::lock_guard lock(results_mutex);
-                                   results.push_back(std::move(served));
-                                 }
-                                 finished->store(true);
-                               })});
-    }
-  } catch (const rdmakit::RunStopped& stopped) {
-    workers.clear();  // joins
-    report.outcome = rdmakit::to_string(stopped.reason());
-    spdlog::info("persistent server stopping: {}", stopped.what());
-  }
-  nlohmann::json connections = nlohmann::json::array();
-  for (const auto& served : results) {
-    report.iterations_completed += served.iterations;
-    report.bytes += served.bytes;
-    connections.push_back(to_json(served));
-  }
-  report.extra["connections"] = connections;
+  // --accept-timeout is how long a persistent server stays up without a new client.
+  rdmakit::serve_persistently(
+      [&]() -> rdmakit::AcceptedConnection {
+        std::shared_ptr<rdmakit::Endpoint> endpoint = listener.next_request(idle_deadline());
+        return {endpoint->peer_address(), [endpoint, &ping](rdmakit::ServedConnection& served) {
+                  rdmakit::Report connection_report;  // steps of one connection; the server reports totals
+                  rping::serve_connection(*endpoint, ping, connection_report, served);
+                }};
+      },
+      report);
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ void run_client(const rdmakit::SocketAddress* source, const rdmakit::SocketAddre
 }
 
 void serve_connection(Endpoint& endpoint, const PingOptions& options, rdmakit::Report& report,
-                      ServedConnection& served) {
+                      rdmakit::ServedConnection& served) {
   served.peer = endpoint.peer_address();
   ControlBuffers control(endpoint);
   RegisteredBuffer& data = endpoint.add_buffer(options.size, remote_access);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/endpoint.hpp"
+#include "lib/persistent.hpp"
 
 namespace rping {
 
@@ -22,18 +23,10 @@ struct PingOptions {
 void run_client(const rdmakit::SocketAddress* source, const rdmakit::SocketAddress& destination,
                 const rdmakit::EndpointOptions& endpoint_options, const PingOptions& options, rdmakit::Report& report);
 
-struct ServedConnection {
-  std::string peer;
-  std::uint64_t iterations = 0;
-  std::uint64_t bytes = 0;
-  std::string outcome = "completed";
-  std::string error;
-};
-
 // Accepts the connection in `endpoint` and echoes pings until the client disconnects
 // between iterations (a normal end). Errors propagate as exceptions; `served` keeps the
 // counts reached so far either way.
 void serve_connection(rdmakit::Endpoint& endpoint, const PingOptions& options, rdmakit::Report& report,
-                      ServedConnection& served);
+                      rdmakit::ServedConnection& served);
 
 }  // namespace rping

@@ -37,6 +37,7 @@ struct Options {
   std::uint32_t mtu = 0;
   std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for
   double accept_timeout_s = 0;
+  bool persistent = false;
   bool gbits = false;
 };
 
@@ -79,6 +80,9 @@ void validate(const Options& o, bool duration_given, bool iterations_given) {
   }
   if (o.bidirectional && o.operation != "send") {
     throw rdmakit::UsageError("-b works with --op send: the server sends back each message it receives");
+  }
+  if (o.persistent && !o.server.empty()) {
+    throw rdmakit::UsageError("-P (persistent) is a server option");
   }
   if (o.gid_index && !o.bind.empty()) {
     throw rdmakit::UsageError("-x and --bind both choose the local address: give one");
@@ -143,6 +147,12 @@ void finish(const Options& o, const rdmakit::BwResults& results, rdmakit::Report
     report.bytes += std::uint64_t{row.size} * row.summary.count;
     report.iterations_completed += row.summary.count;
   }
+  if (o.persistent) {  // totals came in as each client ended
+    report.extra["connections"] = results.connections;
+    if (!results.refused.empty()) report.extra["refused"] = results.refused;
+    report.text = fmt::format("served {} clients\n", results.connections.size());
+    return;
+  }
   report.extra["test"] = results.test;
   report.extra["rows"] = rows;
   if (!results.refused.empty()) report.extra["refused"] = results.refused;
@@ -174,7 +184,8 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .gid_index = o.gid_index,
                         .mtu = std::nullopt,
                         .max_size = o.max_size,
-                        .accept_deadline = std::nullopt,
+                        .accept_timeout = std::nullopt,
+                        .persistent = o.persistent,
                         .timeout = common.timeout(),
                         .stop_fd = stop_fd};
   if (o.duration_s > 0) {
@@ -182,8 +193,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
   }
   if (o.mtu != 0) s.mtu = rdmakit::mtu_from_bytes(o.mtu);
   if (o.accept_timeout_s > 0) {
-    s.accept_deadline =
-        rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
+    s.accept_timeout = std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
   }
   return s;
 }
@@ -218,6 +228,7 @@ int main(int argc, char** argv) {
                          ->capture_default_str()
                          ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   auto* duration = app.add_option("-D,--duration", o.duration_s, "Run for this many seconds instead of -n")
+                       ->check(rdmakit::FiniteNumber())
                        ->check(CLI::Range(0.001, 86400.0));
   app.add_option("--warmup", o.warmup, "Unmeasured messages before each size")->capture_default_str();
   app.add_option("-t,--tx-depth", o.depth, "Work requests in flight per queue pair (server: receives posted)")
@@ -237,9 +248,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")
       ->capture_default_str()
       ->check(CLI::Range(1u, bw::max_message_size));
-  app.add_option("--accept-timeout", o.accept_timeout_s, "Server: seconds to wait for a client (0 = forever)")
+  app.add_option("--accept-timeout", o.accept_timeout_s,
+                 "Server: seconds to wait for a client, with -P for each next one (0 = forever)")
       ->capture_default_str()
+      ->check(rdmakit::FiniteNumber())
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("-P,--persistent", o.persistent, "Server: serve clients one after another until stopped");
   app.add_flag("--report-gbits", o.gbits, "Text table in Gb/s instead of MB/s");
   return tool.run(
       argc, argv,
@@ -260,7 +274,8 @@ int main(int argc, char** argv) {
                             {"inline", o.inline_size},
                             {"queue_pairs", o.queue_pairs},
                             {"bidirectional", o.bidirectional},
-                            {"mtu", o.mtu}};
+                            {"mtu", o.mtu},
+                            {"persistent", o.persistent}};
         if (o.gid_index) report.arguments["gid_index"] = *o.gid_index;
         report.role = o.server.empty() ? "server" : "client";
         const rdmakit::StopSignal stop;

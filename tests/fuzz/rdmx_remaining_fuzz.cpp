@@ -1,6 +1,6 @@
-// rdma_server reads the exchanges still to come from each 16-byte message of the client;
-// a short message leaves the rest of the receive buffer as it was (zeros here). The input
-// is the received message.
+// rdma_server reads the exchanges still to come from each 16-byte message of the client
+// (shorter ones are refused before, by check_message_length). The input is the received
+// message, padded with zeros.
 
 #include <algorithm>
 #include <array>

@@ -58,12 +58,15 @@ case_all_tools_bad_flags() {
 2 | rping       | -s -a 1.2.3.4 extra                     | not expected: extra
 2 | rping       | -c -a 1.2.3.4 --timeout 0               | --timeout must be between
 2 | rping       | -c -I nohost.invalid -a 1.2.3.4 --json  | cannot resolve 'nohost.invalid'
+2 | rping       | -s --accept-timeout nan                 | --accept-timeout: 'nan' is not a finite number
+2 | rping       | -c -a 1.2.3.4 --timeout inf             | --timeout: 'inf' is not a finite number
 2 | udaddy      | -s 1.2.3.4 --port 70000                 | --port: Value 70000
 2 | udaddy      | -s 1.2.3.4 -c 0                         | --connections: Value 0
 2 | udaddy      | -s nohost.invalid                       | cannot resolve 'nohost.invalid'
 2 | udaddy      | -f ipv6 -s 1.2.3.4                      | cannot resolve '1.2.3.4'
 2 | udaddy      | -P udp -p 0x111 -s 1.2.3.4              | port space once
 2 | udaddy      | -s 1.2.3.4 --timeout -1 --json          | --timeout must be between
+2 | udaddy      | -s 1.2.3.4 --accept-timeout NaN --json  | --accept-timeout: 'NaN' is not a finite number
 2 | ucmatose    | -s 1.2.3.4 -c 1025                      | --connections: Value 1025
 2 | ucmatose    | -s 1.2.3.4 -a 32                        | --ack-timeout: Value 32
 2 | ucmatose    | -s 1.2.3.4 -P udp                       | connected port space
@@ -74,9 +77,12 @@ case_all_tools_bad_flags() {
 2 | mckey       | -m nohost.invalid                       | cannot resolve 'nohost.invalid'
 2 | mckey       | -m 239.1.1.1 -c -3                      | --connections: Value -3
 2 | mckey       | -m 239.1.1.1 --settle 5s                | --settle: Value 5s
+2 | mckey       | -s -m 239.1.1.1 --settle nan            | --settle: 'nan' is not a finite number
+2 | mckey       | -m 239.1.1.1 --first-timeout inf        | --first-timeout: 'inf' is not a finite number
 2 | mckey       | -m 239.1.1.1 -b nohost.invalid --json   | cannot resolve 'nohost.invalid'
 2 | rdma_server | -p 0                                    | --port: Value 0
 2 | rdma_server | --accept-timeout -1                     | --accept-timeout: Value -1
+2 | rdma_server | --accept-timeout NaN                    | --accept-timeout: 'NaN' is not a finite number
 2 | rdma_server | -s nohost.invalid                       | cannot resolve 'nohost.invalid'
 2 | rdma_server | extra --json                            | not expected: extra
 2 | rdma_client | -C 0                                    | --count: Value 0
@@ -88,6 +94,8 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 -t 0                            | --tx-depth: Value 0
 2 | send_bw     | 1.2.3.4 -n -5                           | --iters: Value -5
 2 | send_bw     | 1.2.3.4 -D 10x                          | --duration: Value 10x
+2 | send_bw     | 1.2.3.4 -D nan                          | --duration: 'nan' is not a finite number
+2 | send_bw     | --accept-timeout inf --json             | --accept-timeout: 'inf' is not a finite number
 2 | send_bw     | 1.2.3.4 -a -s 64                        | --size excludes --all
 2 | send_bw     | 1.2.3.4 -x 1 --bind 1.2.3.4             | -x and --bind
 2 | send_bw     | 1.2.3.4 extra                           | not expected: extra

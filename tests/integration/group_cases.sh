@@ -1,16 +1,6 @@
 # udaddy, ucmatose and mckey cases: ours with ours, ours with the stock tools both ways,
 # JSON validated, lost datagrams and missing peers ending within the timeout, bad flags.
 
-# wait_for_line FILE PATTERN: until FILE (under $T) has a line matching PATTERN (10 s at most).
-wait_for_line() {
-  local file=$T/$1 pattern=$2 i
-  for i in $(seq 100); do
-    grep -q -- "$pattern" "$file" 2> /dev/null && return 0
-    sleep 0.1
-  done
-  fail "'$pattern' did not appear in $1 within 10 s"
-}
-
 # expect_bounded FILE SECONDS: the run's own duration (not ASan start-up) stayed within SECONDS.
 expect_bounded() {
   jq -e ".duration_s <= $2" "$T/$1" > /dev/null || fail "$1 ran $(jq .duration_s "$T/$1") s, bound $2 s"

@@ -43,14 +43,24 @@ require_root() {
 port_counter=$((20000 + RANDOM % 20000))
 next_port() { port_counter=$((port_counter + 1)); PORT=$port_counter; }
 
-# wait_listening PORT: until an rdma_cm id listens on PORT (10 s at most).
+# wait_listening PORT [SECONDS]: until an rdma_cm id listens on PORT (10 s at most by default).
 wait_listening() {
-  local port=$1 i
-  for i in $(seq 100); do
+  local port=$1 seconds=${2:-10} i
+  for i in $(seq $((seconds * 10))); do
     rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$port " && return 0
     sleep 0.1
   done
-  fail "nothing listens on port $port after 10 s"
+  fail "nothing listens on port $port after $seconds s"
+}
+
+# wait_for_line FILE PATTERN [SECONDS]: until PATTERN shows up in $T/FILE (10 s at most by default).
+wait_for_line() {
+  local file=$T/$1 pattern=$2 seconds=${3:-10} i
+  for i in $(seq $((seconds * 10))); do
+    grep -q -- "$pattern" "$file" 2> /dev/null && return 0
+    sleep 0.1
+  done
+  fail "'$pattern' did not appear in $1 within $seconds s"
 }
 
 # start NAME COMMAND...: run in the background, output in $T/NAME.out and $T/NAME.err.
@@ -87,6 +97,25 @@ run() {
   RC=0
   timeout -k 5 "$seconds" "$@" > "$T/$name.out" 2> "$T/$name.err" || RC=$?
   ELAPSED_MS=$(( ($(date +%s%N) - started) / 1000000 ))
+}
+
+# wait_connected PID [SECONDS]: until PID has a queue pair in RTS (10 s at most by default).
+wait_connected() {
+  local seconds=${2:-10} i
+  for i in $(seq $((seconds * 10))); do
+    rdma res show qp 2> /dev/null | grep -q "state RTS .* pid $1 " && return 0
+    sleep 0.1
+  done
+  fail "pid $1 has no connected queue pair after $seconds s"
+}
+
+# expect_released PID WHAT: no RDMA resource (cm_id, QP, CQ, MR, PD) is left owned by PID.
+expect_released() {
+  local kind left
+  for kind in cm_id qp cq mr pd; do
+    left=$(rdma res show "$kind" 2> /dev/null | grep -c " pid $1 " || true)
+    ((left == 0)) || fail "$2: $left $kind(s) of pid $1 still there"$'\n'"$(rdma res show "$kind" | grep " pid $1 ")"
+  done
 }
 
 expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, expected $1"; }

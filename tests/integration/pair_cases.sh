@@ -244,3 +244,19 @@ case_pair_faults() {
   expect_schema send_bw bw_refuses.out
   note "send_bw server refused a stock rdma_client: $(jq -c '.refused[0]' "$T/bw_refuses.out")"
 }
+
+# The crafted peer (tests/peer/crafted_peer.cpp) on the other host, across the wire: answers
+# and hellos that are garbage or of another version, lengths, addresses and rkeys outside
+# what was registered, silence (crafted_cases.sh, with its hooks pointed at the peer).
+case_pair_crafted() {
+  require_peer
+  peer_clock
+  CRAFTED_START=remote_start
+  CRAFTED_FINISH=remote_finish
+  CRAFTED_WAIT_LISTENING=remote_wait_listening
+  CRAFTED_CLOCK_AHEAD_US=$PEER_CLOCK_AHEAD_US
+  crafted_send_bw_server_side "$WIRE_ADDR" "$PEER_ADDR"
+  crafted_send_bw_client_side "$WIRE_ADDR" "$PEER_ADDR"
+  crafted_rping "$WIRE_ADDR" "$PEER_ADDR"
+  crafted_rdmx "$WIRE_ADDR" "$PEER_ADDR"
+}

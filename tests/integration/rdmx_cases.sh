@@ -104,3 +104,33 @@ case_rdmx_bad_flags() {
     expect_rc 2 "rdma_server $args"
   done
 }
+
+# rdma_server -P: clients one after another and at once, ours and stock, each its own record;
+# a client that leaves mid-exchange is its own failure, and --accept-timeout (idle) ends the
+# server normally.
+case_rdmx_persistent() {
+  require_device
+  next_port
+  start pserver "$OURS_RDMA_SERVER" -P -s "$RXE_ADDR" -p "$PORT" --accept-timeout 10 --timeout 3 --json
+  wait_listening "$PORT"
+  run c1 30 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" -C 10
+  expect_rc 0 "our client"
+  run c2 30 rdma_client -s "$RXE_ADDR" -p "$PORT"
+  expect_rc 0 "stock client"
+  start c3 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" -C 30
+  start c4 "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" -C 30
+  start c5 rdma_client -s "$RXE_ADDR" -p "$PORT"
+  finish c3 30; expect_rc 0 "concurrent client 3"
+  finish c4 30; expect_rc 0 "concurrent client 4"
+  finish c5 30; expect_rc 0 "concurrent stock client 5"
+  start victim "$OURS_RDMA_CLIENT" -s "$RXE_ADDR" -p "$PORT" -C 2000000000
+  eval "wait_connected \$PID_victim 20; kill -9 \$PID_victim"
+  finish victim 5
+  finish pserver 40
+  expect_rc 0 "persistent server idle for --accept-timeout"
+  expect_schema rdma_server pserver.out
+  expect_jq '.outcome == "completed" and (.errors | length == 0) and (.connections | length == 6)' pserver.out
+  expect_jq '[.connections[] | select(.outcome == "completed")] | length == 5' pserver.out
+  expect_jq '[.connections[] | select(.outcome == "completed") | .iterations] | add == 72' pserver.out
+  note "killed client: $(jq -c '.connections[] | select(.outcome != "completed") | [.outcome, .error]' "$T/pserver.out")"
+}

@@ -99,6 +99,17 @@ case_rping_persistent() {
   expect_jq '.connections | length == 5' pserver.out
   expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out
   expect_jq '.iterations.completed == 160' pserver.out
+  # --accept-timeout on a persistent server: how long it stays up without a new client; the
+  # end it brings is a normal one.
+  next_port
+  start idle "$OURS_RPING" -s -P -a "$RXE_ADDR" -p "$PORT" --accept-timeout 8 --json
+  wait_listening "$PORT"
+  run c6 60 "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 5
+  expect_rc 0 "client of the idle-stopping server"
+  finish idle 30
+  expect_rc 0 "persistent server idle for --accept-timeout"
+  expect_schema rping idle.out
+  expect_jq '.outcome == "completed" and (.errors | length == 0) and (.connections | length == 1)' idle.out
 }
 
 case_rping_json() {
@@ -261,13 +272,17 @@ case_rping_interrupt() {
   start iserver "$OURS_RPING" -s -a "$RXE_ADDR" -p "$PORT" --json
   wait_listening "$PORT"
   start iclient "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0 -V --json
-  sleep 4  # connected and pinging, even when the guest is slow to start a process
   local pid
   eval "pid=\$PID_iclient"
+  # Connected, then pinging for a while, however slow the guest is to start a process.
+  wait_connected "$pid" 30
+  sleep 1
   kill -INT "$pid"
   finish iclient 10
   expect_rc 130 "unlimited client after Ctrl-C"
   expect_jq '.outcome == "interrupted" and .iterations.completed > 0' iclient.out
+  expect_released "$pid" "client after Ctrl-C"
+  # The client disconnected on its way out: its server saw a clean end, not a timeout.
   finish iserver 10
   expect_rc 0 "server after its client was interrupted"
   # A counted run cut short by SIGTERM did not complete: 143, partial report.
@@ -275,11 +290,13 @@ case_rping_interrupt() {
   start iserver2 "$OURS_RPING" -s -a "$RXE_ADDR" -p "$PORT"
   wait_listening "$PORT"
   start iclient2 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 100000000 --json
-  sleep 2
   eval "pid=\$PID_iclient2"
+  wait_connected "$pid" 30
+  sleep 1
   kill -TERM "$pid"
   finish iclient2 10
   expect_rc 143 "counted client after SIGTERM"
+  expect_released "$pid" "client after SIGTERM"
   expect_jq '.outcome == "interrupted" and .iterations.completed > 0 and .iterations.completed < 100000000' iclient2.out
   finish iserver2 10
 }

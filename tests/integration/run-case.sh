@@ -30,10 +30,14 @@ source "$here/send_bw_cases.sh"
 source "$here/bad_input_cases.sh"
 # shellcheck source=soak_cases.sh
 source "$here/soak_cases.sh"
+# shellcheck source=valgrind_cases.sh
+source "$here/valgrind_cases.sh"
 # shellcheck source=remote.sh
 source "$here/remote.sh"
 # shellcheck source=pair_cases.sh
 source "$here/pair_cases.sh"
+# shellcheck source=crafted_cases.sh
+source "$here/crafted_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 echo "PASS: $case_name"

@@ -198,10 +198,12 @@ case_send_bw_interrupted() {
     start "server_$test" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
     wait_listening "$PORT"
     start "client_$test" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test "$test" -s 64 -D 60 --json
-    sleep 3
+    eval "wait_connected \$PID_client_$test 30"
+    sleep 2
     eval "kill -$signal \$PID_client_$test"
     finish "client_$test" 5
     expect_rc "$expected" "send_bw --test $test after SIG$signal"
+    eval "expect_released \$PID_client_$test \"send_bw --test $test after SIG$signal\""
     finish "server_$test" 10
     expect_rc 0 "send_bw server after its client's Ctrl-C"
     expect_jq '.outcome == "interrupted" and (.rows | length == 1) and .rows[0].iterations > 0
@@ -212,4 +214,32 @@ case_send_bw_interrupted() {
   expect_schema send_bw client_lat.out
   expect_jq "$LAT_ROWS_CONSISTENT" client_lat.out
   expect_jq '.answered > 0' server_lat.out
+}
+
+# send_bw -P: one test at a time, client after client, whatever each runs; clients arriving
+# while a test runs wait their turn; a refused client is not served and the server goes on;
+# idle for --accept-timeout, it ends normally.
+case_send_bw_persistent() {
+  require_device
+  next_port
+  start pserver "$OURS_SEND_BW" -P --bind "$RXE_ADDR" -p "$PORT" --max-size 65536 --accept-timeout 15 --json
+  wait_listening "$PORT"
+  run c1 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -n 200 --json
+  expect_rc 0 "first client (send bw)"
+  run c2 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op write --test lat -n 100 --json
+  expect_rc 0 "second client (write latency)"
+  run big 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 131072 -n 10 --json
+  expect_rc 1 "client refused by --max-size"
+  start c3 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op read -s 8192 -n 300 -q 2 --timeout 60 --json
+  start c4 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 1024 -n 300 -b --timeout 60 --json
+  finish c3 90; expect_rc 0 "concurrent client 3 (read, 2 QPs)"
+  finish c4 90; expect_rc 0 "concurrent client 4 (bidirectional)"
+  finish pserver 60
+  expect_rc 0 "persistent send_bw server idle for --accept-timeout"
+  expect_schema send_bw pserver.out
+  expect_jq '.outcome == "completed" and (.errors | length == 0) and (.connections | length == 4)' pserver.out
+  expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out
+  expect_jq '[.connections[].test.operation] | sort == ["read", "send", "send", "write"]' pserver.out
+  expect_jq '(.refused | length == 1) and (.refused[0].reason | test("131072"))' pserver.out
+  expect_jq '.connections[0].iterations >= 200 and .connections[0].bytes >= 819200' pserver.out
 }

@@ -484,12 +484,46 @@ TEST(Schemas, AcceptRpingPersistentServers) {
                     {"peer": "10.55.0.2:40001", "iterations": 2, "bytes": 256, "outcome": "failed",
                      "error": "peer sent a 7-byte message; rping messages are 16 bytes"}]})j"_json;
   EXPECT_TRUE(check_shape("rping", interrupted).empty()) << joined(check_shape("rping", interrupted));
-  auto accept_timeout = interrupted;
-  accept_timeout["outcome"] = "timed_out";
-  accept_timeout["exit_code"] = 0;
-  EXPECT_TRUE(check_shape("rping", accept_timeout).empty()) << joined(check_shape("rping", accept_timeout));
-  accept_timeout.erase("connections");
-  EXPECT_FALSE(check_shape("rping", accept_timeout).empty());
+  // Idle for --accept-timeout: a normal end, never a timed-out one with exit 0.
+  auto idle = interrupted;
+  idle["outcome"] = "completed";
+  idle["exit_code"] = 0;
+  EXPECT_TRUE(check_shape("rping", idle).empty()) << joined(check_shape("rping", idle));
+  idle["outcome"] = "timed_out";
+  EXPECT_FALSE(check_shape("rping", idle).empty());
+}
+
+TEST(Schemas, AcceptPersistentRdmaServerAndSendBwServer) {
+  const auto rdma_server = R"j({
+    "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
+    "arguments": {"server": "10.55.0.1", "port": "7471", "persistent": true},
+    "connections": [{"peer": "10.55.0.1:40000", "iterations": 10, "bytes": 320, "outcome": "completed", "error": ""},
+                    {"peer": "", "iterations": 0, "bytes": 0, "outcome": "failed", "error": "rdma_get_request: ..."}]
+  })j"_json;
+  EXPECT_TRUE(check_shape("rdma_server", rdma_server).empty()) << joined(check_shape("rdma_server", rdma_server));
+
+  auto send_bw = read(samples_dir / "send_bw-server-no-device.json");
+  send_bw.update(R"j({
+    "role": "server", "outcome": "interrupted", "exit_code": 130, "errors": [],
+    "connections": [{"peer": "10.55.0.1:40000", "iterations": 1100, "bytes": 4505600, "outcome": "completed",
+                     "error": "", "test": {"test": "bw", "operation": "send", "queue_pairs": 1,
+                     "bidirectional": false, "client_depth": 128, "max_size": 4096,
+                     "path": {"device": "rxe0", "port": 1, "path_mtu": 1024}}},
+                    {"peer": "10.55.0.1:40001", "iterations": 0, "bytes": 0, "outcome": "failed",
+                     "error": "rdma_accept: ...", "test": {}}]
+  })j"_json);
+  send_bw.erase("test");
+  send_bw.erase("rows");
+  send_bw["arguments"]["persistent"] = true;
+  const auto validator = Validator::from_file(schema_dir / "send_bw.schema.json");
+  EXPECT_TRUE(validator.validate(send_bw).empty()) << joined(validator.validate(send_bw));
+  // Without -P a server reports its test and rows, not connections.
+  send_bw["arguments"]["persistent"] = false;
+  EXPECT_FALSE(validator.validate(send_bw).empty());
+  // A client record says what it ran.
+  send_bw["arguments"]["persistent"] = true;
+  send_bw["connections"][0].erase("test");
+  EXPECT_FALSE(validator.validate(send_bw).empty());
 }
 
 TEST(Schemas, AcceptSendBwServers) {

@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "lib/cli.hpp"
@@ -51,6 +57,124 @@ TEST(ToolRunner, BadTimeoutAndLogLevelAreUsageErrors) {
   EXPECT_EQ(run_with({"testtool", "--timeout", "0"}, ran), 2);
   EXPECT_EQ(run_with({"testtool", "--log-level", "loud"}, ran), 2);
   EXPECT_FALSE(ran);
+}
+
+// A floating-point option as the tools declare theirs: FiniteNumber, then a Range.
+struct SecondsRun {
+  int exit_code = 0;
+  bool body_ran = false;
+  std::string err;  // what went to stderr
+  double seconds = -1;
+};
+
+SecondsRun run_seconds(std::vector<std::string> args, bool with_range = true) {
+  ToolRunner tool("testtool", "test");
+  SecondsRun result;
+  auto* option = tool.app().add_option("--seconds", result.seconds)->check(FiniteNumber());
+  if (with_range) option->check(CLI::Range(0.0, 86400.0));
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  testing::internal::CaptureStderr();
+  result.exit_code = tool.run(
+      static_cast<int>(argv.size()), argv.data(), [] {}, [&](Report&) { result.body_ran = true; });
+  result.err = testing::internal::GetCapturedStderr();
+  return result;
+}
+
+TEST(FiniteNumber, NanAndInfinityAreUsageErrors) {
+  for (const char* text : {"nan", "NaN", "-nan", "nan(0x1)", "inf", "-inf", "Infinity", "1e400", "0x1p2000"}) {
+    for (const bool with_range : {true, false}) {
+      const auto run = run_seconds({"testtool", "--seconds", text}, with_range);
+      EXPECT_EQ(run.exit_code, 2) << text;
+      EXPECT_FALSE(run.body_ran) << text;
+      // One line, as every usage error: what is wrong, and where to look.
+      EXPECT_EQ(run.err,
+                "testtool: --seconds: '" + std::string(text) + "' is not a finite number (see 'testtool --help')\n")
+          << text;
+    }
+  }
+}
+
+TEST(FiniteNumber, LeavesFiniteValuesAndOtherErrorsAlone) {
+  auto run = run_seconds({"testtool", "--seconds", "2.5"});
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_TRUE(run.body_ran);
+  EXPECT_DOUBLE_EQ(run.seconds, 2.5);
+  run = run_seconds({"testtool", "--seconds", "1e-300"});
+  EXPECT_EQ(run.exit_code, 0);
+  // Not numbers at all, or out of range: the conversion's and the Range's messages, as before.
+  run = run_seconds({"testtool", "--seconds", "5s"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--seconds: Value 5s not in range"), std::string::npos) << run.err;
+  run = run_seconds({"testtool", "--seconds", "-1"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--seconds: Value -1 not in range"), std::string::npos) << run.err;
+  run = run_seconds({"testtool", "--seconds", "abc"}, false);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_EQ(run.err.find("finite"), std::string::npos) << run.err;
+}
+
+TEST(FiniteNumber, GuardsTheCommonTimeout) {
+  for (const char* text : {"nan", "NaN", "inf"}) {
+    const auto run = run_seconds({"testtool", "--timeout", text});
+    EXPECT_EQ(run.exit_code, 2) << text;
+    EXPECT_FALSE(run.body_ran) << text;
+    EXPECT_NE(run.err.find("--timeout: '" + std::string(text) + "' is not a finite number"), std::string::npos)
+        << run.err;
+  }
+}
+
+TEST(ToolRunner, JsonOnStdoutAndInTheFileIsOneValidText) {
+  const auto path = std::filesystem::temp_directory_path() / ("rdmakit-json-file-" + std::to_string(::getpid()));
+  ToolRunner tool("testtool", "test");
+  tool.enable_json_file();
+  std::vector<std::string> args = {"testtool", "--json", "--json-file", path.string()};
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int exit_code = tool.run(
+      static_cast<int>(argv.size()), argv.data(), [] {},
+      [](Report& report) {
+        // What a peer or a failing call may hand over: bytes that are not UTF-8.
+        report.peer_address = "10.0.0.1\xff";
+        report.fail(ErrorRecord{.message = "refused: \xc0", .call = {}, .errnum = 0, .hint = {}});
+      });
+  const auto out = testing::internal::GetCapturedStdout();
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(exit_code, 1);
+  std::ifstream in(path);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  EXPECT_EQ(out, written);  // the same text, once serialized
+  const auto report = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << out;
+  EXPECT_EQ(report["peer_address"], "10.0.0.1\xef\xbf\xbd");
+  EXPECT_EQ(report["errors"][0]["message"], "refused: \xef\xbf\xbd");
+}
+
+TEST(ToolRunner, UsageErrorJsonIsValidWhateverTheArgument) {
+  std::vector<std::string> args = {"testtool", "--json", "--bogus\xff"};
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  ToolRunner tool("testtool", "test");
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int exit_code = tool.run(
+      static_cast<int>(argv.size()), argv.data(), [] {}, [](Report&) {});
+  const auto out = testing::internal::GetCapturedStdout();
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(exit_code, 2);
+  const auto report = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << out;
+  EXPECT_EQ(report["outcome"], "usage_error");
+  EXPECT_NE(report["errors"][0]["message"].get<std::string>().find("--bogus\xef\xbf\xbd"), std::string::npos);
 }
 
 TEST(LogLevel, ParsesKnownNamesOnly) {

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "lib/diag.hpp"
 #include "lib/error.hpp"
@@ -27,15 +30,13 @@ struct Loaded {
   Attempt attempt;
 };
 
+// As diag-bind --replay reads a fixture.
 Loaded load(const std::string& name) {
+  auto replay = load_replay(fixtures / name);
   Loaded loaded;
-  const auto dir = fixtures / name;
-  std::ifstream in(dir / "facts.json");
-  EXPECT_TRUE(in) << "no facts.json in " << dir;
-  const auto facts = nlohmann::json::parse(in);
-  read_sysfs(dir / "sys", loaded.inventory);
-  apply_facts(facts, loaded.inventory, loaded.attempt);
-  loaded.target = make_target(facts.value("address", std::string()), 0, "tcp");
+  loaded.inventory = std::move(replay.inventory);
+  loaded.attempt = std::move(replay.attempt);
+  loaded.target = make_target(replay.address, 0, "tcp");
   return loaded;
 }
 
@@ -140,6 +141,80 @@ TEST(DiagSysfs, MissingTreeIsNotAnError) {
   read_sysfs("/nonexistent-sysfs-root", inventory);
   EXPECT_FALSE(inventory.rdma_core_present);
   EXPECT_TRUE(inventory.kernel_devices.empty());
+}
+
+// A facts.json that parses but does not fit: the message a usage error prints, or "" when
+// load_replay accepted it.
+class ReplayDir {
+ public:
+  ReplayDir() : dir_(fs::temp_directory_path() / ("rdmakit-replay-" + std::to_string(::getpid()))) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::create_directory_symlink(fixtures / "ok" / "sys", dir_ / "sys");
+  }
+  ~ReplayDir() { fs::remove_all(dir_); }
+  std::string load(const std::string& facts) const {
+    std::ofstream(dir_ / "facts.json") << facts;
+    try {
+      load_replay(dir_);
+    } catch (const UsageError& error) {
+      return error.what();
+    }
+    return {};
+  }
+  const fs::path& path() const { return dir_; }
+
+ private:
+  fs::path dir_;
+};
+
+TEST(DiagReplay, WrongJsonTypesAreUsageErrorsNamingTheMember) {
+  const ReplayDir dir;
+  const struct {
+    const char* facts;
+    const char* says;
+  } cases[] = {
+      {R"([])", "the document is an array, not an object"},
+      {R"("facts")", "the document is a string, not an object"},
+      {R"(null)", "the document is null, not an object"},
+      {R"({"address": 10})", R"("address": type must be string, but is number)"},
+      {R"({"address": ["10.55.0.1"]})", R"("address": type must be string, but is array)"},
+      {R"({"kernel_indices": [0]})", R"("kernel_indices" is an array, not an object)"},
+      {R"({"kernel_indices": {"rxe0": "zero"}})", R"("kernel_indices": type must be number, but is string)"},
+      {R"({"addresses": "10.55.0.1"})", R"("addresses" is a string, not an object)"},
+      {R"({"addresses": {"rxenet0": "10.55.0.1/24"}})", R"("addresses": type must be array, but is string)"},
+      {R"({"userspace_list_errno": "EPERM"})", R"("userspace_list_errno": type must be number, but is string)"},
+      {R"({"user_devices": {"name": "rxe0"}})", R"("user_devices")"},
+      {R"({"user_devices": [["rxe0"]]})", R"("user_devices")"},
+      {R"({"provider_drivers": "rxe"})", R"("provider_drivers")"},
+      {R"({"rdma_cm": []})", R"("rdma_cm")"},
+      {R"({"memlock": [65536]})", R"("memlock")"},
+      {R"({"memlock": {"cap_ipc_lock": "yes"}})", R"("memlock": type must be boolean, but is string)"},
+      {R"({"attempt": []})", R"("attempt")"},
+      {R"({"attempt": {}})", R"("attempt": key 'steps' not found)"},
+      {R"({"attempt": {"steps": [{"call": 5}]}})", R"("attempt": type must be string, but is number)"},
+      {R"({"attempt": {"steps": [], "port": "7174"}})", R"("attempt": type must be number, but is string)"},
+      {R"({"memlock": {"soft_bytes": 1.5}})", "/memlock/soft_bytes is 1.5, not an integer"},
+      {R"({"kernel_indices": {"rxe0": 1e300}})", "/kernel_indices/rxe0 is 1e+300, not an integer"},
+  };
+  for (const auto& c : cases) {
+    const auto message = dir.load(c.facts);
+    EXPECT_EQ(message.rfind("--replay " + dir.path().string() + ": facts.json: ", 0), 0u) << c.facts << ": " << message;
+    EXPECT_NE(message.find(c.says), std::string::npos) << c.facts << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << c.facts << ": " << message;  // one line on stderr
+  }
+}
+
+TEST(DiagReplay, UnreadableOrUnparsableFactsAreUsageErrors) {
+  const ReplayDir dir;
+  EXPECT_NE(dir.load("{\"address\": ").find("facts.json is not valid JSON"), std::string::npos);
+  EXPECT_THROW(load_replay(dir.path() / "nowhere"), UsageError);
+  // What fits still loads, the facts' address included.
+  EXPECT_EQ(dir.load(R"({"address": "10.55.0.1", "kernel_indices": {"rxe0": 3}})"), "");
+  const auto replay = load_replay(dir.path());
+  EXPECT_EQ(replay.address, "10.55.0.1");
+  ASSERT_EQ(replay.inventory.kernel_devices.size(), 1u);
+  EXPECT_EQ(replay.inventory.kernel_devices[0].index, 3);
 }
 
 TEST(DiagTarget, ClassifiesAddresses) {

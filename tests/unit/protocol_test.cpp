@@ -85,6 +85,14 @@ TEST(RdmxMessage, StockZerosMeanLastExchange) {
   EXPECT_EQ(decode_remaining(stock), 0u);
 }
 
+TEST(RdmxMessage, OnlyWholeMessagesCount) {
+  EXPECT_NO_THROW(check_message_length(message_size));
+  // Two bytes would leave half the count as the previous message left it.
+  EXPECT_THROW(check_message_length(2), ProtocolError);
+  EXPECT_THROW(check_message_length(0), ProtocolError);
+  EXPECT_THROW(check_message_length(message_size + 1), ProtocolError);
+}
+
 }  // namespace
 }  // namespace rdmakit::rdmx
 

@@ -67,6 +67,32 @@ TEST(ReportJson, StoppedRunKeepsPartialCounts) {
   EXPECT_EQ(j["iterations"]["completed"], 2);
 }
 
+TEST(ReportJson, TextIsValidJsonWhateverBytesTheStringsHold) {
+  Report r = sample();
+  r.role = "cli\xc3\xa9nt";              // valid UTF-8: kept as it is
+  r.peer_address = "10.0.0.1\xff:7174";  // a peer's bytes
+  r.arguments["server"] = std::string("host\x80");
+  r.fail(ErrorRecord{.message = "peer said \xc3\x28", .call = {}, .errnum = 0, .hint = {}});
+  r.extra["from\xfe"] = "key not UTF-8";
+  const auto text = json_text(to_json(r));
+  const auto parsed = nlohmann::json::parse(text, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << text;
+  EXPECT_EQ(parsed["role"], "cli\xc3\xa9nt");
+  EXPECT_EQ(parsed["peer_address"], "10.0.0.1\xef\xbf\xbd:7174");
+  EXPECT_EQ(parsed["arguments"]["server"], "host\xef\xbf\xbd");
+  EXPECT_EQ(parsed["errors"][0]["message"], "peer said \xef\xbf\xbd(");
+  EXPECT_EQ(parsed["from\xef\xbf\xbd"], "key not UTF-8");
+  EXPECT_EQ(parsed["tool"], "rping");
+  EXPECT_EQ(parsed["iterations"]["completed"], 3);
+}
+
+TEST(ReportJson, TextIsIndentedAndRoundTrips) {
+  const auto j = to_json(sample());
+  const auto text = json_text(j);
+  EXPECT_EQ(text.rfind("{\n  \"", 0), 0u) << text;
+  EXPECT_EQ(nlohmann::json::parse(text), j);
+}
+
 TEST(ReportJson, NoSamplesMeansNullRtt) {
   Report r;
   r.tool = "rping";

@@ -106,3 +106,12 @@ TEST(BandwidthRow, AverageIsBytesOverTimeAndPeakNeverBelowIt) {
 
 }  // namespace
 }  // namespace rdmakit
+
+TEST(LatencyRecorder, ReservesAMillionSamplesAtMost) {
+  rdmakit::LatencyRecorder recorder;
+  recorder.reserve(2'000'000'000);  // rdma_client -C 2000000000 once failed here with bad_alloc
+  EXPECT_GE(recorder.capacity(), std::size_t{1} << 20);
+  EXPECT_LT(recorder.capacity(), std::size_t{1} << 22);
+  recorder.add(std::chrono::microseconds(5));
+  EXPECT_EQ(recorder.count(), 1u);
+}

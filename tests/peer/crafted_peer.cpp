@@ -1,0 +1,497 @@
+// crafted_peer: a test-only peer that breaks the tools' wire protocols on purpose, so the
+// integration cases in tests/integration/crafted_cases.sh can show that our tools never
+// trust what a peer says: a length, address or rkey outside what they registered, CM
+// private data that is garbage or of another version, a message of the wrong size, or
+// silence. Each --mode does one misdeed against one of our tools and then waits (bounded
+// by --timeout) for that tool to leave. Not installed, not packaged.
+//
+// stdout: one JSON line {"mode", "misdeed_at_us", "peer", "detail"}; misdeed_at_us is the
+// wall clock (microseconds since the epoch, like bash's EPOCHREALTIME) when the misdeed
+// was done, so a case can time our tool's reaction from then. Exit 0 when the misdeed was
+// done, 1 when the peer could not get that far (no client came, the server refused a
+// hello we needed accepted, ...), 2 for bad options.
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "lib/endpoint.hpp"
+#include "lib/error.hpp"
+#include "lib/log.hpp"
+#include "lib/protocol.hpp"
+
+namespace {
+
+using rdmakit::Endpoint;
+using rdmakit::RegisteredBuffer;
+namespace bw = rdmakit::bw;
+
+constexpr int remote_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+// XORed into a real rkey: a key the peer never registered (never 0, so never the real one).
+constexpr std::uint32_t rkey_scramble = 0x5a5a5a00;
+
+struct Options {
+  std::string mode;
+  std::string address;
+  std::uint16_t port = 0;
+  double timeout_s = 10;         // bound on every wait for our tool
+  double accept_timeout_s = 30;  // server modes: bound on waiting for our client
+  std::uint32_t size = 64;       // bw-client-bad-reply-rkey: message size of the latency test
+  std::string log_level = "warn";
+};
+
+// What the peer did, printed as the one line of stdout.
+struct Result {
+  std::optional<std::int64_t> misdeed_at_us;
+  std::string peer = "unknown";  // how our tool ended the connection: disconnected, stayed, refused
+  std::string detail;
+};
+
+// A setup failure of the crafted peer itself (exit 1), as opposed to our tool's reaction.
+class PeerFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::int64_t wall_clock_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Deterministic garbage, so a failing run can be repeated byte for byte.
+std::vector<std::uint8_t> garbage(std::size_t size) {
+  std::mt19937 generator(0x5eed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<std::uint8_t> bytes(size);
+  std::generate(bytes.begin(), bytes.end(), [&] { return static_cast<std::uint8_t>(byte(generator)); });
+  bytes[0] = static_cast<std::uint8_t>(~(bw::magic >> 24));  // never the send_bw magic by chance
+  return bytes;
+}
+
+class CraftedPeer {
+ public:
+  explicit CraftedPeer(const Options& o) : o_(o) {
+    options_.send_depth = 16;
+    options_.recv_depth = 4;
+    options_.responder_resources = 16;
+    options_.initiator_depth = 16;
+    options_.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  }
+
+  // Client modes: connects with `private_data`; nullptr when our server refused, the
+  // reason (a send_bw refusal's text, or the CM's) in result_.detail.
+  std::unique_ptr<Endpoint> connect(std::vector<std::uint8_t> private_data,
+                                    const std::function<void(Endpoint&)>& before_connect = {}) {
+    std::optional<std::string> refusal;
+    auto options = options_;
+    options.private_data = std::move(private_data);
+    options.explain_rejection = [&refusal](std::span<const std::uint8_t> data) {
+      refusal = bw::decode_refusal(data).value_or("rejected without a send_bw reason");
+    };
+    auto endpoint = Endpoint::resolve(nullptr, rdmakit::parse_address(o_.address, o_.port), options, report_);
+    if (before_connect) before_connect(*endpoint);
+    try {
+      endpoint->connect(report_);
+    } catch (const rdmakit::RdmaError& error) {
+      if (!refusal) throw;
+      result_.misdeed_at_us = wall_clock_us();
+      result_.peer = "refused";
+      result_.detail = *refusal;
+      return nullptr;
+    }
+    return endpoint;
+  }
+
+  // Server modes: the first connection request to --address/--port, not yet accepted.
+  std::unique_ptr<Endpoint> next_client() {
+    listener_.emplace(rdmakit::parse_address(o_.address, o_.port), 1, options_);
+    const auto deadline =
+        rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o_.accept_timeout_s * 1000));
+    try {
+      return listener_->next_request(deadline);
+    } catch (const rdmakit::RunStopped& stopped) {
+      throw PeerFailure(fmt::format("no client came: {}", stopped.what()));
+    }
+  }
+
+  void misdeed_done() { result_.misdeed_at_us = wall_clock_us(); }
+
+  // Waits, bounded by --timeout, for our tool to leave. Our own failed completions (our
+  // tool refused what we sent) are noted; successful ones go to `on_completion`.
+  void wait_until_gone(Endpoint& endpoint, const std::function<void(const ibv_wc&)>& on_completion = {}) {
+    for (;;) {
+      try {
+        const auto wc = endpoint.next_completion();
+        spdlog::debug("completion {} ({} bytes) while waiting", rdmakit::opcode_name(wc.opcode), wc.byte_len);
+        if (on_completion) on_completion(wc);
+      } catch (const rdmakit::CompletionError& error) {
+        note(error.what());
+      } catch (const rdmakit::RunStopped& stopped) {
+        result_.peer = stopped.reason() == rdmakit::StopReason::timed_out ? "stayed" : "disconnected";
+        note(stopped.what());
+        return;
+      }
+    }
+  }
+
+  // The next completion of `opcode`, passing over our own SEND completions.
+  ibv_wc await(Endpoint& endpoint, ibv_wc_opcode opcode) {
+    for (;;) {
+      const auto wc = endpoint.next_completion();
+      if (wc.opcode == opcode) return wc;
+      if (wc.opcode != IBV_WC_SEND) {
+        throw PeerFailure(
+            fmt::format("expected {}, got {}", rdmakit::opcode_name(opcode), rdmakit::opcode_name(wc.opcode)));
+      }
+    }
+  }
+
+  void note(const std::string& text) {
+    if (!result_.detail.empty()) result_.detail += "; ";
+    result_.detail += text;
+  }
+
+  const Options& options() const { return o_; }
+  rdmakit::Report& report() { return report_; }
+  const Result& result() const { return result_; }
+
+ private:
+  Options o_;
+  rdmakit::EndpointOptions options_;
+  rdmakit::Report report_;  // the endpoint's timings; unused
+  std::optional<rdmakit::Listener> listener_;
+  Result result_;
+};
+
+// ---- send_bw server side: our client connects to us ----
+
+constexpr std::uint32_t bw_receives = 4;
+
+void post_send_with_imm(Endpoint& endpoint, std::uint32_t imm_data) {
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = imm_data;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (const int rc = ibv_post_send(endpoint.queue_pair(), &wr, &bad); rc != 0) {
+    throw rdmakit::RdmaError("ibv_post_send", "SEND with immediate", rc);
+  }
+}
+
+using AnswerMaker = std::function<std::vector<std::uint8_t>(const bw::Hello&, const RegisteredBuffer&)>;
+
+// Accepts our send_bw client with what `answer` makes of its hello and our buffer, then
+// waits for the client to leave. Unless `silent`, it receives what comes and echoes a
+// latency test's size announcements as our server does, so the client gets as far as
+// using the answer; silent, it posts nothing at all.
+void bw_server(CraftedPeer& peer, const AnswerMaker& answer, bool silent = false) {
+  auto endpoint = peer.next_client();
+  const auto hello = bw::decode_hello(endpoint->peer_private_data());
+  auto& buffer = endpoint->add_buffer(hello.max_size, remote_access);
+  if (!silent) {
+    for (std::uint32_t i = 0; i < bw_receives; ++i) endpoint->post_receive(buffer, buffer.size(), 0);
+  }
+  endpoint->set_private_data(answer(hello, buffer));
+  endpoint->accept(peer.report());
+  peer.misdeed_done();
+  peer.wait_until_gone(*endpoint, [&](const ibv_wc& wc) {
+    if (wc.opcode != IBV_WC_RECV) return;
+    endpoint->post_receive(buffer, buffer.size(), 0);
+    if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) post_send_with_imm(*endpoint, wc.imm_data);
+  });
+}
+
+std::vector<std::uint8_t> answer_bytes(const bw::Answer& answer) {
+  const auto bytes = bw::encode(answer);
+  return {bytes.begin(), bytes.end()};
+}
+
+bw::Answer honest_answer(const bw::Hello& hello, const RegisteredBuffer& buffer) {
+  return {.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size};
+}
+
+// ---- send_bw client side: we connect to our server ----
+
+bw::Hello plain_hello(std::uint32_t size) {
+  return {.operation = bw::Operation::send, .test = bw::Test::bandwidth, .max_size = size, .depth = 16};
+}
+
+std::vector<std::uint8_t> hello_bytes(const bw::Hello& hello) {
+  const auto bytes = bw::encode(hello);
+  return {bytes.begin(), bytes.end()};
+}
+
+// A hello our server must refuse; the misdeed is done when it answers.
+void bw_refused_hello(CraftedPeer& peer, std::vector<std::uint8_t> private_data) {
+  if (auto endpoint = peer.connect(std::move(private_data))) {
+    peer.misdeed_done();
+    peer.note("accepted");
+    peer.wait_until_gone(*endpoint);
+  }
+}
+
+// A write latency test whose hello names a reply buffer we never registered: once we
+// write, the server writes its answer there.
+void bw_bad_reply_rkey(CraftedPeer& peer) {
+  const auto size = peer.options().size;
+  RegisteredBuffer* reply = nullptr;
+  RegisteredBuffer* control = nullptr;
+  RegisteredBuffer* outgoing = nullptr;
+  auto hello = plain_hello(size);
+  hello.operation = bw::Operation::write;
+  hello.test = bw::Test::latency;
+  hello.reply_length = size;
+  auto endpoint = peer.connect({}, [&](Endpoint& e) {
+    reply = &e.add_buffer(size, remote_access);
+    control = &e.add_buffer(16, IBV_ACCESS_LOCAL_WRITE);
+    outgoing = &e.add_buffer(size, IBV_ACCESS_LOCAL_WRITE);
+    hello.reply_address = reply->address() + (1u << 20);
+    hello.reply_rkey = reply->rkey() ^ rkey_scramble;
+    e.set_private_data(hello_bytes(hello));
+    e.post_receive(*control, control->size(), 0);  // for the server's echo of the size
+  });
+  if (!endpoint) throw PeerFailure("the server refused the hello: " + peer.result().detail);
+  const auto answer = bw::decode_answer(endpoint->peer_private_data());
+  // Announce the size (a zero-length SEND with the size as immediate), as lib/bench does.
+  post_send_with_imm(*endpoint, bw::encode_size_announcement(size));
+  peer.await(*endpoint, IBV_WC_RECV);
+  // The tag in the last byte is what the server answers.
+  outgoing->chars()[size - 1] = 1;
+  endpoint->post_rdma(IBV_WR_RDMA_WRITE, *outgoing, size, answer.address, answer.rkey, 0);
+  peer.await(*endpoint, IBV_WC_RDMA_WRITE);
+  peer.misdeed_done();
+  peer.wait_until_gone(*endpoint);
+}
+
+// ---- rping: we are the client of our rping server ----
+
+// Connects like an rping client and sends `message` (length bytes of it) as the first
+// advert, then waits for the server to act on it and leave.
+void rping_client(CraftedPeer& peer, const std::function<rdmakit::rping::BufferAdvert(const RegisteredBuffer&)>& advert,
+                  std::size_t length) {
+  RegisteredBuffer* receive = nullptr;
+  RegisteredBuffer* send = nullptr;
+  RegisteredBuffer* data = nullptr;
+  auto endpoint = peer.connect({}, [&](Endpoint& e) {
+    receive = &e.add_buffer(rdmakit::rping::advert_wire_size, IBV_ACCESS_LOCAL_WRITE);
+    send = &e.add_buffer(rdmakit::rping::advert_wire_size, 0);
+    data = &e.add_buffer(rdmakit::rping::default_payload_size, remote_access);
+    e.post_receive(*receive, receive->size(), 0);
+  });
+  if (!endpoint) throw PeerFailure("the rping server refused the connection");
+  rdmakit::rping::fill_ping_payload(std::span(data->chars(), data->size()), 0);
+  const auto bytes = rdmakit::rping::encode(advert(*data));
+  std::copy(bytes.begin(), bytes.end(), send->data());
+  endpoint->post_send(*send, length, 0);
+  peer.await(*endpoint, IBV_WC_SEND);
+  peer.misdeed_done();
+  peer.wait_until_gone(*endpoint);
+}
+
+// ---- rdma_server / rdma_client ----
+
+void rdmx_client(CraftedPeer& peer, bool short_message) {
+  RegisteredBuffer* receive = nullptr;
+  RegisteredBuffer* send = nullptr;
+  auto endpoint = peer.connect({}, [&](Endpoint& e) {
+    receive = &e.add_buffer(rdmakit::rdmx::message_size, IBV_ACCESS_LOCAL_WRITE);
+    send = &e.add_buffer(rdmakit::rdmx::message_size, 0);
+    e.post_receive(*receive, receive->size(), 0);
+  });
+  if (!endpoint) throw PeerFailure("rdma_server refused the connection");
+  if (short_message) {
+    // Two zero bytes: read as a whole message they would mean "the last exchange".
+    endpoint->post_send(*send, 2, 0);
+    peer.await(*endpoint, IBV_WC_SEND);
+  } else {
+    // Garbage announcing 2^32 - 1 exchanges to come, then silence.
+    const auto bytes = garbage(rdmakit::rdmx::message_size);
+    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<std::uint8_t*>(send->data()));
+    std::fill_n(reinterpret_cast<std::uint8_t*>(send->data()), 4, std::uint8_t{0xff});
+    endpoint->post_send(*send, rdmakit::rdmx::message_size, 0);
+    peer.await(*endpoint, IBV_WC_RECV);
+  }
+  peer.misdeed_done();
+  peer.wait_until_gone(*endpoint);
+}
+
+void rdmx_server(CraftedPeer& peer, std::size_t reply_length) {
+  auto endpoint = peer.next_client();
+  auto& receive = endpoint->add_buffer(rdmakit::rdmx::message_size, IBV_ACCESS_LOCAL_WRITE);
+  auto& send = endpoint->add_buffer(64, 0);
+  endpoint->post_receive(receive, receive.size(), 0);
+  endpoint->accept(peer.report());
+  peer.await(*endpoint, IBV_WC_RECV);
+  const auto bytes = garbage(send.size());
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<std::uint8_t*>(send.data()));
+  endpoint->post_send(send, reply_length, 0);
+  peer.misdeed_done();
+  peer.wait_until_gone(*endpoint);
+}
+
+using Misdeed = std::function<void(CraftedPeer&)>;
+
+const std::map<std::string, Misdeed>& misdeeds() {
+  static const std::map<std::string, Misdeed> table = {
+      {"bw-server-garbage",
+       [](CraftedPeer& p) { bw_server(p, [](const bw::Hello&, const RegisteredBuffer&) { return garbage(64); }); }},
+      {"bw-server-version",
+       [](CraftedPeer& p) {
+         bw_server(p, [](const bw::Hello& hello, const RegisteredBuffer& buffer) {
+           auto bytes = answer_bytes(honest_answer(hello, buffer));
+           bytes[4] = bw::version + 1;
+           return bytes;
+         });
+       }},
+      {"bw-server-short-length",
+       [](CraftedPeer& p) {
+         bw_server(p, [](const bw::Hello& hello, const RegisteredBuffer& buffer) {
+           auto answer = honest_answer(hello, buffer);
+           answer.length = std::max<std::uint32_t>(hello.max_size - 1, 1);
+           return answer_bytes(answer);
+         });
+       }},
+      {"bw-server-bad-rkey",
+       [](CraftedPeer& p) {
+         bw_server(p, [](const bw::Hello& hello, const RegisteredBuffer& buffer) {
+           auto answer = honest_answer(hello, buffer);
+           answer.rkey ^= rkey_scramble;
+           return answer_bytes(answer);
+         });
+       }},
+      {"bw-server-bad-address",
+       [](CraftedPeer& p) {
+         bw_server(p, [](const bw::Hello& hello, const RegisteredBuffer& buffer) {
+           // One byte further: the last byte of every message falls past the registration.
+           auto answer = honest_answer(hello, buffer);
+           answer.address += 1;
+           return answer_bytes(answer);
+         });
+       }},
+      {"bw-server-silent",
+       [](CraftedPeer& p) {
+         // A valid answer, then nothing: no receives posted, no answers, no disconnect.
+         bw_server(
+             p,
+             [](const bw::Hello& hello, const RegisteredBuffer& buffer) {
+               return answer_bytes(honest_answer(hello, buffer));
+             },
+             true);
+       }},
+      {"bw-client-garbage", [](CraftedPeer& p) { bw_refused_hello(p, garbage(56)); }},
+      {"bw-client-version",
+       [](CraftedPeer& p) {
+         auto bytes = hello_bytes(plain_hello(p.options().size));
+         bytes[4] = bw::version + 1;
+         bw_refused_hello(p, bytes);
+       }},
+      {"bw-client-huge", [](CraftedPeer& p) { bw_refused_hello(p, hello_bytes(plain_hello(bw::max_message_size))); }},
+      {"bw-client-bad-reply-rkey", bw_bad_reply_rkey},
+      {"rping-client-bad-rkey",
+       [](CraftedPeer& p) {
+         rping_client(
+             p,
+             [](const RegisteredBuffer& data) {
+               return rdmakit::rping::BufferAdvert{.address = data.address(),
+                                                   .rkey = data.rkey() ^ rkey_scramble,
+                                                   .length = static_cast<std::uint32_t>(data.size())};
+             },
+             rdmakit::rping::advert_wire_size);
+       }},
+      {"rping-client-bad-address",
+       [](CraftedPeer& p) {
+         rping_client(
+             p,
+             [](const RegisteredBuffer& data) {
+               return rdmakit::rping::BufferAdvert{.address = data.address() + 1,
+                                                   .rkey = data.rkey(),
+                                                   .length = static_cast<std::uint32_t>(data.size())};
+             },
+             rdmakit::rping::advert_wire_size);
+       }},
+      {"rping-client-short-message",
+       [](CraftedPeer& p) {
+         rping_client(
+             p,
+             [](const RegisteredBuffer& data) {
+               return rdmakit::rping::BufferAdvert{
+                   .address = data.address(), .rkey = data.rkey(), .length = static_cast<std::uint32_t>(data.size())};
+             },
+             8);
+       }},
+      {"rdmx-client-garbage", [](CraftedPeer& p) { rdmx_client(p, false); }},
+      {"rdmx-client-short", [](CraftedPeer& p) { rdmx_client(p, true); }},
+      {"rdmx-server-garbage", [](CraftedPeer& p) { rdmx_server(p, 64); }},
+      {"rdmx-server-short", [](CraftedPeer& p) { rdmx_server(p, 2); }},
+  };
+  return table;
+}
+
+void print(const Options& o, const Result& result) {
+  const nlohmann::json line = {
+      {"mode", o.mode},
+      {"misdeed_at_us", result.misdeed_at_us ? nlohmann::json(*result.misdeed_at_us) : nlohmann::json(nullptr)},
+      {"peer", result.peer},
+      {"detail", result.detail}};
+  std::cout << line.dump() << std::endl;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("crafted_peer: a misbehaving peer for the integration tests (see the top of crafted_peer.cpp)");
+  Options o;
+  std::vector<std::string> modes;
+  for (const auto& [name, misdeed] : misdeeds()) modes.push_back(name);
+  app.add_option("--mode", o.mode, "The misdeed")->required()->check(CLI::IsMember(modes));
+  app.add_option("-a,--address", o.address, "Client modes: our server's address; server modes: where to listen")
+      ->required();
+  app.add_option("-p,--port", o.port, "Port")->required()->check(CLI::Range(1, 65535));
+  app.add_option("--timeout", o.timeout_s, "Seconds to wait for our tool at each step")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--accept-timeout", o.accept_timeout_s, "Server modes: seconds to wait for our client")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--size", o.size, "bw-client-bad-reply-rkey: message size")
+      ->capture_default_str()
+      ->check(CLI::Range(2u, 1u << 20));
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;  // --help; otherwise a usage error
+  }
+  const auto level = rdmakit::parse_log_level(o.log_level);
+  if (!level) {
+    std::cerr << "crafted_peer: unknown --log-level " << o.log_level << '\n';
+    return 2;
+  }
+  rdmakit::setup_logging("crafted_peer", *level);
+
+  CraftedPeer peer(o);
+  try {
+    misdeeds().at(o.mode)(peer);
+  } catch (const std::exception& error) {
+    peer.note(fmt::format("crafted_peer failed: {}", error.what()));
+    print(o, peer.result());
+    std::cerr << "crafted_peer: " << error.what() << '\n';
+    return 1;
+  }
+  print(o, peer.result());
+  return 0;
+}

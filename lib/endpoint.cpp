@@ -55,7 +55,7 @@ Endpoint::Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const Endpoin
     : channel_(std::move(channel)), id_(std::move(id)), options_(options), state_(state) {}
 
 Endpoint::~Endpoint() {
-  if (state_ == CmState::established) {
+  if (state_ == CmState::established && !disconnect_sent_) {
     rdma_disconnect(id_.get());
   }
   buffers_.clear();
@@ -199,6 +199,12 @@ CmTransition Endpoint::apply(const rdma_cm_event& event) {
   spdlog::debug("cm {}: {} -> {}", to_string(kind), to_string(state_), to_string(transition.next));
   if (transition.action == CmAction::fail) {
     spdlog::debug("cm failure: {} (status {})", transition.reason, event.status);
+  }
+  if (kind == CmEvent::disconnected && state_ == CmState::established && !disconnect_sent_) {
+    // The peer's DREQ: answer it now (DREP). Otherwise a peer that closes its connections one
+    // by one, each waiting for its DISCONNECTED, waits until we destroy this id.
+    disconnect_sent_ = true;
+    if (rdma_disconnect(id_.get()) != 0) spdlog::debug("rdma_disconnect (reply): {}", std::strerror(errno));
   }
   state_ = transition.next;
   return transition;
@@ -392,6 +398,7 @@ void Endpoint::disconnect() noexcept {
   if (state_ != CmState::established) {
     return;
   }
+  disconnect_sent_ = true;
   if (rdma_disconnect(id_.get()) != 0) {
     spdlog::debug("rdma_disconnect: {}", std::strerror(errno));
     return;

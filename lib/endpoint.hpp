@@ -122,6 +122,7 @@ class Endpoint {
   bool cm_qp_ = false;  // QP made by rdma_create_qp, destroyed with rdma_destroy_qp
   std::vector<std::unique_ptr<RegisteredBuffer>> buffers_;
   bool cq_armed_ = false;
+  bool disconnect_sent_ = false;  // our DREQ or DREP went out: rdma_disconnect once only
   std::vector<std::uint8_t> peer_private_data_;
   std::uint32_t max_inline_data_ = 0;
 };

@@ -233,6 +233,9 @@ case_send_bw_persistent() {
   start c3 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op read -s 8192 -n 300 -q 2 --timeout 60 --json
   start c4 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 1024 -n 300 -b --timeout 60 --json
   finish c3 90; expect_rc 0 "concurrent client 3 (read, 2 QPs)"
+  # Closing its second connection waited for the first one's DREP, which came only when the
+  # server destroyed that id after the second went: a 2-QP client took its --timeout (60 s).
+  expect_jq '.duration_s < 15' c3.out
   finish c4 90; expect_rc 0 "concurrent client 4 (bidirectional)"
   finish pserver 60
   expect_rc 0 "persistent send_bw server idle for --accept-timeout"

@@ -362,37 +362,28 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
       if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
       return;
     }
-    ServedConnection served;
-    served.peer = request->peer_address();
     BwResults client;
     Report client_report;  // steps of one client; the server reports totals
-    bool interrupted = false;
-    try {
-      if (!serve_bw_client(listener, std::move(request), waiting, s, client_report, client)) served.outcome = "refused";
-    } catch (const RunStopped& stopped) {
-      served.outcome = to_string(stopped.reason());
-      served.error = stopped.what();
-      interrupted = stopped.reason() == StopReason::interrupted;
-    } catch (const std::exception& error) {
-      served.outcome = "failed";
-      served.error = error.what();
-    }
+    bool refused = false;
+    auto served =
+        serve_recorded({.peer = request->peer_address(), .serve = [&](ServedConnection&) {
+                          refused = !serve_bw_client(listener, std::move(request), waiting, s, client_report, client);
+                        }});
     for (const auto& row : client.bandwidth) {
       served.iterations += row.iterations;
       served.bytes += row.bytes;
     }
     served.iterations += client.answered;
     for (auto& refusal : client.refused) results.refused.push_back(std::move(refusal));
-    if (served.outcome != "refused") {
-      if (!served.error.empty()) spdlog::warn("client {}: {}", served.peer, served.error);
+    if (!refused) {
       auto record = to_json(served);
       record["test"] = client.test;
       results.connections.push_back(std::move(record));
       report.iterations_completed += served.iterations;
       report.bytes += served.bytes;
     }
-    if (interrupted) {
-      report.outcome = to_string(StopReason::interrupted);
+    if (served.outcome == to_string(StopReason::interrupted)) {
+      report.outcome = served.outcome;
       return;
     }
   }

@@ -43,24 +43,34 @@ require_root() {
 port_counter=$((20000 + RANDOM % 20000))
 next_port() { port_counter=$((port_counter + 1)); PORT=$port_counter; }
 
-# wait_listening PORT [SECONDS]: until an rdma_cm id listens on PORT (10 s at most by default).
-wait_listening() {
-  local port=$1 seconds=${2:-10} i
+# poll_until SECONDS FAILURE COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails
+# the case with FAILURE when SECONDS pass first.
+poll_until() {
+  local seconds=$1 failure=$2 i
+  shift 2
   for i in $(seq $((seconds * 10))); do
-    rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$port " && return 0
+    "$@" && return 0
     sleep 0.1
   done
-  fail "nothing listens on port $port after $seconds s"
+  fail "$failure"
+}
+
+listening_on() { rdma res show cm_id 2> /dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "; }
+has_connected_qp() { rdma res show qp 2> /dev/null | grep -q "state RTS .* pid $1 "; }
+
+# wait_listening PORT [SECONDS]: until an rdma_cm id listens on PORT (10 s at most by default).
+wait_listening() {
+  poll_until "${2:-10}" "nothing listens on port $1 after ${2:-10} s" listening_on "$1"
 }
 
 # wait_for_line FILE PATTERN [SECONDS]: until PATTERN shows up in $T/FILE (10 s at most by default).
 wait_for_line() {
-  local file=$T/$1 pattern=$2 seconds=${3:-10} i
-  for i in $(seq $((seconds * 10))); do
-    grep -q -- "$pattern" "$file" 2> /dev/null && return 0
-    sleep 0.1
-  done
-  fail "'$pattern' did not appear in $1 within $seconds s"
+  poll_until "${3:-10}" "'$2' did not appear in $1 within ${3:-10} s" grep -qs -- "$2" "$T/$1"
+}
+
+# wait_connected PID [SECONDS]: until PID has a queue pair in RTS (10 s at most by default).
+wait_connected() {
+  poll_until "${2:-10}" "pid $1 has no connected queue pair after ${2:-10} s" has_connected_qp "$1"
 }
 
 # start NAME COMMAND...: run in the background, output in $T/NAME.out and $T/NAME.err.
@@ -97,16 +107,6 @@ run() {
   RC=0
   timeout -k 5 "$seconds" "$@" > "$T/$name.out" 2> "$T/$name.err" || RC=$?
   ELAPSED_MS=$(( ($(date +%s%N) - started) / 1000000 ))
-}
-
-# wait_connected PID [SECONDS]: until PID has a queue pair in RTS (10 s at most by default).
-wait_connected() {
-  local seconds=${2:-10} i
-  for i in $(seq $((seconds * 10))); do
-    rdma res show qp 2> /dev/null | grep -q "state RTS .* pid $1 " && return 0
-    sleep 0.1
-  done
-  fail "pid $1 has no connected queue pair after $seconds s"
 }
 
 # expect_released PID WHAT: no RDMA resource (cm_id, QP, CQ, MR, PD) is left owned by PID.

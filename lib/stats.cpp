@@ -1,32 +1,120 @@
 #include "lib/stats.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
 
 namespace rdmakit {
 
+namespace {
+
+// Nearest rank (1-based) of percentile p among n samples.
+std::uint64_t nearest_rank(double p, std::uint64_t n) {
+  if (!(p >= 0.0 && p <= 100.0)) {
+    throw std::invalid_argument("percentile outside [0, 100]");
+  }
+  // p * n first: p / 100 is inexact for p = 99.9 and would push the rank one too high.
+  const auto rank = static_cast<std::uint64_t>(std::ceil(p * static_cast<double>(n) / 100.0 - 1e-9));
+  return std::max<std::uint64_t>(rank, 1);
+}
+
+// Log-linear buckets of nanoseconds: values below 128 have a bucket each; above, every power
+// of two is split into 128 buckets, so a bucket's midpoint is within 1/256 of its values.
+constexpr unsigned sub_bucket_bits = 7;
+constexpr std::uint64_t sub_buckets = std::uint64_t{1} << sub_bucket_bits;
+constexpr std::size_t bucket_count = (64 - sub_bucket_bits + 1) * sub_buckets;
+
+std::size_t bucket_of(std::uint64_t nanoseconds) {
+  if (nanoseconds < sub_buckets) return nanoseconds;
+  const auto shift = static_cast<unsigned>(std::bit_width(nanoseconds)) - 1 - sub_bucket_bits;
+  return ((shift + 1) << sub_bucket_bits) + ((nanoseconds >> shift) - sub_buckets);
+}
+
+double bucket_midpoint_us(std::size_t bucket) {
+  if (bucket < sub_buckets) return static_cast<double>(bucket) / 1000.0;
+  const auto shift = static_cast<unsigned>(bucket >> sub_bucket_bits) - 1;
+  const auto low = ((bucket & (sub_buckets - 1)) + sub_buckets) << shift;
+  const auto width = std::uint64_t{1} << shift;
+  return (static_cast<double>(low) + static_cast<double>(width - 1) / 2.0) / 1000.0;
+}
+
+std::uint64_t to_nanoseconds(double microseconds) {
+  return microseconds <= 0 ? 0 : static_cast<std::uint64_t>(std::llround(microseconds * 1000.0));
+}
+
+}  // namespace
+
 double percentile_sorted(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) {
     throw std::invalid_argument("percentile of an empty sample");
   }
-  if (!(p >= 0.0 && p <= 100.0)) {
-    throw std::invalid_argument("percentile outside [0, 100]");
-  }
-  const auto n = static_cast<double>(sorted.size());
-  // p * n first: p / 100 is inexact for p = 99.9 and would push the rank one too high.
-  const auto rank = static_cast<std::size_t>(std::ceil(p * n / 100.0 - 1e-9));
-  return sorted[rank == 0 ? 0 : rank - 1];
+  return sorted[nearest_rank(p, sorted.size()) - 1];
 }
 
 void LatencyRecorder::add(std::chrono::nanoseconds sample) {
-  samples_us_.push_back(static_cast<double>(sample.count()) / 1000.0);
+  const double us = static_cast<double>(sample.count()) / 1000.0;
+  ++count_;
+  if (count_ == 1) {
+    min_us_ = max_us_ = us;
+  } else {
+    min_us_ = std::min(min_us_, us);
+    max_us_ = std::max(max_us_, us);
+  }
+  const double deviation = us - mean_us_;
+  mean_us_ += deviation / static_cast<double>(count_);
+  squared_deviations_ += deviation * (us - mean_us_);
+  if (!exact()) {
+    add_to_histogram(sample.count() <= 0 ? 0 : static_cast<std::uint64_t>(sample.count()));
+    return;
+  }
+  if (samples_us_.size() == exact_samples_) {
+    move_to_histogram();
+    add_to_histogram(to_nanoseconds(us));
+    return;
+  }
+  samples_us_.push_back(us);
+}
+
+void LatencyRecorder::add_to_histogram(std::uint64_t nanoseconds) {
+  ++histogram_[bucket_of(nanoseconds)];
+}
+
+void LatencyRecorder::move_to_histogram() {
+  histogram_.assign(bucket_count, 0);
+  for (const double us : samples_us_) add_to_histogram(to_nanoseconds(us));
+  std::vector<double>().swap(samples_us_);  // give the memory back
+}
+
+LatencySummary LatencyRecorder::histogram_summary() const {
+  LatencySummary s;
+  s.count = count_;
+  s.min_us = min_us_;
+  s.max_us = max_us_;
+  s.avg_us = mean_us_;
+  s.stdev_us = std::sqrt(squared_deviations_ / static_cast<double>(count_));
+  auto percentile = [&](double p) {
+    const auto rank = nearest_rank(p, count_);
+    std::uint64_t seen = 0;
+    for (std::size_t bucket = 0; bucket < histogram_.size(); ++bucket) {
+      seen += histogram_[bucket];
+      if (seen >= rank) return std::clamp(bucket_midpoint_us(bucket), min_us_, max_us_);
+    }
+    return max_us_;
+  };
+  s.p50_us = percentile(50.0);
+  s.p99_us = percentile(99.0);
+  s.p999_us = percentile(99.9);
+  return s;
 }
 
 std::optional<LatencySummary> LatencyRecorder::summary() const {
-  if (samples_us_.empty()) {
+  if (count_ == 0) {
     return std::nullopt;
+  }
+  if (!exact()) {
+    return histogram_summary();
   }
   std::vector<double> sorted = samples_us_;
   std::sort(sorted.begin(), sorted.end());

@@ -115,3 +115,35 @@ TEST(LatencyRecorder, ReservesAMillionSamplesAtMost) {
   recorder.add(std::chrono::microseconds(5));
   EXPECT_EQ(recorder.count(), 1u);
 }
+
+TEST(LatencyRecorder, PastTheExactLimitKeepsBoundedMemoryAndClosePercentiles) {
+  constexpr std::uint64_t n = 100'000;
+  rdmakit::LatencyRecorder recorder(1000);
+  // 1..n ns in a scrambled order (7919 is prime, so i * 7919 mod n visits every residue).
+  for (std::uint64_t i = 0; i < n; ++i) recorder.add(std::chrono::nanoseconds((i * 7919) % n + 1));
+  EXPECT_FALSE(recorder.exact());
+  EXPECT_EQ(recorder.capacity(), 0u);
+  const auto s = recorder.summary().value();
+  EXPECT_EQ(s.count, n);
+  EXPECT_DOUBLE_EQ(s.min_us, 0.001);
+  EXPECT_DOUBLE_EQ(s.max_us, 100.0);
+  EXPECT_NEAR(s.avg_us, 50.0005, 1e-9);
+  EXPECT_NEAR(s.stdev_us, std::sqrt((static_cast<double>(n) * n - 1) / 12.0) / 1000.0, 1e-9);  // uniform 1..n
+  EXPECT_NEAR(s.p50_us, 50.0, 50.0 / 256);
+  EXPECT_NEAR(s.p99_us, 99.0, 99.0 / 256);
+  EXPECT_NEAR(s.p999_us, 99.9, 99.9 / 256);
+}
+
+TEST(LatencyRecorder, HistogramTakesTheWholeRangeOfDurations) {
+  rdmakit::LatencyRecorder recorder(0);        // every sample goes to the histogram
+  recorder.add(std::chrono::nanoseconds(-5));  // a clock step backwards: counted as zero
+  recorder.add(std::chrono::nanoseconds(127));
+  recorder.add(std::chrono::nanoseconds(128));
+  recorder.add(std::chrono::hours(24 * 365));
+  const auto s = recorder.summary().value();
+  EXPECT_EQ(s.count, 4u);
+  EXPECT_DOUBLE_EQ(s.min_us, -0.005);
+  EXPECT_DOUBLE_EQ(s.p50_us, 0.127);      // buckets below 128 ns are exact
+  EXPECT_DOUBLE_EQ(s.p999_us, s.max_us);  // clamped to the largest sample seen
+  EXPECT_NEAR(s.p99_us, s.max_us, s.max_us / 256);
+}

@@ -551,6 +551,9 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
     }
     case CmAction::start_traffic: on_ready(*connection, event); return;
     case CmAction::stop_traffic:
+      // Whoever started it, each side records its disconnect step: when the peer's DREQ
+      // arrives before this side awaited it, the step is the answer alone.
+      if (!connection->current_ || connection->current_->step != "disconnect") connection->begin("disconnect");
       if (!connection->disconnecting_) {
         connection->disconnecting_ = true;  // the peer went first: answer so its side completes
         rdma_disconnect(id);

@@ -1,58 +1,130 @@
 #!/usr/bin/env bash
-# test.sh: the whole test suite. Installs missing dependencies, checks formatting, builds
-# twice (warnings as errors; and with ASan+UBSan), runs the unit tests of both builds here
-# and the integration tests of both builds on a real soft-RoCE device inside the VM
-# (scripts/rxe-vm.sh), then the two-host cases of the plain build on two guests joined by a
-# wire (scripts/rxe-vm.sh --pair). Before the VMs, every libFuzzer target runs briefly
-# (scripts/fuzz.sh); at the end the tested build is packaged as a .deb and the package
-# checked (scripts/package.sh). Exits non-zero on any failure.
-#   RDMAKIT_SKIP_VM=1   unit tests only (integration cases are then not run at all)
+# test.sh [--quick]: the test suite. Installs missing dependencies and checks formatting;
+# then, in full (what CI runs):
+#   build          gcc, warnings as errors: the tools, the unit tests, the .deb
+#   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
+#                  build serves the sanitized unit and integration runs and the fuzz run
+#   unit           both builds on this host, with the device-free cases of the tools (bad
+#                  flags: label nodevice) and every fuzz corpus replayed
+#   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan)
+#   integration    both builds in one soft-RoCE guest (scripts/rxe-vm.sh), several cases at
+#                  a time where they share nothing (tests/README.md says which run alone)
+#   pair           the two-host cases on two guests joined by a wire (plain build)
+#   package        the tested build as a .deb, checked (scripts/package.sh)
+# --quick: the inner loop: the plain build, its unit and device-free cases, and the
+# integration cases labelled quick in one guest: one of each tool against ours and the stock
+# tool, about 7 minutes on 2 cores. CI runs the full suite.
+# Every run ends with a table of each stage's time (also kept in build/test-times.txt).
+#   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
 #                       -L valgrind) and the crafted peer across the wire (ctest -L pair_long);
 #                       about 20 more minutes
+#   RDMAKIT_JOBS=N      integration cases at a time in the guest (default 3)
+# Exits non-zero on any failure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-scripts/install-deps.sh --if-missing
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
+mode=full
+case ${1:-} in
+  "") ;;
+  --quick) mode=quick ;;
+  -h | --help) usage 0 ;;
+  *) echo "test.sh: unknown argument '$1' (expected --quick)" >&2; usage 2 ;;
+esac
+jobs=${RDMAKIT_JOBS:-3}
 
-echo "== clang-format"
-mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2>/dev/null || find lib apps tests -name '*.[ch]pp')
-clang-format --dry-run --Werror "${sources[@]}"
+# The stage clock: every stage's wall time and outcome, printed at the end however the run
+# ends. Stages run in the guest report their own time (stage-time: lines, from
+# tests/integration/ctest-stages.sh) and appear indented under the guest's boot-to-exit.
+declare -a stage_rows=()
+status=0
+suite_started=$SECONDS
+add_row() { stage_rows+=("$(printf '%6d s  %-6s  %s' "$1" "$2" "$3")"); }
+print_times() {
+  local total=$((SECONDS - suite_started))
+  echo "== stage times ($mode suite, $(nproc) cores): total ${total} s ($((total / 60)) min $((total % 60)) s)"
+  printf '%s\n' "${stage_rows[@]}" "$(printf '%6d s  %-6s  %s' "$total" "$([[ $status == 0 ]] && echo ok || echo FAILED)" total)" |
+    tee "$root/build/test-times.txt" 2> /dev/null || true
+}
+trap print_times EXIT
 
-echo "== build (warnings as errors)"
-scripts/build.sh "$root/build"
-echo "== build (ASan + UBSan)"
-scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+# stage NAME COMMAND...: one timed stage; a failure fails the suite and is returned.
+stage() {
+  local name=$1 started=$SECONDS rc=0
+  shift
+  echo "== $name"
+  "$@" || rc=$?
+  add_row $((SECONDS - started)) "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "$name"
+  ((rc == 0)) || status=1
+  return $rc
+}
+
+# in_guest NAME LOG COMMAND...: a stage inside one soft-RoCE guest; its ctest runs' own
+# times (stage-time: lines) follow its row.
+in_guest() {
+  local name=$1 log=$2 rc=0 seconds outcome what
+  shift 2
+  stage "$name" bash -c '"$@" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$log" "$@" || rc=$?
+  while read -r seconds outcome what; do
+    add_row "$seconds" "$outcome" "  $what (in the guest)"
+  done < <(sed -n 's/^stage-time: //p' "$log")
+  return $rc
+}
+
+format_check() {
+  local -a sources
+  mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' 2> /dev/null || find lib apps tests -name '*.[ch]pp')
+  clang-format --dry-run --Werror "${sources[@]}"
+}
+
+stage "install-deps" scripts/install-deps.sh --if-missing
+stage "clang-format" format_check
+stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for dir in build build-asan; do
-  echo "== unit tests ($dir)"
-  ctest --test-dir "$root/$dir" -L unit --output-on-failure
-done
+guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS;"
+steps=tests/integration/ctest-stages.sh
 
-echo "== fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=10} s (their corpora replay in the unit tests)"
-scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS"
+if [[ $mode == quick ]]; then
+  stage "unit and device-free cases (build)" ctest --test-dir "$root/build" -L '^(unit|nodevice)$' -j "$(nproc)" \
+    --output-on-failure || true
+  if [[ ${RDMAKIT_SKIP_VM:-0} != 1 ]]; then
+    in_guest "guest: the quick integration set (build)" "$root/build/vm-quick.log" \
+      scripts/rxe-vm.sh --name quick --timeout 900 "$root" "$guest_env" \
+      "$steps 'quick (build)|$root/build|^quick\$|$jobs'" || true
+  fi
+  exit $status
+fi
+
+# One clang build for ASan+UBSan and libFuzzer: -O1, as ASan's authors advise (Debug's -O0
+# makes every sanitized start in the guest and every fuzz execution slower).
+stage "build-asan (clang, ASan+UBSan, libFuzzer targets)" env CC=clang CXX=clang++ \
+  scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
+  "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+for dir in build build-asan; do
+  stage "unit, device-free cases and corpora ($dir)" ctest --test-dir "$root/$dir" -L '^(unit|nodevice)$' \
+    -j "$(nproc)" --output-on-failure || true
+done
+stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=10} s" \
+  scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan" || true
 
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   echo "== integration tests skipped (RDMAKIT_SKIP_VM=1)"
-  exit 0
+  exit $status
 fi
-status=0
-echo "== integration tests on soft-RoCE in the VM (both builds)"
-scripts/rxe-vm.sh --timeout 3000 "$root" \
-  "export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS; rc=0;" \
-  "for d in build build-asan; do echo \"== integration (\$d)\";" \
-  "ctest --test-dir $root/\$d -L integration --output-on-failure || rc=1; done;" \
-  "if [[ ${RDMAKIT_LONG:-0} == 1 ]]; then echo '== soak and valgrind memcheck (build)';" \
-  "ctest --test-dir $root/build -L 'soak|valgrind' --output-on-failure || rc=1; fi; exit \$rc" || status=1
 
-echo "== two-host tests: client and server on two guests joined by a wire (plain build)"
+runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs")
+[[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak and valgrind memcheck (build)|$root/build|^(soak|valgrind)\$|1")
+in_guest "guest: integration of both builds" "$root/build/vm-integration.log" \
+  scripts/rxe-vm.sh --timeout 2400 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
+
 pair_labels=pair
 [[ ${RDMAKIT_LONG:-0} == 1 ]] && pair_labels='pair|pair_long'
-scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" \
-  "ctest --test-dir $root/build -L '^($pair_labels)\$' --output-on-failure" || status=1
+in_guest "two guests on a wire: pair cases (build)" "$root/build/vm-pair.log" \
+  scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" \
+  "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'" || true
 
-echo "== Debian package from the tested build, checked (scripts/package.sh)"
-scripts/package.sh "$root/build" || status=1
+stage "Debian package from the tested build, checked" scripts/package.sh "$root/build" || true
 exit $status

@@ -42,7 +42,7 @@ expect_usage_errors() {
 }
 
 case_all_tools_bad_flags() {
-  # Device-free: must hold on any host, so it runs before require_device. No name here may
+  # Device-free: must hold on any host (it runs on the build host, label nodevice). No name here may
   # need DNS to fail (the VM reaches no DNS server: "try again" is a run failure, exit 1);
   # names under .invalid never resolve (RFC 6761) and are refused without asking.
   expect_usage_errors <<'ROWS'
@@ -110,9 +110,12 @@ case_all_tools_bad_flags() {
 2 | diag-bind   | --mr-size -4                            | --mr-size: Value -4
 ROWS
 
-  # What only the device can refuse: a device name, a GID index, the device's limits. All are
-  # checked before connecting (an unknown -d even before the address resolves), so nobody
-  # needs to listen on the port.
+}
+
+# What only the device can refuse: a device name, a GID index, the device's limits. All are
+# checked before connecting (an unknown -d even before the address resolves), so nobody
+# needs to listen on the port.
+case_all_tools_device_limits() {
   require_device
   next_port
   local dev=${RXE_DEV:-[[:alnum:]_]+}

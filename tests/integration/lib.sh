@@ -40,7 +40,10 @@ require_root() {
   [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root to break and repair the host on purpose"; exit 77; }
 }
 
-port_counter=$((20000 + RANDOM % 20000))
+# Ports: each case has a block of its own (RDMAKIT_PORT_BASE, set per case by
+# tests/CMakeLists.txt), so that cases running side by side (ctest -j) never meet on one.
+# By hand, a random block.
+port_counter=${RDMAKIT_PORT_BASE:-$((20000 + RANDOM % 20000))}
 next_port() { port_counter=$((port_counter + 1)); PORT=$port_counter; }
 
 # poll_until SECONDS FAILURE COMMAND...: runs COMMAND every 0.1 s until it succeeds; fails

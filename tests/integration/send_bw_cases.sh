@@ -55,16 +55,21 @@ case_send_bw_sweep() {
   note "sweep 8 MiB: $(jq -c '.rows[-1] | {bw_average_mib_per_s}' "$T/client.out")"
 }
 
-case_send_bw_bad_inputs() {
-  require_device
+# Flags alone: refused before anything opens a device (label nodevice, on the build host).
+case_send_bw_bad_flags() {
   local args
   for args in "-s 0" "-s 2147483648" "-a -s 64" "--op atomic" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
-    "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind $RXE_ADDR"; do
-    run bad 10 "$OURS_SEND_BW" "$RXE_ADDR" $args
+    "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind 1.2.3.4"; do
+    # shellcheck disable=SC2086
+    run bad 10 "$OURS_SEND_BW" 1.2.3.4 $args
     expect_rc 2 "send_bw $args"
     grep -q . "$T/bad.err" || fail "send_bw $args: no message on stderr"
   done
-  # Limits only the device knows: checked after address resolution, before connecting.
+}
+
+# Limits only the device knows: checked after address resolution, before connecting.
+case_send_bw_device_limits() {
+  require_device
   next_port
   run deep 10 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -t 65536 --json
   expect_rc 2 "send_bw -t 65536"

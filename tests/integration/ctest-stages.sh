@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# ctest-stages.sh NAME|BUILD_DIR|LABEL_REGEX|JOBS ...: runs ctest once per argument, one
+# after the other (in the guest, or on any host with a device), each with LABEL_REGEX and
+# JOBS cases at a time. After each run it prints the run's slowest cases and one line
+#   stage-time: SECONDS STATUS NAME
+# which scripts/test.sh adds to its table of stage times. Exits 1 when any run failed.
+set -uo pipefail
+status=0
+for spec in "$@"; do
+  IFS='|' read -r name build labels jobs <<< "$spec"
+  echo "== $name: ctest -L '$labels' -j $jobs in $build"
+  log=$(mktemp)
+  started=$SECONDS
+  rc=0
+  ctest --test-dir "$build" -L "$labels" -j "$jobs" --output-on-failure 2>&1 | tee "$log" || rc=1
+  # ctest's own exit status is lost in the pipe; its summary line says it.
+  grep -q '^100% tests passed' "$log" || rc=1
+  seconds=$((SECONDS - started))
+  echo "-- $name: the slowest cases"
+  sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *(\*\*\*)?([A-Za-z ]+[a-z]) +([0-9.]+) sec$/\4 \1 \3/p' "$log" |
+    sort -rn | head -n 8 | awk '{printf "   %7.1f s  %s (%s)\n", $1, $2, $3}'
+  rm -f "$log"
+  outcome=ok
+  ((rc == 0)) || { outcome=FAILED; status=1; }
+  echo "stage-time: $seconds $outcome $name"
+done
+exit $status

@@ -92,8 +92,10 @@ case_pair_interop() {
   expect_rc 0 "our ucmatose server (stock client) on the peer"
 
   # mckey: a receiver on the peer joins the group; the sender here reaches it over the wire.
-  remote_start mckey_rx "$OURS_MCKEY" -m 239.1.57.1 -b "$PEER_ADDR" -c 2 -C 10 --json --first-timeout 30
-  sleep 3  # the receiver joins before anything is sent; a late join simply misses messages
+  # The receiver joins before anything is sent: a late join simply misses messages.
+  remote_start mckey_rx "$OURS_MCKEY" -m 239.1.57.1 -b "$PEER_ADDR" -c 2 -C 10 --json --first-timeout 30 \
+    --log-level info
+  remote_wait_line mckey_rx joined 30
   run mckey_tx 30 "$OURS_MCKEY" -m 239.1.57.1 -b "$WIRE_ADDR" -s -C 10 --settle 0 --json
   expect_rc 0 "mckey sender across the wire"
   remote_finish mckey_rx 30

@@ -63,6 +63,18 @@ remote_finish() {
   cp "$RXEVM_RPC/$id.err" "$T/$name.err" 2>/dev/null || : > "$T/$name.err"
 }
 
+# remote_wait_line NAME TEXT SECONDS: until TEXT shows up in what NAME on the peer wrote to
+# stderr; fails the case when SECONDS pass first.
+remote_wait_line() {
+  local name=$1 text=$2 seconds=$3 id i
+  eval "id=\$REMOTE_$name"
+  for ((i = 0; i < seconds * 10; i++)); do
+    [[ -s $RXEVM_RPC/$id.err && $(< "$RXEVM_RPC/$id.err") == *"$text"* ]] && return 0
+    tick 0.1
+  done
+  fail "'$text' did not appear in $name's stderr on the peer within $seconds s"
+}
+
 # remote_run NAME SECONDS COMMAND...: run COMMAND on the peer and wait for it; sets RC.
 remote_run() {
   local name=$1 seconds=$2

@@ -135,8 +135,11 @@ case_send_bw_duration() {
   require_device
   send_bw_pair server client 60 -s 4096 -D 2
   expect_jq "$BW_ROWS_CONSISTENT" client.out
-  # Time is checked at each completion batch; the run ends at the next signalled request.
-  expect_jq '.rows[0].seconds >= 1.99 and .rows[0].seconds <= 2.5' client.out
+  # Time is checked at each completion batch; the run ends at the next signalled request,
+  # and what is in flight (up to -t 128 messages) drains first. In a starved guest (ASan,
+  # another guest beside it) that took 0.67 s at 1000 messages/s: the bound is D + 2 s, as
+  # for every other bound on a run's own clock.
+  expect_jq '.rows[0].seconds >= 1.99 and .rows[0].seconds <= 4.0' client.out
   expect_jq '.rows[0].iterations % .test.signal_every == 0' client.out
   note "-D 2: $(jq -c '.rows[0] | {seconds, iterations}' "$T/client.out")"
 }

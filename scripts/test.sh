@@ -13,7 +13,8 @@
 #   package        the tested build as a .deb, checked (scripts/package.sh)
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
-# tool, about 7 minutes on 2 cores. CI runs the full suite.
+# tool, about 6 minutes on 2 cores from a fresh clone (22 for the full suite). CI runs the
+# full suite.
 # Every run ends with a table of each stage's time (also kept in build/test-times.txt).
 #   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent

@@ -88,9 +88,14 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktra
 guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS;"
 steps=tests/integration/ctest-stages.sh
 
+# unit_stage DIR: the unit tests, corpora and device-free cases of one build, on this host.
+unit_stage() {
+  stage "unit, device-free cases and corpora ($1)" ctest --test-dir "$root/$1" -L '^(unit|nodevice)$' -j "$(nproc)" \
+    --output-on-failure
+}
+
 if [[ $mode == quick ]]; then
-  stage "unit and device-free cases (build)" ctest --test-dir "$root/build" -L '^(unit|nodevice)$' -j "$(nproc)" \
-    --output-on-failure || true
+  unit_stage build || true
   if [[ ${RDMAKIT_SKIP_VM:-0} != 1 ]]; then
     in_guest "guest: the quick integration set (build)" "$root/build/vm-quick.log" \
       scripts/rxe-vm.sh --name quick --timeout 900 "$root" "$guest_env" \
@@ -105,8 +110,7 @@ stage "build-asan (clang, ASan+UBSan, libFuzzer targets)" env CC=clang CXX=clang
   scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
 for dir in build build-asan; do
-  stage "unit, device-free cases and corpora ($dir)" ctest --test-dir "$root/$dir" -L '^(unit|nodevice)$' \
-    -j "$(nproc)" --output-on-failure || true
+  unit_stage "$dir" || true
 done
 stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=10} s" \
   scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan" || true

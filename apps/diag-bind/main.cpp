@@ -4,10 +4,10 @@
 
 #include <utility>
 
-#include "lib/cli.hpp"
-#include "lib/cm.hpp"
-#include "lib/diag_probe.hpp"
-#include "lib/sysfs.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/diag/sysfs.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/cm.hpp"
 
 namespace {
 

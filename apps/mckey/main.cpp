@@ -11,10 +11,10 @@
 #include <infiniband/ib.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/cli.hpp"
-#include "lib/cm.hpp"
-#include "lib/connection_group.hpp"
-#include "lib/diag_probe.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/connection_group.hpp"
 
 namespace {
 

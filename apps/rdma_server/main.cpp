@@ -5,12 +5,12 @@
 
 #include <memory>
 
-#include "lib/cli.hpp"
-#include "lib/cm.hpp"
-#include "lib/diag_probe.hpp"
-#include "lib/persistent.hpp"
-#include "lib/protocol.hpp"
-#include "lib/sync_endpoint.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/core/persistent.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/sync_endpoint.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace {
 

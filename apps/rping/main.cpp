@@ -7,12 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "apps/rping/ping_loop.hpp"
-#include "lib/cli.hpp"
-#include "lib/cm.hpp"
-#include "lib/diag_probe.hpp"
-#include "lib/persistent.hpp"
-#include "lib/protocol.hpp"
+#include "lib/bench/ping_session.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/core/persistent.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace {
 

@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "lib/bw_session.hpp"
-#include "lib/cli.hpp"
-#include "lib/cm.hpp"
-#include "lib/diag_probe.hpp"
-#include "lib/wait.hpp"
+#include "lib/bench/bw_session.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/core/wait.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/cm.hpp"
 
 namespace {
 

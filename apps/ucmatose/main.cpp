@@ -5,10 +5,10 @@
 
 #include <optional>
 
-#include "lib/cli.hpp"
-#include "lib/connection_group.hpp"
-#include "lib/diag_probe.hpp"
-#include "lib/group_cli.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/connection_group.hpp"
+#include "lib/rdma/group_cli.hpp"
 
 namespace {
 

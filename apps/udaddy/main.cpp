@@ -4,10 +4,10 @@
 // the address and QP number carried by its first datagram. A lost datagram ends the run
 // at the timeout with the counts so far instead of hanging.
 
-#include "lib/cli.hpp"
-#include "lib/connection_group.hpp"
-#include "lib/diag_probe.hpp"
-#include "lib/group_cli.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/probe/host_probe.hpp"
+#include "lib/rdma/connection_group.hpp"
+#include "lib/rdma/group_cli.hpp"
 
 namespace {
 

@@ -10,8 +10,8 @@
 #include <span>
 
 #include "fuzz_support.hpp"
-#include "lib/error.hpp"
-#include "lib/protocol.hpp"
+#include "lib/core/error.hpp"
+#include "lib/wire/protocol.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/protocol.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace {
 

@@ -17,12 +17,12 @@
 #include <CLI/CLI.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/cli.hpp"
-#include "lib/connection_group.hpp"
-#include "lib/error.hpp"
-#include "lib/group_cli.hpp"
-#include "lib/log.hpp"
-#include "lib/report.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/log.hpp"
+#include "lib/core/report.hpp"
+#include "lib/rdma/connection_group.hpp"
+#include "lib/rdma/group_cli.hpp"
 
 namespace {
 

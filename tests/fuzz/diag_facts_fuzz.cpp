@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/diag.hpp"
-#include "lib/error.hpp"
-#include "lib/report.hpp"
-#include "lib/sysfs.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/report.hpp"
+#include "lib/diag/diagnosis.hpp"
+#include "lib/diag/sysfs.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The text parsers of lib/diag.cpp: the address diag-bind (and every tool's --diagnose) is
+// The text parsers of lib/diag/diagnosis.cpp: the address diag-bind (and every tool's --diagnose) is
 // asked about, a GID as sysfs prints it, and the address-to-GID and address-to-netdev
 // mappings. The input is one such text, tried as each.
 
@@ -14,8 +14,8 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/diag.hpp"
-#include "lib/error.hpp"
+#include "lib/core/error.hpp"
+#include "lib/diag/diagnosis.hpp"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "lib/error.hpp"
-#include "lib/protocol.hpp"
+#include "lib/core/error.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace {
 

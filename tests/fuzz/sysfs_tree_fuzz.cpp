@@ -23,9 +23,9 @@
 #include <system_error>
 
 #include "fuzz_support.hpp"
-#include "lib/diag.hpp"
-#include "lib/report.hpp"
-#include "lib/sysfs.hpp"
+#include "lib/core/report.hpp"
+#include "lib/diag/diagnosis.hpp"
+#include "lib/diag/sysfs.hpp"
 
 namespace {
 

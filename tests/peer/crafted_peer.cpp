@@ -29,10 +29,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "lib/endpoint.hpp"
-#include "lib/error.hpp"
-#include "lib/log.hpp"
-#include "lib/protocol.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/log.hpp"
+#include "lib/rdma/endpoint.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace {
 

@@ -428,7 +428,7 @@ std::vector<std::string> check_shape(const std::string& tool, const json& change
 }
 
 TEST(Schemas, AcceptGroupReports) {
-  // lib/connection_group.cpp fill(): a ucmatose server that ran to the end.
+  // lib/rdma/connection_group.cpp fill(): a ucmatose server that ran to the end.
   const auto ucmatose = R"j({
     "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
     "local_address": "10.55.0.1:7471", "peer_address": "",

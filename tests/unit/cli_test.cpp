@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/cli.hpp"
-#include "lib/log.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/core/log.hpp"
 
 namespace rdmakit {
 namespace {

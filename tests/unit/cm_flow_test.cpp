@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "lib/cm_flow.hpp"
+#include "lib/wire/cm_flow.hpp"
 
 namespace rdmakit {
 namespace {

@@ -13,9 +13,9 @@
 #include <string>
 #include <utility>
 
-#include "lib/diag.hpp"
-#include "lib/error.hpp"
-#include "lib/sysfs.hpp"
+#include "lib/core/error.hpp"
+#include "lib/diag/diagnosis.hpp"
+#include "lib/diag/sysfs.hpp"
 
 namespace rdmakit::diag {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "lib/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace rdmakit {
 namespace {

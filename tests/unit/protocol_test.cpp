@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "lib/error.hpp"
-#include "lib/protocol.hpp"
+#include "lib/core/error.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace rdmakit::rping {
 namespace {

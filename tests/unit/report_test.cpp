@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "lib/report.hpp"
+#include "lib/core/report.hpp"
 
 namespace rdmakit {
 namespace {

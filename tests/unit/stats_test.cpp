@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "lib/stats.hpp"
+#include "lib/core/stats.hpp"
 
 using namespace std::chrono_literals;
 

@@ -1,0 +1,418 @@
+#include "lib/bench/bw_session.hpp"
+
+#include <deque>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+#include "lib/core/persistent.hpp"
+#include "lib/rdma/endpoint.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// Receives a latency test keeps posted: the size announcements and the answers.
+constexpr std::uint32_t latency_receives = 16;
+// Sends a latency test may have unaccounted for (lib/bench signals one in 16).
+constexpr std::uint32_t latency_send_depth = 64;
+
+struct Limits {
+  std::string device;  // -d, checked
+  std::uint32_t send_depth = 0;
+  std::uint32_t recv_depth = 0;
+  std::uint32_t largest = 1;
+  std::optional<ibv_mtu> mtu;
+};
+
+// What the device cannot do is a usage error naming the device's own number.
+void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& limits) {
+  ibv_device_attr device{};
+  if (const int rc = ibv_query_device(context, &device); rc != 0) {
+    throw RdmaError("ibv_query_device", ibv_get_device_name(context->device), rc);
+  }
+  ibv_port_attr port_attributes{};
+  if (const int rc = ibv_query_port(context, port, &port_attributes); rc != 0) {
+    throw RdmaError("ibv_query_port", ibv_get_device_name(context->device), rc);
+  }
+  const std::string name = ibv_get_device_name(context->device);
+  if (!limits.device.empty() && limits.device != name) {
+    throw UsageError(fmt::format("-d {}: the address is served by {}", limits.device, name));
+  }
+  const auto depth = std::max(limits.send_depth, limits.recv_depth);
+  if (depth > static_cast<std::uint32_t>(device.max_qp_wr)) {
+    throw UsageError(fmt::format("-t {} is above {}'s maximum queue depth {}", depth, name, device.max_qp_wr));
+  }
+  // One CQ takes the send and the receive completions.
+  const auto entries = limits.send_depth + limits.recv_depth;
+  if (entries > static_cast<std::uint32_t>(device.max_cqe)) {
+    throw UsageError(fmt::format("-t {} needs {} completion queue entries; {} allows at most {}", depth, entries, name,
+                                 device.max_cqe));
+  }
+  if (limits.largest > port_attributes.max_msg_sz) {
+    throw UsageError(
+        fmt::format("-s {} is above {}'s maximum message size {}", limits.largest, name, port_attributes.max_msg_sz));
+  }
+  if (limits.mtu && *limits.mtu > port_attributes.active_mtu) {
+    throw UsageError(fmt::format("-m {} is above the active MTU of {} port {} ({} bytes)", mtu_bytes(*limits.mtu), name,
+                                 port, mtu_bytes(port_attributes.active_mtu)));
+  }
+}
+
+// -x: the address rdma_cm must use so that the connection runs on that GID.
+std::string address_of_gid(const BwSettings& s) {
+  const DeviceContext device(s.device);
+  const auto entry = query_gid(device.get(), 1, *s.gid_index);
+  const auto address = gid_address(entry);
+  spdlog::debug("-x {}: {} GID {} ({}) is address {}", *s.gid_index, device.name(), gid_text(entry.gid),
+                gid_type_name(entry.type), address);
+  return address;
+}
+
+// The local address: --bind, or the address of the -x GID, or none.
+std::string local_address(const BwSettings& s) {
+  if (s.gid_index) return address_of_gid(s);
+  if (!s.device.empty()) {
+    // A -d that names no device at all is refused with the devices present, before the
+    // address is resolved and only "served by" another device could be said about it.
+    const DeviceContext device(s.device);
+  }
+  return s.bind;
+}
+
+// What both sides share. The queue depths are those the device is checked against, before
+// anything is made on it.
+EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
+  EndpointOptions options;
+  options.send_depth = limits.send_depth;
+  options.recv_depth = limits.recv_depth;
+  options.responder_resources = 16;
+  options.initiator_depth = 16;
+  options.timeout = s.timeout;
+  options.stop_fd = s.stop_fd;
+  options.check_device = [limits](ibv_context* context, std::uint8_t port) {
+    check_device_limits(context, port, limits);
+  };
+  return options;
+}
+
+// What the connection ended up using, for the report (the automatic choice when no -x).
+nlohmann::json path_json(const Endpoint& endpoint) {
+  nlohmann::json path = {{"device", ibv_get_device_name(endpoint.context()->device)},
+                         {"port", endpoint.port_num()},
+                         {"path_mtu", mtu_bytes(endpoint.active_path_mtu())}};
+  if (const auto index = endpoint.source_gid_index()) {
+    const auto entry = query_gid(endpoint.context(), endpoint.port_num(), *index);
+    path["gid_index"] = *index;
+    path["gid"] = gid_text(entry.gid);
+    path["gid_type"] = gid_type_name(entry.type);
+  }
+  return path;
+}
+
+// Latency tests and bidirectional SEND keep receives posted on the client.
+std::uint32_t client_receives(const BwSettings& s) {
+  if (s.test == bw::Test::latency) return latency_receives;
+  return s.bidirectional ? s.depth : 1;
+}
+
+}  // namespace
+
+ibv_mtu mtu_from_bytes(std::uint32_t bytes) {
+  switch (bytes) {
+    case 256: return IBV_MTU_256;
+    case 512: return IBV_MTU_512;
+    case 1024: return IBV_MTU_1024;
+    case 2048: return IBV_MTU_2048;
+    case 4096: return IBV_MTU_4096;
+    default: throw UsageError(fmt::format("-m {}: the MTU must be 256, 512, 1024, 2048 or 4096", bytes));
+  }
+}
+
+void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
+  const bool latency = s.test == bw::Test::latency;
+  const auto largest = s.sizes.back();
+  auto options = endpoint_options(s, Limits{.device = s.device,
+                                            .send_depth = latency ? latency_send_depth : s.depth,
+                                            .recv_depth = client_receives(s),
+                                            .largest = largest,
+                                            .mtu = s.mtu});
+  options.max_inline_data = s.operation == bw::Operation::read ? 0 : s.inline_size;
+  options.self_managed_qp = s.mtu.has_value();
+  options.path_mtu = s.mtu;
+  options.explain_rejection = [](std::span<const std::uint8_t> data) {
+    if (const auto reason = bw::decode_refusal(data)) {
+      throw ProtocolError("the server refused the test: " + *reason);
+    }
+  };
+  const auto bind = local_address(s);
+  std::optional<SocketAddress> source;
+  if (!bind.empty()) source = parse_address(bind, 0);
+  const auto destination = parse_address(s.server, s.port);
+
+  std::vector<std::unique_ptr<Endpoint>> endpoints;
+  std::vector<Lane> lanes;
+  for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
+    auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
+    auto& outgoing = endpoint->add_buffer(largest, IBV_ACCESS_LOCAL_WRITE);
+    auto& incoming = endpoint->add_buffer(largest, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    const bw::Hello hello{.operation = s.operation,
+                          .test = s.test,
+                          .max_size = largest,
+                          .depth = s.depth,
+                          .bidirectional = s.bidirectional,
+                          .path_mtu = static_cast<std::uint8_t>(s.mtu.value_or(static_cast<ibv_mtu>(0))),
+                          .queue_pairs = s.queue_pairs,
+                          .queue_pair_index = index,
+                          .reply_address = incoming.address(),
+                          .reply_rkey = incoming.rkey(),
+                          .reply_length = largest};
+    const auto hello_bytes = bw::encode(hello);
+    endpoint->set_private_data({hello_bytes.begin(), hello_bytes.end()});
+    Lane lane{.qp = endpoint->queue_pair(),
+              .cq = endpoint->completion_queue(),
+              .local_address = outgoing.address(),
+              .lkey = outgoing.lkey(),
+              .receive_address = incoming.address(),
+              .receive_lkey = incoming.lkey(),
+              .receive_length = largest};
+    post_receives(lane, options.recv_depth);  // before connecting: the server may answer at once
+    endpoint->connect(report);
+    const auto answer = bw::decode_answer(endpoint->peer_private_data());
+    if (answer.length < largest) {
+      throw ProtocolError(fmt::format("the server's buffer holds {} bytes, {} needed", answer.length, largest));
+    }
+    lane.remote_address = answer.address;
+    lane.rkey = answer.rkey;
+    lanes.push_back(lane);
+    endpoints.push_back(std::move(endpoint));
+  }
+  report.local_address = endpoints.front()->local_address();
+  report.peer_address = endpoints.front()->peer_address();
+  results.test = {{"test", bw::to_string(s.test)},
+                  {"operation", bw::to_string(s.operation)},
+                  {"queue_pairs", s.queue_pairs},
+                  {"bidirectional", s.bidirectional},
+                  {"depth", latency ? 1 : s.depth},
+                  {"signal_every", latency ? latency_signal_every : signal_interval(s.depth)},
+                  {"inline_bytes", endpoints.front()->max_inline_data()},
+                  {"warmup_iterations", s.warmup},
+                  {"path", path_json(*endpoints.front())}};
+  if (s.budget.duration) {
+    results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
+  }
+
+  if (latency) {
+    const PingSettings settings{.lane = lanes.front(),
+                                .operation = s.operation,
+                                .max_inline_data = endpoints.front()->max_inline_data(),
+                                .timeout = s.timeout,
+                                .stop_fd = s.stop_fd};
+    for (const auto size : s.sizes) ping(settings, size, s.budget, s.warmup, results.latency);
+  } else {
+    const StreamSettings settings{.lanes = lanes,
+                                  .operation = s.operation,
+                                  .depth = s.depth,
+                                  .signal_every = signal_interval(s.depth),
+                                  .max_inline_data = endpoints.front()->max_inline_data(),
+                                  .bidirectional = s.bidirectional,
+                                  .timeout = s.timeout,
+                                  .stop_fd = s.stop_fd};
+    std::vector<BandwidthRow> warmup_rows;
+    for (const auto size : s.sizes) {
+      if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
+      stream(settings, size, s.budget, results.bandwidth);
+    }
+  }
+  for (auto& endpoint : endpoints) endpoint->disconnect();
+}
+
+namespace {
+
+// Why a connection request cannot join: ProtocolError with the reason the client is sent.
+// `first` is the hello of the client's first connection, once there is one.
+bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::Hello>& first,
+                std::size_t lanes_accepted) {
+  const auto hello = bw::decode_hello(request.peer_private_data());
+  if (hello.max_size > s.max_size) {
+    throw ProtocolError(
+        fmt::format("{}-byte messages asked for; this server allows {} (--max-size)", hello.max_size, s.max_size));
+  }
+  if (hello.path_mtu != 0) {
+    ibv_port_attr port{};
+    if (ibv_query_port(request.context(), request.port_num(), &port) == 0 && hello.path_mtu > port.active_mtu) {
+      throw ProtocolError(fmt::format("-m {} is above this server's active MTU ({} bytes)",
+                                      mtu_bytes(static_cast<ibv_mtu>(hello.path_mtu)), mtu_bytes(port.active_mtu)));
+    }
+  }
+  if (first && (hello.operation != first->operation || hello.test != first->test || hello.max_size != first->max_size ||
+                hello.queue_pairs != first->queue_pairs || hello.bidirectional != first->bidirectional ||
+                hello.path_mtu != first->path_mtu || hello.queue_pair_index != lanes_accepted)) {
+    throw ProtocolError(
+        fmt::format("connection {} of {} does not match the first one", hello.queue_pair_index, hello.queue_pairs));
+  }
+  return hello;
+}
+
+// Connection requests taken off the listener that belong to clients still waiting their turn.
+using WaitingClients = std::deque<std::unique_ptr<Endpoint>>;
+
+std::unique_ptr<Endpoint> next_client(Listener& listener, WaitingClients& waiting,
+                                      std::optional<Clock::time_point> deadline) {
+  if (waiting.empty()) return listener.next_request(deadline);
+  auto request = std::move(waiting.front());
+  waiting.pop_front();
+  return request;
+}
+
+void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
+  spdlog::warn("refused {}: {}", request.peer_address(), reason);
+  request.reject(bw::encode_refusal(reason));
+  results.refused.push_back(nlohmann::json{{"peer", request.peer_address()}, {"reason", reason}});
+}
+
+// One client: accepts `first_request` and the rest of its queue pairs, then receives,
+// reflects or answers until it leaves. False when the first request was refused (nothing
+// ran). Another client's first connection arriving meanwhile joins `waiting`: a bandwidth
+// server measures one test at a time.
+bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request, WaitingClients& waiting,
+                     const BwSettings& s, Report& report, BwResults& results) {
+  std::vector<std::unique_ptr<Endpoint>> endpoints;
+  std::vector<Lane> lanes;
+  std::optional<bw::Hello> first;
+  while (!first || lanes.size() < first->queue_pairs) {
+    auto endpoint = first ? listener.next_request(Clock::now() + s.timeout) : std::move(first_request);
+    bw::Hello hello;
+    try {
+      hello = admit(*endpoint, s, first, lanes.size());
+    } catch (const ProtocolError& refusal) {
+      bool another_client = false;
+      try {
+        another_client = first && bw::decode_hello(endpoint->peer_private_data()).queue_pair_index == 0;
+      } catch (const ProtocolError&) {
+      }
+      if (another_client) {
+        waiting.push_back(std::move(endpoint));
+        continue;
+      }
+      refuse(*endpoint, refusal.what(), results);
+      if (first) throw;  // a client's later connection went wrong: the test cannot run
+      return false;
+    }
+    if (!first) first = hello;
+    if (hello.path_mtu != 0) endpoint->set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
+    auto& buffer =
+        endpoint->add_buffer(hello.max_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    const Lane lane{.qp = endpoint->queue_pair(),
+                    .cq = endpoint->completion_queue(),
+                    .local_address = buffer.address(),
+                    .lkey = buffer.lkey(),
+                    .remote_address = hello.reply_address,
+                    .rkey = hello.reply_rkey,
+                    .receive_address = buffer.address(),
+                    .receive_lkey = buffer.lkey(),
+                    .receive_length = hello.max_size};
+    // Receives go up before the accept: the first SEND never meets an empty queue.
+    post_receives(lane, hello.test == bw::Test::latency ? latency_receives : s.depth);
+    const auto answer =
+        bw::encode(bw::Answer{.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size});
+    endpoint->set_private_data({answer.begin(), answer.end()});
+    endpoint->accept(report);
+    lanes.push_back(lane);
+    endpoints.push_back(std::move(endpoint));
+    if (lanes.size() == 1) report.peer_address = endpoints.front()->peer_address();
+  }
+  results.test = {{"test", bw::to_string(first->test)},   {"operation", bw::to_string(first->operation)},
+                  {"queue_pairs", first->queue_pairs},    {"bidirectional", first->bidirectional},
+                  {"client_depth", first->depth},         {"max_size", first->max_size},
+                  {"path", path_json(*endpoints.front())}};
+  auto connected = [&] {
+    return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
+  };
+  if (first->test == bw::Test::latency) {
+    results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
+                                                   .operation = first->operation,
+                                                   .max_inline_data = endpoints.front()->max_inline_data(),
+                                                   .stop_fd = s.stop_fd,
+                                                   .connected = connected});
+  } else {
+    sink(SinkSettings{.lanes = lanes,
+                      .depth = s.depth,
+                      .reflect = first->bidirectional,
+                      .max_inline_data = endpoints.front()->max_inline_data(),
+                      .stop_fd = s.stop_fd,
+                      .connected = connected},
+         results.bandwidth);
+  }
+  return true;
+}
+
+// Persistent (-P): one client after another until the stop signal, or until no client came
+// for --accept-timeout; each client's failure is its own record, never the server's end.
+void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, BwResults& results) {
+  WaitingClients waiting;
+  for (;;) {
+    std::unique_ptr<Endpoint> request;
+    try {
+      const auto idle = s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt;
+      request = next_client(listener, waiting, idle);
+    } catch (const RunStopped& stopped) {
+      spdlog::info("persistent server stopping: {}", stopped.what());
+      if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+      return;
+    }
+    BwResults client;
+    Report client_report;  // steps of one client; the server reports totals
+    bool refused = false;
+    auto served =
+        serve_recorded({.peer = request->peer_address(), .serve = [&](ServedConnection&) {
+                          refused = !serve_bw_client(listener, std::move(request), waiting, s, client_report, client);
+                        }});
+    for (const auto& row : client.bandwidth) {
+      served.iterations += row.iterations;
+      served.bytes += row.bytes;
+    }
+    served.iterations += client.answered;
+    for (auto& refusal : client.refused) results.refused.push_back(std::move(refusal));
+    if (!refused) {
+      auto record = to_json(served);
+      record["test"] = client.test;
+      results.connections.push_back(std::move(record));
+      report.iterations_completed += served.iterations;
+      report.bytes += served.bytes;
+    }
+    if (served.outcome == to_string(StopReason::interrupted)) {
+      report.outcome = served.outcome;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
+  // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
+  auto options = endpoint_options(s, Limits{.device = s.device,
+                                            .send_depth = std::max(s.depth, latency_send_depth),
+                                            .recv_depth = std::max(s.depth, latency_receives),
+                                            .largest = 1,
+                                            .mtu = std::nullopt});
+  options.max_inline_data = s.inline_size;
+  options.self_managed_qp = true;  // so the client's -m can set the path MTU
+  const auto bind = local_address(s);
+  const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
+  Listener listener(address, s.persistent ? 64 : bw::max_queue_pairs, options);
+  report.local_address = listener.local_address();
+  if (s.persistent) {
+    serve_bw_clients(listener, s, report, results);
+    return;
+  }
+  const auto deadline = s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt;
+  WaitingClients waiting;
+  // A client refused at its first connection ran nothing: wait for the next one.
+  while (!serve_bw_client(listener, next_client(listener, waiting, deadline), waiting, s, report, results)) {
+  }
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,64 @@
+#pragma once
+// send_bw's two sides: the client opens one connection per queue pair (its hello in the
+// rdma_connect private data), runs the bandwidth or latency loops of lib/bench for each
+// size, and disconnects; the server accepts a client's connections, refusing with a reason
+// in rdma_reject's private data what it cannot serve, and receives, reflects or answers.
+
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/bench/loops.hpp"
+#include "lib/core/report.hpp"
+#include "lib/core/wait.hpp"
+#include "lib/wire/protocol.hpp"
+
+namespace rdmakit {
+
+struct BwSettings {
+  std::string server;  // empty: the server side
+  std::string bind;    // local address (server: where it listens)
+  std::uint16_t port = 18515;
+  std::string device;  // -d: checked against the device the address resolves to
+  bw::Operation operation = bw::Operation::send;
+  bw::Test test = bw::Test::bandwidth;
+  std::vector<std::uint32_t> sizes;
+  Budget budget;
+  std::uint64_t warmup = 0;
+  std::uint32_t depth = 128;
+  std::uint32_t inline_size = 64;
+  std::uint16_t queue_pairs = 1;
+  bool bidirectional = false;
+  std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
+  std::optional<ibv_mtu> mtu;
+  std::uint32_t max_size = 64u << 20;  // server: largest message a client may ask for
+  // Server: how long to wait for a client (with persistent: for each next one); none = forever.
+  std::optional<std::chrono::milliseconds> accept_timeout;
+  bool persistent = false;  // server: serve clients one after another until stopped
+  std::chrono::milliseconds timeout{5000};
+  int stop_fd = -1;
+};
+
+struct BwResults {
+  std::vector<BandwidthRow> bandwidth;
+  std::vector<LatencyRow> latency;
+  nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
+  nlohmann::json refused = nlohmann::json::array();
+  std::uint64_t answered = 0;                            // server of a latency test
+  nlohmann::json connections = nlohmann::json::array();  // persistent server: a record per client
+};
+
+// Both fill `results` as they go, so a failure leaves a partial report.
+void run_bw_client(const BwSettings& settings, Report& report, BwResults& results);
+void run_bw_server(const BwSettings& settings, Report& report, BwResults& results);
+
+// 256 -> IBV_MTU_256 ... 4096 -> IBV_MTU_4096; UsageError (naming -m) otherwise.
+ibv_mtu mtu_from_bytes(std::uint32_t bytes);
+
+}  // namespace rdmakit

@@ -1,0 +1,122 @@
+#pragma once
+// The measurement loops of send_bw. Bandwidth: a sender that keeps `depth` work requests
+// in flight on each of its queue pairs (post lists, selective signalling, inline sends for
+// small messages) and a receiver that keeps receives posted, records what arrives and, for
+// a bidirectional test, sends every message back. Latency: a client that times one
+// message at a time and a server that answers each. None allocates or logs inside the
+// loop; all busy-poll, checking the clock, the stop signal and the connection only when
+// the CQ is empty, so a lost peer or Ctrl-C still ends them within the timeout.
+
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "lib/core/stats.hpp"
+#include "lib/wire/protocol.hpp"
+
+namespace rdmakit {
+
+// One connected queue pair as the loops see it.
+struct Lane {
+  ibv_qp* qp = nullptr;
+  ibv_cq* cq = nullptr;  // takes both send and receive completions
+  // What we send, write or read into.
+  std::uint64_t local_address = 0;
+  std::uint32_t lkey = 0;
+  // The peer's buffer for RDMA WRITE/READ.
+  std::uint64_t remote_address = 0;
+  std::uint32_t rkey = 0;
+  // Where messages from the peer land (each receive takes the whole of it).
+  std::uint64_t receive_address = 0;
+  std::uint32_t receive_lkey = 0;
+  std::uint32_t receive_length = 0;
+};
+
+// Posts `count` receives into the lane's receive buffer.
+void post_receives(const Lane& lane, std::uint32_t count);
+
+// How long a measurement runs: `iterations` per queue pair, or for `duration` when set.
+struct Budget {
+  std::uint64_t iterations = 0;
+  std::optional<std::chrono::nanoseconds> duration;
+};
+
+struct StreamSettings {
+  std::vector<Lane> lanes;
+  bw::Operation operation = bw::Operation::send;
+  std::uint32_t depth = 128;          // work requests in flight per queue pair
+  std::uint32_t signal_every = 64;    // one signalled completion per this many requests
+  std::uint32_t max_inline_data = 0;  // sends this small go inline
+  // SEND only: the server sends every message back; the run also waits for those, and the
+  // row counts both directions, as perftest's -b does.
+  bool bidirectional = false;
+  std::chrono::milliseconds timeout{5000};  // bound on a silent CQ
+  int stop_fd = -1;
+};
+
+// Signalling interval for a queue depth: half the queue, at most 64, so the queue refills
+// while earlier requests complete.
+std::uint32_t signal_interval(std::uint32_t depth);
+
+// Sends messages of `size` bytes on every lane and appends the row (all lanes together).
+// Throws RunStopped on timeout or Ctrl-C, CompletionError on an error completion; what
+// completed before that is still appended as a (partial) row.
+void stream(const StreamSettings& settings, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows);
+
+struct SinkSettings {
+  std::vector<Lane> lanes;  // receives already posted (before the accept)
+  std::uint32_t depth = 512;
+  bool reflect = false;  // send every message back (the server of a bidirectional test)
+  std::uint32_t max_inline_data = 0;
+  int stop_fd = -1;
+  std::function<bool()> connected;  // polled when the CQs are empty; false ends the sink
+};
+
+// Receives until every lane's peer has disconnected (or Ctrl-C), one row per message size,
+// timed from its first arrival to its last; rows so far survive an exception.
+void sink(const SinkSettings& settings, std::vector<BandwidthRow>& rows);
+
+// Latency, one message in flight. The client announces each size with a zero-length
+// SEND-with-immediate carrying the size and waits for the server's echo of it; then:
+//   send:  SEND, the server SENDs the same length back; sample = round trip / 2
+//   write: RDMA WRITE into the server's buffer, whose last byte the server polls, then
+//          writes the same bytes back into ours; sample = round trip / 2
+//   read:  RDMA READ of the server's buffer; sample = the whole read
+// (the halving and the full read are perftest's conventions for ib_*_lat).
+// Latency loops signal one send in this many (the send queue drains without a poll per message).
+inline constexpr std::uint32_t latency_signal_every = 16;
+
+struct PingSettings {
+  Lane lane;  // receives posted
+  bw::Operation operation = bw::Operation::send;
+  std::uint32_t max_inline_data = 0;
+  std::chrono::milliseconds timeout{5000};
+  int stop_fd = -1;
+};
+
+struct LatencyRow {
+  std::uint32_t size = 0;
+  LatencySummary summary;
+};
+
+// Appends the row for `size`; on an exception, the samples so far as a partial row.
+void ping(const PingSettings& settings, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
+          std::vector<LatencyRow>& rows);
+
+struct AnswerSettings {
+  Lane lane;  // receives posted; remote_address/rkey: the client's reply buffer (write)
+  bw::Operation operation = bw::Operation::send;
+  std::uint32_t max_inline_data = 0;
+  int stop_fd = -1;
+  std::function<bool()> connected;
+};
+
+// The server side of ping(): answers until the client disconnects; returns how many
+// messages it answered.
+std::uint64_t answer_pings(const AnswerSettings& settings);
+
+}  // namespace rdmakit

@@ -1,0 +1,223 @@
+#include "lib/core/cli.hpp"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
+
+#include "lib/core/log.hpp"
+#include "lib/core/shell_completion.hpp"
+
+namespace rdmakit {
+
+FiniteNumber::FiniteNumber() : CLI::Validator("") {
+  func_ = [](std::string& text) {
+    // Read as CLI11 reads a double (strtold), wide enough that "1e400" is a finite long double
+    // to be refused here, before anything converts it to a double.
+    long double value = 0;
+    if (!CLI::detail::lexical_cast(text, value)) {
+      return std::string();
+    }
+    const bool finite = std::isfinite(value) && std::fabs(value) <= std::numeric_limits<double>::max();
+    return finite ? std::string() : "'" + text + "' is not a finite number";
+  };
+}
+
+void CommonOptions::add_to(CLI::App& app, const std::string& debug_flag) {
+  app.add_flag("--json", json, "Print one JSON report on stdout instead of text");
+  app.add_option("--timeout", timeout_s, "Seconds to wait for any single CM event or completion")
+      ->capture_default_str()
+      ->check(FiniteNumber());
+  const std::string debug_names = debug_flag.empty() ? "--debug" : debug_flag + ",--debug";
+  app.add_flag(debug_names, debug, "Debug logging on stderr (same as --log-level debug)");
+  // The set in the description is what help and shell completion show; the check itself is
+  // parse_log_level's, so the spellings spdlog also takes ("warning", "err") keep working.
+  const CLI::Validator known_level(
+      [](std::string& name) {
+        return parse_log_level(name) ? std::string()
+                                     : "'" + name + "' is not one of trace, debug, info, warn, error, critical, off";
+      },
+      "{trace,debug,info,warn,error,critical,off}");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical or off")
+      ->capture_default_str()
+      ->check(known_level);
+}
+
+void CommonOptions::check() const {
+  if (!(timeout_s > 0.0 && timeout_s <= 3600.0)) {
+    throw UsageError("--timeout must be between 0 and 3600 seconds");
+  }
+  if (!parse_log_level(log_level)) {
+    throw UsageError("--log-level '" + log_level + "' is not one of trace, debug, info, warn, error, critical, off");
+  }
+}
+
+ToolRunner::ToolRunner(std::string name, std::string description, const std::string& debug_flag)
+    : name_(std::move(name)), app_(std::move(description), name_) {
+  app_.set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
+  common_.add_to(app_, debug_flag);
+}
+
+void ToolRunner::enable_json_file() {
+  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file")->type_name("FILE");
+}
+
+void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
+  diagnoser_ = std::move(diagnoser);
+  app_.add_flag("--diagnose", diagnose_, "On an address or device failure, run diag-bind's diagnosis in-process");
+}
+
+void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
+  if (!diagnose_ || !diagnoser_ || !explained_by_diag_bind(error.call(), error.errnum())) {
+    return;
+  }
+  try {
+    report.extra["diagnosis"] = diagnoser_(address_of(error.subject()), common_.timeout(), diagnosis_text_);
+  } catch (const std::exception& failure) {
+    diagnosis_text_ = std::string("diagnosis failed: ") + failure.what() + "\n";
+  }
+}
+
+namespace {
+
+// The exit code for a run that ended "interrupted": the stop signals stay blocked and
+// pending (lib/wait reads them through a signalfd without consuming them), so the pending
+// set says which one arrived. SIGTERM wins when both did.
+ExitCode stop_signal_exit_code() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM) == 1) {
+    return ExitCode::terminated;
+  }
+  return ExitCode::interrupted;
+}
+
+// The program name asked for by --bash-completion[=NAME] anywhere before "--". Without NAME:
+// the name this process was started under, which is the installed one, packager's prefix
+// included. Only the '=' form takes a name, so a positional argument is never mistaken for one.
+std::optional<std::string> completion_request(int argc, char** argv, const std::string& fallback) {
+  constexpr std::string_view flag = "--bash-completion";
+  const std::string started_as = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : fallback;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg == flag) {
+      return started_as;
+    }
+    if (arg.starts_with(flag) && arg[flag.size()] == '=') {
+      const auto name = arg.substr(flag.size() + 1);
+      return name.empty() ? started_as : std::string(name);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int ToolRunner::usage_error(const std::string& message) {
+  // One line, so scripts and people see what is wrong without scrolling past help text.
+  std::cerr << name_ << ": " << message << " (see '" << name_ << " --help')\n";
+  if (common_.json) {
+    Report report;
+    report.tool = name_;
+    report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+    std::cout << json_text(to_json(report)) << std::endl;
+  }
+  return static_cast<int>(ExitCode::usage);
+}
+
+void ToolRunner::render(const Report& report) const {
+  for (const auto& error : report.errors) {
+    std::cerr << name_ << ": " << error.message << "\n";
+    if (!error.hint.empty()) {
+      std::cerr << name_ << ": hint: " << error.hint << "\n";
+    }
+  }
+  std::cerr << diagnosis_text_;
+  // Serialized once, for the file and stdout alike: a report can be large (per-connection
+  // results, a diagnosis).
+  const std::string json = common_.json || !json_file_.empty() ? json_text(to_json(report)) : std::string();
+  if (!json_file_.empty()) {
+    std::ofstream file(json_file_);
+    file << json << "\n";
+    if (!file) {
+      std::cerr << name_ << ": cannot write " << json_file_ << "\n";
+    }
+  }
+  if (common_.json) {
+    std::cout << json << std::endl;
+  } else {
+    std::cout << render_text(report) << std::flush;
+  }
+}
+
+int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate,
+                    const std::function<void(Report&)>& body) {
+  // Looked for before parsing: the build generates completions by running each tool, and
+  // that must work whatever else the command line would require or refuse.
+  if (const auto program = completion_request(argc, argv, name_)) {
+    try {
+      std::cout << bash_completion(app_, *program) << std::flush;
+    } catch (const std::invalid_argument& error) {
+      return usage_error(std::string("--bash-completion: ") + error.what());
+    }
+    return static_cast<int>(ExitCode::ok);
+  }
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::Success& done) {
+    return app_.exit(done);  // --help, --version
+  } catch (const CLI::ParseError& error) {
+    return usage_error(error.what());
+  }
+  try {
+    common_.check();
+    validate();
+  } catch (const UsageError& error) {
+    return usage_error(error.what());
+  }
+  auto level = *parse_log_level(common_.log_level);
+  if (common_.debug && level > spdlog::level::debug) {
+    level = spdlog::level::debug;
+  }
+  setup_logging(name_, level);
+
+  Report report;
+  report.tool = name_;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    body(report);
+  } catch (const RdmaError& error) {
+    const bool no_device =
+        error.call() == "rdma_create_event_channel" && (error.errnum() == ENODEV || error.errnum() == ENOENT);
+    report.fail(record_of(error), no_device ? ExitCode::no_device : ExitCode::run_failed);
+    diagnose_failure(error, report);
+  } catch (const RunStopped& stopped) {
+    report.stop(stopped.reason(), stopped.what());
+  } catch (const UsageError& error) {
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+  } catch (const Unsupported& error) {
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::no_device);
+    report.outcome = "unsupported";
+  } catch (const std::exception& error) {
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}});
+  }
+  if (report.outcome == to_string(StopReason::interrupted)) {
+    report.exit_code = stop_signal_exit_code();
+  }
+  report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  render(report);
+  return static_cast<int>(report.exit_code);
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,79 @@
+#pragma once
+// Options every tool shares, and the one guarded entry point that parses them, runs the
+// tool body, renders its report (text or JSON) and maps errors to exit codes.
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "lib/core/report.hpp"
+
+namespace rdmakit {
+
+// For every floating-point option, checked before any CLI::Range: refuses "nan", "inf" and
+// numbers beyond a double's range. CLI::Range lets NaN through (no comparison with NaN is
+// true), and a NaN or infinite number of seconds turned into a duration is undefined
+// behaviour. Text that is no number at all passes, for the conversion or the Range to report.
+class FiniteNumber : public CLI::Validator {
+ public:
+  FiniteNumber();
+};
+
+struct CommonOptions {
+  bool json = false;
+  double timeout_s = 5.0;  // bound on every wait for the peer or the fabric
+  bool debug = false;
+  std::string log_level = "warn";
+
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(static_cast<long long>(timeout_s * 1000.0));
+  }
+  // Adds --json, --timeout, --log-level; `debug_flag` ("-d" or "") names the short debug flag.
+  void add_to(CLI::App& app, const std::string& debug_flag = "-d");
+  // Throws UsageError when the values are out of range.
+  void check() const;
+};
+
+class ToolRunner {
+ public:
+  // `debug_flag` is the short name of --debug ("" for tools whose stock -d means a device).
+  ToolRunner(std::string name, std::string description, const std::string& debug_flag = "-d");
+
+  // Runs the bind diagnoser for an address and returns its JSON, with a human verdict in
+  // `text`. Kept as a hook so this library needs no RDMA code (lib/probe/host_probe.hpp has one).
+  using Diagnoser =
+      std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout, std::string& text)>;
+  // Adds --diagnose: when an address or device failure is one diag-bind explains, the
+  // diagnosis runs in-process and lands in the report ("diagnosis") and on stderr.
+  void enable_diagnose(Diagnoser diagnoser);
+
+  // Adds --json-file FILE: the JSON report is also written there, on failure too.
+  void enable_json_file();
+
+  CLI::App& app() { return app_; }
+  const CommonOptions& common() const { return common_; }
+
+  // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
+  // with a report to fill in, then renders it. Returns the process exit code.
+  // `--bash-completion[=NAME]` instead prints a bash completion script for this tool's
+  // options, registered for the command NAME (default: argv[0]'s file name), and returns 0
+  // before anything else runs. It is not a CLI11 option, so --help does not list it.
+  int run(int argc, char** argv, const std::function<void()>& validate, const std::function<void(Report&)>& body);
+
+ private:
+  int usage_error(const std::string& message);
+  void render(const Report& report) const;
+  void diagnose_failure(const RdmaError& error, Report& report);
+
+  std::string name_;
+  CLI::App app_;
+  CommonOptions common_;
+  Diagnoser diagnoser_;
+  bool diagnose_ = false;
+  std::string diagnosis_text_;
+  std::string json_file_;
+};
+
+}  // namespace rdmakit

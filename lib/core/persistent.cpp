@@ -1,0 +1,118 @@
+#include "lib/core/persistent.hpp"
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// A listener that fails this often without one success in between is not coming back.
+constexpr int accept_failures_before_giving_up = 8;
+
+}  // namespace
+
+nlohmann::json to_json(const ServedConnection& connection) {
+  return {{"peer", connection.peer},
+          {"iterations", connection.iterations},
+          {"bytes", connection.bytes},
+          {"outcome", connection.outcome},
+          {"error", connection.error}};
+}
+
+void serve_counted(const std::function<void(ServedConnection&)>& serve, Report& report) {
+  ServedConnection served;
+  auto count = [&] {
+    report.iterations_completed = served.iterations;
+    report.bytes = served.bytes;
+  };
+  try {
+    serve(served);
+  } catch (...) {
+    count();
+    throw;
+  }
+  count();
+}
+
+ServedConnection serve_recorded(const AcceptedConnection& connection) {
+  ServedConnection served;
+  served.peer = connection.peer;
+  try {
+    connection.serve(served);
+  } catch (const RunStopped& stopped) {
+    served.outcome = to_string(stopped.reason());
+    served.error = stopped.what();
+  } catch (const std::exception& error) {
+    served.outcome = "failed";
+    served.error = error.what();
+  }
+  if (!served.error.empty()) {
+    spdlog::warn("connection from {}: {}", served.peer, served.error);
+  }
+  return served;
+}
+
+void serve_persistently(const std::function<AcceptedConnection()>& accept, Report& report) {
+  std::mutex records_mutex;
+  std::vector<ServedConnection> records;
+  auto keep = [&records_mutex, &records](ServedConnection record) {
+    const std::lock_guard lock(records_mutex);
+    records.push_back(std::move(record));
+  };
+  struct Worker {
+    std::shared_ptr<std::atomic<bool>> finished;
+    std::jthread thread;
+  };
+  std::vector<Worker> workers;
+  std::exception_ptr failure;
+  try {
+    int failures_in_a_row = 0;
+    for (;;) {
+      AcceptedConnection connection;
+      try {
+        connection = accept();
+        failures_in_a_row = 0;
+      } catch (const RunStopped&) {
+        throw;
+      } catch (const std::exception& error) {
+        if (++failures_in_a_row >= accept_failures_before_giving_up) throw;
+        spdlog::warn("accepting a connection failed: {}", error.what());
+        keep(ServedConnection{.peer = {}, .iterations = 0, .bytes = 0, .outcome = "failed", .error = error.what()});
+        continue;
+      }
+      // A finished thread keeps its stack until joined: reap them, or a long-lived server
+      // grows by a stack per client served.
+      std::erase_if(workers, [](const Worker& worker) { return worker.finished->load(); });
+      auto finished = std::make_shared<std::atomic<bool>>(false);
+      workers.push_back(Worker{finished, std::jthread([connection = std::move(connection), finished, &keep] {
+                                 keep(serve_recorded(connection));
+                                 finished->store(true);
+                               })});
+    }
+  } catch (const RunStopped& stopped) {
+    spdlog::info("persistent server stopping: {}", stopped.what());
+    if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  workers.clear();  // joins: a stop signal reaches every connection through its own waits
+  nlohmann::json connections = nlohmann::json::array();
+  for (const auto& served : records) {
+    report.iterations_completed += served.iterations;
+    report.bytes += served.bytes;
+    connections.push_back(to_json(served));
+  }
+  report.extra["connections"] = std::move(connections);
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,119 @@
+#include "lib/core/report.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace rdmakit {
+
+void Report::fail(ErrorRecord error, ExitCode code) {
+  errors.push_back(std::move(error));
+  outcome = code == ExitCode::usage ? "usage_error" : "failed";
+  exit_code = code;
+}
+
+void Report::stop(StopReason reason, const std::string& detail) {
+  errors.push_back(ErrorRecord{.message = detail, .call = {}, .errnum = 0, .hint = {}});
+  outcome = to_string(reason);
+  exit_code = ExitCode::run_failed;
+}
+
+void StepTimer::lap(std::string step) {
+  const auto now = std::chrono::steady_clock::now();
+  report_.add_timing(std::move(step), std::chrono::duration<double, std::milli>(now - since_).count());
+  since_ = now;
+}
+
+std::string errno_name(int errnum) {
+  const char* name = strerrorname_np(errnum);
+  return name ? name : "E?";
+}
+
+ErrorRecord record_of(const RdmaError& error) {
+  return ErrorRecord{.message = error.what(), .call = error.call(), .errnum = error.errnum(), .hint = error.hint()};
+}
+
+nlohmann::json to_json(const LatencySummary& s) {
+  return {{"count", s.count}, {"min", s.min_us}, {"avg", s.avg_us},    {"stdev", s.stdev_us},
+          {"p50", s.p50_us},  {"p99", s.p99_us}, {"p99.9", s.p999_us}, {"max", s.max_us}};
+}
+
+nlohmann::json to_json(const Report& r) {
+  nlohmann::json timings = nlohmann::json::object();
+  for (const auto& [step, ms] : r.cm_timings_ms) {
+    timings[step] = ms;
+  }
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& e : r.errors) {
+    nlohmann::json item = {{"message", e.message}};
+    if (!e.call.empty()) {
+      item["call"] = e.call;
+    }
+    if (e.errnum != 0) {
+      item["errno"] = e.errnum;
+      item["errno_name"] = errno_name(e.errnum);
+    }
+    if (!e.hint.empty()) {
+      item["hint"] = e.hint;
+    }
+    errors.push_back(std::move(item));
+  }
+  nlohmann::json doc = {
+      {"schema_version", report_schema_version},
+      {"tool", r.tool},
+      {"role", r.role},
+      {"arguments", r.arguments},
+      {"outcome", r.outcome},
+      {"exit_code", static_cast<int>(r.exit_code)},
+      {"local_address", r.local_address},
+      {"peer_address", r.peer_address},
+      {"cm_timings_ms", timings},
+      {"iterations", {{"requested", r.iterations_requested}, {"completed", r.iterations_completed}}},
+      {"bytes", r.bytes},
+      {"rtt_us", r.rtt ? to_json(*r.rtt) : nlohmann::json(nullptr)},
+      {"duration_s", r.duration_s},
+      {"errors", errors},
+  };
+  for (const auto& [key, value] : r.extra.items()) {
+    doc[key] = value;
+  }
+  return doc;
+}
+
+std::string json_text(const nlohmann::json& document) {
+  // dump()'s default handler throws on invalid UTF-8, which aborted a tool printing a report
+  // that held a peer's bytes; `replace` writes them as U+FFFD in the same single pass.
+  return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string render_text(const Report& r) {
+  // Even a tool's own text (an empty table, a summary of nothing): the error line on stderr
+  // says it all.
+  if (r.outcome == "usage_error") {
+    return {};
+  }
+  if (!r.text.empty()) {
+    return r.text;
+  }
+  std::ostringstream out;
+  const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
+  out << fmt::format("{} {}{}: {} of {} iterations, {} bytes in {:.3f} s, {}\n", r.tool, r.role,
+                     r.peer_address.empty() ? "" : " peer " + r.peer_address, r.iterations_completed, requested,
+                     r.bytes, r.duration_s, r.outcome);
+  if (!r.cm_timings_ms.empty()) {
+    out << "  cm:";
+    for (const auto& [step, ms] : r.cm_timings_ms) {
+      out << fmt::format(" {} {:.3f} ms", step, ms);
+    }
+    out << '\n';
+  }
+  if (r.rtt) {
+    const auto& s = *r.rtt;
+    out << fmt::format("  rtt us: min {:.2f} avg {:.2f} p50 {:.2f} p99 {:.2f} p99.9 {:.2f} max {:.2f} ({} samples)\n",
+                       s.min_us, s.avg_us, s.p50_us, s.p99_us, s.p999_us, s.max_us, s.count);
+  }
+  return out.str();
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,102 @@
+#include "lib/core/wait.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "lib/core/error.hpp"
+
+namespace rdmakit {
+
+StopSignal::StopSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    throw RdmaError("pthread_sigmask", "SIGINT,SIGTERM", err);
+  }
+  fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd_ < 0) {
+    throw RdmaError("signalfd", "", errno);
+  }
+}
+
+StopSignal::~StopSignal() {
+  if (fd_ >= 0) {
+    close(fd_);
+  }
+}
+
+namespace {
+
+std::optional<std::size_t> wait_any(const std::vector<int>& fds, Clock::time_point deadline) {
+  std::vector<pollfd> polls;
+  for (const int fd : fds) {
+    polls.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+  }
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    // A far deadline ("forever") is waited for in one-hour polls rather than overflowing int.
+    const int timeout_ms = static_cast<int>(std::clamp<long long>(left.count(), 0, 3'600'000));
+    const int n = poll(polls.data(), polls.size(), timeout_ms);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      throw RdmaError("poll", "", errno);
+    }
+    for (std::size_t i = 0; i < polls.size(); ++i) {
+      if (polls[i].revents != 0) {
+        return i;
+      }
+    }
+    if (Clock::now() >= deadline) {
+      return std::nullopt;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline) {
+  return wait_any(std::vector<int>(fds), deadline);
+}
+
+std::size_t await_readable(const std::vector<int>& fds, int stop_fd, Clock::time_point deadline,
+                           const std::string& awaiting) {
+  std::vector<int> all(fds);
+  all.push_back(stop_fd);
+  const auto ready = wait_any(all, deadline);
+  if (!ready) {
+    throw RunStopped(StopReason::timed_out, "timed out waiting for " + awaiting);
+  }
+  if (*ready == fds.size()) {
+    throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + awaiting);
+  }
+  return *ready;
+}
+
+std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::time_point deadline,
+                           const std::string& awaiting) {
+  return await_readable(std::vector<int>(fds), stop_fd, deadline, awaiting);
+}
+
+void set_nonblocking(int fd, const char* what) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    throw RdmaError("fcntl", what, errno);
+  }
+}
+
+double elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,789 @@
+#include "lib/diag/diagnosis.hpp"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/core/report.hpp"
+
+namespace rdmakit::diag {
+
+namespace {
+
+constexpr std::uint64_t recommended_memlock = 64ull << 20;  // enough for send_bw sweeps up to 8 MiB
+
+std::string strip_scope(const std::string& host) {
+  return host.substr(0, host.find('%'));
+}
+
+std::string without_prefix(const std::string& address) {
+  return address.substr(0, address.find('/'));
+}
+
+// Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
+std::string canonical(const std::string& host) {
+  const auto bare = strip_scope(host);
+  std::array<unsigned char, 16> bytes{};
+  char text[INET6_ADDRSTRLEN] = {};
+  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
+    return inet_ntop(AF_INET, bytes.data(), text, sizeof text);
+  }
+  if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
+    return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
+  }
+  return bare;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} bytes", bytes);
+}
+
+std::string errno_text(int errnum) {
+  return fmt::format("{} ({})", errno_name(errnum), std::strerror(errnum));
+}
+
+// The user-space provider library libibverbs needs for a kernel driver.
+std::string provider_for(const std::string& driver) {
+  static const std::pair<const char*, const char*> table[] = {
+      {"rdma_rxe", "rxe"},      {"siw", "siw"},       {"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"},
+      {"bnxt_en", "bnxt_re"},   {"irdma", "irdma"},   {"ice", "irdma"},      {"i40e", "irdma"},
+      {"efa", "efa"},           {"qede", "qedr"},     {"hfi1", "hfi1verbs"}, {"vmw_pvrdma", "vmw_pvrdma"},
+      {"hns3", "hns"},          {"erdma", "erdma"},   {"mana", "mana"},      {"cxgb4", "cxgb4"},
+      {"ib_qib", "ipathverbs"}, {"ocrdma", "ocrdma"}, {"ib_mthca", "mthca"}};
+  for (const auto& [kernel, provider] : table) {
+    if (driver == kernel) {
+      return provider;
+    }
+  }
+  return {};
+}
+
+bool has_provider(const Inventory& inventory, const KernelDevice& device) {
+  const auto provider = provider_for(device.driver);
+  if (provider.empty()) {
+    return true;  // unknown driver: do not accuse the provider
+  }
+  const auto& drivers = inventory.provider_drivers;
+  return std::find(drivers.begin(), drivers.end(), provider) != drivers.end();
+}
+
+const UserDevice* user_view_of(const Inventory& inventory, const KernelDevice& device) {
+  for (const auto& user : inventory.user_devices) {
+    // librdmacm matches by GUID, and by index where both sides know it.
+    if (user.node_guid == device.node_guid && (!user.index || !device.index || *user.index == *device.index)) {
+      return &user;
+    }
+  }
+  return nullptr;
+}
+
+const KernelDevice* kernel_device(const Inventory& inventory, const std::string& name) {
+  for (const auto& device : inventory.kernel_devices) {
+    if (device.name == name) return &device;
+  }
+  return nullptr;
+}
+
+const KernelPort* kernel_port(const KernelDevice& device, int number) {
+  for (const auto& port : device.ports) {
+    if (port.number == number) return &port;
+  }
+  return nullptr;
+}
+
+const Netdev* netdev_named(const Inventory& inventory, const std::string& name) {
+  for (const auto& netdev : inventory.netdevs) {
+    if (netdev.name == name) return &netdev;
+  }
+  return nullptr;
+}
+
+// Devices (and ports) holding a GID for the address, or created on its netdev.
+struct PortRef {
+  const KernelDevice* device;
+  const KernelPort* port;
+};
+
+std::vector<PortRef> ports_serving(const Inventory& inventory, const std::string& host, const std::string& netdev) {
+  std::vector<PortRef> found;
+  const auto gid = host.empty() ? std::string() : gid_for_address(host);
+  for (const auto& device : inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      const bool has_gid = std::any_of(port.gids.begin(), port.gids.end(), [&](const GidEntry& entry) {
+        return (!gid.empty() && entry.gid == gid) || (!netdev.empty() && entry.netdev == netdev);
+      });
+      if (has_gid || (!netdev.empty() && device.parent_netdev == netdev)) {
+        found.push_back({&device, &port});
+      }
+    }
+  }
+  return found;
+}
+
+std::vector<std::string> rdma_netdevs(const Inventory& inventory) {
+  std::vector<std::string> names;
+  for (const auto& device : inventory.kernel_devices) {
+    auto add = [&](const std::string& name) {
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    };
+    add(device.parent_netdev);
+    for (const auto& port : device.ports) {
+      for (const auto& gid : port.gids) add(gid.netdev);
+    }
+  }
+  return names;
+}
+
+// Addresses on netdevs that have an RDMA device: what the user could bind instead.
+std::vector<std::string> rdma_addresses(const Inventory& inventory) {
+  std::vector<std::string> addresses;
+  for (const auto& name : rdma_netdevs(inventory)) {
+    if (const auto* netdev = netdev_named(inventory, name)) {
+      for (const auto& address : netdev->addresses) {
+        const auto host = without_prefix(address);
+        if (!host.starts_with("fe80")) addresses.push_back(host);
+      }
+    }
+  }
+  return addresses;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : separator) + item;
+  }
+  return out;
+}
+
+std::string use_instead(const Inventory& inventory) {
+  const auto addresses = rdma_addresses(inventory);
+  return addresses.empty() ? std::string() : "addresses served by RDMA here: " + join(addresses);
+}
+
+// The first up Ethernet netdev with an address: where a soft-RoCE device could go.
+const Netdev* rxe_candidate(const Inventory& inventory) {
+  for (const auto& netdev : inventory.netdevs) {
+    if (netdev.type == "ether" && netdev.up && !netdev.addresses.empty()) return &netdev;
+  }
+  return nullptr;
+}
+
+std::string rxe_link_command(const std::string& netdev) {
+  return fmt::format("rdma link add rxe_{} type rxe netdev {}", netdev, netdev);
+}
+
+Verdict verdict(std::string cause, int exit_code, std::string summary, std::string fix = {}) {
+  Verdict v;
+  v.cause = std::move(cause);
+  v.exit_code = exit_code;
+  v.summary = std::move(summary);
+  v.fix = std::move(fix);
+  return v;
+}
+
+Verdict unknown(std::string summary) {
+  return verdict(
+      "unknown", 3,
+      std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data");
+}
+
+// rdma_create_event_channel failed: librdmacm could not start at all.
+Verdict channel_failure(const Inventory& inventory, const Step& step) {
+  if (step.errnum == ENODEV) {
+    if (!inventory.rdma_core_present) {
+      return verdict("no_rdma_device", 1,
+                     "this kernel has no RDMA core loaded (no /sys/class/infiniband), so there is no device at all "
+                     "(rdma_create_event_channel: ENODEV)",
+                     "modprobe ib_core rdma_ucm rdma_rxe; if those modules do not exist, this kernel was built without "
+                     "RDMA: boot one with it (Debian's linux-image-amd64 has rdma_rxe) or use scripts/rxe-vm.sh");
+    }
+    if (inventory.kernel_devices.empty()) {
+      const auto* candidate = rxe_candidate(inventory);
+      auto v = verdict("no_rdma_device", 1,
+                       "the kernel has no RDMA device at all, so librdmacm finds nothing to work with "
+                       "(rdma_create_event_channel: ENODEV)",
+                       candidate ? "modprobe rdma_rxe && " + rxe_link_command(candidate->name)
+                                 : "load your RDMA NIC's driver (e.g. modprobe mlx5_ib), or create a soft-RoCE device: "
+                                   "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <ethernet netdev>");
+      if (candidate) {
+        v.details.push_back("no RDMA NIC driver is bound; soft-RoCE (rxe) can run on " + candidate->name +
+                            " for testing; on hardware load its driver instead (mlx5_ib, irdma, bnxt_re, ...)");
+      }
+      return v;
+    }
+    if (inventory.user_devices.empty()) {
+      std::vector<std::string> without_provider;
+      for (const auto& device : inventory.kernel_devices) {
+        if (!has_provider(inventory, device)) {
+          without_provider.push_back(fmt::format("{} (driver {}, needs provider lib{}-rdmav*.so)", device.name,
+                                                 device.driver, provider_for(device.driver)));
+        }
+      }
+      if (!without_provider.empty()) {
+        auto v = verdict("provider_missing", 1,
+                         "the kernel has " + std::to_string(inventory.kernel_devices.size()) +
+                             " RDMA device(s) but libibverbs lists none: no user-space provider library for " +
+                             join(without_provider),
+                         "apt-get install ibverbs-providers   (or check that " +
+                             (inventory.provider_dir.empty() ? std::string("the libibverbs provider directory")
+                                                             : inventory.provider_dir) +
+                             " and /etc/libibverbs.d are present, e.g. in a container image)");
+        return v;
+      }
+      std::vector<std::string> hidden;
+      for (const auto& device : inventory.kernel_devices) {
+        if (device.uverbs.empty()) {
+          hidden.push_back(device.name + " has no uverbs device (is ib_uverbs loaded?)");
+          continue;
+        }
+        const auto path = "/dev/infiniband/" + device.uverbs;
+        const auto node = std::find_if(inventory.uverbs_nodes.begin(), inventory.uverbs_nodes.end(),
+                                       [&](const DeviceNode& n) { return n.path == path; });
+        if (node == inventory.uverbs_nodes.end() || !node->exists) {
+          hidden.push_back(device.name + ": " + path + " does not exist in this mount namespace");
+        } else if (node->access_errno != 0) {
+          hidden.push_back(device.name + ": " + path + " is not accessible (" + errno_name(node->access_errno) + ")");
+        }
+      }
+      if (!hidden.empty()) {
+        return verdict("uverbs_unavailable", 1,
+                       "the kernel has the RDMA device but user space cannot reach it: " + join(hidden, "; "),
+                       "modprobe ib_uverbs; in a container pass the device nodes, e.g. docker run --device "
+                       "/dev/infiniband/rdma_cm --device /dev/infiniband/uverbs0 ...");
+      }
+      return verdict("userspace_mismatch", 1,
+                     "the kernel lists " + std::to_string(inventory.kernel_devices.size()) +
+                         " RDMA device(s), libibverbs lists none, and neither a missing provider nor a missing "
+                         "uverbs node explains it",
+                     "run 'ibv_devices' with IBV_SHOW_WARNINGS=1 to see what libibverbs rejects");
+    }
+    return unknown("rdma_create_event_channel failed with ENODEV although devices are visible to libibverbs");
+  }
+  if (step.errnum == ENOENT || step.errnum == EACCES || step.errnum == EPERM || step.errnum == ENXIO ||
+      step.errnum == ENOSYS) {
+    const bool module_loaded =
+        std::find(inventory.modules.begin(), inventory.modules.end(), "rdma_ucm") != inventory.modules.end();
+    if (!inventory.rdma_cm.exists) {
+      return verdict("rdma_cm_missing", 1,
+                     module_loaded ? "/dev/infiniband/rdma_cm does not exist although rdma_ucm is loaded (a container "
+                                     "or a /dev without udev)"
+                                   : "/dev/infiniband/rdma_cm does not exist: the rdma_ucm module is not loaded",
+                     module_loaded ? "pass the node into the container (--device /dev/infiniband/rdma_cm) or create "
+                                     "it: mknod /dev/infiniband/rdma_cm c 10 $(cut -d: -f2 /sys/class/misc/rdma_cm/dev)"
+                                   : "modprobe rdma_ucm");
+    }
+    if (inventory.rdma_cm.access_errno != 0) {
+      return verdict("rdma_cm_permission", 1,
+                     "/dev/infiniband/rdma_cm exists (" + inventory.rdma_cm.mode + ") but this user may not open it (" +
+                         errno_name(inventory.rdma_cm.access_errno) + ")",
+                     "chmod 666 /dev/infiniband/rdma_cm (rdma-core's udev rules do this), or run as a user allowed "
+                     "to open it");
+    }
+  }
+  return unknown("rdma_create_event_channel failed: " + errno_text(step.errnum));
+}
+
+// Bind or resolve gave ENODEV although the address is usable by IP: which side refused?
+Verdict no_device_for(const Target& target, const Inventory& inventory, const Step& step, const Netdev* netdev) {
+  const auto host = target.host;
+  const auto serving = ports_serving(inventory, host, netdev ? netdev->name : std::string());
+  if (serving.empty()) {
+    if (!netdev) {
+      return unknown(step.call + " failed with ENODEV and no netdev on this host owns or routes " + host);
+    }
+    auto v = verdict("netdev_without_rdma", 1,
+                     step.call == "rdma_bind_addr"
+                         ? fmt::format("{} is on {}, and no RDMA device has a GID on {}: the kernel has no device "
+                                       "to bind it to",
+                                       host, netdev->name, netdev->name)
+                         : fmt::format("{} is reached through {}, and no RDMA device has a GID on {}: the kernel has "
+                                       "no device to send from",
+                                       host, netdev->name, netdev->name),
+                     netdev->type == "ether" ? rxe_link_command(netdev->name) + "   (soft-RoCE on " + netdev->name +
+                                                   "; on a RoCE NIC, use the netdev of its port)"
+                                             : "use an address on a netdev that belongs to an RDMA device");
+    if (auto instead = use_instead(inventory); !instead.empty()) {
+      v.details.push_back(instead);
+    }
+    return v;
+  }
+  const auto& device = *serving.front().device;
+  const auto* user = user_view_of(inventory, device);
+  if (!user) {
+    if (!has_provider(inventory, device)) {
+      return verdict("provider_missing", 1,
+                     fmt::format("the kernel binds {} to {} (GUID {}), but libibverbs has no provider for driver {} so "
+                                 "librdmacm cannot match the device",
+                                 host, device.name, device.node_guid, device.driver),
+                     "apt-get install ibverbs-providers");
+    }
+    std::vector<std::string> seen;
+    for (const auto& other : inventory.user_devices) {
+      seen.push_back(fmt::format("{} GUID {} index {}", other.name, other.node_guid,
+                                 other.index ? std::to_string(*other.index) : "?"));
+    }
+    return verdict("userspace_mismatch", 1,
+                   fmt::format("the kernel binds {} to {} (GUID {}, index {}), but libibverbs does not list a device "
+                               "with that GUID/index (it lists: {}); librdmacm then fails with ENODEV",
+                               host, device.name, device.node_guid, device.index ? std::to_string(*device.index) : "?",
+                               seen.empty() ? "none" : join(seen)),
+                   "expose the same devices to user space as the kernel has (container device list, "
+                   "RDMAV_DRIVERS or IBV_* environment, stale /sys bind mount)");
+  }
+  if (user->open_errno != 0) {
+    const auto path = "/dev/infiniband/" + device.uverbs;
+    std::string node_state;
+    for (const auto& node : inventory.uverbs_nodes) {
+      if (node.path == path) {
+        node_state = !node.exists ? " (the node does not exist)"
+                     : node.access_errno
+                         ? fmt::format(" ({} is {}: {} for this user)", path, node.mode, errno_name(node.access_errno))
+                         : "";
+      }
+    }
+    return verdict("uverbs_unavailable", 1,
+                   fmt::format("{} is on {}, which libibverbs lists but cannot open (ibv_open_device: {}){}", host,
+                               device.name, errno_name(user->open_errno), node_state),
+                   "chmod 666 /dev/infiniband/" + device.uverbs +
+                       " (rdma-core's udev rules do this), or run as a user allowed to open it");
+  }
+  if (target.loopback) {
+    return verdict("loopback_address", 1,
+                   host + " is a loopback address: no RDMA device has a GID for it, so " + step.call + " has no device",
+                   "use an address on an RDMA netdev");
+  }
+  return unknown(fmt::format("{} failed with ENODEV although {} serves {} in both kernel and user-space views",
+                             step.call, device.name, host));
+}
+
+void add_mapping_details(const Target& target, const Inventory& inventory, const Attempt& attempt, Verdict& v) {
+  const auto* device = kernel_device(inventory, attempt.device);
+  if (!device) {
+    return;
+  }
+  const auto* port = kernel_port(*device, attempt.port);
+  const auto gid = gid_for_address(target.host);
+  std::vector<std::string> indices;
+  std::optional<int> v2_index;
+  std::string netdev;
+  if (port) {
+    for (const auto& entry : port->gids) {
+      if (entry.gid == gid) {
+        indices.push_back(fmt::format("{} ({})", entry.index, entry.type));
+        if (entry.type == "RoCE v2" && !v2_index) v2_index = entry.index;
+        netdev = entry.netdev;
+      }
+    }
+  }
+  v.details.push_back(fmt::format("{} maps to {} port {}{}{}", target.host, device->name, attempt.port,
+                                  netdev.empty() ? "" : " (netdev " + netdev + ")",
+                                  indices.empty() ? "" : ", GID index " + join(indices)));
+  if (v2_index) {
+    v.details.push_back(fmt::format("a RoCE v2 peer reaches it with GID index {} (perftest: -d {} -x {})", *v2_index,
+                                    device->name, *v2_index));
+  }
+}
+
+// The port behind the bound device must be ACTIVE for anything after the bind to work.
+std::optional<Verdict> port_problem(const Target& target, const Inventory& inventory, const Attempt& attempt) {
+  const auto* device = kernel_device(inventory, attempt.device);
+  const auto* port = device ? kernel_port(*device, attempt.port) : nullptr;
+  if (!port || port->state_code == 4 || port->state_code == 5) {
+    return std::nullopt;
+  }
+  std::string netdev_name = device->parent_netdev;
+  for (const auto& entry : port->gids) {
+    if (!entry.netdev.empty()) netdev_name = entry.netdev;
+  }
+  const auto* netdev = netdev_named(inventory, netdev_name);
+  if (netdev && !netdev->up) {
+    return verdict("netdev_down", 1,
+                   fmt::format("{} binds to {} port {}, but its netdev {} is administratively down, so the port is {} "
+                               "({}): connections will time out",
+                               target.host, device->name, port->number, netdev->name, port->state, port->phys_state),
+                   "ip link set " + netdev->name + " up");
+  }
+  return verdict("port_not_active", 1,
+                 fmt::format("{} binds to {} port {}, but the port is {} ({}){}: connections will time out",
+                             target.host, device->name, port->number, port->state, port->phys_state,
+                             port->link_layer == "InfiniBand" ? "; an IB port needs a subnet manager to become ACTIVE"
+                                                              : "; check the cable/switch port"),
+                 port->link_layer == "InfiniBand"
+                     ? "start a subnet manager (opensm) on the fabric, then check ibstat"
+                     : "ip link show " + (netdev ? netdev->name : std::string("<netdev>")));
+}
+
+std::optional<Verdict> registration_problem(const Attempt& attempt, const Inventory& inventory) {
+  const auto* reg = attempt.find("ibv_reg_mr");
+  if (!reg || reg->ok()) {
+    return std::nullopt;
+  }
+  if (reg->errnum == ENOMEM || reg->errnum == EPERM || reg->errnum == EAGAIN) {
+    const auto& m = inventory.memlock;
+    return verdict(
+        "memlock_too_low", 1,
+        fmt::format("the bind works, but registering {} fails with {}: the locked-memory limit is {}{}", reg->subject,
+                    errno_name(reg->errnum), m.soft_bytes ? human_bytes(*m.soft_bytes) : std::string("unlimited"),
+                    m.cap_ipc_lock ? "" : " and this process lacks CAP_IPC_LOCK"),
+        "ulimit -l unlimited (for a service: LimitMEMLOCK=infinity; for a login: memlock in "
+        "/etc/security/limits.conf)");
+  }
+  return unknown("ibv_reg_mr failed: " + errno_text(reg->errnum));
+}
+
+void add_warnings(const Inventory& inventory, Verdict& v) {
+  const auto& m = inventory.memlock;
+  if (m.soft_bytes && *m.soft_bytes < recommended_memlock && !m.cap_ipc_lock) {
+    v.warnings.push_back(
+        fmt::format("locked-memory limit is {}: registrations beyond it fail (send_bw sweeps need "
+                    "about {}); raise it with ulimit -l",
+                    human_bytes(*m.soft_bytes), human_bytes(recommended_memlock)));
+  }
+  for (const auto& device : inventory.kernel_devices) {
+    const auto* user = user_view_of(inventory, device);
+    if (!user && !inventory.user_devices.empty()) {
+      v.warnings.push_back(device.name + " is in the kernel but not in libibverbs' list");
+    }
+  }
+  for (const auto& user : inventory.user_devices) {
+    for (const auto& device : inventory.kernel_devices) {
+      if (user.node_guid == device.node_guid && user.index && device.index && *user.index != *device.index) {
+        v.warnings.push_back(fmt::format("{}: user-space index {} differs from the kernel's {}", device.name,
+                                         *user.index, *device.index));
+      }
+    }
+  }
+}
+
+Verdict usable(const Target& target, const Inventory& inventory, const Attempt& attempt) {
+  if (auto problem = port_problem(target, inventory, attempt)) {
+    return *problem;
+  }
+  if (auto problem = registration_problem(attempt, inventory)) {
+    return *problem;
+  }
+  const auto* device = kernel_device(inventory, attempt.device);
+  const std::string device_name = device ? device->name : attempt.device;
+  Verdict v;
+  if (inventory.kernel_devices.size() > 1) {
+    v = verdict("several_devices", 0,
+                fmt::format("the bind works: of {} RDMA devices, {} belongs to {} port {}",
+                            inventory.kernel_devices.size(), target.host, device_name, attempt.port));
+    std::vector<std::string> others;
+    for (const auto& other : inventory.kernel_devices) {
+      if (other.name != device_name) others.push_back(other.name);
+    }
+    v.details.push_back("tools that take a device name need -d " + device_name + " for this address (not " +
+                        join(others) + ")");
+  } else {
+    v = verdict("ok", 0,
+                fmt::format("the bind works: {} belongs to {} port {}", target.host, device_name, attempt.port));
+  }
+  add_mapping_details(target, inventory, attempt, v);
+  return v;
+}
+
+Verdict diagnose_remote(const Target& target, const Inventory& inventory, const Attempt& attempt) {
+  const auto* resolve = attempt.find("rdma_resolve_addr");
+  const auto* route = attempt.find("rdma_resolve_route");
+  const auto instead = use_instead(inventory);
+  auto not_local = [&](const std::string& why) {
+    auto v = verdict("address_not_local", 1,
+                     target.host +
+                         " is not assigned to any netdev on this host, so binding it fails with "
+                         "EADDRNOTAVAIL" +
+                         why,
+                     "bind an address of this host, or add it: ip addr add " + target.host + "/" +
+                         (target.family == AF_INET6 ? "64" : "24") + " dev <RDMA netdev>");
+    if (!instead.empty()) v.details.push_back(instead);
+    return v;
+  };
+  if (!resolve) {
+    return not_local("");
+  }
+  const Netdev* egress = attempt.route_source.empty() ? nullptr : netdev_owning(inventory, attempt.route_source);
+  if (!resolve->ok()) {
+    switch (resolve->errnum) {
+      case ENODEV: return no_device_for(target, inventory, *resolve, egress);
+      case ENETUNREACH:
+        return verdict("no_route", 1,
+                       target.host + " is not local and there is no route to it (rdma_resolve_addr: ENETUNREACH)",
+                       "add an address in " + target.host + "'s subnet on the RDMA netdev, or a route: ip route add " +
+                           target.host + " via <gateway> dev <RDMA netdev>");
+      case ETIMEDOUT:
+      case EHOSTUNREACH:
+      case EADDRNOTAVAIL:
+        return not_local(fmt::format("; as a destination, address resolution got no answer ({}){}",
+                                     errno_name(resolve->errnum), egress ? " on " + egress->name : std::string()));
+      default: return unknown("rdma_resolve_addr failed: " + errno_text(resolve->errnum));
+    }
+  }
+  if (route && !route->ok()) {
+    if (route->errnum == ENODEV) {
+      return no_device_for(target, inventory, *route, egress);
+    }
+    return unknown("rdma_resolve_route failed: " + errno_text(route->errnum));
+  }
+  if (auto problem = port_problem(target, inventory, attempt)) {
+    return *problem;
+  }
+  return not_local(
+      fmt::format("; as a destination it resolves through {} port {}, so a client on this host can "
+                  "connect to it",
+                  attempt.device, attempt.port));
+}
+
+}  // namespace
+
+const Step* Attempt::find(std::string_view call) const {
+  // The last one: a call may be tried twice (bind, then bind on a fresh id).
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->call == call) return &*it;
+  }
+  return nullptr;
+}
+
+Target make_target(const std::string& numeric_host, std::uint16_t port, const std::string& port_space) {
+  Target target;
+  target.port = port;
+  target.port_space = port_space;
+  if (numeric_host.empty()) {
+    return target;
+  }
+  const auto bare = strip_scope(numeric_host);
+  std::array<unsigned char, 16> bytes{};
+  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
+    target.family = AF_INET;
+    // From the parsed bytes: the text may go on past a NUL that inet_pton stops at.
+    target.wildcard = bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 0 && bytes[3] == 0;
+    target.loopback = bytes[0] == 127;
+  } else if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
+    target.family = AF_INET6;
+    static constexpr std::array<unsigned char, 16> any{};
+    std::array<unsigned char, 16> one{};
+    one[15] = 1;
+    target.wildcard = bytes == any;
+    target.loopback = bytes == one;
+  } else {
+    throw UsageError("'" + numeric_host + "' is not a numeric IPv4 or IPv6 address");
+  }
+  target.host = canonical(numeric_host);
+  if (numeric_host.find('%') != std::string::npos) {
+    target.host += numeric_host.substr(numeric_host.find('%'));
+  }
+  return target;
+}
+
+std::string gid_text(std::string_view sysfs_gid) {
+  std::array<unsigned char, 16> bytes{};
+  std::string hex;
+  for (char c : sysfs_gid) {
+    if (c != ':') hex.push_back(c);
+  }
+  // Anything but 32 hex digits is shown as it is: stoul would throw on "zz" and read "0x" or "-1" as numbers.
+  if (hex.size() != 32 ||
+      !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+    return std::string(sysfs_gid);
+  }
+  for (std::size_t i = 0; i < 16; ++i) {
+    bytes[i] = static_cast<unsigned char>(std::stoul(hex.substr(i * 2, 2), nullptr, 16));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
+}
+
+std::string gid_for_address(const std::string& numeric_host) {
+  const auto host = canonical(numeric_host);
+  std::array<unsigned char, 4> v4{};
+  if (inet_pton(AF_INET, host.c_str(), v4.data()) == 1) {
+    return "::ffff:" + host;
+  }
+  return host;
+}
+
+const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host) {
+  const auto host = canonical(numeric_host);
+  for (const auto& netdev : inventory.netdevs) {
+    for (const auto& address : netdev.addresses) {
+      if (canonical(without_prefix(address)) == host) return &netdev;
+    }
+  }
+  return nullptr;
+}
+
+bool address_is_local(const Inventory& inventory, const std::string& numeric_host) {
+  return netdev_owning(inventory, numeric_host) != nullptr;
+}
+
+std::vector<Check> assess(const Inventory& inv) {
+  std::vector<Check> checks;
+  {
+    std::vector<std::string> names;
+    for (const auto& d : inv.kernel_devices) {
+      names.push_back(fmt::format(
+          "{} (index {}, GUID {}, driver {}{})", d.name, d.index ? std::to_string(*d.index) : "?", d.node_guid,
+          d.driver.empty() ? "?" : d.driver, d.parent_netdev.empty() ? "" : " on " + d.parent_netdev));
+    }
+    if (!inv.rdma_core_present) {
+      checks.push_back(
+          {"kernel", "fail", "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"});
+    } else if (names.empty()) {
+      checks.push_back({"kernel", "fail", "no RDMA devices"});
+    } else {
+      checks.push_back({"kernel", "ok", fmt::format("{} device(s): {}", names.size(), join(names))});
+    }
+  }
+  {
+    std::vector<std::string> names;
+    bool all_open = true;
+    for (const auto& d : inv.user_devices) {
+      names.push_back(fmt::format("{} (index {}, GUID {}{})", d.name, d.index ? std::to_string(*d.index) : "?",
+                                  d.node_guid, d.open_errno ? ", cannot open: " + errno_name(d.open_errno) : ""));
+      all_open = all_open && d.open_errno == 0;
+    }
+    bool mismatch = false;
+    for (const auto& d : inv.kernel_devices) {
+      mismatch = mismatch || user_view_of(inv, d) == nullptr;
+    }
+    if (inv.userspace_list_errno != 0) {
+      checks.push_back({"user space", "fail", "ibv_get_device_list failed: " + errno_text(inv.userspace_list_errno)});
+    } else if (names.empty()) {
+      checks.push_back({"user space", inv.kernel_devices.empty() ? "info" : "fail", "libibverbs lists no devices"});
+    } else {
+      checks.push_back({"user space", mismatch || !all_open ? "fail" : "ok",
+                        fmt::format("libibverbs lists {}: {}", names.size(), join(names))});
+    }
+    std::vector<std::string> missing;
+    for (const auto& d : inv.kernel_devices) {
+      if (!has_provider(inv, d)) missing.push_back("lib" + provider_for(d.driver) + " for " + d.name);
+    }
+    checks.push_back({"providers", missing.empty() ? "ok" : "fail",
+                      missing.empty() ? fmt::format("{} provider(s) installed{}", inv.provider_drivers.size(),
+                                                    inv.provider_dir.empty() ? "" : " in " + inv.provider_dir)
+                                      : "missing: " + join(missing)});
+  }
+  {
+    const auto& node = inv.rdma_cm;
+    checks.push_back({"rdma_cm", node.exists && node.access_errno == 0 ? "ok" : "fail",
+                      !node.exists ? node.path + " missing"
+                                   : fmt::format("{} {}{}", node.path, node.mode,
+                                                 node.access_errno ? " not accessible: " + errno_name(node.access_errno)
+                                                                   : " read/write for us")});
+    std::vector<std::string> nodes;
+    bool bad = false;
+    for (const auto& n : inv.uverbs_nodes) {
+      nodes.push_back(
+          fmt::format("{} {}{}", n.path, n.mode, n.access_errno ? " (" + errno_name(n.access_errno) + ")" : ""));
+      bad = bad || n.access_errno != 0;
+    }
+    checks.push_back({"uverbs", nodes.empty() ? (inv.kernel_devices.empty() ? "info" : "fail") : (bad ? "fail" : "ok"),
+                      nodes.empty() ? "no /dev/infiniband/uverbs* nodes" : join(nodes)});
+  }
+  {
+    const auto has = [&](const char* m) {
+      return std::find(inv.modules.begin(), inv.modules.end(), m) != inv.modules.end();
+    };
+    const bool core = has("ib_core") && has("ib_uverbs") && has("rdma_cm") && has("rdma_ucm");
+    checks.push_back(
+        {"modules", core ? "ok" : "warn",
+         (inv.modules.empty() ? std::string("none loaded") : join(inv.modules, " ")) +
+             (core ? "" : " (rdma_ucm is loaded on first use by librdmacm; ib_uverbs is needed for verbs)")});
+  }
+  {
+    const auto& m = inv.memlock;
+    const bool low = m.soft_bytes && *m.soft_bytes < recommended_memlock && !m.cap_ipc_lock;
+    checks.push_back({"memlock", low ? "warn" : "ok",
+                      fmt::format("soft {}, hard {}{}", m.soft_bytes ? human_bytes(*m.soft_bytes) : "unlimited",
+                                  m.hard_bytes ? human_bytes(*m.hard_bytes) : "unlimited",
+                                  m.cap_ipc_lock ? " (CAP_IPC_LOCK: not enforced)" : "")});
+  }
+  {
+    const auto with_rdma = rdma_netdevs(inv);
+    std::vector<std::string> lines;
+    for (const auto& n : inv.netdevs) {
+      const bool rdma = std::find(with_rdma.begin(), with_rdma.end(), n.name) != with_rdma.end();
+      lines.push_back(fmt::format("{} {} {}{}{}", n.name, n.up ? "up" : "DOWN", n.operstate,
+                                  n.addresses.empty() ? "" : " " + join(n.addresses, " "), rdma ? " [RDMA]" : ""));
+    }
+    checks.push_back({"netdevs", "info", join(lines, "; ")});
+  }
+  return checks;
+}
+
+Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt) {
+  Verdict result = [&]() -> Verdict {
+    const auto* channel = attempt.find("rdma_create_event_channel");
+    if (!channel) {
+      return unknown("no attempt was recorded");
+    }
+    if (!channel->ok()) {
+      return channel_failure(inventory, *channel);
+    }
+    if (const auto* id = attempt.find("rdma_create_id"); id && !id->ok()) {
+      return unknown("rdma_create_id failed: " + errno_text(id->errnum));
+    }
+    if (target.host.empty()) {
+      auto ok = verdict("ok", 0,
+                        fmt::format("librdmacm starts and sees {} device(s); give an address to test a bind",
+                                    inventory.user_devices.size()));
+      if (auto problem = registration_problem(attempt, inventory)) return *problem;
+      return ok;
+    }
+    const auto* bind = attempt.find("rdma_bind_addr");
+    if (bind && !bind->ok()) {
+      if (bind->errnum == EADDRNOTAVAIL) {
+        return diagnose_remote(target, inventory, attempt);
+      }
+      if (bind->errnum == ENODEV) {
+        return no_device_for(target, inventory, *bind, netdev_owning(inventory, target.host));
+      }
+      return unknown("rdma_bind_addr failed: " + errno_text(bind->errnum));
+    }
+    if (!bind) {
+      return unknown("the bind was not attempted");
+    }
+    if (target.wildcard) {
+      auto v = verdict("wildcard_address", 0,
+                       target.host +
+                           " is the wildcard address: the bind works but attaches no device; a listener "
+                           "on it accepts on every RDMA device, and each connection gets the device its "
+                           "route uses");
+      if (auto problem = registration_problem(attempt, inventory)) return *problem;
+      if (auto instead = use_instead(inventory); !instead.empty()) v.details.push_back(instead);
+      return v;
+    }
+    if (target.loopback) {
+      const auto* route = attempt.find("rdma_resolve_route");
+      auto v = verdict(
+          "loopback_address", 1,
+          target.host +
+              " is a loopback address: the bind works but attaches no device, and a client "
+              "cannot reach it over RoCE" +
+              (route && !route->ok() ? " (rdma_resolve_route: " + errno_name(route->errnum) + ")" : std::string()),
+          "use an address on an RDMA netdev");
+      if (auto instead = use_instead(inventory); !instead.empty()) v.details.push_back(instead);
+      return v;
+    }
+    if (attempt.device.empty()) {
+      return unknown("the bind worked but attached no device to a specific address");
+    }
+    return usable(target, inventory, attempt);
+  }();
+  add_warnings(inventory, result);
+  return result;
+}
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,184 @@
+#pragma once
+// The bind diagnoser: a model of what the host looks like to the kernel and to user space,
+// the record of a real bind/resolve attempt, and the pure function that turns both into a
+// verdict. Nothing here touches a device: the live facts come from lib/probe/host_probe.hpp, the
+// test facts from fixture trees (lib/diag/sysfs.hpp reads any root).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmakit::diag {
+
+// One populated GID table entry. `gid` is in IPv6 text form ("::ffff:10.55.0.1").
+struct GidEntry {
+  int index = 0;
+  std::string gid;
+  std::string type;    // "IB", "RoCE v1", "RoCE v2"
+  std::string netdev;  // netdev the entry belongs to, "" for IB
+};
+
+struct KernelPort {
+  int number = 0;
+  int state_code = 0;  // 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER
+  std::string state;
+  int phys_state_code = 0;  // 5 LinkUp
+  std::string phys_state;
+  std::string link_layer;  // "Ethernet" (RoCE) or "InfiniBand"
+  std::string rate;
+  std::vector<GidEntry> gids;
+};
+
+struct KernelDevice {
+  std::string name;
+  std::optional<int> index;  // from RDMA netlink; what ibv_get_device_index() must agree with
+  std::string node_guid;     // "2451:1eff:fe78:02bb"
+  std::string node_type;
+  std::string driver;         // kernel driver, "rdma_rxe" for soft-RoCE
+  std::string parent_netdev;  // soft-RoCE/iWARP: the netdev the device was created on
+  std::string uverbs;         // "uverbs0", "" when no verbs char device exists
+  std::vector<KernelPort> ports;
+};
+
+struct Netdev {
+  std::string name;
+  int ifindex = 0;
+  std::string type;  // "ether", "infiniband", "loopback" or the ARPHRD number
+  std::string operstate;
+  bool up = false;  // IFF_UP
+  int mtu = 0;
+  std::vector<std::string> addresses;  // "10.55.0.1/24"
+};
+
+struct UserPort {
+  int number = 0;
+  std::string state;
+  int active_mtu = 0;
+};
+
+struct UserDevice {
+  std::string name;
+  std::string node_guid;
+  std::optional<int> index;  // ibv_get_device_index(); unknown on old kernels
+  int open_errno = 0;        // ibv_open_device() failure, 0 when it opened
+  std::vector<UserPort> ports;
+};
+
+struct DeviceNode {
+  std::string path;
+  bool exists = false;
+  std::string mode;      // "crw-rw-rw-"
+  int access_errno = 0;  // access(R_OK|W_OK) failure for this process
+};
+
+struct Memlock {
+  std::optional<std::uint64_t> soft_bytes;  // nullopt = unlimited
+  std::optional<std::uint64_t> hard_bytes;
+  bool cap_ipc_lock = false;  // the limit does not apply to us
+};
+
+struct Inventory {
+  bool rdma_core_present = false;  // the kernel's RDMA core is loaded (class/infiniband exists)
+  bool kernel_indices_known = false;
+  std::vector<KernelDevice> kernel_devices;
+  int userspace_list_errno = 0;  // ibv_get_device_list() failed
+  std::vector<UserDevice> user_devices;
+  std::string provider_dir;                   // where libibverbs looks for provider libraries
+  std::vector<std::string> provider_drivers;  // drivers named in libibverbs.d/*.driver whose library exists
+  DeviceNode rdma_cm;
+  std::vector<DeviceNode> uverbs_nodes;
+  std::vector<std::string> modules;  // RDMA-related kernel modules that are loaded
+  Memlock memlock;
+  std::vector<Netdev> netdevs;
+};
+
+// One library call of the real attempt; errnum 0 means it succeeded.
+struct Step {
+  std::string call;
+  std::string subject;
+  int errnum = 0;
+  std::string detail;  // what the success yielded ("rxe0 port 1") or extra failure context
+  bool ok() const { return errnum == 0; }
+};
+
+struct Attempt {
+  std::vector<Step> steps;
+  std::string device;  // device the cm_id was attached to, "" when none
+  int port = 0;
+  std::string route_source;  // for a remote address: the source address the kernel routes from
+  const Step* find(std::string_view call) const;
+};
+
+// What to diagnose. `host` is numeric once parsed; empty means "no address, inventory only".
+struct Target {
+  std::string host;
+  int family = 0;  // AF_INET / AF_INET6, 0 when host is empty
+  std::uint16_t port = 0;
+  std::string port_space = "tcp";
+  bool wildcard = false;
+  bool loopback = false;
+};
+
+// Parses a numeric address (IPv4, IPv6, optional %scope); throws UsageError otherwise.
+Target make_target(const std::string& numeric_host, std::uint16_t port, const std::string& port_space);
+
+// Inventory line: one area of the host and whether it looks right.
+struct Check {
+  std::string area;
+  std::string status;  // "ok", "warn", "fail", "info"
+  std::string text;
+};
+std::vector<Check> assess(const Inventory& inventory);
+
+struct Verdict {
+  std::string cause;  // stable code, see man/diag-bind.1
+  int exit_code = 3;  // 0 usable, 1 cause named, 3 not understood
+  std::string summary;
+  std::string fix;  // a command or action, "" when none applies
+  std::vector<std::string> details;
+  std::vector<std::string> warnings;
+};
+
+Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt);
+
+// Helpers shared with the live probe and the tests.
+std::string gid_text(std::string_view sysfs_gid);              // "0000:...:ffff:0a37:0001" -> "::ffff:10.55.0.1"
+std::string gid_for_address(const std::string& numeric_host);  // the GID a RoCE device holds for it
+const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host);
+bool address_is_local(const Inventory& inventory, const std::string& numeric_host);
+
+// Applies the facts sysfs cannot show (netlink indices, the user-space view, device nodes,
+// addresses, memlock, the attempt) from a JSON object, as tests/fixtures/diag/capture.sh
+// writes it, and returns its "address" ("" when none). A document that does not fit - not an
+// object, a member of the wrong JSON type (a string where a number belongs, an array for an
+// object), a fractional number - throws UsageError naming the member; `inventory` and
+// `attempt` may then hold part of it.
+std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt);
+
+// A captured host, as `diag-bind --replay DIR` reads it: DIR/sys, its sysfs tree
+// (lib/diag/sysfs.hpp), with DIR/facts.json applied over it.
+struct Replay {
+  Inventory inventory;
+  Attempt attempt;
+  std::string address;  // the address the facts were captured for, "" when none
+};
+// Throws UsageError, naming DIR and facts.json, when the file cannot be read, is not JSON or
+// does not fit apply_facts, which is then named too.
+Replay load_replay(const std::filesystem::path& dir);
+
+nlohmann::json to_json(const Inventory& inventory);
+nlohmann::json to_json(const Attempt& attempt);
+nlohmann::json to_json(const Verdict& verdict);
+nlohmann::json to_json(const Check& check);
+
+std::string render_text(const Target& target, const Inventory& inventory, const Attempt& attempt,
+                        const Verdict& verdict);
+// The verdict alone, for other tools' --diagnose.
+std::string render_verdict(const Verdict& verdict);
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,259 @@
+// JSON and text forms of the diagnoser's model, and the facts loader of the fixtures and of
+// diag-bind --replay.
+
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/core/report.hpp"
+#include "lib/diag/diagnosis.hpp"
+#include "lib/diag/sysfs.hpp"
+
+namespace nlohmann {
+template <typename T>
+struct adl_serializer<std::optional<T>> {
+  static void to_json(json& j, const std::optional<T>& value) { j = value ? json(*value) : json(nullptr); }
+  static void from_json(const json& j, std::optional<T>& value) {
+    value = j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
+  }
+};
+}  // namespace nlohmann
+
+namespace rdmakit::diag {
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, netdev)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelPort, number, state_code, state, phys_state_code, phys_state,
+                                                link_layer, rate, gids)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelDevice, name, index, node_guid, node_type, driver, parent_netdev,
+                                                uverbs, ports)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Netdev, name, ifindex, type, operstate, up, mtu, addresses)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserPort, number, state, active_mtu)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserDevice, name, node_guid, index, open_errno, ports)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceNode, path, exists, mode, access_errno)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memlock, soft_bytes, hard_bytes, cap_ipc_lock)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Step, call, subject, errnum, detail)
+
+nlohmann::json to_json(const Inventory& inv) {
+  return {{"rdma_core_present", inv.rdma_core_present},
+          {"kernel_indices_known", inv.kernel_indices_known},
+          {"kernel_devices", inv.kernel_devices},
+          {"userspace_list_errno", inv.userspace_list_errno},
+          {"user_devices", inv.user_devices},
+          {"provider_dir", inv.provider_dir},
+          {"provider_drivers", inv.provider_drivers},
+          {"rdma_cm", inv.rdma_cm},
+          {"uverbs_nodes", inv.uverbs_nodes},
+          {"modules", inv.modules},
+          {"memlock", inv.memlock},
+          {"netdevs", inv.netdevs}};
+}
+
+nlohmann::json to_json(const Attempt& attempt) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& step : attempt.steps) {
+    nlohmann::json item = step;
+    item["ok"] = step.ok();
+    if (!step.ok()) item["errno_name"] = errno_name(step.errnum);
+    steps.push_back(std::move(item));
+  }
+  return {{"steps", steps}, {"device", attempt.device}, {"port", attempt.port}, {"route_source", attempt.route_source}};
+}
+
+nlohmann::json to_json(const Verdict& v) {
+  return {{"cause", v.cause}, {"exit_code", v.exit_code}, {"summary", v.summary},
+          {"fix", v.fix},     {"details", v.details},     {"warnings", v.warnings}};
+}
+
+nlohmann::json to_json(const Check& check) {
+  return {{"area", check.area}, {"status", check.status}, {"text", check.text}};
+}
+
+namespace {
+
+// nlohmann's messages open with their id ("[json.exception.type_error.302] "); the rest says
+// what was wrong.
+std::string without_id(const nlohmann::json::exception& error) {
+  const std::string text = error.what();
+  const auto end = text.find("] ");
+  return end == std::string::npos ? text : text.substr(end + 2);
+}
+
+// Where a fractional number is in the document, if anywhere. Facts hold integers only, and
+// nlohmann's get<int>() of a fractional number is a plain cast, undefined behaviour out of
+// int's range. A walk with its own stack: the file may nest deeper than ours would allow.
+std::optional<nlohmann::json::json_pointer> fractional_number(const nlohmann::json& document) {
+  struct Pending {
+    const nlohmann::json* value;
+    std::size_t depth;  // 0 for the document itself
+    std::string token;  // the member name or array index that leads to it
+  };
+  std::vector<Pending> pending{{&document, 0, {}}};
+  std::vector<std::string> path;  // tokens from the document to the value at hand
+  while (!pending.empty()) {
+    auto [value, depth, token] = std::move(pending.back());
+    pending.pop_back();
+    path.resize(depth > 0 ? depth - 1 : 0);
+    if (depth > 0) path.push_back(std::move(token));
+    if (value->is_number_float()) {
+      nlohmann::json::json_pointer where;
+      for (const auto& step : path) where /= step;
+      return where;
+    }
+    if (value->is_object()) {
+      for (const auto& [key, item] : value->items()) pending.push_back({&item, depth + 1, key});
+    } else if (value->is_array()) {
+      for (std::size_t i = 0; i < value->size(); ++i) pending.push_back({&(*value)[i], depth + 1, std::to_string(i)});
+    }
+  }
+  return std::nullopt;
+}
+
+// "an array", "a string", "null": what a value is, for messages.
+std::string kind_of(const nlohmann::json& value) {
+  if (value.is_null()) return "null";
+  return (value.is_array() || value.is_object() ? "an " : "a ") + std::string(value.type_name());
+}
+
+// Members looked up by name (device, netdev) must be objects: any other type has no names,
+// and nlohmann's contains() would quietly say "not there".
+void require_object(const nlohmann::json& value, const char* key) {
+  if (!value.is_object()) {
+    throw UsageError(fmt::format("\"{}\" is {}, not an object", key, kind_of(value)));
+  }
+}
+
+}  // namespace
+
+std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt) {
+  if (!facts.is_object()) {
+    throw UsageError("the document is " + kind_of(facts) + ", not an object");
+  }
+  if (const auto where = fractional_number(facts)) {
+    throw UsageError(fmt::format("{} is {}, not an integer", where->to_string(), facts.at(*where).dump()));
+  }
+  // One member at a time, so that nlohmann's complaint about a type can name the member.
+  const auto member = [&facts](const char* key, const auto& apply) {
+    const auto it = facts.find(key);
+    if (it == facts.end()) {
+      return;
+    }
+    try {
+      apply(*it);
+    } catch (const nlohmann::json::exception& error) {
+      throw UsageError(fmt::format("\"{}\": {}", key, without_id(error)));
+    }
+  };
+  member("kernel_indices", [&](const nlohmann::json& indices) {
+    require_object(indices, "kernel_indices");
+    inventory.kernel_indices_known = true;
+    for (auto& device : inventory.kernel_devices) {
+      if (indices.contains(device.name)) device.index = indices.at(device.name).get<int>();
+    }
+  });
+  member("addresses", [&](const nlohmann::json& addresses) {
+    require_object(addresses, "addresses");
+    for (auto& netdev : inventory.netdevs) {
+      if (addresses.contains(netdev.name)) netdev.addresses = addresses.at(netdev.name).get<std::vector<std::string>>();
+    }
+  });
+  member("userspace_list_errno", [&](const nlohmann::json& value) { value.get_to(inventory.userspace_list_errno); });
+  member("user_devices", [&](const nlohmann::json& value) { value.get_to(inventory.user_devices); });
+  member("provider_dir", [&](const nlohmann::json& value) { value.get_to(inventory.provider_dir); });
+  member("provider_drivers", [&](const nlohmann::json& value) { value.get_to(inventory.provider_drivers); });
+  member("rdma_cm", [&](const nlohmann::json& value) { value.get_to(inventory.rdma_cm); });
+  member("uverbs_nodes", [&](const nlohmann::json& value) { value.get_to(inventory.uverbs_nodes); });
+  member("memlock", [&](const nlohmann::json& value) { value.get_to(inventory.memlock); });
+  member("attempt", [&](const nlohmann::json& value) {
+    value.at("steps").get_to(attempt.steps);
+    attempt.device = value.value("device", "");
+    attempt.port = value.value("port", 0);
+    attempt.route_source = value.value("route_source", "");
+  });
+  std::string address;
+  member("address", [&](const nlohmann::json& value) { value.get_to(address); });
+  return address;
+}
+
+Replay load_replay(const std::filesystem::path& dir) {
+  const std::string option = "--replay " + dir.string();
+  std::ifstream in(dir / "facts.json");
+  if (!in) {
+    throw UsageError(option + ": cannot read facts.json there");
+  }
+  nlohmann::json facts;
+  try {
+    facts = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw UsageError(option + ": facts.json is not valid JSON: " + error.what());
+  }
+  Replay replay;
+  read_sysfs(dir / "sys", replay.inventory);
+  try {
+    replay.address = apply_facts(facts, replay.inventory, replay.attempt);
+  } catch (const UsageError& error) {
+    throw UsageError(option + ": facts.json: " + error.what());
+  }
+  return replay;
+}
+
+namespace {
+
+const char* marker(const std::string& status) {
+  if (status == "ok") return "ok  ";
+  if (status == "warn") return "WARN";
+  if (status == "fail") return "FAIL";
+  return "    ";
+}
+
+}  // namespace
+
+std::string render_verdict(const Verdict& v) {
+  std::ostringstream out;
+  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, v.exit_code, v.summary);
+  for (const auto& detail : v.details) out << "  " << detail << "\n";
+  if (!v.fix.empty()) out << "  fix: " << v.fix << "\n";
+  for (const auto& warning : v.warnings) out << "  warning: " << warning << "\n";
+  return out.str();
+}
+
+std::string render_text(const Target& target, const Inventory& inv, const Attempt& attempt, const Verdict& v) {
+  std::ostringstream out;
+  out << "inventory\n";
+  for (const auto& check : assess(inv)) {
+    out << fmt::format("  {:<11} {} {}\n", check.area, marker(check.status), check.text);
+  }
+  for (const auto& device : inv.kernel_devices) {
+    for (const auto& port : device.ports) {
+      int mtu = 0;
+      for (const auto& user : inv.user_devices) {
+        if (user.name != device.name) continue;
+        for (const auto& up : user.ports) {
+          if (up.number == port.number) mtu = up.active_mtu;
+        }
+      }
+      out << fmt::format("  {} port {}: {} / {}, {}{}{}\n", device.name, port.number, port.state, port.phys_state,
+                         port.link_layer, mtu ? fmt::format(", active MTU {}", mtu) : "",
+                         port.rate.empty() ? "" : ", " + port.rate);
+      for (const auto& gid : port.gids) {
+        out << fmt::format("    GID {:<3} {:<28} {:<8} {}\n", gid.index, gid.gid, gid.type, gid.netdev);
+      }
+    }
+  }
+  out << "attempt" << (target.host.empty() ? "" : " for " + target.host) << "\n";
+  for (const auto& step : attempt.steps) {
+    out << fmt::format("  {:<26} {:<28} {}\n", step.call, step.subject,
+                       step.ok() ? (step.detail.empty() ? "ok" : "ok: " + step.detail)
+                                 : fmt::format("failed: {} ({}){}", errno_name(step.errnum), std::strerror(step.errnum),
+                                               step.detail.empty() ? "" : ", " + step.detail));
+  }
+  out << render_verdict(v);
+  return out.str();
+}
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,188 @@
+#include "lib/diag/sysfs.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rdmakit::diag {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// First line of a sysfs attribute; nullopt when it is missing or unreadable (sysfs answers
+// EINVAL for GID attributes of unused table entries).
+std::optional<std::string> read_line(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return std::nullopt;
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) {
+    line.pop_back();
+  }
+  return line;
+}
+
+std::string read_or_empty(const fs::path& file) {
+  return read_line(file).value_or("");
+}
+
+std::vector<std::string> sorted_entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    names.push_back(entry.path().filename().string());
+  }
+  // Port and GID indices in numeric order, before any other names, which are in name order.
+  // Compared as digit strings: a strict weak order (std::sort needs one) that no name, however
+  // long, makes throw.
+  const auto number = [](const std::string& name) -> std::optional<std::string_view> {
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::nullopt;
+    }
+    return std::string_view(name).substr(std::min(name.find_first_not_of('0'), name.size()));
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    const auto x = number(a);
+    const auto y = number(b);
+    if (x && y) return x->size() != y->size() ? x->size() < y->size() : *x < *y;
+    if (x || y) return x.has_value();
+    return a < b;
+  });
+  return names;
+}
+
+// "4: ACTIVE" -> {4, "ACTIVE"}
+std::pair<int, std::string> split_state(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    return {0, text};
+  }
+  int code = 0;
+  try {
+    code = std::stoi(text.substr(0, colon));
+  } catch (const std::exception&) {
+  }
+  auto name = text.substr(colon + 1);
+  name.erase(0, name.find_first_not_of(' '));
+  return {code, name};
+}
+
+bool is_zero_gid(const std::string& gid) {
+  return std::all_of(gid.begin(), gid.end(), [](char c) { return c == '0' || c == ':'; });
+}
+
+KernelPort read_port(const fs::path& dir, int number) {
+  KernelPort port;
+  port.number = number;
+  std::tie(port.state_code, port.state) = split_state(read_or_empty(dir / "state"));
+  std::tie(port.phys_state_code, port.phys_state) = split_state(read_or_empty(dir / "phys_state"));
+  port.link_layer = read_or_empty(dir / "link_layer");
+  port.rate = read_or_empty(dir / "rate");
+  for (const auto& name : sorted_entries(dir / "gids")) {
+    const auto raw = read_line(dir / "gids" / name);
+    if (!raw || is_zero_gid(*raw)) {
+      continue;
+    }
+    GidEntry entry;
+    entry.index = std::stoi(name);
+    entry.gid = gid_text(*raw);
+    entry.type = read_line(dir / "gid_attrs" / "types" / name).value_or(port.link_layer == "InfiniBand" ? "IB" : "");
+    if (entry.type == "IB/RoCE v1") {
+      entry.type = port.link_layer == "InfiniBand" ? "IB" : "RoCE v1";
+    }
+    entry.netdev = read_or_empty(dir / "gid_attrs" / "ndevs" / name);
+    port.gids.push_back(std::move(entry));
+  }
+  return port;
+}
+
+std::string driver_of(const fs::path& device_dir) {
+  std::error_code ec;
+  const auto target = fs::read_symlink(device_dir / "device" / "driver", ec);
+  if (!ec) {
+    return target.filename().string();
+  }
+  // Soft-RoCE devices have no bus device; they name the netdev they sit on in `parent`.
+  if (fs::exists(device_dir / "parent", ec)) {
+    const auto name = device_dir.filename().string();
+    return name.starts_with("siw") ? "siw" : "rdma_rxe";
+  }
+  return {};
+}
+
+std::string netdev_type(const std::string& arphrd) {
+  if (arphrd == "1") return "ether";
+  if (arphrd == "32") return "infiniband";
+  if (arphrd == "772") return "loopback";
+  return arphrd;
+}
+
+constexpr const char* rdma_modules[] = {"ib_core", "ib_uverbs", "ib_cm", "iw_cm",   "rdma_cm", "rdma_ucm",
+                                        "ib_umad", "rdma_rxe",  "siw",   "mlx5_ib", "mlx4_ib", "irdma",
+                                        "bnxt_re", "efa",       "qedr",  "hfi1",    "ib_ipoib"};
+
+}  // namespace
+
+void read_sysfs(const fs::path& root, Inventory& inventory) {
+  const auto class_dir = root / "class" / "infiniband";
+  std::error_code ec;
+  // An empty class directory still means the core is loaded; fixtures (git keeps no empty
+  // directories) show it through module/ib_core instead.
+  inventory.rdma_core_present = fs::is_directory(class_dir, ec) || fs::is_directory(root / "module" / "ib_core", ec);
+  for (const auto& name : sorted_entries(class_dir)) {
+    const auto dir = class_dir / name;
+    KernelDevice device;
+    device.name = name;
+    device.node_guid = read_or_empty(dir / "node_guid");
+    device.node_type = read_or_empty(dir / "node_type");
+    device.parent_netdev = read_or_empty(dir / "parent");
+    device.driver = driver_of(dir);
+    for (const auto& port : sorted_entries(dir / "ports")) {
+      try {
+        device.ports.push_back(read_port(dir / "ports" / port, std::stoi(port)));
+      } catch (const std::exception&) {
+        // Not a port directory; sysfs has none, a hand-made tree might.
+      }
+    }
+    inventory.kernel_devices.push_back(std::move(device));
+  }
+  const auto verbs_dir = root / "class" / "infiniband_verbs";
+  for (const auto& name : sorted_entries(verbs_dir)) {
+    const auto ibdev = read_line(verbs_dir / name / "ibdev");
+    for (auto& device : inventory.kernel_devices) {
+      if (ibdev && device.name == *ibdev) {
+        device.uverbs = name;
+      }
+    }
+  }
+  for (const char* module : rdma_modules) {
+    if (fs::is_directory(root / "module" / module, ec)) {
+      inventory.modules.emplace_back(module);
+    }
+  }
+  const auto net_dir = root / "class" / "net";
+  for (const auto& name : sorted_entries(net_dir)) {
+    const auto dir = net_dir / name;
+    if (!fs::exists(dir / "ifindex", ec)) {
+      continue;  // bonding_masters and similar plain files
+    }
+    Netdev netdev;
+    netdev.name = name;
+    netdev.type = netdev_type(read_or_empty(dir / "type"));
+    netdev.operstate = read_or_empty(dir / "operstate");
+    try {
+      netdev.ifindex = std::stoi(read_or_empty(dir / "ifindex"));
+      netdev.mtu = std::stoi(read_or_empty(dir / "mtu"));
+      netdev.up = (std::stoul(read_or_empty(dir / "flags"), nullptr, 16) & 0x1) != 0;  // IFF_UP
+    } catch (const std::exception&) {
+    }
+    inventory.netdevs.push_back(std::move(netdev));
+  }
+}
+
+}  // namespace rdmakit::diag

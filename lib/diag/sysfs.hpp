@@ -1,0 +1,15 @@
+#pragma once
+// Reads the kernel's view of RDMA devices, verbs char devices, modules and netdevs from a
+// sysfs tree. The root is a parameter so that tests can point it at a fixture tree.
+
+#include <filesystem>
+
+#include "lib/diag/diagnosis.hpp"
+
+namespace rdmakit::diag {
+
+// Fills kernel_devices (without netlink indices), modules, netdevs (without addresses) and
+// rdma_core_present. Missing files leave fields empty; nothing here throws for a bad tree.
+void read_sysfs(const std::filesystem::path& root, Inventory& inventory);
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,475 @@
+#include "lib/probe/host_probe.hpp"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <endian.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <rdma/rdma_netlink.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+#include "lib/diag/sysfs.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/verbs.hpp"
+
+namespace rdmakit::diag {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Device name -> kernel index, from an RDMA netlink dump (what ibv_get_device_index reads).
+std::map<std::string, int> kernel_indices() {
+  std::map<std::string, int> indices;
+  FileDescriptor sock(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
+  if (sock.get() < 0) {
+    return indices;
+  }
+  const timeval one_second{.tv_sec = 1, .tv_usec = 0};
+  setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &one_second, sizeof one_second);
+  nlmsghdr request{};
+  request.nlmsg_len = NLMSG_LENGTH(0);
+  request.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET);
+  request.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.nlmsg_seq = 1;
+  if (send(sock.get(), &request, request.nlmsg_len, 0) < 0) {
+    return indices;
+  }
+  std::array<char, 16384> buffer{};
+  for (;;) {
+    const ssize_t received = recv(sock.get(), buffer.data(), buffer.size(), 0);
+    if (received <= 0) {
+      return indices;
+    }
+    auto n = static_cast<unsigned>(received);
+    for (auto* header = reinterpret_cast<nlmsghdr*>(buffer.data()); NLMSG_OK(header, n);
+         header = NLMSG_NEXT(header, n)) {
+      if (header->nlmsg_type == NLMSG_DONE || header->nlmsg_type == NLMSG_ERROR) {
+        return indices;
+      }
+      std::optional<int> index;
+      std::string name;
+      auto remaining = static_cast<int>(header->nlmsg_len - NLMSG_HDRLEN);
+      for (auto* attr = reinterpret_cast<nlattr*>(static_cast<char*>(NLMSG_DATA(header)));
+           remaining >= static_cast<int>(sizeof(nlattr)) && attr->nla_len >= sizeof(nlattr) &&
+           attr->nla_len <= remaining;
+           remaining -= NLA_ALIGN(attr->nla_len),
+                 attr = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(attr) + NLA_ALIGN(attr->nla_len))) {
+        const char* payload = reinterpret_cast<char*>(attr) + NLA_HDRLEN;
+        const int length = attr->nla_len - NLA_HDRLEN;
+        const int type = attr->nla_type & NLA_TYPE_MASK;
+        if (type == RDMA_NLDEV_ATTR_DEV_INDEX && length >= 4) {
+          std::uint32_t value = 0;
+          std::memcpy(&value, payload, sizeof value);
+          index = static_cast<int>(value);
+        } else if (type == RDMA_NLDEV_ATTR_DEV_NAME && length > 0) {
+          name.assign(payload, strnlen(payload, static_cast<std::size_t>(length)));
+        }
+      }
+      if (index && !name.empty()) {
+        indices[name] = *index;
+      }
+    }
+  }
+}
+
+std::string guid_text(__be64 guid) {
+  const std::uint64_t value = be64toh(guid);
+  return fmt::format("{:04x}:{:04x}:{:04x}:{:04x}", (value >> 48) & 0xffff, (value >> 32) & 0xffff,
+                     (value >> 16) & 0xffff, value & 0xffff);
+}
+
+const char* port_state_name(ibv_port_state state) {
+  switch (state) {
+    case IBV_PORT_DOWN: return "DOWN";
+    case IBV_PORT_INIT: return "INIT";
+    case IBV_PORT_ARMED: return "ARMED";
+    case IBV_PORT_ACTIVE: return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+    default: return "NOP";
+  }
+}
+
+void read_user_space(Inventory& inventory) {
+  int count = 0;
+  errno = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list == nullptr) {
+    inventory.userspace_list_errno = errno ? errno : ENODEV;
+    return;
+  }
+  const std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> owner(list, &ibv_free_device_list);
+  for (int i = 0; i < count; ++i) {
+    UserDevice device;
+    device.name = ibv_get_device_name(list[i]);
+    device.node_guid = guid_text(ibv_get_device_guid(list[i]));
+    if (const int index = ibv_get_device_index(list[i]); index >= 0) {
+      device.index = index;
+    }
+    ibv_context* context = ibv_open_device(list[i]);
+    if (context == nullptr) {
+      device.open_errno = errno ? errno : EIO;
+    } else {
+      ibv_device_attr attributes{};
+      if (ibv_query_device(context, &attributes) == 0) {
+        for (int port = 1; port <= attributes.phys_port_cnt; ++port) {
+          ibv_port_attr port_attributes{};
+          if (ibv_query_port(context, static_cast<std::uint8_t>(port), &port_attributes) == 0) {
+            device.ports.push_back({.number = port,
+                                    .state = port_state_name(port_attributes.state),
+                                    .active_mtu = static_cast<int>(mtu_bytes(port_attributes.active_mtu))});
+          }
+        }
+      }
+      ibv_close_device(context);
+    }
+    inventory.user_devices.push_back(std::move(device));
+  }
+}
+
+// Providers are plugins next to libibverbs; a driver counts when its .driver file and its
+// library are both there.
+void read_providers(Inventory& inventory) {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ibv_get_device_list), &info) != 0 && info.dli_fname != nullptr) {
+    inventory.provider_dir = (fs::path(info.dli_fname).parent_path() / "libibverbs").string();
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/etc/libibverbs.d", ec)) {
+    std::ifstream in(entry.path());
+    std::string keyword, driver;
+    if (!(in >> keyword >> driver) || keyword != "driver") {
+      continue;
+    }
+    bool library_found = false;
+    for (const auto& lib : fs::directory_iterator(inventory.provider_dir, ec)) {
+      library_found = library_found || lib.path().filename().string().starts_with("lib" + driver + "-rdmav");
+    }
+    if (library_found) {
+      inventory.provider_drivers.push_back(driver);
+    }
+  }
+  std::sort(inventory.provider_drivers.begin(), inventory.provider_drivers.end());
+}
+
+DeviceNode device_node(const std::string& path) {
+  DeviceNode node;
+  node.path = path;
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    return node;
+  }
+  node.exists = true;
+  std::string mode = S_ISCHR(info.st_mode) ? "c" : "-";
+  const char* letters = "rwxrwxrwx";
+  for (int bit = 8; bit >= 0; --bit) {
+    mode.push_back((info.st_mode & (1u << bit)) ? letters[8 - bit] : '-');
+  }
+  node.mode = mode;
+  node.access_errno = access(path.c_str(), R_OK | W_OK) == 0 ? 0 : errno;
+  return node;
+}
+
+void read_device_nodes(Inventory& inventory) {
+  inventory.rdma_cm = device_node("/dev/infiniband/rdma_cm");
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/dev/infiniband", ec)) {
+    if (entry.path().filename().string().starts_with("uverbs")) paths.push_back(entry.path().string());
+  }
+  for (const auto& device : inventory.kernel_devices) {
+    const auto path = "/dev/infiniband/" + device.uverbs;
+    if (!device.uverbs.empty() && std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) {
+    inventory.uverbs_nodes.push_back(device_node(path));
+  }
+}
+
+void read_memlock(Inventory& inventory) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0) {
+    if (limit.rlim_cur != RLIM_INFINITY) inventory.memlock.soft_bytes = limit.rlim_cur;
+    if (limit.rlim_max != RLIM_INFINITY) inventory.memlock.hard_bytes = limit.rlim_max;
+  }
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("CapEff:")) {
+      const auto effective = std::stoull(line.substr(7), nullptr, 16);
+      inventory.memlock.cap_ipc_lock = (effective >> 14) & 1;  // CAP_IPC_LOCK
+    }
+  }
+}
+
+int prefix_length(const sockaddr* mask) {
+  if (mask == nullptr) return 0;
+  int bits = 0;
+  if (mask->sa_family == AF_INET) {
+    bits = std::popcount(reinterpret_cast<const sockaddr_in*>(mask)->sin_addr.s_addr);
+  } else if (mask->sa_family == AF_INET6) {
+    for (unsigned char byte : reinterpret_cast<const sockaddr_in6*>(mask)->sin6_addr.s6_addr) {
+      bits += std::popcount(byte);
+    }
+  }
+  return bits;
+}
+
+void read_addresses(Inventory& inventory) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) {
+    return;
+  }
+  const std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> owner(list, &freeifaddrs);
+  for (auto* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr ||
+        (entry->ifa_addr->sa_family != AF_INET && entry->ifa_addr->sa_family != AF_INET6)) {
+      continue;
+    }
+    const auto text =
+        fmt::format("{}/{}", rdmakit::address_of(entry->ifa_addr).host_string(), prefix_length(entry->ifa_netmask));
+    auto netdev = std::find_if(inventory.netdevs.begin(), inventory.netdevs.end(),
+                               [&](const Netdev& n) { return n.name == entry->ifa_name; });
+    if (netdev == inventory.netdevs.end()) {
+      inventory.netdevs.push_back(Netdev{.name = entry->ifa_name,
+                                         .ifindex = static_cast<int>(if_nametoindex(entry->ifa_name)),
+                                         .type = {},
+                                         .operstate = {},
+                                         .up = (entry->ifa_flags & IFF_UP) != 0,
+                                         .mtu = 0,
+                                         .addresses = {}});
+      netdev = std::prev(inventory.netdevs.end());
+    }
+    netdev->addresses.push_back(text);
+  }
+}
+
+// The source address the kernel's routing picks for a destination (no packet is sent).
+std::string route_source(const Target& target) {
+  auto destination = parse_address(target.host, target.port);
+  if (destination.port() == 0) destination.set_port(9);
+  FileDescriptor sock(socket(destination.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (sock.get() < 0 || connect(sock.get(), destination.get(), sizeof destination.storage) != 0) {
+    return {};
+  }
+  SocketAddress source;
+  socklen_t length = sizeof source.storage;
+  if (getsockname(sock.get(), source.get(), &length) != 0) {
+    return {};
+  }
+  return source.host_string();
+}
+
+rdma_port_space port_space_of(const std::string& name) {
+  if (name == "udp") return RDMA_PS_UDP;
+  if (name == "ib") return RDMA_PS_IB;
+  return RDMA_PS_TCP;
+}
+
+std::string attached_device(rdma_cm_id* id) {
+  return id->verbs != nullptr ? ibv_get_device_name(id->verbs->device) : "";
+}
+
+// Waits for the outcome of an asynchronous resolution; returns 0 or the errno it failed with.
+int await_resolution(EventChannel& channel, rdma_cm_event_type success, const ProbeOptions& options,
+                     const std::string& what) {
+  const auto deadline = Clock::now() + options.timeout;
+  try {
+    for (;;) {
+      auto event = next_cm_event(channel, deadline, options.stop_fd, what);
+      if (event->event == success) return 0;
+      if (event->event == RDMA_CM_EVENT_ADDR_ERROR || event->event == RDMA_CM_EVENT_ROUTE_ERROR) {
+        return event->status < 0 ? -event->status : (event->status ? event->status : EHOSTUNREACH);
+      }
+    }
+  } catch (const RunStopped& stopped) {
+    return stopped.reason() == StopReason::timed_out ? ETIMEDOUT : EINTR;
+  }
+}
+
+void record(Attempt& attempt, const std::string& call, const std::string& subject, int errnum,
+            const std::string& detail = {}) {
+  attempt.steps.push_back({.call = call, .subject = subject, .errnum = errnum, .detail = detail});
+}
+
+// Registers a buffer on the device the cm_id got (or the first one that opens) to test the
+// locked-memory limit the way the tools will meet it.
+void probe_registration(ibv_context* context, const ProbeOptions& options, Attempt& attempt) {
+  const auto subject = fmt::format("{} KiB", options.registration_bytes >> 10);
+  try {
+    ProtectionDomain pd(context);
+    RegisteredBuffer buffer(pd.get(), options.registration_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    record(attempt, "ibv_reg_mr", subject, 0);
+  } catch (const RdmaError& error) {
+    record(attempt, error.call(), subject, error.errnum());
+  }
+}
+
+void probe_first_device(const ProbeOptions& options, Attempt& attempt) {
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list == nullptr) return;
+  const std::unique_ptr<ibv_device*, decltype(&ibv_free_device_list)> owner(list, &ibv_free_device_list);
+  for (int i = 0; i < count; ++i) {
+    if (ibv_context* context = ibv_open_device(list[i])) {
+      probe_registration(context, options, attempt);
+      ibv_close_device(context);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+Inventory collect_inventory(const ProbeOptions& options) {
+  Inventory inventory;
+  read_sysfs(options.sysfs_root, inventory);
+  const auto indices = kernel_indices();
+  inventory.kernel_indices_known = !indices.empty();
+  for (auto& device : inventory.kernel_devices) {
+    if (const auto it = indices.find(device.name); it != indices.end()) device.index = it->second;
+  }
+  read_user_space(inventory);
+  read_providers(inventory);
+  read_device_nodes(inventory);
+  read_memlock(inventory);
+  read_addresses(inventory);
+  return inventory;
+}
+
+Attempt run_attempt(const Target& target, const ProbeOptions& options) {
+  Attempt attempt;
+  std::unique_ptr<EventChannel> channel;
+  try {
+    channel = std::make_unique<EventChannel>();
+    record(attempt, "rdma_create_event_channel", "", 0);
+  } catch (const RdmaError& error) {
+    record(attempt, error.call(), "", error.errnum());
+    return attempt;
+  }
+  const auto port_space = port_space_of(target.port_space);
+  const std::string ps_name = "RDMA_PS_" + std::string(target.port_space == "udp"  ? "UDP"
+                                                       : target.port_space == "ib" ? "IB"
+                                                                                   : "TCP");
+  try {
+    CmId id(*channel, port_space);
+    record(attempt, "rdma_create_id", ps_name, 0);
+    if (target.host.empty()) {
+      probe_first_device(options, attempt);
+      return attempt;
+    }
+    auto address = parse_address(target.host, target.port);
+    const auto subject = address.to_string();
+    if (rdma_bind_addr(id.get(), address.get()) != 0) {
+      record(attempt, "rdma_bind_addr", subject, errno);
+    } else {
+      attempt.device = attached_device(id.get());
+      attempt.port = id->port_num;
+      record(attempt, "rdma_bind_addr", subject, 0,
+             attempt.device.empty() ? "no device attached" : fmt::format("{} port {}", attempt.device, attempt.port));
+      if (id->verbs != nullptr) {
+        probe_registration(id->verbs, options, attempt);
+      } else if (target.wildcard) {
+        probe_first_device(options, attempt);
+      }
+    }
+    const auto* bind = attempt.find("rdma_bind_addr");
+    const bool as_destination = target.loopback || (!bind->ok() && bind->errnum == EADDRNOTAVAIL);
+    if (!as_destination) {
+      return attempt;
+    }
+    // Not bindable here (or loopback): try it the way a client uses it, as a destination.
+    attempt.route_source = route_source(target);
+    CmId client(*channel, port_space);
+    const auto timeout_ms = static_cast<int>(options.timeout.count());
+    if (rdma_resolve_addr(client.get(), nullptr, address.get(), timeout_ms) != 0) {
+      record(attempt, "rdma_resolve_addr", subject, errno);
+      return attempt;
+    }
+    int status = await_resolution(*channel, RDMA_CM_EVENT_ADDR_RESOLVED, options, "address resolution");
+    record(attempt, "rdma_resolve_addr", subject, status,
+           status == 0 ? fmt::format("{} port {}", attached_device(client.get()), client->port_num) : "");
+    if (status != 0) return attempt;
+    if (rdma_resolve_route(client.get(), timeout_ms) != 0) {
+      record(attempt, "rdma_resolve_route", subject, errno);
+      return attempt;
+    }
+    status = await_resolution(*channel, RDMA_CM_EVENT_ROUTE_RESOLVED, options, "route resolution");
+    record(attempt, "rdma_resolve_route", subject, status);
+    if (status == 0 && !target.loopback) {
+      attempt.device = attached_device(client.get());
+      attempt.port = client->port_num;
+      if (client->verbs != nullptr) probe_registration(client->verbs, options, attempt);
+    }
+  } catch (const RdmaError& error) {
+    record(attempt, error.call(), error.subject(), error.errnum());
+  }
+  return attempt;
+}
+
+Diagnosis diagnose_address(const std::string& address, const ProbeOptions& options) {
+  Diagnosis d;
+  std::string host = address;
+  if (!address.empty()) {
+    host = parse_address(address, 0).host_string();  // names resolve like the tools resolve them
+  }
+  d.target = make_target(host, 0, "tcp");
+  d.inventory = collect_inventory(options);
+  d.attempt = run_attempt(d.target, options);
+  d.verdict = diagnose(d.target, d.inventory, d.attempt);
+  return d;
+}
+
+nlohmann::json to_json(const Diagnosis& d) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& check : assess(d.inventory)) checks.push_back(to_json(check));
+  return {{"address", d.target.host},
+          {"checks", checks},
+          {"inventory", to_json(d.inventory)},
+          {"attempt", to_json(d.attempt)},
+          {"verdict", to_json(d.verdict)}};
+}
+
+}  // namespace rdmakit::diag
+
+namespace rdmakit::diag {
+
+nlohmann::json diagnose_for_tool(const std::string& address, std::chrono::milliseconds timeout, std::string& text) {
+  ProbeOptions options;
+  options.timeout = timeout;
+  const auto diagnosis = diagnose_address(address, options);
+  text = render_verdict(diagnosis.verdict);
+  return to_json(diagnosis);
+}
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,42 @@
+#pragma once
+// The live side of the diagnoser: reads this host (sysfs, RDMA netlink, libibverbs, /dev,
+// rlimits, interface addresses) and makes the real attempt with librdmacm, exactly as the
+// tools do. lib/diag/diagnosis.hpp turns what this returns into a verdict.
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "lib/diag/diagnosis.hpp"
+
+namespace rdmakit::diag {
+
+struct ProbeOptions {
+  std::filesystem::path sysfs_root = "/sys";
+  std::chrono::milliseconds timeout{2000};   // bound on address and route resolution
+  std::size_t registration_bytes = 1 << 20;  // size of the memory-registration probe
+  int stop_fd = -1;                          // Ctrl-C ends resolution waits early
+};
+
+Inventory collect_inventory(const ProbeOptions& options);
+Attempt run_attempt(const Target& target, const ProbeOptions& options);
+
+struct Diagnosis {
+  Target target;
+  Inventory inventory;
+  Attempt attempt;
+  Verdict verdict;
+};
+
+// Everything at once, for the in-process --diagnose of the other tools. `address` may be a
+// host name; an unresolvable one becomes a verdict, not an exception.
+Diagnosis diagnose_address(const std::string& address, const ProbeOptions& options);
+
+nlohmann::json to_json(const Diagnosis& diagnosis);
+
+// For ToolRunner::set_diagnoser: runs the diagnosis for an address and returns its JSON,
+// with the human verdict in `text`.
+nlohmann::json diagnose_for_tool(const std::string& address, std::chrono::milliseconds timeout, std::string& text);
+
+}  // namespace rdmakit::diag

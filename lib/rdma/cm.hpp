@@ -1,0 +1,96 @@
+#pragma once
+// RAII over librdmacm: event channel, cm_id, events (acked on destruction), addresses,
+// and a bounded wait for the next CM event.
+
+#include <sys/socket.h>
+
+#include <rdma/rdma_cma.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "lib/core/wait.hpp"
+#include "lib/wire/cm_flow.hpp"
+
+namespace rdmakit {
+
+struct SocketAddress {
+  sockaddr_storage storage{};
+
+  sockaddr* get() { return reinterpret_cast<sockaddr*>(&storage); }
+  const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
+  int family() const { return storage.ss_family; }
+  std::uint16_t port() const;
+  void set_port(std::uint16_t port);
+  std::string to_string() const;    // "10.0.0.1:7174", "[fe80::1]:7174"
+  std::string host_string() const;  // without the port
+};
+
+// Resolves a numeric address or host name. Throws UsageError when the host names nothing,
+// std::runtime_error when the resolver itself failed (EAI_AGAIN: the run may work later).
+SocketAddress parse_address(const std::string& host, std::uint16_t port);
+
+// For a tool's validate step, before anything needs an RDMA device: throws UsageError when
+// `host` names nothing for getaddrinfo with `family` (AF_UNSPEC, AF_INET, AF_INET6) and, with
+// `numeric`, AI_NUMERICHOST. Returns false when the resolver failed instead: the lookup the
+// run makes then reports that as the run's failure. An empty host is true.
+bool check_resolvable(const std::string& host, int family = AF_UNSPEC, bool numeric = false);
+
+// Throws what getaddrinfo's (or rdma_getaddrinfo's) EAI_* `code` for `host` means, as
+// parse_address does.
+[[noreturn]] void throw_unresolved(const std::string& host, int code);
+
+// A name under .invalid (RFC 6761 reserves it for names that never resolve).
+bool reserved_invalid_name(const std::string& host);
+
+SocketAddress address_of(const sockaddr* address);
+
+class EventChannel {
+ public:
+  EventChannel();  // throws RdmaError("rdma_create_event_channel", ...)
+  ~EventChannel();
+  EventChannel(const EventChannel&) = delete;
+  EventChannel& operator=(const EventChannel&) = delete;
+
+  rdma_event_channel* get() const noexcept { return channel_; }
+  int fd() const noexcept { return channel_->fd; }
+
+ private:
+  rdma_event_channel* channel_ = nullptr;
+};
+
+// Owns an rdma_cm_id; destroys its QP (if rdma_create_qp made one) before the id.
+class CmId {
+ public:
+  CmId() = default;
+  CmId(EventChannel& channel, rdma_port_space port_space);
+  explicit CmId(rdma_cm_id* adopted) noexcept : id_(adopted) {}
+  ~CmId();
+  CmId(CmId&& other) noexcept : id_(std::exchange(other.id_, nullptr)) {}
+  CmId& operator=(CmId&& other) noexcept;
+  CmId(const CmId&) = delete;
+  CmId& operator=(const CmId&) = delete;
+
+  rdma_cm_id* get() const noexcept { return id_; }
+  rdma_cm_id* operator->() const noexcept { return id_; }
+
+ private:
+  rdma_cm_id* id_ = nullptr;
+};
+
+struct CmEventAck {
+  void operator()(rdma_cm_event* event) const noexcept;
+};
+using CmEventPtr = std::unique_ptr<rdma_cm_event, CmEventAck>;
+
+CmEvent classify(rdma_cm_event_type type);
+
+// The next event on `channel`. Throws RunStopped on deadline or when `stop_fd` fires.
+CmEventPtr next_cm_event(EventChannel& channel, Clock::time_point deadline, int stop_fd, const std::string& awaiting);
+
+// Reads one event if one is already queued (channel must be non-blocking).
+CmEventPtr poll_cm_event(EventChannel& channel);
+
+}  // namespace rdmakit

@@ -1,0 +1,969 @@
+#include "lib/rdma/connection_group.hpp"
+
+#include <endian.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+#include "lib/rdma/sync_endpoint.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// The deadline for a first wait: unset means the plain timeout, zero means forever.
+Clock::time_point first_deadline(std::optional<std::chrono::milliseconds> wait, std::chrono::milliseconds timeout) {
+  if (!wait) return Clock::now() + timeout;
+  return wait->count() == 0 ? Clock::time_point::max() : Clock::now() + *wait;
+}
+
+int timeout_ms(std::chrono::milliseconds timeout) {
+  return static_cast<int>(std::min<long long>(timeout.count(), std::numeric_limits<int>::max()));
+}
+
+// The call whose asynchronous completion a failing event reports, by the state it left.
+const char* call_for(CmState state) {
+  switch (state) {
+    case CmState::resolving_addr:
+    case CmState::resolving_group: return "rdma_resolve_addr";
+    case CmState::resolving_route: return "rdma_resolve_route";
+    case CmState::connecting: return "rdma_connect";
+    case CmState::accepting: return "rdma_accept";
+    case CmState::joining: return "rdma_join_multicast";
+    default: return "rdma_get_cm_event";
+  }
+}
+
+int errno_of(const rdma_cm_event& event) {
+  if (event.status < 0) {
+    return -event.status;  // address, route and multicast failures carry a negative errno
+  }
+  // REJECTED carries the IB CM reject reason (e.g. 28, consumer reject), not an errno.
+  return event.event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : EHOSTUNREACH;
+}
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+std::uint64_t wr_id_of(std::size_t connection, std::uint64_t slot) {
+  return (static_cast<std::uint64_t>(connection) << 32) | slot;
+}
+
+void require_infiniband_port(rdma_cm_id* id, const std::string& feature) {
+  if (id->verbs == nullptr) {
+    throw UsageError(feature + " need a bound device: give -b with a local address");
+  }
+  ibv_port_attr port{};
+  if (const int rc = ibv_query_port(id->verbs, id->port_num, &port); rc != 0) {
+    throw RdmaError("ibv_query_port", ibv_get_device_name(id->verbs->device), rc);
+  }
+  if (port.link_layer != IBV_LINK_LAYER_INFINIBAND) {
+    throw Unsupported(
+        fmt::format("{} need an InfiniBand port; {} port {} is Ethernet (RoCE, e.g. rxe), where "
+                    "multicast groups are IP addresses: use -m",
+                    feature, ibv_get_device_name(id->verbs->device), id->port_num));
+  }
+}
+
+}  // namespace
+
+bool is_datagram(rdma_port_space port_space) {
+  return port_space == RDMA_PS_UDP || port_space == RDMA_PS_IPOIB;
+}
+
+rdma_port_space parse_port_space(const std::string& text) {
+  if (text == "udp" || text == "0x111" || text == "273") return RDMA_PS_UDP;
+  if (text == "ipoib" || text == "0x2" || text == "2") return RDMA_PS_IPOIB;
+  if (text == "tcp" || text == "0x106" || text == "262") return RDMA_PS_TCP;
+  if (text == "ib" || text == "0x13f" || text == "319") return RDMA_PS_IB;
+  throw UsageError("unknown port space '" + text + "' (udp/0x111, ipoib/0x2, tcp/0x106, ib/0x13f)");
+}
+
+std::string port_space_name(rdma_port_space port_space) {
+  switch (port_space) {
+    case RDMA_PS_UDP: return "udp";
+    case RDMA_PS_IPOIB: return "ipoib";
+    case RDMA_PS_TCP: return "tcp";
+    case RDMA_PS_IB: return "ib";
+  }
+  return std::to_string(static_cast<int>(port_space));
+}
+
+rdma_addrinfo addressing_hints(const std::string& format, rdma_port_space port_space) {
+  rdma_addrinfo hints{};
+  hints.ai_port_space = port_space;
+  if (format == "ip") {
+    hints.ai_flags = RAI_NUMERICHOST;
+  } else if (format == "ipv6") {
+    hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
+    hints.ai_family = AF_INET6;
+  } else if (format == "gid") {
+    hints.ai_flags = RAI_NUMERICHOST | RAI_FAMILY;
+    hints.ai_family = AF_IB;
+  } else if (format != "name") {
+    throw UsageError("unknown address format '" + format + "' (name, ip, ipv6 or gid)");
+  }
+  return hints;
+}
+
+std::unique_ptr<AddrInfo> lookup_addresses(const std::string& source, const std::string& destination,
+                                           const std::string& port, rdma_addrinfo hints) {
+  try {
+    if (destination.empty()) {
+      hints.ai_flags |= RAI_PASSIVE;
+      return std::make_unique<AddrInfo>(source, port, hints);
+    }
+    if (source.empty()) {
+      return std::make_unique<AddrInfo>(destination, port, hints);
+    }
+    auto passive = hints;
+    passive.ai_flags |= RAI_PASSIVE;
+    const AddrInfo local(source, "", passive);
+    hints.ai_src_addr = local.get()->ai_src_addr;
+    hints.ai_src_len = local.get()->ai_src_len;
+    return std::make_unique<AddrInfo>(destination, port, hints);  // copies the source address
+  } catch (const RdmaError& error) {
+    if (hints.ai_family == AF_IB) {
+      throw Unsupported("AF_IB addressing (-f gid) is not available here (" + std::string(error.what()) +
+                        "); it needs an InfiniBand device and the ib_cm kernel support; use -f ip or -f ipv6");
+    }
+    throw;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Connection
+
+Connection::Connection(std::size_t index, CmId id) : index_(index), id_(std::move(id)) {
+  id_->context = this;
+}
+
+Connection::~Connection() {
+  // The QP belongs to the cm_id but must go before its CQ and PD; the rest follows in
+  // member order.
+  ah_.reset();
+  if (id_.get() != nullptr && id_->qp != nullptr) {
+    rdma_destroy_qp(id_.get());
+  }
+}
+
+void Connection::begin(std::string step) {
+  end_step();
+  const auto now = Clock::now();
+  current_ = StepSpan{std::move(step), now, now};
+}
+
+void Connection::end_step() {
+  if (current_) {
+    current_->ended = Clock::now();
+    steps_.push_back(std::move(*current_));
+    current_.reset();
+  }
+}
+
+nlohmann::json Connection::to_json() const {
+  nlohmann::json steps = nlohmann::json::object();
+  for (const auto& span : steps_) {
+    steps[span.step] = ms_between(span.started, span.ended);
+  }
+  nlohmann::json j = {
+      {"index", index_},
+      {"state", to_string(state_)},
+      {"steps_ms", steps},
+      {"sends_completed", sends_completed_},
+      {"received", received_},
+      {"receives_expected", receives_expected_},
+      {"lost", receives_expected_ > received_ ? receives_expected_ - received_ : 0},
+  };
+  if (current_) {
+    j["unfinished_step"] = current_->step;
+  }
+  if (id_.get() != nullptr) {
+    j["local_address"] = address_of(rdma_get_local_addr(id_.get())).to_string();
+    j["peer_address"] = address_of(rdma_get_peer_addr(id_.get())).to_string();
+    if (id_->qp != nullptr) {
+      j["qp_num"] = id_->qp->qp_num;
+    }
+  }
+  if (remote_qpn_ != 0) {
+    j["remote_qpn"] = remote_qpn_;
+  }
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------
+// ConnectionGroup: setup
+
+ConnectionGroup::ConnectionGroup(GroupOptions options) : options_(options) {
+  // Every connection registers one send slot and -C receive slots; refuse absurd products
+  // before any resource exists.
+  constexpr std::uint64_t max_buffer_bytes = 1ull << 30;
+  const auto bytes = options_.message_size + std::uint64_t{options_.message_count} * receive_slot_bytes();
+  if (bytes > max_buffer_bytes) {
+    throw UsageError(
+        fmt::format("-C {} with -S {} needs {} bytes of registered memory per connection; keep it "
+                    "under 1 GiB",
+                    options_.message_count, options_.message_size, bytes));
+  }
+  channel_ = std::make_unique<EventChannel>();
+}
+
+ConnectionGroup::~ConnectionGroup() {
+  leave();
+}
+
+std::unique_ptr<Connection>& ConnectionGroup::add_connection(CmId id) {
+  connections_.push_back(std::unique_ptr<Connection>(new Connection(connections_.size(), std::move(id))));
+  return connections_.back();
+}
+
+void ConnectionGroup::connect(const rdma_addrinfo& target) {
+  target_ = address_of(target.ai_dst_addr).to_string();
+  target_family_ = target.ai_family;
+  if (target.ai_connect_len > 0) {
+    const auto* bytes = static_cast<const std::uint8_t*>(target.ai_connect);
+    private_data_.assign(bytes, bytes + target.ai_connect_len);
+  }
+  for (std::size_t i = 0; i < options_.connections; ++i) {
+    const auto started = Clock::now();
+    auto& connection = add_connection(CmId(*channel_, options_.port_space));
+    connection->steps_.push_back(StepSpan{"create_id", started, Clock::now()});
+  }
+  for (auto& connection : connections_) {
+    connection->begin("resolve_addr");
+    connection->state_ = CmState::resolving_addr;
+    check_call(
+        rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr, timeout_ms(options_.timeout)),
+        "rdma_resolve_addr", target_);
+  }
+  pump([this] { return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); }); },
+       "connection setup to " + target_);
+}
+
+void ConnectionGroup::listen(const sockaddr* address) {
+  listen_id_ = CmId(*channel_, options_.port_space);
+  const auto where = address_of(address).to_string();
+  check_call(rdma_bind_addr(listen_id_.get(), const_cast<sockaddr*>(address)), "rdma_bind_addr", where);
+  check_call(rdma_listen(listen_id_.get(), 0), "rdma_listen", where);
+}
+
+void ConnectionGroup::accept() {
+  pump(
+      [this] {
+        return connections_.size() == options_.connections &&
+               std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); });
+      },
+      std::to_string(options_.connections) + " connection(s) on " + local_address(),
+      first_deadline(options_.accept_timeout, options_.timeout));
+}
+
+void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
+  group_ = address_of(group);
+  target_ = group_.host_string();
+  for (std::size_t i = 0; i < options_.connections; ++i) {
+    const auto started = Clock::now();
+    auto& connection = add_connection(CmId(*channel_, options_.port_space));
+    connection->steps_.push_back(StepSpan{"create_id", started, Clock::now()});
+    if (source != nullptr) {
+      connection->begin("bind_addr");
+      check_call(rdma_bind_addr(connection->id_.get(), const_cast<sockaddr*>(source)), "rdma_bind_addr",
+                 address_of(source).host_string());
+      connection->end_step();
+    }
+  }
+  for (auto& connection : connections_) {
+    if (group_.family() == AF_IB) {
+      // An AF_IB group names its MGID directly: nothing to resolve, but only an InfiniBand
+      // port has MGIDs that are not derived from an IP address.
+      require_infiniband_port(connection->id_.get(), "AF_IB multicast groups (-M)");
+      connection->state_ = CmState::joining;
+      start_join(*connection);
+      continue;
+    }
+    connection->begin("resolve_addr");
+    connection->state_ = CmState::resolving_group;
+    check_call(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
+                                 timeout_ms(options_.timeout)),
+               "rdma_resolve_addr", target_);
+  }
+  joined_ = true;
+  pump([this] { return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); }); },
+       "the join of " + target_);
+}
+
+void ConnectionGroup::leave() noexcept {
+  if (!joined_) {
+    return;
+  }
+  joined_ = false;
+  for (auto& connection : connections_) {
+    if (connection->ready_at_) {
+      connection->begin("leave");
+      if (rdma_leave_multicast(connection->id_.get(), group_.get()) != 0) {
+        spdlog::warn("rdma_leave_multicast({}): {}", target_, std::strerror(errno));
+      }
+      connection->end_step();
+    }
+  }
+}
+
+void ConnectionGroup::set_id_options(Connection& connection, bool active) {
+  if (active && options_.type_of_service) {
+    std::uint8_t tos = *options_.type_of_service;
+    check_call(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos),
+               "rdma_set_option", "type of service");
+  }
+  if (options_.ack_timeout) {
+    std::uint8_t ack = *options_.ack_timeout;
+    check_call(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof ack),
+               "rdma_set_option", "ack timeout");
+  }
+}
+
+std::size_t ConnectionGroup::receive_slot_bytes() const {
+  return options_.message_size + (is_datagram(options_.port_space) ? grh_bytes : 0);
+}
+
+void ConnectionGroup::create_resources(Connection& connection) {
+  connection.begin("create_qp");
+  rdma_cm_id* id = connection.id_.get();
+  if (id->verbs == nullptr) {
+    throw RdmaError("rdma_cm_id", "no device bound to " + address_of(rdma_get_local_addr(id)).to_string(), ENODEV);
+  }
+  const std::string device = ibv_get_device_name(id->verbs->device);
+  if (is_datagram(options_.port_space) && options_.message_count > 0) {
+    ibv_port_attr port{};
+    if (const int rc = ibv_query_port(id->verbs, id->port_num, &port); rc != 0) {
+      throw RdmaError("ibv_query_port", device, rc);
+    }
+    const auto mtu = mtu_bytes(port.active_mtu);
+    if (options_.message_size > mtu) {
+      throw UsageError(
+          fmt::format("message size {} is larger than the active MTU of {} port {} ({} bytes); use -S {} or less",
+                      options_.message_size, device, id->port_num, mtu, mtu));
+    }
+  }
+  if (context_ == nullptr) {
+    context_ = id->verbs;
+    completion_channel_ = std::make_unique<CompletionChannel>(context_);
+    set_nonblocking(completion_channel_->fd(), "completion channel");
+  } else if (context_ != id->verbs) {
+    throw RdmaError("ibv_create_cq",
+                    "connections on two RDMA devices (" + device + " and " + ibv_get_device_name(context_->device) +
+                        "); bind with -b",
+                    EXDEV);
+  }
+  connection.pd_ = std::make_unique<ProtectionDomain>(id->verbs);
+  const std::uint32_t depth = std::max<std::uint32_t>(options_.message_count, 1);
+  connection.cq_ = std::make_unique<CompletionQueue>(id->verbs, static_cast<int>(2 * depth), *completion_channel_);
+  check_call(ibv_req_notify_cq(connection.cq_->get(), 0), "ibv_req_notify_cq", device);
+
+  ibv_qp_init_attr attributes{};
+  attributes.send_cq = connection.cq_->get();
+  attributes.recv_cq = connection.cq_->get();
+  attributes.qp_type = is_datagram(options_.port_space) ? IBV_QPT_UD : IBV_QPT_RC;
+  attributes.sq_sig_all = 1;
+  attributes.cap.max_send_wr = depth;
+  attributes.cap.max_recv_wr = depth;
+  attributes.cap.max_send_sge = 1;
+  attributes.cap.max_recv_sge = 1;
+  create_qp(connection, attributes);
+  if (options_.message_count > 0) {
+    connection.buffer_ = std::make_unique<RegisteredBuffer>(
+        connection.pd_->get(), options_.message_size + options_.message_count * receive_slot_bytes(),
+        IBV_ACCESS_LOCAL_WRITE);
+    std::memset(connection.buffer_->data(), 0x5a, options_.message_size);
+  }
+  connection.end_step();
+}
+
+void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attributes) {
+  rdma_cm_id* id = connection.id_.get();
+  const std::string device = ibv_get_device_name(id->verbs->device);
+  if (!options_.block_loopback) {
+    check_call(rdma_create_qp(id, connection.pd_->get(), &attributes), "rdma_create_qp", device);
+    return;
+  }
+  ibv_qp_init_attr_ex extended{};
+  extended.send_cq = attributes.send_cq;
+  extended.recv_cq = attributes.recv_cq;
+  extended.qp_type = attributes.qp_type;
+  extended.sq_sig_all = attributes.sq_sig_all;
+  extended.cap = attributes.cap;
+  extended.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  extended.pd = connection.pd_->get();
+  extended.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+  if (rdma_create_qp_ex(id, &extended) != 0) {
+    const int err = errno;
+    if (err == EOPNOTSUPP || err == EINVAL || err == ENOTSUP) {
+      throw Unsupported(
+          fmt::format("{} cannot block multicast loopback (-l): rdma_create_qp_ex with "
+                      "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB failed: {}",
+                      device, std::strerror(err)));
+    }
+    throw RdmaError("rdma_create_qp_ex", device, err);
+  }
+}
+
+void ConnectionGroup::post_receives(Connection& connection) {
+  if (!options_.post_receives || options_.message_count == 0) {
+    return;
+  }
+  const auto slot_bytes = receive_slot_bytes();
+  for (std::uint32_t slot = 0; slot < options_.message_count; ++slot) {
+    ibv_sge sge{};
+    sge.addr = connection.buffer_->address() + options_.message_size + slot * slot_bytes;
+    sge.length = static_cast<std::uint32_t>(slot_bytes);
+    sge.lkey = connection.buffer_->lkey();
+    ibv_recv_wr wr{};
+    wr.wr_id = wr_id_of(connection.index_, slot + 1);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    if (const int rc = ibv_post_recv(connection.id_->qp, &wr, &bad); rc != 0) {
+      throw RdmaError("ibv_post_recv", "connection " + std::to_string(connection.index_), rc);
+    }
+  }
+}
+
+void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
+  const bool datagram = is_datagram(options_.port_space);
+  if (datagram && connection.ah_ == nullptr) {
+    throw ProtocolError("connection " + std::to_string(connection.index_) +
+                        ": no address handle to send to (the peer's first datagram never arrived)");
+  }
+  ibv_sge sge{};
+  sge.addr = connection.buffer_->address();
+  sge.length = options_.message_size;
+  sge.lkey = connection.buffer_->lkey();
+  ibv_send_wr wr{};
+  wr.wr_id = wr_id_of(connection.index_, 0);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  if (datagram) {
+    // The stock tools send our QP number as immediate data; a passive peer replies to it.
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htobe32(connection.id_->qp->qp_num);
+    wr.wr.ud.ah = connection.ah_->get();
+    wr.wr.ud.remote_qpn = connection.remote_qpn_;
+    wr.wr.ud.remote_qkey = connection.remote_qkey_;
+  } else {
+    wr.opcode = IBV_WR_SEND;
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    ibv_send_wr* bad = nullptr;
+    if (const int rc = ibv_post_send(connection.id_->qp, &wr, &bad); rc != 0) {
+      throw RdmaError("ibv_post_send", "connection " + std::to_string(connection.index_), rc);
+    }
+    ++connection.sends_posted_;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Events
+
+void ConnectionGroup::pump(const Predicate& done, const std::string& awaiting,
+                           std::optional<Clock::time_point> initial_deadline) {
+  auto deadline = initial_deadline.value_or(Clock::now() + options_.timeout);
+  for (;;) {
+    // Completions before and after the CM events: a peer's DISCONNECTED may be read before
+    // the completions that preceded it (an RC send ACKed just before the peer hung up).
+    bool progress = drain_completions();
+    while (auto event = poll_cm_event(*channel_)) {
+      handle(*event);
+      progress = true;
+      progress = drain_completions() || progress;
+    }
+    if (done()) {
+      return;
+    }
+    if (progress) {
+      deadline = Clock::now() + options_.timeout;  // the timeout bounds silence, not the whole phase
+    }
+    if (await_readable(wait_fds(), options_.stop_fd, deadline, awaiting) == 1) {
+      consume_completion_events();
+    }
+  }
+}
+
+std::vector<int> ConnectionGroup::wait_fds() const {
+  std::vector<int> fds{channel_->fd()};
+  if (completion_channel_) {
+    fds.push_back(completion_channel_->fd());
+  }
+  return fds;
+}
+
+void ConnectionGroup::handle(rdma_cm_event& event) {
+  const auto type = classify(event.event);
+  if (type == CmEvent::connect_request) {
+    on_connect_request(event);
+    return;
+  }
+  auto* connection = static_cast<Connection*>(event.id->context);
+  if (connection == nullptr) {  // an event on the listening id
+    if (type == CmEvent::device_removal) {
+      throw RdmaError("rdma_listen", local_address() + " (device removed)", ENODEV);
+    }
+    events_.push_back({{"event", to_string(type)}, {"status", event.status}, {"connection", nullptr}});
+    return;
+  }
+  if (type == CmEvent::addr_change || type == CmEvent::multicast_error) {
+    spdlog::warn("connection {}: {} (status {})", connection->index_, to_string(type), event.status);
+    events_.push_back({{"event", to_string(type)}, {"status", event.status}, {"connection", connection->index_}});
+  }
+  const auto before = connection->state_;
+  const auto transition = cm_transition(before, type);
+  connection->state_ = transition.next;
+  rdma_cm_id* id = connection->id_.get();
+  switch (transition.action) {
+    case CmAction::none: return;
+    case CmAction::resolve_route:
+      set_id_options(*connection, true);
+      connection->begin("resolve_route");
+      check_call(rdma_resolve_route(id, timeout_ms(options_.timeout)), "rdma_resolve_route", target_);
+      return;
+    case CmAction::join: start_join(*connection); return;
+    case CmAction::connect: {
+      create_resources(*connection);
+      post_receives(*connection);
+      connection->begin("connect");
+      rdma_conn_param parameters{};
+      parameters.private_data = private_data_.empty() ? nullptr : private_data_.data();
+      parameters.private_data_len = static_cast<std::uint8_t>(private_data_.size());
+      if (!is_datagram(options_.port_space)) {
+        parameters.responder_resources = 1;
+        parameters.initiator_depth = 1;
+        parameters.retry_count = 5;
+        parameters.rnr_retry_count = 7;  // receives are posted before connecting; 7 = retry forever
+      }
+      check_call(rdma_connect(id, &parameters), "rdma_connect", target_);
+      return;
+    }
+    case CmAction::start_traffic: on_ready(*connection, event); return;
+    case CmAction::stop_traffic:
+      // Whoever started it, each side records its disconnect step: when the peer's DREQ
+      // arrives before this side awaited it, the step is the answer alone.
+      if (!connection->current_ || connection->current_->step != "disconnect") connection->begin("disconnect");
+      if (!connection->disconnecting_) {
+        connection->disconnecting_ = true;  // the peer went first: answer so its side completes
+        rdma_disconnect(id);
+      }
+      connection->end_step();
+      return;
+    case CmAction::fail:
+      spdlog::debug("connection {}: {} ({} status {})", connection->index_, transition.reason, to_string(type),
+                    event.status);
+      if (target_family_ == AF_IB) {
+        throw Unsupported(
+            fmt::format("AF_IB addressing (-f gid) failed at {}: {}; RoCE devices such as rxe "
+                        "cannot resolve AF_IB paths: use -f ip or -f ipv6",
+                        call_for(before), std::strerror(errno_of(event))));
+      }
+      throw RdmaError(call_for(before), target_.empty() ? local_address() : target_, errno_of(event));
+    case CmAction::accept:
+    case CmAction::establish:
+      throw ProtocolError("connection " + std::to_string(connection->index_) + ": unexpected " + to_string(type) +
+                          " while " + to_string(before));
+  }
+}
+
+void ConnectionGroup::start_join(Connection& connection) {
+  create_resources(connection);
+  post_receives(connection);
+  connection.begin("join");
+  rdma_cm_join_mc_attr_ex attributes{};
+  attributes.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+  attributes.addr = group_.get();
+  attributes.join_flags =
+      options_.send_only_join ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER : RDMA_MC_JOIN_FLAG_FULLMEMBER;
+  if (rdma_join_multicast_ex(connection.id_.get(), &attributes, &connection) != 0) {
+    const int err = errno;
+    // 524 is the kernel's internal ENOTSUPP, which leaks out of rdma_ucm unnamed: RoCE v2
+    // joins only IPv4 groups (the kernel has no MLD path for IPv6 groups on RoCE).
+    constexpr int kernel_enotsupp = 524;
+    if (err == kernel_enotsupp || err == EOPNOTSUPP || err == ENOSYS) {
+      throw Unsupported(
+          fmt::format("the kernel cannot join {} on {} ({}rdma_join_multicast: error {}); RoCE v2 "
+                      "devices such as rxe join IPv4 groups only",
+                      target_, ibv_get_device_name(connection.id_->verbs->device),
+                      options_.send_only_join ? "send-only, " : "", err));
+    }
+    throw RdmaError("rdma_join_multicast", target_, err);
+  }
+}
+
+void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& event) {
+  connection.end_step();
+  if (is_datagram(options_.port_space)) {
+    // Active UD side and multicast: the event carries the path, QP number and Q_Key.
+    auto path = event.param.ud.ah_attr;
+    connection.ah_ = std::make_unique<AddressHandle>(connection.pd_->get(), path);
+    connection.remote_qpn_ = event.param.ud.qp_num;
+    connection.remote_qkey_ = event.param.ud.qkey;
+  }
+  connection.ready_at_ = Clock::now();
+}
+
+void ConnectionGroup::on_connect_request(rdma_cm_event& event) {
+  if (connections_.size() >= options_.connections) {
+    spdlog::warn("rejecting a connection request beyond the {} expected", options_.connections);
+    rdma_reject(event.id, nullptr, 0);
+    events_.push_back({{"event", "CONNECT_REQUEST"}, {"status", event.status}, {"rejected", "beyond -c"}});
+    rejected_.emplace_back(event.id);
+    return;
+  }
+  auto& connection = add_connection(CmId(event.id));
+  connection->state_ = CmState::accepting;
+  set_id_options(*connection, false);
+  create_resources(*connection);
+  post_receives(*connection);
+  connection->begin("accept");
+  rdma_conn_param parameters{};
+  if (is_datagram(options_.port_space)) {
+    parameters.qp_num = connection->id_->qp->qp_num;
+  } else {
+    parameters.responder_resources = 1;
+    parameters.initiator_depth = 1;
+    parameters.rnr_retry_count = 7;
+  }
+  check_call(rdma_accept(connection->id_.get(), &parameters), "rdma_accept", local_address());
+  if (is_datagram(options_.port_space)) {
+    // A SIDR reply completes the exchange; no ESTABLISHED follows on this side. The reply
+    // path comes from the first datagram.
+    connection->end_step();
+    connection->state_ = CmState::established;
+    connection->ready_at_ = Clock::now();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Completions
+
+bool ConnectionGroup::drain_completions() {
+  bool any = false;
+  std::array<ibv_wc, 16> completions{};
+  for (std::size_t i = 0; i < connections_.size(); ++i) {
+    auto* cq = connections_[i]->cq_ ? connections_[i]->cq_->get() : nullptr;
+    if (cq == nullptr) {
+      continue;
+    }
+    for (;;) {
+      const int n = ibv_poll_cq(cq, static_cast<int>(completions.size()), completions.data());
+      if (n < 0) {
+        throw RdmaError("ibv_poll_cq", "connection " + std::to_string(i), -n);
+      }
+      for (int k = 0; k < n; ++k) {
+        on_completion(completions[static_cast<std::size_t>(k)]);
+      }
+      any = any || n > 0;
+      if (n < static_cast<int>(completions.size())) {
+        break;
+      }
+    }
+  }
+  return any;
+}
+
+void ConnectionGroup::consume_completion_events() {
+  for (;;) {
+    ibv_cq* cq = nullptr;
+    void* context = nullptr;
+    if (ibv_get_cq_event(completion_channel_->get(), &cq, &context) != 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        return;
+      }
+      throw RdmaError("ibv_get_cq_event", "", errno);
+    }
+    ibv_ack_cq_events(cq, 1);
+    check_call(ibv_req_notify_cq(cq, 0), "ibv_req_notify_cq", "");
+  }
+}
+
+void ConnectionGroup::on_completion(const ibv_wc& completion) {
+  const auto index = static_cast<std::size_t>(completion.wr_id >> 32);
+  const auto slot = completion.wr_id & 0xffffffffu;
+  if (index >= connections_.size()) {
+    throw ProtocolError("completion for unknown connection " + std::to_string(index));
+  }
+  auto& connection = *connections_[index];
+  if (completion.status != IBV_WC_SUCCESS) {
+    if (completion.status == IBV_WC_WR_FLUSH_ERR && connection.disconnecting_) {
+      return;  // receives left over when the connection closed
+    }
+    throw CompletionError(fmt::format("connection {}: {} completion failed: {}", index, slot == 0 ? "send" : "receive",
+                                      ibv_wc_status_str(completion.status)),
+                          completion.status);
+  }
+  if (slot == 0) {
+    ++connection.sends_completed_;
+    return;
+  }
+  if (slot > options_.message_count) {
+    throw ProtocolError(
+        fmt::format("connection {}: completion for receive slot {} of {}", index, slot, options_.message_count));
+  }
+  if (completion.byte_len > receive_slot_bytes()) {
+    throw ProtocolError(fmt::format("connection {}: received {} bytes into a {}-byte buffer", index,
+                                    completion.byte_len, receive_slot_bytes()));
+  }
+  ++connection.received_;
+  if (is_datagram(options_.port_space) && connection.ah_ == nullptr && !joined_) {
+    const auto* slot_start = connection.buffer_->data() + options_.message_size + (slot - 1) * receive_slot_bytes();
+    answer_first_datagram(connection, completion, slot_start);
+  }
+}
+
+void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot) {
+  if ((completion.wc_flags & IBV_WC_WITH_IMM) == 0) {
+    throw ProtocolError(
+        fmt::format("connection {}: the peer's datagram carries no immediate data (its QP number)", connection.index_));
+  }
+  const auto announced_qpn = be32toh(completion.imm_data);
+  if (announced_qpn != completion.src_qp) {
+    throw ProtocolError(fmt::format("connection {}: the peer announced QP {} but sent from QP {}", connection.index_,
+                                    announced_qpn, completion.src_qp));
+  }
+  const auto* grh = reinterpret_cast<const ibv_grh*>(slot);
+  connection.ah_ = std::make_unique<AddressHandle>(connection.pd_->get(), completion, grh, connection.id_->port_num);
+  connection.remote_qpn_ = announced_qpn;
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (const int rc = ibv_query_qp(connection.id_->qp, &attributes, IBV_QP_QKEY, &init); rc != 0) {
+    throw RdmaError("ibv_query_qp", "Q_Key", rc);
+  }
+  connection.remote_qkey_ = attributes.qkey;
+}
+
+// ---------------------------------------------------------------------------------------
+// Traffic and teardown
+
+void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_total_each,
+                               const std::string& awaiting) {
+  std::vector<Connection*> active;
+  for (auto& connection : connections_) {
+    if (connection->state_ == CmState::established) {
+      active.push_back(connection.get());
+    }
+  }
+  std::vector<std::uint64_t> receive_targets;
+  for (auto* connection : active) {
+    connection->begin(step);
+    // Absolute: datagrams may arrive before this phase starts (while other connections
+    // are still being accepted), and they count.
+    receive_targets.push_back(std::max(connection->received_, receives_total_each));
+    connection->receives_expected_ = std::max(connection->receives_expected_, receive_targets.back());
+    connection->sends_expected_ = connection->sends_posted_ + sends_each;
+  }
+  for (auto* connection : active) {
+    if (sends_each > 0) post_sends(*connection, sends_each);
+  }
+  auto finished = [&](std::size_t k) {
+    return active[k]->received_ >= receive_targets[k] && active[k]->sends_completed_ >= active[k]->sends_expected_;
+  };
+  try {
+    pump(
+        [&] {
+          bool all = true;
+          for (std::size_t k = 0; k < active.size(); ++k) {
+            if (finished(k)) {
+              if (active[k]->current_) active[k]->end_step();
+              continue;
+            }
+            if (active[k]->state_ != CmState::established) {
+              throw RunStopped(StopReason::peer_disconnected,
+                               fmt::format("connection {}: the peer disconnected after {} of {} messages",
+                                           active[k]->index_, active[k]->received_, receive_targets[k]));
+            }
+            all = false;
+          }
+          return all;
+        },
+        awaiting, first_deadline(options_.first_message_timeout, options_.timeout));
+  } catch (const RunStopped& stopped) {
+    if (stopped.reason() != StopReason::timed_out) throw;
+    std::uint64_t missing = 0;
+    std::size_t short_connections = 0;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      if (!finished(k)) ++short_connections;
+      missing += receive_targets[k] > active[k]->received_ ? receive_targets[k] - active[k]->received_ : 0;
+    }
+    throw RunStopped(StopReason::timed_out, fmt::format("{} ({} connection(s) short, {} message(s) missing)",
+                                                        stopped.what(), short_connections, missing));
+  }
+}
+
+void ConnectionGroup::disconnect() {
+  for (auto& connection : connections_) {
+    if (connection->state_ == CmState::established && !connection->disconnecting_) {
+      connection->disconnecting_ = true;
+      connection->begin("disconnect");
+      check_call(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
+    }
+  }
+  pump(
+      [this] {
+        return std::ranges::none_of(connections_, [](const auto& c) { return c->state_ == CmState::established; });
+      },
+      "the disconnect handshakes");
+}
+
+void ConnectionGroup::await_disconnect() {
+  for (auto& connection : connections_) {
+    if (connection->state_ == CmState::established) connection->begin("disconnect");
+  }
+  pump(
+      [this] {
+        return std::ranges::none_of(connections_, [](const auto& c) { return c->state_ == CmState::established; });
+      },
+      "the peer to disconnect");
+}
+
+void ConnectionGroup::migrate() {
+  auto fresh = std::make_unique<EventChannel>();
+  if (listen_id_.get() != nullptr) {
+    check_call(rdma_migrate_id(listen_id_.get(), fresh->get()), "rdma_migrate_id", "listening id");
+  }
+  for (auto& connection : connections_) {
+    check_call(rdma_migrate_id(connection->id_.get(), fresh->get()), "rdma_migrate_id",
+               "connection " + std::to_string(connection->index_));
+  }
+  channel_ = std::move(fresh);
+}
+
+std::string ConnectionGroup::local_address() const {
+  if (listen_id_.get() != nullptr) {
+    return address_of(rdma_get_local_addr(listen_id_.get())).to_string();
+  }
+  if (!connections_.empty()) {
+    return address_of(rdma_get_local_addr(connections_.front()->id_.get())).to_string();
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------
+// Results
+
+namespace {
+
+struct Totals {
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t expected = 0;
+  std::size_t ready = 0;
+  std::optional<double> setup_ms;  // first step started -> last connection ready
+  std::vector<StepSpan> spans;
+
+  std::uint64_t lost() const { return expected > received ? expected - received : 0; }
+  double per_connection_ms() const { return *setup_ms / static_cast<double>(ready); }
+  double per_second() const { return *setup_ms > 0 ? 1000.0 * static_cast<double>(ready) / *setup_ms : 0.0; }
+};
+
+Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
+  Totals t;
+  std::optional<Clock::time_point> first_start;
+  std::optional<Clock::time_point> last_ready;
+  for (const auto& c : connections) {
+    t.sent += c->sends_completed();
+    t.received += c->received();
+    t.expected += c->receives_expected();
+    t.spans.insert(t.spans.end(), c->steps().begin(), c->steps().end());
+    if (!c->steps().empty()) {
+      const auto start = c->steps().front().started;
+      first_start = first_start ? std::min(*first_start, start) : start;
+    }
+    if (const auto ready = c->ready_at()) {
+      ++t.ready;
+      last_ready = last_ready ? std::max(*last_ready, *ready) : *ready;
+    }
+  }
+  if (t.ready > 0 && first_start && last_ready) {
+    t.setup_ms = ms_between(*first_start, *last_ready);
+  }
+  return t;
+}
+
+// The human summary: cmtime-style step table, setup rate, messages.
+std::string summary_text(const Totals& totals, std::size_t requested, std::uint32_t message_size,
+                         const nlohmann::json& events) {
+  std::ostringstream out;
+  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "step", "conns", "wall ms", "max ms",
+                     "min ms", "avg ms", "us/conn");
+  for (const auto& row : step_table(totals.spans)) {
+    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", row.step, row.spans,
+                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us);
+  }
+  if (totals.setup_ms) {
+    out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
+                       totals.ready, requested, *totals.setup_ms, totals.per_connection_ms(), totals.per_second());
+  } else {
+    out << fmt::format("0 of {} connection(s) ready\n", requested);
+  }
+  out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", totals.sent, totals.received,
+                     totals.expected, totals.lost(), message_size);
+  for (const auto& event : events) {
+    out << "event: " << event.dump() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void ConnectionGroup::fill(Report& report) const {
+  const Totals totals = totals_of(connections_);
+  nlohmann::json per_connection = nlohmann::json::array();
+  for (const auto& c : connections_) {
+    per_connection.push_back(c->to_json());
+  }
+  nlohmann::json table = nlohmann::json::array();
+  report.cm_timings_ms.clear();
+  for (const auto& row : step_table(totals.spans)) {
+    table.push_back({{"step", row.step},
+                     {"connections", row.spans},
+                     {"wall_ms", row.wall_ms},
+                     {"max_ms", row.max_ms},
+                     {"min_ms", row.min_ms},
+                     {"avg_ms", row.avg_ms},
+                     {"per_connection_us", row.per_connection_us}});
+    report.add_timing(row.step, row.wall_ms);
+  }
+  report.extra["steps"] = table;
+  report.extra["connections"] = per_connection;
+  report.extra["events"] = events_;
+  report.extra["connections_requested"] = options_.connections;
+  report.extra["connections_ready"] = totals.ready;
+  if (totals.setup_ms) {
+    report.extra["setup"] = {{"wall_ms", *totals.setup_ms},
+                             {"per_connection_ms", totals.per_connection_ms()},
+                             {"connections_per_s", totals.per_second()}};
+  }
+  report.extra["messages"] = {{"size", options_.message_size},
+                              {"sent", totals.sent},
+                              {"received", totals.received},
+                              {"expected", totals.expected},
+                              {"lost", totals.lost()}};
+  report.iterations_completed = totals.received;
+  report.bytes = (totals.sent + totals.received) * options_.message_size;
+  report.local_address = local_address();
+  report.peer_address = target_;
+  report.text = summary_text(totals, options_.connections, options_.message_size, events_);
+}
+
+FillReportOnExit::~FillReportOnExit() {
+  try {
+    group_.fill(report_);
+  } catch (const std::exception& error) {
+    spdlog::warn("could not complete the report: {}", error.what());
+  }
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,203 @@
+#pragma once
+// Many connections (or multicast joins) driven concurrently through one CM event channel
+// and one completion channel: the loop udaddy, ucmatose and mckey share. Each connection
+// owns its cm_id, PD, CQ, QP, message buffer and (for datagrams) address handle, records
+// when each of its CM steps started and ended, and counts what it sent and received.
+// Every wait is bounded by the timeout since the last progress, Ctrl-C and peer loss.
+//
+// Active side:  connect(target) -> exchange(...) -> disconnect() or await_disconnect()
+// Passive side: listen(address) -> accept() -> exchange(...) -> ...
+// Multicast:    join(source, group) -> exchange(...) -> leave()
+
+#include <rdma/rdma_cma.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/report.hpp"
+#include "lib/core/stats.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/verbs.hpp"
+
+namespace rdmakit {
+
+struct GroupOptions {
+  rdma_port_space port_space = RDMA_PS_TCP;  // TCP and IB give RC QPs; UDP and IPOIB give UD QPs
+  std::size_t connections = 1;
+  std::uint32_t message_count = 10;  // receives posted (and sends made) per connection
+  std::uint32_t message_size = 100;
+  std::optional<std::uint8_t> type_of_service;
+  std::optional<std::uint8_t> ack_timeout;
+  bool post_receives = true;                // false for a multicast sender
+  bool send_only_join = false;              // multicast: join as a send-only full member
+  bool block_loopback = false;              // multicast: do not receive our own datagrams
+  std::chrono::milliseconds timeout{5000};  // bounds every silence: no CM event, no completion
+  // Bounds for the first thing a passive side waits for (unset: `timeout`; zero: forever,
+  // like a server waiting for its clients); once it arrives, `timeout` applies again.
+  std::optional<std::chrono::milliseconds> accept_timeout;
+  std::optional<std::chrono::milliseconds> first_message_timeout;
+  int stop_fd = -1;
+};
+
+bool is_datagram(rdma_port_space port_space);
+
+// Port spaces as the stock tools name them: -P udp|ipoib|tcp|ib, or -p 0x111 / 0x2 / 0x106 / 0x13f.
+rdma_port_space parse_port_space(const std::string& text);  // throws UsageError
+std::string port_space_name(rdma_port_space port_space);
+
+// -f name|ip|ipv6|gid as the stock tools read it: hints for rdma_getaddrinfo.
+rdma_addrinfo addressing_hints(const std::string& format, rdma_port_space port_space);  // throws UsageError
+
+class AddrInfo;
+// The stock tools' address lookup. Passive (no destination): the local address to listen
+// on, from `source` (empty = any). Active: the destination, with `source` bound if given.
+std::unique_ptr<AddrInfo> lookup_addresses(const std::string& source, const std::string& destination,
+                                           const std::string& port, rdma_addrinfo hints);
+
+// Bytes a UD receive needs in front of the payload for the GRH.
+inline constexpr std::size_t grh_bytes = 40;
+
+class Connection {
+ public:
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  std::size_t index() const noexcept { return index_; }
+  CmState state() const noexcept { return state_; }
+  std::uint64_t sends_completed() const noexcept { return sends_completed_; }
+  std::uint64_t received() const noexcept { return received_; }
+  std::uint64_t receives_expected() const noexcept { return receives_expected_; }
+  std::optional<Clock::time_point> ready_at() const noexcept { return ready_at_; }
+  const std::vector<StepSpan>& steps() const noexcept { return steps_; }
+  nlohmann::json to_json() const;
+
+ private:
+  friend class ConnectionGroup;
+  Connection(std::size_t index, CmId id);
+  void begin(std::string step);
+  void end_step();
+
+  std::size_t index_;
+  // Declaration order is teardown order reversed; the QP goes first, in ~Connection.
+  CmId id_;
+  std::unique_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::unique_ptr<RegisteredBuffer> buffer_;  // [send slot][receive slot] * message_count
+  std::unique_ptr<AddressHandle> ah_;
+  std::uint32_t remote_qpn_ = 0;
+  std::uint32_t remote_qkey_ = 0;
+  CmState state_ = CmState::idle;
+  bool disconnecting_ = false;  // we called rdma_disconnect (or answered the peer's)
+  std::vector<StepSpan> steps_;
+  std::optional<StepSpan> current_;
+  std::optional<Clock::time_point> ready_at_;
+  std::uint64_t sends_posted_ = 0;
+  std::uint64_t sends_completed_ = 0;
+  std::uint64_t received_ = 0;
+  std::uint64_t receives_expected_ = 0;
+  std::uint64_t sends_expected_ = 0;
+};
+
+class ConnectionGroup {
+ public:
+  explicit ConnectionGroup(GroupOptions options);
+  ~ConnectionGroup();
+  ConnectionGroup(const ConnectionGroup&) = delete;
+  ConnectionGroup& operator=(const ConnectionGroup&) = delete;
+
+  // Active side: one cm_id per connection, all resolving at once. Returns when every
+  // connection is established; the first failure throws RdmaError naming its step.
+  void connect(const rdma_addrinfo& target);
+
+  // Passive side: bind and listen, then wait until `connections` requests are accepted
+  // and ready (RC: ESTABLISHED; UD: accepted). Extra requests are rejected.
+  void listen(const sockaddr* address);
+  void accept();
+
+  // Multicast: every connection resolves and joins `group` (bound to `source` if given).
+  void join(const sockaddr* source, const sockaddr* group);
+  void leave() noexcept;
+
+  // Posts `sends_each` sends on every ready connection and waits until each has completed
+  // them and has received `receives_total_each` messages in all (counting any that arrived
+  // before this call). A UD passive side answers to the address and QP number its first
+  // datagram carried.
+  void exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_total_each,
+                const std::string& awaiting);
+
+  // Disconnects every connection and waits for each DISCONNECTED.
+  void disconnect();
+  // Waits for the peer to disconnect every connection, answering each.
+  void await_disconnect();
+  // Moves every cm_id to a fresh event channel (rdma_migrate_id).
+  void migrate();
+
+  std::string local_address() const;
+  std::string target() const { return target_; }
+  const std::vector<std::unique_ptr<Connection>>& connections() const { return connections_; }
+
+  // Per-connection results, the step table, messages and setup rate, and the human summary
+  // (cmtime-style step table); safe on a partial run.
+  void fill(Report& report) const;
+
+ private:
+  using Predicate = std::function<bool()>;
+  // Handles CM events and completions until `done`; throws RunStopped when nothing happens
+  // until `initial_deadline` (default: the timeout from now) or for `timeout` after that.
+  void pump(const Predicate& done, const std::string& awaiting,
+            std::optional<Clock::time_point> initial_deadline = std::nullopt);
+  void handle(rdma_cm_event& event);
+  void on_connect_request(rdma_cm_event& event);
+  void start_join(Connection& connection);
+  void on_ready(Connection& connection, const rdma_cm_event& event);
+  void create_resources(Connection& connection);
+  void create_qp(Connection& connection, ibv_qp_init_attr& attributes);
+  void post_receives(Connection& connection);
+  void post_sends(Connection& connection, std::uint64_t count);
+  bool drain_completions();
+  void on_completion(const ibv_wc& completion);
+  void answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot);
+  void consume_completion_events();
+  void set_id_options(Connection& connection, bool active);
+  std::unique_ptr<Connection>& add_connection(CmId id);
+  std::size_t receive_slot_bytes() const;
+  std::vector<int> wait_fds() const;
+
+  GroupOptions options_;
+  // Declaration order is teardown order reversed: connections, then channels.
+  std::unique_ptr<EventChannel> channel_;
+  CmId listen_id_;
+  std::unique_ptr<CompletionChannel> completion_channel_;
+  ibv_context* context_ = nullptr;
+  std::vector<std::unique_ptr<Connection>> connections_;
+  std::vector<CmId> rejected_;
+  std::string target_;
+  int target_family_ = AF_UNSPEC;
+  SocketAddress group_;
+  bool joined_ = false;
+  std::vector<std::uint8_t> private_data_;
+  nlohmann::json events_ = nlohmann::json::array();
+};
+
+// Fills the report from the group when the run ends, normally or by an exception.
+class FillReportOnExit {
+ public:
+  FillReportOnExit(const ConnectionGroup& group, Report& report) : group_(group), report_(report) {}
+  ~FillReportOnExit();
+  FillReportOnExit(const FillReportOnExit&) = delete;
+  FillReportOnExit& operator=(const FillReportOnExit&) = delete;
+
+ private:
+  const ConnectionGroup& group_;
+  Report& report_;
+};
+
+}  // namespace rdmakit

@@ -1,0 +1,465 @@
+#include "lib/rdma/endpoint.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+int timeout_ms(std::chrono::milliseconds timeout) {
+  return static_cast<int>(timeout.count());
+}
+
+// ibv_post_* return the errno value itself rather than setting errno.
+void check_post(int rc, const char* call) {
+  if (rc != 0) {
+    throw RdmaError(call, "", rc);
+  }
+}
+
+// An error completion's opcode field is undefined, so each work request carries its kind
+// in the top byte of wr_id; the caller's id keeps the rest.
+enum class WorkKind : std::uint64_t { send = 1, receive = 2, rdma_read = 3, rdma_write = 4 };
+constexpr unsigned kind_shift = 56;
+constexpr std::uint64_t caller_id_mask = (std::uint64_t{1} << kind_shift) - 1;
+
+std::uint64_t tag(WorkKind kind, std::uint64_t wr_id) {
+  return (static_cast<std::uint64_t>(kind) << kind_shift) | (wr_id & caller_id_mask);
+}
+
+const char* kind_name(std::uint64_t tagged) {
+  switch (static_cast<WorkKind>(tagged >> kind_shift)) {
+    case WorkKind::send: return "SEND";
+    case WorkKind::receive: return "RECV";
+    case WorkKind::rdma_read: return "RDMA_READ";
+    case WorkKind::rdma_write: return "RDMA_WRITE";
+  }
+  return "work request";
+}
+
+std::string completion_message(const ibv_wc& wc) {
+  return fmt::format("{} failed: {} (status {}, vendor error 0x{:x})", kind_name(wc.wr_id),
+                     ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err);
+}
+
+}  // namespace
+
+Endpoint::Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state)
+    : channel_(std::move(channel)), id_(std::move(id)), options_(options), state_(state) {}
+
+Endpoint::~Endpoint() {
+  if (state_ == CmState::established && !disconnect_sent_) {
+    rdma_disconnect(id_.get());
+  }
+  buffers_.clear();
+  if (cm_qp_) {
+    rdma_destroy_qp(id_.get());
+  }
+  own_qp_.reset();
+  cq_.reset();
+  completion_channel_.reset();
+  pd_.reset();
+}
+
+std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const SocketAddress& destination,
+                                            const EndpointOptions& options, Report& report) {
+  auto channel = std::make_unique<EventChannel>();
+  CmId id(*channel, RDMA_PS_TCP);
+  std::unique_ptr<Endpoint> endpoint(new Endpoint(std::move(channel), std::move(id), options, CmState::idle));
+  rdma_cm_id* cm_id = endpoint->id_.get();
+  if (options.type_of_service) {
+    auto tos = *options.type_of_service;
+    check_call(rdma_set_option(cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option",
+               "TOS " + std::to_string(tos));
+  }
+  const auto target = destination.to_string();
+
+  auto started = Clock::now();
+  check_call(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
+                               const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
+             "rdma_resolve_addr", target);
+  endpoint->state_ = CmState::resolving_addr;
+  endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, "address resolution of " + target);
+  report.add_timing("addr_resolve", elapsed_ms(started));
+
+  started = Clock::now();
+  check_call(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target);
+  endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, "route resolution to " + target);
+  report.add_timing("route_resolve", elapsed_ms(started));
+  endpoint->create_resources();
+  return endpoint;
+}
+
+void Endpoint::await_action(CmAction wanted, const char* call, const std::string& target, const std::string& awaiting) {
+  for (;;) {
+    auto event = next_cm_event(*channel_, deadline(), options_.stop_fd, awaiting);
+    const auto status = event->status;
+    const auto transition = apply(*event);
+    if (transition.action == CmAction::fail) {
+      // status carries the negative errno of the failed step (e.g. -ENODEV, -ETIMEDOUT).
+      throw RdmaError(call, target, status < 0 ? -status : EHOSTUNREACH);
+    }
+    if (transition.action == wanted) {
+      return;
+    }
+  }
+}
+
+void Endpoint::create_resources() {
+  ibv_context* verbs = id_->verbs;
+  if (verbs == nullptr) {
+    throw RdmaError("rdma_cm_id", "no device bound to " + local_address(), ENODEV);
+  }
+  if (options_.check_device) {
+    options_.check_device(verbs, id_->port_num);
+  }
+  pd_ = std::make_unique<ProtectionDomain>(verbs);
+  completion_channel_ = std::make_unique<CompletionChannel>(verbs);
+  set_nonblocking(completion_channel_->fd(), "completion channel");
+  cq_ = std::make_unique<CompletionQueue>(verbs, static_cast<int>(options_.send_depth + options_.recv_depth),
+                                          *completion_channel_);
+  ibv_qp_init_attr attributes{};
+  attributes.send_cq = cq_->get();
+  attributes.recv_cq = cq_->get();
+  attributes.qp_type = IBV_QPT_RC;
+  attributes.cap.max_send_wr = options_.send_depth;
+  attributes.cap.max_recv_wr = options_.recv_depth;
+  attributes.cap.max_send_sge = 1;
+  attributes.cap.max_recv_sge = 1;
+  attributes.cap.max_inline_data = options_.max_inline_data;
+  if (options_.self_managed_qp) {
+    own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
+    move_qp_to(IBV_QPS_INIT);
+  } else {
+    int rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
+    if (rc != 0 && attributes.cap.max_inline_data > 0) {
+      spdlog::info("rdma_create_qp with {} bytes inline: {}; retrying without inline data", options_.max_inline_data,
+                   std::strerror(errno));
+      attributes.cap.max_inline_data = 0;
+      rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
+    }
+    check_call(rc, "rdma_create_qp", "");
+    cm_qp_ = true;
+  }
+  // Providers may round the inline size up; what we use is what was asked for, if granted.
+  max_inline_data_ = std::min(options_.max_inline_data, attributes.cap.max_inline_data);
+}
+
+ibv_qp* Endpoint::qp() const {
+  return own_qp_ ? own_qp_->get() : id_->qp;
+}
+
+void Endpoint::move_qp_to(ibv_qp_state target) {
+  ibv_qp_attr attributes{};
+  int mask = 0;
+  attributes.qp_state = target;
+  check_call(rdma_init_qp_attr(id_.get(), &attributes, &mask), "rdma_init_qp_attr", "");
+  if (target == IBV_QPS_RTR && options_.path_mtu) {
+    attributes.path_mtu = *options_.path_mtu;
+  }
+  const int rc = ibv_modify_qp(own_qp_->get(), &attributes, mask);
+  if (rc != 0) {
+    throw RdmaError("ibv_modify_qp", fmt::format("state {}", static_cast<int>(target)), rc);
+  }
+}
+
+void Endpoint::ready_own_qp() {
+  // INIT again: before the CM had a connection, INIT carried no remote access rights.
+  move_qp_to(IBV_QPS_INIT);
+  move_qp_to(IBV_QPS_RTR);
+  move_qp_to(IBV_QPS_RTS);
+}
+
+rdma_conn_param Endpoint::connection_parameters() const {
+  rdma_conn_param parameters{};
+  parameters.responder_resources = options_.responder_resources;
+  parameters.initiator_depth = options_.initiator_depth;
+  parameters.retry_count = 7;
+  parameters.rnr_retry_count = 7;  // 7 = retry forever on receiver-not-ready
+  if (own_qp_) {
+    parameters.qp_num = own_qp_->get()->qp_num;
+  }
+  if (!options_.private_data.empty()) {
+    parameters.private_data = options_.private_data.data();
+    parameters.private_data_len = static_cast<std::uint8_t>(options_.private_data.size());
+  }
+  return parameters;
+}
+
+CmTransition Endpoint::apply(const rdma_cm_event& event) {
+  const auto kind = classify(event.event);
+  auto transition = cm_transition(state_, kind);
+  spdlog::debug("cm {}: {} -> {}", to_string(kind), to_string(state_), to_string(transition.next));
+  if (transition.action == CmAction::fail) {
+    spdlog::debug("cm failure: {} (status {})", transition.reason, event.status);
+  }
+  if (kind == CmEvent::disconnected && state_ == CmState::established && !disconnect_sent_) {
+    // The peer's DREQ: answer it now (DREP). Otherwise a peer that closes its connections one
+    // by one, each waiting for its DISCONNECTED, waits until we destroy this id.
+    disconnect_sent_ = true;
+    if (rdma_disconnect(id_.get()) != 0) spdlog::debug("rdma_disconnect (reply): {}", std::strerror(errno));
+  }
+  state_ = transition.next;
+  return transition;
+}
+
+void Endpoint::await_established(const std::string& step, Report& report, Clock::time_point started) {
+  const auto peer = peer_address();
+  for (;;) {
+    auto event = next_cm_event(*channel_, deadline(), options_.stop_fd, "connection establishment with " + peer);
+    const auto status = event->status;
+    const auto transition = apply(*event);
+    switch (transition.action) {
+      case CmAction::fail: {
+        // REJECTED carries the CM reject reason (IB spec: 8 invalid service ID, i.e. nobody
+        // listens; 10 stale connection; 28 consumer reject) rather than an errno.
+        auto reason = transition.reason;
+        if (classify(event->event) == CmEvent::rejected) {
+          if (options_.explain_rejection && event->param.conn.private_data != nullptr) {
+            const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
+            options_.explain_rejection({bytes, event->param.conn.private_data_len});
+          }
+          reason += fmt::format(", reject reason {}", status);
+        }
+        throw RdmaError(step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
+                        status < 0 ? -status : ECONNREFUSED);
+      }
+      case CmAction::establish:
+        ready_own_qp();
+        check_call(rdma_establish(id_.get()), "rdma_establish", peer);
+        [[fallthrough]];
+      case CmAction::start_traffic:
+        if (event->param.conn.private_data != nullptr) {
+          const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
+          peer_private_data_.assign(bytes, bytes + event->param.conn.private_data_len);
+        }
+        report.add_timing(step, elapsed_ms(started));
+        return;
+      default: break;
+    }
+  }
+}
+
+void Endpoint::connect(Report& report) {
+  const auto started = Clock::now();
+  auto parameters = connection_parameters();
+  check_call(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
+  state_ = CmState::connecting;
+  await_established("connect", report, started);
+}
+
+void Endpoint::accept(Report& report) {
+  const auto started = Clock::now();
+  if (own_qp_) {
+    ready_own_qp();
+  }
+  auto parameters = connection_parameters();
+  check_call(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
+  state_ = CmState::accepting;
+  await_established("accept", report, started);
+}
+
+void Endpoint::reject(std::span<const std::uint8_t> private_data) noexcept {
+  if (state_ != CmState::accepting) {
+    return;
+  }
+  const auto length = static_cast<std::uint8_t>(std::min<std::size_t>(private_data.size(), 148));
+  if (rdma_reject(id_.get(), length > 0 ? private_data.data() : nullptr, length) != 0) {
+    spdlog::debug("rdma_reject: {}", std::strerror(errno));
+  }
+  state_ = CmState::disconnected;
+}
+
+RegisteredBuffer& Endpoint::add_buffer(std::size_t size, int access) {
+  buffers_.push_back(std::make_unique<RegisteredBuffer>(pd_->get(), size, access));
+  return *buffers_.back();
+}
+
+void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
+  ibv_sge sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
+  ibv_recv_wr wr{};
+  wr.wr_id = tag(WorkKind::receive, wr_id);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad = nullptr;
+  check_post(ibv_post_recv(qp(), &wr, &bad), "ibv_post_recv");
+}
+
+void Endpoint::post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
+  ibv_sge sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = tag(WorkKind::send, wr_id);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  check_post(ibv_post_send(qp(), &wr, &bad), "ibv_post_send");
+}
+
+void Endpoint::post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length,
+                         std::uint64_t remote_address, std::uint32_t rkey, std::uint64_t wr_id) {
+  ibv_sge sge{.addr = local.address(), .length = static_cast<std::uint32_t>(length), .lkey = local.lkey()};
+  ibv_send_wr wr{};
+  wr.wr_id = tag(opcode == IBV_WR_RDMA_READ ? WorkKind::rdma_read : WorkKind::rdma_write, wr_id);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = opcode;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = remote_address;
+  wr.wr.rdma.rkey = rkey;
+  ibv_send_wr* bad = nullptr;
+  check_post(ibv_post_send(qp(), &wr, &bad), "ibv_post_send");
+}
+
+ibv_wc Endpoint::next_completion() {
+  const auto until = deadline();
+  for (;;) {
+    ibv_wc wc{};
+    const int polled = ibv_poll_cq(cq_->get(), 1, &wc);
+    if (polled < 0) {
+      throw RdmaError("ibv_poll_cq", "", EIO);
+    }
+    if (polled == 1) {
+      if (wc.status == IBV_WC_SUCCESS) {
+        wc.wr_id &= caller_id_mask;
+        return wc;
+      }
+      if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+        throw RunStopped(StopReason::peer_disconnected,
+                         "connection to " + peer_address() + " closed (work requests flushed)");
+      }
+      throw CompletionError(completion_message(wc), static_cast<int>(wc.status));
+    }
+    if (!cq_armed_) {
+      // Arm, then poll once more: a completion that arrived in between raises no event.
+      check_post(ibv_req_notify_cq(cq_->get(), 0), "ibv_req_notify_cq");
+      cq_armed_ = true;
+      continue;
+    }
+    const auto ready = wait_readable({completion_channel_->fd(), channel_->fd(), options_.stop_fd}, until);
+    if (!ready) {
+      throw RunStopped(StopReason::timed_out, fmt::format("no completion from {} within {:.1f} s", peer_address(),
+                                                          static_cast<double>(options_.timeout.count()) / 1000.0));
+    }
+    if (*ready == 0) {
+      ibv_cq* cq = nullptr;
+      void* context = nullptr;
+      if (ibv_get_cq_event(completion_channel_->get(), &cq, &context) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        cq_armed_ = false;
+      }
+    } else if (*ready == 1) {
+      while (auto event = poll_cm_event(*channel_)) {
+        const auto transition = apply(*event);
+        if (transition.action == CmAction::stop_traffic || transition.action == CmAction::fail) {
+          throw RunStopped(StopReason::peer_disconnected, peer_address() + ": " + transition.reason);
+        }
+      }
+    } else {
+      throw RunStopped(StopReason::interrupted, "interrupted");
+    }
+  }
+}
+
+std::optional<std::uint8_t> Endpoint::source_gid_index() const {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp(), &attributes, IBV_QP_AV, &init) != 0 || attributes.ah_attr.is_global == 0) {
+    return std::nullopt;
+  }
+  return attributes.ah_attr.grh.sgid_index;
+}
+
+ibv_mtu Endpoint::active_path_mtu() const {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (const int rc = ibv_query_qp(qp(), &attributes, IBV_QP_PATH_MTU, &init); rc != 0) {
+    throw RdmaError("ibv_query_qp", "path MTU", rc);  // returns the errno value itself
+  }
+  return attributes.path_mtu;
+}
+
+bool Endpoint::poll_connected() {
+  while (auto event = poll_cm_event(*channel_)) {
+    apply(*event);
+  }
+  return state_ == CmState::established;
+}
+
+void Endpoint::disconnect() noexcept {
+  if (state_ != CmState::established) {
+    return;
+  }
+  disconnect_sent_ = true;
+  if (rdma_disconnect(id_.get()) != 0) {
+    spdlog::debug("rdma_disconnect: {}", std::strerror(errno));
+    return;
+  }
+  try {
+    const auto until = deadline();
+    while (state_ == CmState::established) {
+      auto event = next_cm_event(*channel_, until, options_.stop_fd, "disconnect");
+      apply(*event);
+    }
+  } catch (const std::exception& error) {
+    spdlog::debug("disconnect: {}", error.what());
+  }
+}
+
+std::string Endpoint::local_address() const {
+  return address_of(rdma_get_local_addr(id_.get())).to_string();
+}
+std::string Endpoint::peer_address() const {
+  return address_of(rdma_get_peer_addr(id_.get())).to_string();
+}
+
+Listener::Listener(const SocketAddress& address, int backlog, const EndpointOptions& options)
+    : id_(channel_, RDMA_PS_TCP), options_(options) {
+  const auto where = address.to_string();
+  check_call(rdma_bind_addr(id_.get(), const_cast<sockaddr*>(address.get())), "rdma_bind_addr", where);
+  check_call(rdma_listen(id_.get(), backlog), "rdma_listen", where);
+}
+
+std::string Listener::local_address() const {
+  return address_of(rdma_get_local_addr(id_.get())).to_string();
+}
+
+std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point> deadline) {
+  const auto until = deadline.value_or(Clock::time_point::max());
+  for (;;) {
+    auto event = next_cm_event(channel_, until, options_.stop_fd, "a connection request");
+    const auto kind = classify(event->event);
+    const auto transition = cm_transition(CmState::listening, kind);
+    if (transition.action == CmAction::fail) {
+      throw RdmaError("rdma_listen", local_address() + ": " + transition.reason, EIO);
+    }
+    if (transition.action != CmAction::accept) {
+      continue;
+    }
+    CmId child(event->id);
+    std::vector<std::uint8_t> request_data;
+    if (event->param.conn.private_data != nullptr) {
+      const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
+      request_data.assign(bytes, bytes + event->param.conn.private_data_len);
+    }
+    event.reset();  // rdma_migrate_id waits until every event of the id has been acked
+    auto channel = std::make_unique<EventChannel>();
+    check_call(rdma_migrate_id(child.get(), channel->get()), "rdma_migrate_id", "");
+    std::unique_ptr<Endpoint> endpoint(
+        new Endpoint(std::move(channel), std::move(child), options_, CmState::accepting));
+    endpoint->peer_private_data_ = std::move(request_data);
+    spdlog::debug("connection request from {}", endpoint->peer_address());
+    endpoint->create_resources();
+    return endpoint;
+  }
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,147 @@
+#pragma once
+// One reliable-connected RDMA endpoint: its own CM event channel and cm_id, PD, CQ with a
+// completion channel, QP and registered buffers, torn down in the right order. Every wait
+// is bounded by the timeout and cut short by the stop signal or the peer disconnecting.
+//
+// Active side:  Endpoint::resolve() -> register buffers, post receives -> connect()
+// Passive side: Listener::next_request() -> register buffers, post receives -> accept()
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "lib/core/report.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/verbs.hpp"
+
+namespace rdmakit {
+
+struct EndpointOptions {
+  std::uint32_t send_depth = 16;
+  std::uint32_t recv_depth = 2;
+  std::uint8_t responder_resources = 1;  // incoming RDMA READs we allow in flight
+  std::uint8_t initiator_depth = 1;      // outgoing RDMA READs we keep in flight
+  std::optional<std::uint8_t> type_of_service;
+  bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
+  std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
+  // Self-managed QPs only: the path MTU set at RTR instead of the route's.
+  std::optional<ibv_mtu> path_mtu;
+  // Sent in rdma_connect (active) or rdma_accept (passive): at most 56 / 196 bytes.
+  std::vector<std::uint8_t> private_data;
+  // Called with the device the address resolved to, before any resource is made on it:
+  // the place to refuse what the device cannot do (throw UsageError).
+  std::function<void(ibv_context*, std::uint8_t port)> check_device;
+  // Active side: called with the private data of a REJECTED before the generic
+  // "rejected" error is thrown; may throw a better one (a reason the server gave).
+  std::function<void(std::span<const std::uint8_t>)> explain_rejection;
+  std::chrono::milliseconds timeout{5000};
+  int stop_fd = -1;
+};
+
+class Endpoint {
+ public:
+  // Resolves address and route to `destination` (from `source` when given), recording
+  // "addr_resolve" and "route_resolve" timings, and creates the verbs resources.
+  static std::unique_ptr<Endpoint> resolve(const SocketAddress* source, const SocketAddress& destination,
+                                           const EndpointOptions& options, Report& report);
+
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  void connect(Report& report);  // records "connect"
+  void accept(Report& report);   // records "accept"
+  // Passive side, instead of accept(): turns the request down, `private_data` saying why.
+  void reject(std::span<const std::uint8_t> private_data) noexcept;
+
+  // The buffer lives as long as the endpoint and is deregistered before the PD goes.
+  RegisteredBuffer& add_buffer(std::size_t size, int access);
+
+  void post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
+  void post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
+  void post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length, std::uint64_t remote_address,
+                 std::uint32_t rkey, std::uint64_t wr_id);
+
+  // The next successful work completion. Throws CompletionError for an error status,
+  // RunStopped for timeout, Ctrl-C or peer disconnect.
+  ibv_wc next_completion();
+
+  // Disconnects and waits (bounded) for the DISCONNECTED event so the peer sees a clean end.
+  void disconnect() noexcept;
+
+  std::string local_address() const;
+  std::string peer_address() const;
+  CmState state() const noexcept { return state_; }
+  // What the peer sent with its connection request (passive) or its accept (active).
+  const std::vector<std::uint8_t>& peer_private_data() const noexcept { return peer_private_data_; }
+  // Sets what accept() sends, once the request's private data has been read.
+  void set_private_data(std::vector<std::uint8_t> data) { options_.private_data = std::move(data); }
+  // Passive side, before accept(): the path MTU the client asked for (self-managed QPs).
+  void set_path_mtu(std::optional<ibv_mtu> mtu) { options_.path_mtu = mtu; }
+  // The GID table index and path MTU the connected QP uses (RoCE/GRH; nullopt without a GRH).
+  std::optional<std::uint8_t> source_gid_index() const;
+  ibv_mtu active_path_mtu() const;
+  // For loops that post and poll themselves (benchmarks); the endpoint keeps ownership.
+  ibv_qp* queue_pair() const { return qp(); }
+  ibv_cq* completion_queue() const { return cq_->get(); }
+  ibv_pd* protection_domain() const { return pd_->get(); }
+  ibv_context* context() const { return id_->verbs; }
+  std::uint8_t port_num() const { return id_->port_num; }
+  std::uint32_t max_inline_data() const noexcept { return max_inline_data_; }
+  // Non-blocking: applies queued CM events; true while the connection is up.
+  bool poll_connected();
+
+ private:
+  friend class Listener;
+  Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state);
+  void create_resources();
+  // Reads CM events until one calls for `wanted`; a failure becomes RdmaError(call, target).
+  void await_action(CmAction wanted, const char* call, const std::string& target, const std::string& awaiting);
+  void move_qp_to(ibv_qp_state target);
+  void ready_own_qp();
+  void await_established(const std::string& step, Report& report, Clock::time_point started);
+  // Applies one CM event; returns the transition taken.
+  CmTransition apply(const rdma_cm_event& event);
+  rdma_conn_param connection_parameters() const;
+  ibv_qp* qp() const;
+  Clock::time_point deadline() const { return Clock::now() + options_.timeout; }
+
+  // Declaration order is teardown order reversed: buffers and QP go first, the id last.
+  std::unique_ptr<EventChannel> channel_;
+  CmId id_;
+  EndpointOptions options_;
+  CmState state_;
+  std::unique_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<CompletionChannel> completion_channel_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::unique_ptr<QueuePair> own_qp_;
+  bool cm_qp_ = false;  // QP made by rdma_create_qp, destroyed with rdma_destroy_qp
+  std::vector<std::unique_ptr<RegisteredBuffer>> buffers_;
+  bool cq_armed_ = false;
+  bool disconnect_sent_ = false;  // our DREQ or DREP went out: rdma_disconnect once only
+  std::vector<std::uint8_t> peer_private_data_;
+  std::uint32_t max_inline_data_ = 0;
+};
+
+class Listener {
+ public:
+  // Binds to `address` (port included) and listens. Throws RdmaError (rdma_bind_addr, ...).
+  Listener(const SocketAddress& address, int backlog, const EndpointOptions& options);
+
+  // Waits for the next connection request (forever when `deadline` is empty), moves it to
+  // an endpoint with its own event channel, and creates its resources.
+  std::unique_ptr<Endpoint> next_request(std::optional<Clock::time_point> deadline);
+
+  std::string local_address() const;
+
+ private:
+  EventChannel channel_;
+  CmId id_;
+  EndpointOptions options_;
+};
+
+}  // namespace rdmakit

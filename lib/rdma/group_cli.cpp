@@ -1,0 +1,73 @@
+#include "lib/rdma/group_cli.hpp"
+
+#include <infiniband/ib.h>
+
+#include <spdlog/spdlog.h>
+
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/sync_endpoint.hpp"
+
+namespace rdmakit {
+
+void ConnectionFlags::add_to(CLI::App& app, const std::string& count_help, std::uint32_t max_size,
+                             const std::string& size_help) {
+  app.add_option("-s,--server", server, "Server address (client mode); without it, run as the server");
+  app.add_option("-b,--bind", bind, "Local address to bind (server: listen address)");
+  app.add_option("-f,--address-format", format, "How to read addresses: name, ip, ipv6 or gid")->capture_default_str();
+  app.add_option("-c,--connections", connections, "Connections, set up concurrently (both sides must agree)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("-C,--count", count, count_help)->capture_default_str()->check(CLI::Range(0, 16384));
+  app.add_option("-S,--size", size, size_help)->capture_default_str()->check(CLI::Range(1u, max_size));
+  app.add_option("-t,--tos", type_of_service, "Type of service")->check(CLI::Range(0, 255));
+  app.add_option("--accept-timeout", accept_timeout_s, "Server: seconds to wait for the first client (0 = forever)")
+      ->capture_default_str()
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 86400.0));
+}
+
+void ConnectionFlags::check(rdma_port_space port_space) const {
+  const auto hints = addressing_hints(format, port_space);
+  // rdma_getaddrinfo reads a GID (-f gid) as an IPv6 address.
+  const int family = hints.ai_family == AF_IB ? AF_INET6 : hints.ai_family;
+  const bool numeric = (hints.ai_flags & RAI_NUMERICHOST) != 0;
+  check_resolvable(server, family, numeric);
+  check_resolvable(bind, family, numeric);
+}
+
+nlohmann::json ConnectionFlags::arguments(rdma_port_space port_space) const {
+  return {{"server", server}, {"bind", bind},
+          {"port", port},     {"count", count},
+          {"size", size},     {"connections", connections},
+          {"format", format}, {"port_space", port_space_name(port_space)}};
+}
+
+GroupOptions ConnectionFlags::group_options(rdma_port_space port_space, const CommonOptions& common,
+                                            int stop_fd) const {
+  GroupOptions options;
+  options.port_space = port_space;
+  options.connections = connections;
+  options.message_count = count;
+  options.message_size = size;
+  if (type_of_service) options.type_of_service = static_cast<std::uint8_t>(*type_of_service);
+  options.timeout = common.timeout();
+  options.accept_timeout = std::chrono::milliseconds(static_cast<long long>(accept_timeout_s * 1000));
+  options.stop_fd = stop_fd;
+  return options;
+}
+
+void establish(ConnectionGroup& group, const ConnectionFlags& flags, rdma_port_space port_space, Report& report) {
+  const auto addresses =
+      lookup_addresses(flags.bind, flags.server, flags.port, addressing_hints(flags.format, port_space));
+  if (flags.is_server()) {
+    report.role = "server";
+    group.listen(addresses->get()->ai_src_addr);
+    spdlog::info("listening on {}", group.local_address());
+    group.accept();
+  } else {
+    report.role = "client";
+    group.connect(*addresses->get());
+  }
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,194 @@
+#include "lib/rdma/verbs.hpp"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// libibverbs destroy calls return an errno value (or -1 with errno set, depending on
+// provider); either way we only log: a destructor must not throw.
+void log_teardown(const char* call, int rc) {
+  if (rc != 0) {
+    spdlog::warn("{}: {}", call, std::strerror(rc > 0 ? rc : errno));
+  }
+}
+
+}  // namespace
+
+ProtectionDomain::ProtectionDomain(ibv_context* context) : pd_(ibv_alloc_pd(context)) {
+  if (pd_ == nullptr) {
+    throw RdmaError("ibv_alloc_pd", context ? ibv_get_device_name(context->device) : "", errno);
+  }
+}
+ProtectionDomain::~ProtectionDomain() {
+  log_teardown("ibv_dealloc_pd", ibv_dealloc_pd(pd_));
+}
+
+CompletionChannel::CompletionChannel(ibv_context* context) : channel_(ibv_create_comp_channel(context)) {
+  if (channel_ == nullptr) {
+    throw RdmaError("ibv_create_comp_channel", "", errno);
+  }
+}
+CompletionChannel::~CompletionChannel() {
+  log_teardown("ibv_destroy_comp_channel", ibv_destroy_comp_channel(channel_));
+}
+
+CompletionQueue::CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel)
+    : cq_(ibv_create_cq(context, depth, nullptr, channel.get(), 0)) {
+  if (cq_ == nullptr) {
+    throw RdmaError("ibv_create_cq", "depth " + std::to_string(depth), errno);
+  }
+}
+CompletionQueue::~CompletionQueue() {
+  log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_));
+}
+
+QueuePair::QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes) : qp_(ibv_create_qp(pd, &attributes)) {
+  if (qp_ == nullptr) {
+    throw RdmaError("ibv_create_qp", "", errno);
+  }
+}
+QueuePair::~QueuePair() {
+  log_teardown("ibv_destroy_qp", ibv_destroy_qp(qp_));
+}
+
+RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access)
+    : memory_(new std::byte[size]()), size_(size), mr_(ibv_reg_mr(pd, memory_.get(), size, access)) {
+  if (mr_ == nullptr) {
+    throw RdmaError("ibv_reg_mr", std::to_string(size) + " bytes", errno);
+  }
+}
+RegisteredBuffer::~RegisteredBuffer() {
+  log_teardown("ibv_dereg_mr", ibv_dereg_mr(mr_));
+}
+
+AddressHandle::AddressHandle(ibv_pd* pd, ibv_ah_attr& attributes) : ah_(ibv_create_ah(pd, &attributes)) {
+  if (ah_ == nullptr) {
+    throw RdmaError("ibv_create_ah", "", errno);
+  }
+}
+AddressHandle::AddressHandle(ibv_pd* pd, const ibv_wc& completion, const ibv_grh* grh, std::uint8_t port)
+    // ibv_create_ah_from_wc only reads the completion and GRH; its prototype is not const-correct.
+    : ah_(ibv_create_ah_from_wc(pd, const_cast<ibv_wc*>(&completion), const_cast<ibv_grh*>(grh), port)) {
+  if (ah_ == nullptr) {
+    throw RdmaError("ibv_create_ah_from_wc", "QP " + std::to_string(completion.src_qp), errno);
+  }
+}
+AddressHandle::~AddressHandle() {
+  log_teardown("ibv_destroy_ah", ibv_destroy_ah(ah_));
+}
+
+std::string opcode_name(ibv_wc_opcode opcode) {
+  switch (opcode) {
+    case IBV_WC_SEND: return "SEND";
+    case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+    case IBV_WC_RDMA_READ: return "RDMA_READ";
+    case IBV_WC_RECV: return "RECV";
+    case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+    default: return "opcode " + std::to_string(static_cast<int>(opcode));
+  }
+}
+
+DeviceContext::DeviceContext(const std::string& name) {
+  int count = 0;
+  ibv_device** list = ibv_get_device_list(&count);
+  if (list == nullptr && errno == ENOSYS) {
+    // The kernel has no verbs support at all: no device, as with an empty list.
+    throw Unsupported("no RDMA device on this host (ibv_get_device_list: no kernel verbs support)");
+  }
+  if (list == nullptr) {
+    throw RdmaError("ibv_get_device_list", "", errno);
+  }
+  std::vector<std::string> names;
+  ibv_device* chosen = nullptr;
+  for (int i = 0; i < count; ++i) {
+    names.emplace_back(ibv_get_device_name(list[i]));
+    if (names.back() == name || (name.empty() && count == 1)) chosen = list[i];
+  }
+  if (chosen != nullptr) context_ = ibv_open_device(chosen);
+  const int open_errno = errno;
+  ibv_free_device_list(list);
+  const std::string present = names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+  if (names.empty()) {
+    throw Unsupported("no RDMA device on this host (ibv_get_device_list is empty)");
+  }
+  if (chosen == nullptr) {
+    throw UsageError(name.empty() ? fmt::format("several RDMA devices ({}): name one with -d", present)
+                                  : fmt::format("no RDMA device {} (present: {})", name, present));
+  }
+  if (context_ == nullptr) {
+    throw RdmaError("ibv_open_device", name, open_errno);
+  }
+}
+
+DeviceContext::~DeviceContext() {
+  log_teardown("ibv_close_device", ibv_close_device(context_));
+}
+
+std::string DeviceContext::name() const {
+  return ibv_get_device_name(context_->device);
+}
+
+GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index) {
+  ibv_port_attr port_attributes{};
+  if (const int rc = ibv_query_port(context, port, &port_attributes); rc != 0) {
+    throw RdmaError("ibv_query_port", ibv_get_device_name(context->device), rc);
+  }
+  const std::string where = fmt::format("{} port {}", ibv_get_device_name(context->device), port);
+  if (index >= static_cast<std::uint32_t>(port_attributes.gid_tbl_len)) {
+    throw UsageError(
+        fmt::format("GID index {} is outside {}'s table (0..{})", index, where, port_attributes.gid_tbl_len - 1));
+  }
+  ibv_gid_entry entry{};
+  if (const int rc = ibv_query_gid_ex(context, port, index, &entry, 0); rc != 0) {
+    // ENODATA: the slot exists but holds no GID.
+    throw UsageError(fmt::format("GID index {} of {} is empty{}", index, where,
+                                 rc == ENODATA ? "" : fmt::format(" ({})", std::strerror(rc))));
+  }
+  return GidEntry{.index = index, .gid = entry.gid, .type = entry.gid_type, .ifindex = entry.ndev_ifindex};
+}
+
+std::string gid_type_name(std::uint32_t type) {
+  switch (type) {
+    case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
+    case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
+    default: return "IB";
+  }
+}
+
+std::string gid_text(const ibv_gid& gid) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, gid.raw, text, sizeof text);
+  return text;
+}
+
+std::string gid_address(const GidEntry& entry) {
+  const auto* raw = entry.gid.raw;
+  const bool v4_mapped =
+      std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff && raw[11] == 0xff;
+  if (v4_mapped) {
+    return fmt::format("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]);
+  }
+  auto text = gid_text(entry.gid);
+  const bool link_local = raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
+  if (link_local && entry.ifindex != 0) {
+    char name[IF_NAMESIZE] = {};
+    if (if_indextoname(entry.ifindex, name) != nullptr) text += std::string("%") + name;
+  }
+  return text;
+}
+
+}  // namespace rdmakit

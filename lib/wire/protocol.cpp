@@ -1,0 +1,312 @@
+#include "lib/wire/protocol.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+
+namespace rdmakit::rping {
+
+namespace {
+
+template <typename T>
+void put_be(std::byte* out, T value) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out[sizeof(T) - 1 - i] = static_cast<std::byte>(value & 0xffU);
+    value = static_cast<T>(value >> 8U);
+  }
+}
+
+template <typename T>
+T get_be(const std::byte* in) {
+  T value = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    value = static_cast<T>((value << 8U) | std::to_integer<T>(in[i]));
+  }
+  return value;
+}
+
+constexpr char first_pattern_char = 'A';  // 65
+constexpr char last_pattern_char = 'z';   // 122
+constexpr int pattern_span = last_pattern_char - first_pattern_char + 1;
+
+}  // namespace
+
+AdvertBytes encode(const BufferAdvert& advert) {
+  AdvertBytes bytes{};
+  put_be(bytes.data(), advert.address);
+  put_be(bytes.data() + 8, advert.rkey);
+  put_be(bytes.data() + 12, advert.length);
+  return bytes;
+}
+
+BufferAdvert decode_advert(std::span<const std::byte> bytes) {
+  if (bytes.size() != advert_wire_size) {
+    throw ProtocolError(fmt::format("peer sent a {}-byte message where a {}-byte buffer advert belongs", bytes.size(),
+                                    advert_wire_size));
+  }
+  return BufferAdvert{
+      .address = get_be<std::uint64_t>(bytes.data()),
+      .rkey = get_be<std::uint32_t>(bytes.data() + 8),
+      .length = get_be<std::uint32_t>(bytes.data() + 12),
+  };
+}
+
+void check_advert_fits(const BufferAdvert& advert, std::size_t capacity, const std::string& purpose) {
+  if (advert.length == 0) {
+    throw ProtocolError(fmt::format("peer advertised an empty buffer for {}", purpose));
+  }
+  if (advert.length > capacity) {
+    throw ProtocolError(fmt::format("peer advertised {} bytes for {} but our buffer holds {}; use -S {} or more here",
+                                    advert.length, purpose, capacity, advert.length));
+  }
+}
+
+void fill_ping_payload(std::span<char> buffer, std::uint64_t iteration) {
+  if (buffer.size() < min_payload_size) {
+    throw std::invalid_argument("ping payload smaller than the minimum size");
+  }
+  // The stock tool formats the iteration as a C int.
+  const auto tag = fmt::format("rdma-ping-{}: ", static_cast<int>(iteration));
+  std::memcpy(buffer.data(), tag.data(), tag.size());
+  auto c = static_cast<int>(first_pattern_char + static_cast<int>(iteration % pattern_span));
+  for (std::size_t i = tag.size(); i < buffer.size(); ++i) {
+    buffer[i] = static_cast<char>(c);
+    c = c == last_pattern_char ? first_pattern_char : c + 1;
+  }
+  buffer.back() = '\0';
+}
+
+std::size_t echo_length(std::span<const char> received) {
+  const auto text = strnlen(received.data(), received.size());
+  return text < received.size() ? text + 1 : received.size();
+}
+
+}  // namespace rdmakit::rping
+
+namespace rdmakit::rdmx {
+
+void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining) {
+  std::fill(message.begin(), message.end(), std::uint8_t{0});
+  for (int i = 0; i < 4; ++i) {
+    message[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(remaining >> (24 - 8 * i));
+  }
+}
+
+std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message) {
+  std::uint32_t remaining = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    remaining = (remaining << 8) | message[i];
+  }
+  return remaining;
+}
+
+void check_message_length(std::uint32_t received) {
+  if (received != message_size) {
+    throw ProtocolError(fmt::format("peer sent a {}-byte message; rdma_server/rdma_client messages are {} bytes",
+                                    received, message_size));
+  }
+}
+
+}  // namespace rdmakit::rdmx
+
+namespace rdmakit::bw {
+
+namespace {
+
+// Message kinds, so a Hello is never read as an Answer.
+constexpr std::uint8_t hello_kind = 1;
+constexpr std::uint8_t answer_kind = 2;
+constexpr std::uint8_t refusal_kind = 3;
+
+void put32(std::uint8_t* out, std::uint32_t value) {
+  for (int i = 3; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
+}
+void put64(std::uint8_t* out, std::uint64_t value) {
+  for (int i = 7; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
+}
+std::uint32_t get32(const std::uint8_t* in) {
+  std::uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value = (value << 8) | in[i];
+  return value;
+}
+std::uint64_t get64(const std::uint8_t* in) {
+  std::uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value = (value << 8) | in[i];
+  return value;
+}
+
+template <std::size_t N>
+std::array<std::uint8_t, N> header(std::uint8_t kind) {
+  std::array<std::uint8_t, N> bytes{};
+  put32(bytes.data(), magic);
+  bytes[4] = version;
+  bytes[5] = kind;
+  return bytes;
+}
+
+void check_header(std::span<const std::uint8_t> bytes, std::size_t size, std::uint8_t kind, const char* what) {
+  if (bytes.size() < size) {
+    throw ProtocolError(std::string("send_bw ") + what + ": " + std::to_string(bytes.size()) +
+                        " bytes of private data, expected at least " + std::to_string(size));
+  }
+  if (get32(bytes.data()) != magic) {
+    throw ProtocolError(std::string("send_bw ") + what + ": the peer is not send_bw (no RKBW magic)");
+  }
+  if (bytes[4] != version) {
+    throw ProtocolError(std::string("send_bw ") + what + ": the peer speaks protocol version " +
+                        std::to_string(bytes[4]) + ", this send_bw speaks " + std::to_string(version));
+  }
+  if (bytes[5] != kind) {
+    throw ProtocolError(std::string("send_bw ") + what + ": unexpected message kind " + std::to_string(bytes[5]));
+  }
+}
+
+void check_size(std::uint32_t size, const char* what) {
+  if (size == 0 || size > max_message_size) {
+    throw ProtocolError(std::string("send_bw: the peer's ") + what + " " + std::to_string(size) + " is outside 1.." +
+                        std::to_string(max_message_size));
+  }
+}
+
+std::uint16_t get16(const std::uint8_t* in) {
+  return static_cast<std::uint16_t>((in[0] << 8) | in[1]);
+}
+void put16(std::uint8_t* out, std::uint16_t value) {
+  out[0] = static_cast<std::uint8_t>(value >> 8);
+  out[1] = static_cast<std::uint8_t>(value & 0xff);
+}
+
+constexpr std::uint8_t bidirectional_flag = 1;
+
+}  // namespace
+
+std::string to_string(Operation operation) {
+  switch (operation) {
+    case Operation::send: return "send";
+    case Operation::write: return "write";
+    case Operation::read: return "read";
+  }
+  return "unknown";
+}
+
+std::string to_string(Test test) {
+  return test == Test::latency ? "lat" : "bw";
+}
+
+std::array<std::uint8_t, hello_size> encode(const Hello& hello) {
+  auto bytes = header<hello_size>(hello_kind);
+  bytes[6] = static_cast<std::uint8_t>(hello.operation);
+  bytes[7] = static_cast<std::uint8_t>(hello.test);
+  put32(bytes.data() + 8, hello.max_size);
+  put32(bytes.data() + 12, hello.depth);
+  bytes[16] = hello.bidirectional ? bidirectional_flag : 0;
+  bytes[17] = hello.path_mtu;
+  put16(bytes.data() + 18, hello.queue_pairs);
+  put16(bytes.data() + 20, hello.queue_pair_index);
+  put64(bytes.data() + 24, hello.reply_address);
+  put32(bytes.data() + 32, hello.reply_rkey);
+  put32(bytes.data() + 36, hello.reply_length);
+  return bytes;
+}
+
+std::array<std::uint8_t, answer_size> encode(const Answer& answer) {
+  auto bytes = header<answer_size>(answer_kind);
+  put64(bytes.data() + 8, answer.address);
+  put32(bytes.data() + 16, answer.rkey);
+  put32(bytes.data() + 20, answer.length);
+  return bytes;
+}
+
+std::vector<std::uint8_t> encode_refusal(std::string_view reason) {
+  const auto text = reason.substr(0, max_refusal_text);
+  const auto head = header<7>(refusal_kind);
+  std::vector<std::uint8_t> bytes(head.size() + text.size());
+  std::copy(head.begin(), head.end(), bytes.begin());
+  bytes[6] = static_cast<std::uint8_t>(text.size());
+  std::transform(text.begin(), text.end(), bytes.begin() + 7, [](char c) { return static_cast<std::uint8_t>(c); });
+  return bytes;
+}
+
+Hello decode_hello(std::span<const std::uint8_t> bytes) {
+  check_header(bytes, hello_size, hello_kind, "hello");
+  if (bytes[6] > static_cast<std::uint8_t>(Operation::read)) {
+    throw ProtocolError("send_bw hello: unknown operation " + std::to_string(bytes[6]));
+  }
+  if (bytes[7] > static_cast<std::uint8_t>(Test::latency)) {
+    throw ProtocolError("send_bw hello: unknown test " + std::to_string(bytes[7]));
+  }
+  if ((bytes[16] & ~bidirectional_flag) != 0) {
+    throw ProtocolError(fmt::format("send_bw hello: unknown flags {:#x}", bytes[16]));
+  }
+  Hello hello{.operation = static_cast<Operation>(bytes[6]),
+              .test = static_cast<Test>(bytes[7]),
+              .max_size = get32(bytes.data() + 8),
+              .depth = get32(bytes.data() + 12),
+              .bidirectional = bytes[16] != 0,
+              .path_mtu = bytes[17],
+              .queue_pairs = get16(bytes.data() + 18),
+              .queue_pair_index = get16(bytes.data() + 20),
+              .reply_address = get64(bytes.data() + 24),
+              .reply_rkey = get32(bytes.data() + 32),
+              .reply_length = get32(bytes.data() + 36)};
+  check_size(hello.max_size, "message size");
+  if (hello.depth == 0 || hello.depth > 1u << 16) {
+    throw ProtocolError("send_bw hello: queue depth " + std::to_string(hello.depth) + " is outside 1..65536");
+  }
+  if (hello.queue_pairs == 0 || hello.queue_pairs > max_queue_pairs || hello.queue_pair_index >= hello.queue_pairs) {
+    throw ProtocolError(fmt::format("send_bw hello: queue pair {} of {} is outside 1..{}", hello.queue_pair_index,
+                                    hello.queue_pairs, max_queue_pairs));
+  }
+  if (hello.path_mtu > 5) {
+    throw ProtocolError("send_bw hello: unknown path MTU code " + std::to_string(hello.path_mtu));
+  }
+  if (hello.test == Test::latency && hello.queue_pairs != 1) {
+    throw ProtocolError("send_bw hello: a latency test runs on one queue pair");
+  }
+  if (hello.test == Test::latency && hello.operation == Operation::write && hello.reply_length < hello.max_size) {
+    throw ProtocolError(fmt::format("send_bw hello: the client's reply buffer holds {} bytes, its messages {}",
+                                    hello.reply_length, hello.max_size));
+  }
+  return hello;
+}
+
+Answer decode_answer(std::span<const std::uint8_t> bytes) {
+  check_header(bytes, answer_size, answer_kind, "answer");
+  Answer answer{
+      .address = get64(bytes.data() + 8), .rkey = get32(bytes.data() + 16), .length = get32(bytes.data() + 20)};
+  check_size(answer.length, "buffer length");
+  return answer;
+}
+
+std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 7 || get32(bytes.data()) != magic || bytes[5] != refusal_kind) {
+    return std::nullopt;
+  }
+  const std::size_t length = std::min<std::size_t>({bytes[6], bytes.size() - 7, max_refusal_text});
+  std::string text;
+  for (std::size_t i = 0; i < length; ++i) {
+    const auto c = static_cast<char>(bytes[7 + i]);
+    text += std::isprint(static_cast<unsigned char>(c)) != 0 ? c : '?';
+  }
+  return text;
+}
+
+std::uint32_t encode_size_announcement(std::uint32_t size) {
+  return htonl(size);
+}
+
+std::uint32_t decode_size_announcement(std::uint32_t imm_data, std::uint32_t capacity) {
+  const std::uint32_t announced = ntohl(imm_data);
+  if (announced == 0 || announced > capacity) {
+    throw ProtocolError(fmt::format("the client announced {}-byte messages; the buffer holds {}", announced, capacity));
+  }
+  return announced;
+}
+
+}  // namespace rdmakit::bw

@@ -29,13 +29,10 @@ struct Limits {
 // What the device cannot do is a usage error naming the device's own number.
 void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& limits) {
   ibv_device_attr device{};
-  if (const int rc = ibv_query_device(context, &device); rc != 0) {
-    throw RdmaError("ibv_query_device", ibv_get_device_name(context->device), rc);
-  }
+  check_returned(ibv_query_device(context, &device), "ibv_query_device", ibv_get_device_name(context->device));
   ibv_port_attr port_attributes{};
-  if (const int rc = ibv_query_port(context, port, &port_attributes); rc != 0) {
-    throw RdmaError("ibv_query_port", ibv_get_device_name(context->device), rc);
-  }
+  check_returned(ibv_query_port(context, port, &port_attributes), "ibv_query_port",
+                 ibv_get_device_name(context->device));
   const std::string name = ibv_get_device_name(context->device);
   if (!limits.device.empty() && limits.device != name) {
     throw UsageError(fmt::format("-d {}: the address is served by {}", limits.device, name));
@@ -402,7 +399,9 @@ void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
   options.self_managed_qp = true;  // so the client's -m can set the path MTU
   const auto bind = local_address(s);
   const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
+  const auto started = Clock::now();
   Listener listener(address, s.persistent ? 64 : bw::max_queue_pairs, options);
+  report.add_timing("listen", elapsed_ms(started));
   report.local_address = listener.local_address();
   if (s.persistent) {
     serve_bw_clients(listener, s, report, results);

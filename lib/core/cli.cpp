@@ -80,7 +80,7 @@ void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
     return;
   }
   try {
-    report.extra["diagnosis"] = diagnoser_(address_of(error.subject()), common_.timeout(), diagnosis_text_);
+    report.extra["diagnosis"] = diagnoser_(error.address(), common_.timeout(), diagnosis_text_);
   } catch (const std::exception& failure) {
     diagnosis_text_ = std::string("diagnosis failed: ") + failure.what() + "\n";
   }
@@ -130,7 +130,8 @@ int ToolRunner::usage_error(const std::string& message) {
   if (common_.json) {
     Report report;
     report.tool = name_;
-    report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+    report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}, .completion = {}},
+                ExitCode::usage);
     std::cout << json_text(to_json(report)) << std::endl;
   }
   return static_cast<int>(ExitCode::usage);
@@ -204,13 +205,17 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {
     report.stop(stopped.reason(), stopped.what());
+  } catch (const CompletionError& error) {
+    report.fail(record_of(error));
   } catch (const UsageError& error) {
-    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = {}},
+                ExitCode::usage);
   } catch (const Unsupported& error) {
-    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}}, ExitCode::no_device);
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = {}},
+                ExitCode::no_device);
     report.outcome = "unsupported";
   } catch (const std::exception& error) {
-    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}});
+    report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = {}});
   }
   if (report.outcome == to_string(StopReason::interrupted)) {
     report.exit_code = stop_signal_exit_code();

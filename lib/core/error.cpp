@@ -1,6 +1,9 @@
 #include "lib/core/error.hpp"
 
 #include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
 
 namespace rdmakit {
 
@@ -12,11 +15,22 @@ std::string describe(const std::string& call, const std::string& subject) {
 
 }  // namespace
 
-RdmaError::RdmaError(std::string call, std::string subject, int errnum)
-    : std::system_error(errnum, std::generic_category(), describe(call, subject)),
+RdmaError::RdmaError(std::string call, std::string subject, int errnum, std::string address)
+    : RdmaError(call, subject, errnum, std::move(address), describe(call, subject) + ": " + std::strerror(errnum)) {}
+
+RdmaError::RdmaError(std::string call, std::string subject, int errnum, std::string address, const std::string& what)
+    : std::runtime_error(what),
       call_(std::move(call)),
       subject_(std::move(subject)),
-      hint_(hint_for(call_, subject_, errnum)) {}
+      address_(std::move(address)),
+      errnum_(errnum),
+      hint_(hint_for(call_, address_, errnum)) {}
+
+RdmaError RdmaError::without_errno(std::string call, std::string subject, const std::string& detail,
+                                   std::string address) {
+  const auto what = describe(call, subject) + ": " + detail;
+  return RdmaError(std::move(call), std::move(subject), 0, std::move(address), what);
+}
 
 std::string to_string(StopReason reason) {
   switch (reason) {
@@ -28,19 +42,6 @@ std::string to_string(StopReason reason) {
 }
 
 RunStopped::RunStopped(StopReason reason, const std::string& detail) : std::runtime_error(detail), reason_(reason) {}
-
-std::string address_of(const std::string& subject) {
-  if (subject.starts_with('[')) {
-    const auto close = subject.find(']');
-    return close == std::string::npos ? subject : subject.substr(1, close - 1);
-  }
-  // One colon means host:port; several mean a bare IPv6 address.
-  const auto colon = subject.find(':');
-  if (colon != std::string::npos && subject.find(':', colon + 1) == std::string::npos) {
-    return subject.substr(0, colon);
-  }
-  return subject;
-}
 
 namespace {
 
@@ -56,18 +57,33 @@ bool explained_by_diag_bind(const std::string& call, int errnum) {
          (call == "rdma_create_event_channel" && errnum == ENODEV);
 }
 
-void check_call(int rc, const char* call, const std::string& subject) {
+void check_errno(int rc, const char* call, const std::string& subject, const std::string& address) {
   if (rc != 0) {
-    throw RdmaError(call, subject, errno);
+    const int errnum = errno;
+    if (errnum == 0)
+      throw RdmaError::without_errno(call, subject, fmt::format("returned {} without errno", rc), address);
+    throw RdmaError(call, subject, errnum, address);
   }
 }
 
-std::string hint_for(const std::string& call, const std::string& subject, int errnum) {
+void check_returned(int rc, const char* call, const std::string& subject) {
+  if (rc != 0) {
+    // Some providers return -errno rather than errno.
+    throw RdmaError(call, subject, rc < 0 ? -rc : rc);
+  }
+}
+
+void throw_null_result(const char* call, const std::string& subject) {
+  const int errnum = errno;
+  if (errnum == 0) throw RdmaError::without_errno(call, subject, "returned NULL without errno");
+  throw RdmaError(call, subject, errnum);
+}
+
+std::string hint_for(const std::string& call, const std::string& address, int errnum) {
   const bool addressing = is_addressing(call);
-  const std::string address = address_of(subject);
   if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
-    return "no RDMA device serves " + (address.empty() ? std::string("this address") : address) + "; run 'diag-bind " +
-           address + "' (or add --diagnose) to see why";
+    if (address.empty()) return "no RDMA device serves this address; run 'diag-bind' (or add --diagnose) to see why";
+    return "no RDMA device serves " + address + "; run 'diag-bind " + address + "' (or add --diagnose) to see why";
   }
   if (call == "rdma_create_event_channel" && errnum == ENODEV) {
     return "no RDMA device or rdma_ucm module; run 'diag-bind' (or add --diagnose) to see why";

@@ -2,9 +2,10 @@
 // Error types shared by every tool. An RDMA call that fails becomes an RdmaError that
 // names the call, what it was applied to, the errno and, where we know one, a hint.
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
-#include <system_error>
+#include <utility>
 
 namespace rdmakit {
 
@@ -21,20 +22,33 @@ enum class ExitCode : int {
   terminated = 143,   // SIGTERM
 };
 
-class RdmaError : public std::system_error {
+// A failed libibverbs or librdmacm call (or a system call under them).
+class RdmaError : public std::runtime_error {
  public:
   // `call` is the library function ("rdma_bind_addr"), `subject` what it acted on
-  // ("10.0.0.9:7174"), possibly empty.
-  RdmaError(std::string call, std::string subject, int errnum);
+  // ("10.0.0.9:7174"), possibly empty; `errnum` the errno it reported. `address` is the bare
+  // host address the call was about ("10.0.0.9"), for calls that bind or resolve one: hints
+  // and --diagnose name it. Empty for every other call.
+  RdmaError(std::string call, std::string subject, int errnum, std::string address = {});
+
+  // A call that failed without an errno (ibv_poll_cq's negative count, a CM event whose
+  // status is no errno): `detail` says what it reported instead. errnum() is 0.
+  static RdmaError without_errno(std::string call, std::string subject, const std::string& detail,
+                                 std::string address = {});
 
   const std::string& call() const noexcept { return call_; }
   const std::string& subject() const noexcept { return subject_; }
-  int errnum() const noexcept { return code().value(); }
+  const std::string& address() const noexcept { return address_; }
+  int errnum() const noexcept { return errnum_; }
   const std::string& hint() const noexcept { return hint_; }
 
  private:
+  RdmaError(std::string call, std::string subject, int errnum, std::string address, const std::string& what);
+
   std::string call_;
   std::string subject_;
+  std::string address_;
+  int errnum_ = 0;
   std::string hint_;
 };
 
@@ -57,14 +71,23 @@ class ProtocolError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a work completion that failed said: its ibv_wc_status, that status as libibverbs
+// words it (ibv_wc_status_str), and the vendor's own error code.
+struct CompletionStatus {
+  int status = 0;
+  std::string text;
+  std::uint32_t vendor_error = 0;
+};
+
 // A work completion finished with an error status.
 class CompletionError : public std::runtime_error {
  public:
-  CompletionError(const std::string& what, int status) : std::runtime_error(what), status_(status) {}
-  int status() const noexcept { return status_; }
+  CompletionError(const std::string& what, CompletionStatus status)
+      : std::runtime_error(what), status_(std::move(status)) {}
+  const CompletionStatus& status() const noexcept { return status_; }
 
  private:
-  int status_;
+  CompletionStatus status_;
 };
 
 // Why a run ended before it completed without any call failing.
@@ -80,17 +103,31 @@ class RunStopped : public std::runtime_error {
   StopReason reason_;
 };
 
-// For librdmacm calls that return nonzero and set errno: throws RdmaError(call, subject, errno).
-void check_call(int rc, const char* call, const std::string& subject);
+// The three ways libibverbs and librdmacm report a failure, one checker each; each throws
+// RdmaError(call, subject, errno[, address]).
+//
+// A nonzero return with errno set: librdmacm's calls, and the verbs that wrap a system call
+// (ibv_get_cq_event).
+void check_errno(int rc, const char* call, const std::string& subject, const std::string& address = {});
+
+// The error number as the return value, errno untouched: most verbs (ibv_post_send,
+// ibv_post_recv, ibv_modify_qp, ibv_query_port, ibv_query_qp, ibv_req_notify_cq).
+void check_returned(int rc, const char* call, const std::string& subject);
+
+// A null pointer with errno set: the constructors (ibv_alloc_pd, ibv_create_cq, ibv_reg_mr,
+// rdma_create_event_channel, ...). Returns the pointer.
+[[noreturn]] void throw_null_result(const char* call, const std::string& subject);
+template <typename Object>
+Object* check_pointer(Object* object, const char* call, const std::string& subject) {
+  if (object == nullptr) throw_null_result(call, subject);
+  return object;
+}
 
 // The hint for a failed call, or "" when there is nothing useful to add. ENODEV and
 // EADDRNOTAVAIL from address binding/resolution point at diag-bind with the address.
-std::string hint_for(const std::string& call, const std::string& subject, int errnum);
+std::string hint_for(const std::string& call, const std::string& address, int errnum);
 
 // True when diag-bind can explain this failure (the cases whose hint points at it).
 bool explained_by_diag_bind(const std::string& call, int errnum);
-
-// Strips a ":port" or "[v6]:port" suffix so hints name the bare address.
-std::string address_of(const std::string& subject);
 
 }  // namespace rdmakit

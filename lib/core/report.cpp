@@ -14,7 +14,7 @@ void Report::fail(ErrorRecord error, ExitCode code) {
 }
 
 void Report::stop(StopReason reason, const std::string& detail) {
-  errors.push_back(ErrorRecord{.message = detail, .call = {}, .errnum = 0, .hint = {}});
+  errors.push_back(ErrorRecord{.message = detail, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
   outcome = to_string(reason);
   exit_code = ExitCode::run_failed;
 }
@@ -31,12 +31,37 @@ std::string errno_name(int errnum) {
 }
 
 ErrorRecord record_of(const RdmaError& error) {
-  return ErrorRecord{.message = error.what(), .call = error.call(), .errnum = error.errnum(), .hint = error.hint()};
+  return ErrorRecord{
+      .message = error.what(), .call = error.call(), .errnum = error.errnum(), .hint = error.hint(), .completion = {}};
+}
+
+ErrorRecord record_of(const CompletionError& error) {
+  return ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = error.status()};
 }
 
 nlohmann::json to_json(const LatencySummary& s) {
   return {{"count", s.count}, {"min", s.min_us}, {"avg", s.avg_us},    {"stdev", s.stdev_us},
           {"p50", s.p50_us},  {"p99", s.p99_us}, {"p99.9", s.p999_us}, {"max", s.max_us}};
+}
+
+nlohmann::json to_json(const ErrorRecord& e) {
+  nlohmann::json item = {{"message", e.message}};
+  if (!e.call.empty()) {
+    item["call"] = e.call;
+  }
+  if (e.errnum != 0) {
+    item["errno"] = e.errnum;
+    item["errno_name"] = errno_name(e.errnum);
+  }
+  if (!e.hint.empty()) {
+    item["hint"] = e.hint;
+  }
+  if (e.completion) {
+    item["completion"] = {{"status", e.completion->status},
+                          {"status_text", e.completion->text},
+                          {"vendor_error", e.completion->vendor_error}};
+  }
+  return item;
 }
 
 nlohmann::json to_json(const Report& r) {
@@ -46,18 +71,7 @@ nlohmann::json to_json(const Report& r) {
   }
   nlohmann::json errors = nlohmann::json::array();
   for (const auto& e : r.errors) {
-    nlohmann::json item = {{"message", e.message}};
-    if (!e.call.empty()) {
-      item["call"] = e.call;
-    }
-    if (e.errnum != 0) {
-      item["errno"] = e.errnum;
-      item["errno_name"] = errno_name(e.errnum);
-    }
-    if (!e.hint.empty()) {
-      item["hint"] = e.hint;
-    }
-    errors.push_back(std::move(item));
+    errors.push_back(to_json(e));
   }
   nlohmann::json doc = {
       {"schema_version", report_schema_version},

@@ -23,6 +23,7 @@ struct ErrorRecord {
   std::string call;     // failing library call, "" for non-call errors
   int errnum = 0;       // 0 when not an errno error
   std::string hint;
+  std::optional<CompletionStatus> completion;  // a failed work completion's status
 };
 
 struct Report {
@@ -66,10 +67,12 @@ class StepTimer {
 };
 
 ErrorRecord record_of(const RdmaError& error);
+ErrorRecord record_of(const CompletionError& error);
 
 // The report as a document. Its strings hold whatever bytes a user, a peer or sysfs supplied,
 // so it may not be valid UTF-8: print it with json_text(), never with dump().
 nlohmann::json to_json(const Report& report);
+nlohmann::json to_json(const ErrorRecord& error);
 nlohmann::json to_json(const LatencySummary& summary);
 // A document's text as the tools print and write it (indented by 2), always valid JSON:
 // bytes that are not UTF-8 come out as U+FFFD, everything else unchanged.

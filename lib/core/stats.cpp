@@ -152,6 +152,7 @@ std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
     std::chrono::steady_clock::time_point first_start;
     std::chrono::steady_clock::time_point last_end;
     std::vector<double> durations_ms;
+    std::size_t failed = 0;
   };
   std::vector<Accumulator> steps;
   for (const auto& span : spans) {
@@ -163,6 +164,7 @@ std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
     found->first_start = std::min(found->first_start, span.started);
     found->last_end = std::max(found->last_end, span.ended);
     found->durations_ms.push_back(std::chrono::duration<double, std::milli>(span.ended - span.started).count());
+    found->failed += span.failed ? 1 : 0;
   }
   std::vector<StepRow> rows;
   rows.reserve(steps.size());
@@ -170,6 +172,7 @@ std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
     StepRow row;
     row.step = a.step;
     row.spans = a.durations_ms.size();
+    row.failed = a.failed;
     row.wall_ms = std::chrono::duration<double, std::milli>(a.last_end - a.first_start).count();
     const auto [min, max] = std::minmax_element(a.durations_ms.begin(), a.durations_ms.end());
     row.min_ms = *min;

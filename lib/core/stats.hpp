@@ -75,11 +75,13 @@ struct StepSpan {
   std::string step;
   std::chrono::steady_clock::time_point started;
   std::chrono::steady_clock::time_point ended;
+  bool failed = false;  // the step ended in an error for this connection
 };
 
 struct StepRow {
   std::string step;
   std::size_t spans = 0;
+  std::size_t failed = 0;  // spans that ended in an error
   double wall_ms = 0;
   double max_ms = 0;
   double min_ms = 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 #include <vector>
 
 #include "lib/core/error.hpp"
@@ -97,6 +98,10 @@ void set_nonblocking(int fd, const char* what) {
 
 double elapsed_ms(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+int timeout_ms(std::chrono::milliseconds timeout) {
+  return static_cast<int>(std::clamp<long long>(timeout.count(), 0, std::numeric_limits<int>::max()));
 }
 
 }  // namespace rdmakit

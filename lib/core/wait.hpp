@@ -43,4 +43,7 @@ void set_nonblocking(int fd, const char* what);
 
 double elapsed_ms(Clock::time_point since);
 
+// A timeout as the int milliseconds librdmacm's resolve calls take, clamped to int's range.
+int timeout_ms(std::chrono::milliseconds timeout);
+
 }  // namespace rdmakit

@@ -138,9 +138,7 @@ SocketAddress address_of(const sockaddr* address) {
 }
 
 EventChannel::EventChannel() : channel_(rdma_create_event_channel()) {
-  if (channel_ == nullptr) {
-    throw RdmaError("rdma_create_event_channel", "", errno);
-  }
+  check_pointer(channel_, "rdma_create_event_channel", "");
   set_nonblocking(channel_->fd, "rdma event channel");
 }
 
@@ -149,9 +147,7 @@ EventChannel::~EventChannel() {
 }
 
 CmId::CmId(EventChannel& channel, rdma_port_space port_space) {
-  if (rdma_create_id(channel.get(), &id_, nullptr, port_space) != 0) {
-    throw RdmaError("rdma_create_id", "", errno);
-  }
+  check_errno(rdma_create_id(channel.get(), &id_, nullptr, port_space), "rdma_create_id", "");
 }
 
 CmId& CmId::operator=(CmId&& other) noexcept {
@@ -202,9 +198,40 @@ CmEvent classify(rdma_cm_event_type type) {
   }
 }
 
+rdma_conn_param connection_parameters(const ConnectOffer& offer) {
+  rdma_conn_param parameters{};
+  if (!offer.private_data.empty()) {
+    parameters.private_data = offer.private_data.data();
+    parameters.private_data_len = static_cast<std::uint8_t>(offer.private_data.size());
+  }
+  if (offer.qp_num) parameters.qp_num = *offer.qp_num;
+  if (!offer.datagram) {
+    parameters.responder_resources = offer.responder_resources;
+    parameters.initiator_depth = offer.initiator_depth;
+    parameters.retry_count = 7;
+    parameters.rnr_retry_count = 7;
+  }
+  return parameters;
+}
+
+RdmaError event_failure(const rdma_cm_event& event, const char* call, std::string subject, std::string address) {
+  if (event.event == RDMA_CM_EVENT_REJECTED) {
+    return RdmaError(call, std::move(subject), ECONNREFUSED, std::move(address));
+  }
+  if (event.status != 0) {
+    return RdmaError(call, std::move(subject), event.status < 0 ? -event.status : event.status, std::move(address));
+  }
+  return RdmaError::without_errno(call, std::move(subject), std::string(rdma_event_str(event.event)) + " with status 0",
+                                  std::move(address));
+}
+
 CmEventPtr poll_cm_event(EventChannel& channel) {
+  return poll_cm_event(channel.get());
+}
+
+CmEventPtr poll_cm_event(rdma_event_channel* channel) {
   rdma_cm_event* event = nullptr;
-  if (rdma_get_cm_event(channel.get(), &event) != 0) {
+  if (rdma_get_cm_event(channel, &event) != 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       return nullptr;
     }
@@ -215,11 +242,16 @@ CmEventPtr poll_cm_event(EventChannel& channel) {
 }
 
 CmEventPtr next_cm_event(EventChannel& channel, Clock::time_point deadline, int stop_fd, const std::string& awaiting) {
+  return next_cm_event(channel.get(), deadline, stop_fd, awaiting);
+}
+
+CmEventPtr next_cm_event(rdma_event_channel* channel, Clock::time_point deadline, int stop_fd,
+                         const std::string& awaiting) {
   for (;;) {
     if (auto event = poll_cm_event(channel)) {
       return event;
     }
-    await_readable({channel.fd()}, stop_fd, deadline, awaiting);
+    await_readable({channel->fd}, stop_fd, deadline, awaiting);
   }
 }
 

@@ -8,9 +8,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
+#include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/wire/cm_flow.hpp"
 
@@ -87,10 +90,32 @@ using CmEventPtr = std::unique_ptr<rdma_cm_event, CmEventAck>;
 
 CmEvent classify(rdma_cm_event_type type);
 
+// What a connect or accept offers the peer. RC and UC connections retry transport errors
+// and receiver-not-ready 7 times each (for RNR, 7 means without limit: a peer that posts
+// its receives late is waited for, as the stock tools do); a datagram exchange has neither.
+struct ConnectOffer {
+  std::span<const std::uint8_t> private_data;  // at most 56 (RC connect) / 196 (accept) bytes
+  std::uint8_t responder_resources = 1;        // incoming RDMA READs allowed in flight
+  std::uint8_t initiator_depth = 1;            // outgoing RDMA READs kept in flight
+  std::optional<std::uint32_t> qp_num;         // a QP that rdma_create_qp did not make, or a UD QP
+  bool datagram = false;
+};
+rdma_conn_param connection_parameters(const ConnectOffer& offer);
+
+// The error a failure event reports for the asynchronous `call` it completes, read as
+// librdmacm's own synchronous calls read it: REJECTED is ECONNREFUSED (its status is the IB
+// CM reject reason, not an errno), any other nonzero status is the errno (negated when
+// negative). A failure event with status 0 carries no errno; the error names the event.
+RdmaError event_failure(const rdma_cm_event& event, const char* call, std::string subject, std::string address = {});
+
 // The next event on `channel`. Throws RunStopped on deadline or when `stop_fd` fires.
+// The raw-channel forms serve ids whose channel librdmacm made (rdma_create_ep).
 CmEventPtr next_cm_event(EventChannel& channel, Clock::time_point deadline, int stop_fd, const std::string& awaiting);
+CmEventPtr next_cm_event(rdma_event_channel* channel, Clock::time_point deadline, int stop_fd,
+                         const std::string& awaiting);
 
 // Reads one event if one is already queued (channel must be non-blocking).
 CmEventPtr poll_cm_event(EventChannel& channel);
+CmEventPtr poll_cm_event(rdma_event_channel* channel);
 
 }  // namespace rdmakit

@@ -25,10 +25,6 @@ Clock::time_point first_deadline(std::optional<std::chrono::milliseconds> wait, 
   return wait->count() == 0 ? Clock::time_point::max() : Clock::now() + *wait;
 }
 
-int timeout_ms(std::chrono::milliseconds timeout) {
-  return static_cast<int>(std::min<long long>(timeout.count(), std::numeric_limits<int>::max()));
-}
-
 // The call whose asynchronous completion a failing event reports, by the state it left.
 const char* call_for(CmState state) {
   switch (state) {
@@ -40,14 +36,6 @@ const char* call_for(CmState state) {
     case CmState::joining: return "rdma_join_multicast";
     default: return "rdma_get_cm_event";
   }
-}
-
-int errno_of(const rdma_cm_event& event) {
-  if (event.status < 0) {
-    return -event.status;  // address, route and multicast failures carry a negative errno
-  }
-  // REJECTED carries the IB CM reject reason (e.g. 28, consumer reject), not an errno.
-  return event.event == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED : EHOSTUNREACH;
 }
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
@@ -63,9 +51,8 @@ void require_infiniband_port(rdma_cm_id* id, const std::string& feature) {
     throw UsageError(feature + " need a bound device: give -b with a local address");
   }
   ibv_port_attr port{};
-  if (const int rc = ibv_query_port(id->verbs, id->port_num, &port); rc != 0) {
-    throw RdmaError("ibv_query_port", ibv_get_device_name(id->verbs->device), rc);
-  }
+  check_returned(ibv_query_port(id->verbs, id->port_num, &port), "ibv_query_port",
+                 ibv_get_device_name(id->verbs->device));
   if (port.link_layer != IBV_LINK_LAYER_INFINIBAND) {
     throw Unsupported(
         fmt::format("{} need an InfiniBand port; {} port {} is Ethernet (RoCE, e.g. rxe), where "
@@ -162,9 +149,10 @@ void Connection::begin(std::string step) {
   current_ = StepSpan{std::move(step), now, now};
 }
 
-void Connection::end_step() {
+void Connection::end_step(bool failed) {
   if (current_) {
     current_->ended = Clock::now();
+    current_->failed = failed;
     steps_.push_back(std::move(*current_));
     current_.reset();
   }
@@ -197,6 +185,11 @@ nlohmann::json Connection::to_json() const {
   if (remote_qpn_ != 0) {
     j["remote_qpn"] = remote_qpn_;
   }
+  if (failure_) {
+    j["failure"] = rdmakit::to_json(*failure_);
+    const auto failed = std::ranges::find_if(steps_, [](const StepSpan& span) { return span.failed; });
+    if (failed != steps_.end()) j["failed_step"] = failed->step;
+  }
   return j;
 }
 
@@ -228,6 +221,7 @@ std::unique_ptr<Connection>& ConnectionGroup::add_connection(CmId id) {
 
 void ConnectionGroup::connect(const rdma_addrinfo& target) {
   target_ = address_of(target.ai_dst_addr).to_string();
+  target_host_ = address_of(target.ai_dst_addr).host_string();
   target_family_ = target.ai_family;
   if (target.ai_connect_len > 0) {
     const auto* bytes = static_cast<const std::uint8_t*>(target.ai_connect);
@@ -241,63 +235,70 @@ void ConnectionGroup::connect(const rdma_addrinfo& target) {
   for (auto& connection : connections_) {
     connection->begin("resolve_addr");
     connection->state_ = CmState::resolving_addr;
-    check_call(
-        rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr, timeout_ms(options_.timeout)),
-        "rdma_resolve_addr", target_);
+    try {
+      check_errno(rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr,
+                                    timeout_ms(options_.timeout)),
+                  "rdma_resolve_addr", target_, target_host_);
+    } catch (const RdmaError& error) {
+      fail(*connection, error);
+    }
   }
-  pump([this] { return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); }); },
-       "connection setup to " + target_);
+  pump([this] { return all_settled(); }, "connection setup to " + target_);
+  require_one_ready();
 }
 
 void ConnectionGroup::listen(const sockaddr* address) {
   listen_id_ = CmId(*channel_, options_.port_space);
   const auto where = address_of(address).to_string();
-  check_call(rdma_bind_addr(listen_id_.get(), const_cast<sockaddr*>(address)), "rdma_bind_addr", where);
-  check_call(rdma_listen(listen_id_.get(), 0), "rdma_listen", where);
+  check_errno(rdma_bind_addr(listen_id_.get(), const_cast<sockaddr*>(address)), "rdma_bind_addr", where,
+              address_of(address).host_string());
+  check_errno(rdma_listen(listen_id_.get(), 0), "rdma_listen", where);
 }
 
 void ConnectionGroup::accept() {
-  pump(
-      [this] {
-        return connections_.size() == options_.connections &&
-               std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); });
-      },
-      std::to_string(options_.connections) + " connection(s) on " + local_address(),
-      first_deadline(options_.accept_timeout, options_.timeout));
+  pump([this] { return connections_.size() == options_.connections && all_settled(); },
+       std::to_string(options_.connections) + " connection(s) on " + local_address(),
+       first_deadline(options_.accept_timeout, options_.timeout));
+  require_one_ready();
 }
 
 void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
   group_ = address_of(group);
   target_ = group_.host_string();
+  target_host_ = target_;
   for (std::size_t i = 0; i < options_.connections; ++i) {
     const auto started = Clock::now();
     auto& connection = add_connection(CmId(*channel_, options_.port_space));
     connection->steps_.push_back(StepSpan{"create_id", started, Clock::now()});
     if (source != nullptr) {
       connection->begin("bind_addr");
-      check_call(rdma_bind_addr(connection->id_.get(), const_cast<sockaddr*>(source)), "rdma_bind_addr",
-                 address_of(source).host_string());
+      const auto host = address_of(source).host_string();
+      check_errno(rdma_bind_addr(connection->id_.get(), const_cast<sockaddr*>(source)), "rdma_bind_addr", host, host);
       connection->end_step();
     }
   }
   for (auto& connection : connections_) {
-    if (group_.family() == AF_IB) {
-      // An AF_IB group names its MGID directly: nothing to resolve, but only an InfiniBand
-      // port has MGIDs that are not derived from an IP address.
-      require_infiniband_port(connection->id_.get(), "AF_IB multicast groups (-M)");
-      connection->state_ = CmState::joining;
-      start_join(*connection);
-      continue;
+    try {
+      if (group_.family() == AF_IB) {
+        // An AF_IB group names its MGID directly: nothing to resolve, but only an InfiniBand
+        // port has MGIDs that are not derived from an IP address.
+        require_infiniband_port(connection->id_.get(), "AF_IB multicast groups (-M)");
+        connection->state_ = CmState::joining;
+        start_join(*connection);
+        continue;
+      }
+      connection->begin("resolve_addr");
+      connection->state_ = CmState::resolving_group;
+      check_errno(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
+                                    timeout_ms(options_.timeout)),
+                  "rdma_resolve_addr", target_, target_host_);
+    } catch (const RdmaError& error) {
+      fail(*connection, error);
     }
-    connection->begin("resolve_addr");
-    connection->state_ = CmState::resolving_group;
-    check_call(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
-                                 timeout_ms(options_.timeout)),
-               "rdma_resolve_addr", target_);
   }
   joined_ = true;
-  pump([this] { return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); }); },
-       "the join of " + target_);
+  pump([this] { return all_settled(); }, "the join of " + target_);
+  require_one_ready();
 }
 
 void ConnectionGroup::leave() noexcept {
@@ -319,13 +320,13 @@ void ConnectionGroup::leave() noexcept {
 void ConnectionGroup::set_id_options(Connection& connection, bool active) {
   if (active && options_.type_of_service) {
     std::uint8_t tos = *options_.type_of_service;
-    check_call(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos),
-               "rdma_set_option", "type of service");
+    check_errno(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos),
+                "rdma_set_option", "type of service");
   }
   if (options_.ack_timeout) {
     std::uint8_t ack = *options_.ack_timeout;
-    check_call(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof ack),
-               "rdma_set_option", "ack timeout");
+    check_errno(rdma_set_option(connection.id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack, sizeof ack),
+                "rdma_set_option", "ack timeout");
   }
 }
 
@@ -337,14 +338,13 @@ void ConnectionGroup::create_resources(Connection& connection) {
   connection.begin("create_qp");
   rdma_cm_id* id = connection.id_.get();
   if (id->verbs == nullptr) {
-    throw RdmaError("rdma_cm_id", "no device bound to " + address_of(rdma_get_local_addr(id)).to_string(), ENODEV);
+    // Address resolution (or a connect request) always binds a device; this is no errno.
+    throw std::runtime_error("rdma_cm bound no RDMA device to " + address_of(rdma_get_local_addr(id)).to_string());
   }
   const std::string device = ibv_get_device_name(id->verbs->device);
   if (is_datagram(options_.port_space) && options_.message_count > 0) {
     ibv_port_attr port{};
-    if (const int rc = ibv_query_port(id->verbs, id->port_num, &port); rc != 0) {
-      throw RdmaError("ibv_query_port", device, rc);
-    }
+    check_returned(ibv_query_port(id->verbs, id->port_num, &port), "ibv_query_port", device);
     const auto mtu = mtu_bytes(port.active_mtu);
     if (options_.message_size > mtu) {
       throw UsageError(
@@ -357,15 +357,14 @@ void ConnectionGroup::create_resources(Connection& connection) {
     completion_channel_ = std::make_unique<CompletionChannel>(context_);
     set_nonblocking(completion_channel_->fd(), "completion channel");
   } else if (context_ != id->verbs) {
-    throw RdmaError("ibv_create_cq",
-                    "connections on two RDMA devices (" + device + " and " + ibv_get_device_name(context_->device) +
-                        "); bind with -b",
-                    EXDEV);
+    // One completion channel serves the group, and it belongs to one device.
+    throw std::runtime_error("connections on two RDMA devices (" + device + " and " +
+                             ibv_get_device_name(context_->device) + "): bind with -b to use one");
   }
   connection.pd_ = std::make_unique<ProtectionDomain>(id->verbs);
   const std::uint32_t depth = std::max<std::uint32_t>(options_.message_count, 1);
   connection.cq_ = std::make_unique<CompletionQueue>(id->verbs, static_cast<int>(2 * depth), *completion_channel_);
-  check_call(ibv_req_notify_cq(connection.cq_->get(), 0), "ibv_req_notify_cq", device);
+  check_returned(ibv_req_notify_cq(connection.cq_->get(), 0), "ibv_req_notify_cq", device);
 
   ibv_qp_init_attr attributes{};
   attributes.send_cq = connection.cq_->get();
@@ -390,7 +389,7 @@ void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attrib
   rdma_cm_id* id = connection.id_.get();
   const std::string device = ibv_get_device_name(id->verbs->device);
   if (!options_.block_loopback) {
-    check_call(rdma_create_qp(id, connection.pd_->get(), &attributes), "rdma_create_qp", device);
+    check_errno(rdma_create_qp(id, connection.pd_->get(), &attributes), "rdma_create_qp", device);
     return;
   }
   ibv_qp_init_attr_ex extended{};
@@ -429,8 +428,8 @@ void ConnectionGroup::post_receives(Connection& connection) {
     wr.sg_list = &sge;
     wr.num_sge = 1;
     ibv_recv_wr* bad = nullptr;
-    if (const int rc = ibv_post_recv(connection.id_->qp, &wr, &bad); rc != 0) {
-      throw RdmaError("ibv_post_recv", "connection " + std::to_string(connection.index_), rc);
+    if (const int rc = ibv_post_recv(connection.id_->qp, &wr, &bad); rc != 0) [[unlikely]] {
+      check_returned(rc, "ibv_post_recv", "connection " + std::to_string(connection.index_));
     }
   }
 }
@@ -461,8 +460,8 @@ void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
   }
   for (std::uint64_t i = 0; i < count; ++i) {
     ibv_send_wr* bad = nullptr;
-    if (const int rc = ibv_post_send(connection.id_->qp, &wr, &bad); rc != 0) {
-      throw RdmaError("ibv_post_send", "connection " + std::to_string(connection.index_), rc);
+    if (const int rc = ibv_post_send(connection.id_->qp, &wr, &bad); rc != 0) [[unlikely]] {
+      check_returned(rc, "ibv_post_send", "connection " + std::to_string(connection.index_));
     }
     ++connection.sends_posted_;
   }
@@ -512,9 +511,13 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
   auto* connection = static_cast<Connection*>(event.id->context);
   if (connection == nullptr) {  // an event on the listening id
     if (type == CmEvent::device_removal) {
-      throw RdmaError("rdma_listen", local_address() + " (device removed)", ENODEV);
+      throw RdmaError::without_errno("rdma_listen", local_address(), "the device was removed (DEVICE_REMOVAL)");
     }
     events_.push_back({{"event", to_string(type)}, {"status", event.status}, {"connection", nullptr}});
+    return;
+  }
+  if (connection->failure_) {
+    spdlog::debug("connection {}: {} after it failed; ignored", connection->index_, to_string(type));
     return;
   }
   if (type == CmEvent::addr_change || type == CmEvent::multicast_error) {
@@ -524,56 +527,80 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
   const auto before = connection->state_;
   const auto transition = cm_transition(before, type);
   connection->state_ = transition.next;
-  rdma_cm_id* id = connection->id_.get();
+  try {
+    act(*connection, transition, before, event);
+  } catch (const RdmaError& error) {
+    fail(*connection, error);
+  }
+}
+
+void ConnectionGroup::act(Connection& connection, const CmTransition& transition, CmState before,
+                          rdma_cm_event& event) {
+  const auto type = classify(event.event);
+  rdma_cm_id* id = connection.id_.get();
   switch (transition.action) {
     case CmAction::none: return;
     case CmAction::resolve_route:
-      set_id_options(*connection, true);
-      connection->begin("resolve_route");
-      check_call(rdma_resolve_route(id, timeout_ms(options_.timeout)), "rdma_resolve_route", target_);
+      set_id_options(connection, true);
+      connection.begin("resolve_route");
+      check_errno(rdma_resolve_route(id, timeout_ms(options_.timeout)), "rdma_resolve_route", target_, target_host_);
       return;
-    case CmAction::join: start_join(*connection); return;
+    case CmAction::join: start_join(connection); return;
     case CmAction::connect: {
-      create_resources(*connection);
-      post_receives(*connection);
-      connection->begin("connect");
-      rdma_conn_param parameters{};
-      parameters.private_data = private_data_.empty() ? nullptr : private_data_.data();
-      parameters.private_data_len = static_cast<std::uint8_t>(private_data_.size());
-      if (!is_datagram(options_.port_space)) {
-        parameters.responder_resources = 1;
-        parameters.initiator_depth = 1;
-        parameters.retry_count = 5;
-        parameters.rnr_retry_count = 7;  // receives are posted before connecting; 7 = retry forever
-      }
-      check_call(rdma_connect(id, &parameters), "rdma_connect", target_);
+      create_resources(connection);
+      post_receives(connection);
+      connection.begin("connect");
+      auto parameters = connection_parameters(ConnectOffer{.private_data = private_data_,
+                                                           .responder_resources = 1,
+                                                           .initiator_depth = 1,
+                                                           .qp_num = std::nullopt,
+                                                           .datagram = is_datagram(options_.port_space)});
+      check_errno(rdma_connect(id, &parameters), "rdma_connect", target_);
       return;
     }
-    case CmAction::start_traffic: on_ready(*connection, event); return;
+    case CmAction::start_traffic: on_ready(connection, event); return;
     case CmAction::stop_traffic:
       // Whoever started it, each side records its disconnect step: when the peer's DREQ
       // arrives before this side awaited it, the step is the answer alone.
-      if (!connection->current_ || connection->current_->step != "disconnect") connection->begin("disconnect");
-      if (!connection->disconnecting_) {
-        connection->disconnecting_ = true;  // the peer went first: answer so its side completes
+      if (!connection.current_ || connection.current_->step != "disconnect") connection.begin("disconnect");
+      if (!connection.disconnecting_) {
+        connection.disconnecting_ = true;  // the peer went first: answer so its side completes
         rdma_disconnect(id);
       }
-      connection->end_step();
+      connection.end_step();
       return;
     case CmAction::fail:
-      spdlog::debug("connection {}: {} ({} status {})", connection->index_, transition.reason, to_string(type),
+      spdlog::debug("connection {}: {} ({} status {})", connection.index_, transition.reason, to_string(type),
                     event.status);
       if (target_family_ == AF_IB) {
         throw Unsupported(
             fmt::format("AF_IB addressing (-f gid) failed at {}: {}; RoCE devices such as rxe "
                         "cannot resolve AF_IB paths: use -f ip or -f ipv6",
-                        call_for(before), std::strerror(errno_of(event))));
+                        call_for(before), event_failure(event, call_for(before), target_).what()));
       }
-      throw RdmaError(call_for(before), target_.empty() ? local_address() : target_, errno_of(event));
+      throw event_failure(event, call_for(before), target_.empty() ? local_address() : target_, target_host_);
     case CmAction::accept:
     case CmAction::establish:
-      throw ProtocolError("connection " + std::to_string(connection->index_) + ": unexpected " + to_string(type) +
+      throw ProtocolError("connection " + std::to_string(connection.index_) + ": unexpected " + to_string(type) +
                           " while " + to_string(before));
+  }
+}
+
+void ConnectionGroup::fail(Connection& connection, const RdmaError& error) {
+  spdlog::warn("connection {}: {}", connection.index_, error.what());
+  connection.end_step(true);
+  connection.state_ = CmState::failed;
+  connection.failure_ = record_of(error);
+  if (!first_failure_) first_failure_ = error;
+}
+
+bool ConnectionGroup::all_settled() const {
+  return std::ranges::all_of(connections_, [](const auto& c) { return c->ready_at_ || c->failure_; });
+}
+
+void ConnectionGroup::require_one_ready() const {
+  if (first_failure_ && std::ranges::none_of(connections_, [](const auto& c) { return c->ready_at_.has_value(); })) {
+    throw *first_failure_;
   }
 }
 
@@ -624,25 +651,32 @@ void ConnectionGroup::on_connect_request(rdma_cm_event& event) {
   }
   auto& connection = add_connection(CmId(event.id));
   connection->state_ = CmState::accepting;
-  set_id_options(*connection, false);
-  create_resources(*connection);
-  post_receives(*connection);
-  connection->begin("accept");
-  rdma_conn_param parameters{};
-  if (is_datagram(options_.port_space)) {
-    parameters.qp_num = connection->id_->qp->qp_num;
-  } else {
-    parameters.responder_resources = 1;
-    parameters.initiator_depth = 1;
-    parameters.rnr_retry_count = 7;
+  try {
+    accept_request(*connection);
+  } catch (const RdmaError& error) {
+    fail(*connection, error);
   }
-  check_call(rdma_accept(connection->id_.get(), &parameters), "rdma_accept", local_address());
+}
+
+void ConnectionGroup::accept_request(Connection& connection) {
+  set_id_options(connection, false);
+  create_resources(connection);
+  post_receives(connection);
+  connection.begin("accept");
+  const bool datagram = is_datagram(options_.port_space);
+  auto parameters = connection_parameters(
+      ConnectOffer{.private_data = {},
+                   .responder_resources = 1,
+                   .initiator_depth = 1,
+                   .qp_num = datagram ? std::optional<std::uint32_t>(connection.id_->qp->qp_num) : std::nullopt,
+                   .datagram = datagram});
+  check_errno(rdma_accept(connection.id_.get(), &parameters), "rdma_accept", local_address());
   if (is_datagram(options_.port_space)) {
     // A SIDR reply completes the exchange; no ESTABLISHED follows on this side. The reply
     // path comes from the first datagram.
-    connection->end_step();
-    connection->state_ = CmState::established;
-    connection->ready_at_ = Clock::now();
+    connection.end_step();
+    connection.state_ = CmState::established;
+    connection.ready_at_ = Clock::now();
   }
 }
 
@@ -660,7 +694,7 @@ bool ConnectionGroup::drain_completions() {
     for (;;) {
       const int n = ibv_poll_cq(cq, static_cast<int>(completions.size()), completions.data());
       if (n < 0) {
-        throw RdmaError("ibv_poll_cq", "connection " + std::to_string(i), -n);
+        throw RdmaError::without_errno("ibv_poll_cq", "connection " + std::to_string(i), fmt::format("returned {}", n));
       }
       for (int k = 0; k < n; ++k) {
         on_completion(completions[static_cast<std::size_t>(k)]);
@@ -685,7 +719,7 @@ void ConnectionGroup::consume_completion_events() {
       throw RdmaError("ibv_get_cq_event", "", errno);
     }
     ibv_ack_cq_events(cq, 1);
-    check_call(ibv_req_notify_cq(cq, 0), "ibv_req_notify_cq", "");
+    check_returned(ibv_req_notify_cq(cq, 0), "ibv_req_notify_cq", "");
   }
 }
 
@@ -697,12 +731,12 @@ void ConnectionGroup::on_completion(const ibv_wc& completion) {
   }
   auto& connection = *connections_[index];
   if (completion.status != IBV_WC_SUCCESS) {
-    if (completion.status == IBV_WC_WR_FLUSH_ERR && connection.disconnecting_) {
-      return;  // receives left over when the connection closed
+    if (completion.status == IBV_WC_WR_FLUSH_ERR && (connection.disconnecting_ || connection.failure_)) {
+      return;  // receives left over when the connection closed or failed
     }
-    throw CompletionError(fmt::format("connection {}: {} completion failed: {}", index, slot == 0 ? "send" : "receive",
-                                      ibv_wc_status_str(completion.status)),
-                          completion.status);
+    throw completion_error(completion,
+                           fmt::format("connection {}: {} completion failed: {}", index, slot == 0 ? "send" : "receive",
+                                       ibv_wc_status_str(completion.status)));
   }
   if (slot == 0) {
     ++connection.sends_completed_;
@@ -738,9 +772,7 @@ void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc
   connection.remote_qpn_ = announced_qpn;
   ibv_qp_attr attributes{};
   ibv_qp_init_attr init{};
-  if (const int rc = ibv_query_qp(connection.id_->qp, &attributes, IBV_QP_QKEY, &init); rc != 0) {
-    throw RdmaError("ibv_query_qp", "Q_Key", rc);
-  }
+  check_returned(ibv_query_qp(connection.id_->qp, &attributes, IBV_QP_QKEY, &init), "ibv_query_qp", "Q_Key");
   connection.remote_qkey_ = attributes.qkey;
 }
 
@@ -807,7 +839,7 @@ void ConnectionGroup::disconnect() {
     if (connection->state_ == CmState::established && !connection->disconnecting_) {
       connection->disconnecting_ = true;
       connection->begin("disconnect");
-      check_call(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
+      check_errno(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
     }
   }
   pump(
@@ -831,11 +863,11 @@ void ConnectionGroup::await_disconnect() {
 void ConnectionGroup::migrate() {
   auto fresh = std::make_unique<EventChannel>();
   if (listen_id_.get() != nullptr) {
-    check_call(rdma_migrate_id(listen_id_.get(), fresh->get()), "rdma_migrate_id", "listening id");
+    check_errno(rdma_migrate_id(listen_id_.get(), fresh->get()), "rdma_migrate_id", "listening id");
   }
   for (auto& connection : connections_) {
-    check_call(rdma_migrate_id(connection->id_.get(), fresh->get()), "rdma_migrate_id",
-               "connection " + std::to_string(connection->index_));
+    check_errno(rdma_migrate_id(connection->id_.get(), fresh->get()), "rdma_migrate_id",
+                "connection " + std::to_string(connection->index_));
   }
   channel_ = std::move(fresh);
 }
@@ -860,6 +892,7 @@ struct Totals {
   std::uint64_t received = 0;
   std::uint64_t expected = 0;
   std::size_t ready = 0;
+  std::vector<const Connection*> failed;
   std::optional<double> setup_ms;  // first step started -> last connection ready
   std::vector<StepSpan> spans;
 
@@ -881,6 +914,9 @@ Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
       const auto start = c->steps().front().started;
       first_start = first_start ? std::min(*first_start, start) : start;
     }
+    if (c->failure()) {
+      t.failed.push_back(c.get());
+    }
     if (const auto ready = c->ready_at()) {
       ++t.ready;
       last_ready = last_ready ? std::max(*last_ready, *ready) : *ready;
@@ -896,17 +932,27 @@ Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
 std::string summary_text(const Totals& totals, std::size_t requested, std::uint32_t message_size,
                          const nlohmann::json& events) {
   std::ostringstream out;
-  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "step", "conns", "wall ms", "max ms",
-                     "min ms", "avg ms", "us/conn");
+  // The failed column only when something failed: a clean run prints the table cmtime does.
+  const bool any_failed = !totals.failed.empty();
+  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "step", "conns", "wall ms", "max ms",
+                     "min ms", "avg ms", "us/conn", any_failed ? fmt::format(" {:>6}", "failed") : "");
   for (const auto& row : step_table(totals.spans)) {
-    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}\n", row.step, row.spans,
-                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us);
+    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}{}\n", row.step, row.spans,
+                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us,
+                       any_failed ? fmt::format(" {:>6}", row.failed) : "");
   }
   if (totals.setup_ms) {
     out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
                        totals.ready, requested, *totals.setup_ms, totals.per_connection_ms(), totals.per_second());
   } else {
     out << fmt::format("0 of {} connection(s) ready\n", requested);
+  }
+  constexpr std::size_t failures_listed = 5;
+  for (std::size_t i = 0; i < std::min(totals.failed.size(), failures_listed); ++i) {
+    out << fmt::format("connection {} failed: {}\n", totals.failed[i]->index(), totals.failed[i]->failure()->message);
+  }
+  if (totals.failed.size() > failures_listed) {
+    out << fmt::format("... and {} more failed connection(s)\n", totals.failed.size() - failures_listed);
   }
   out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", totals.sent, totals.received,
                      totals.expected, totals.lost(), message_size);
@@ -933,7 +979,8 @@ void ConnectionGroup::fill(Report& report) const {
                      {"max_ms", row.max_ms},
                      {"min_ms", row.min_ms},
                      {"avg_ms", row.avg_ms},
-                     {"per_connection_us", row.per_connection_us}});
+                     {"per_connection_us", row.per_connection_us},
+                     {"failed", row.failed}});
     report.add_timing(row.step, row.wall_ms);
   }
   report.extra["steps"] = table;
@@ -941,6 +988,7 @@ void ConnectionGroup::fill(Report& report) const {
   report.extra["events"] = events_;
   report.extra["connections_requested"] = options_.connections;
   report.extra["connections_ready"] = totals.ready;
+  report.extra["connections_failed"] = totals.failed.size();
   if (totals.setup_ms) {
     report.extra["setup"] = {{"wall_ms", *totals.setup_ms},
                              {"per_connection_ms", totals.per_connection_ms()},
@@ -956,6 +1004,18 @@ void ConnectionGroup::fill(Report& report) const {
   report.local_address = local_address();
   report.peer_address = target_;
   report.text = summary_text(totals, options_.connections, options_.message_size, events_);
+  // With none ready, setup threw the first failure itself, and that is the run's error.
+  if (!totals.failed.empty() && totals.ready > 0) {
+    const auto& first = *totals.failed.front();
+    const auto& error = *first.failure();
+    report.fail(
+        ErrorRecord{.message = fmt::format("{} of {} connection(s) failed, the others went on; connection {}: {}",
+                                           totals.failed.size(), options_.connections, first.index(), error.message),
+                    .call = error.call,
+                    .errnum = error.errnum,
+                    .hint = error.hint,
+                    .completion = error.completion});
+  }
 }
 
 FillReportOnExit::~FillReportOnExit() {

@@ -77,13 +77,15 @@ class Connection {
   std::uint64_t receives_expected() const noexcept { return receives_expected_; }
   std::optional<Clock::time_point> ready_at() const noexcept { return ready_at_; }
   const std::vector<StepSpan>& steps() const noexcept { return steps_; }
+  // Why this connection ended early, if it did; the rest of the group went on without it.
+  const std::optional<ErrorRecord>& failure() const noexcept { return failure_; }
   nlohmann::json to_json() const;
 
  private:
   friend class ConnectionGroup;
   Connection(std::size_t index, CmId id);
   void begin(std::string step);
-  void end_step();
+  void end_step(bool failed = false);
 
   std::size_t index_;
   // Declaration order is teardown order reversed; the QP goes first, in ~Connection.
@@ -99,6 +101,7 @@ class Connection {
   std::vector<StepSpan> steps_;
   std::optional<StepSpan> current_;
   std::optional<Clock::time_point> ready_at_;
+  std::optional<ErrorRecord> failure_;
   std::uint64_t sends_posted_ = 0;
   std::uint64_t sends_completed_ = 0;
   std::uint64_t received_ = 0;
@@ -113,12 +116,16 @@ class ConnectionGroup {
   ConnectionGroup(const ConnectionGroup&) = delete;
   ConnectionGroup& operator=(const ConnectionGroup&) = delete;
 
-  // Active side: one cm_id per connection, all resolving at once. Returns when every
-  // connection is established; the first failure throws RdmaError naming its step.
+  // Setup (connect, accept, join) returns when every connection is ready or has failed. A
+  // call that fails for one connection ends that connection alone: its step is recorded
+  // as failed, its error kept for the report (which then fails the run), and the others go
+  // on. Only when none became ready does the first failure throw, as RdmaError.
+
+  // Active side: one cm_id per connection, all resolving at once.
   void connect(const rdma_addrinfo& target);
 
   // Passive side: bind and listen, then wait until `connections` requests are accepted
-  // and ready (RC: ESTABLISHED; UD: accepted). Extra requests are rejected.
+  // and ready (RC: ESTABLISHED; UD: accepted) or failed. Extra requests are rejected.
   void listen(const sockaddr* address);
   void accept();
 
@@ -145,7 +152,8 @@ class ConnectionGroup {
   const std::vector<std::unique_ptr<Connection>>& connections() const { return connections_; }
 
   // Per-connection results, the step table, messages and setup rate, and the human summary
-  // (cmtime-style step table); safe on a partial run.
+  // (cmtime-style step table); safe on a partial run. Connections that failed while others
+  // became ready fail the report, with the first one's call and errno.
   void fill(Report& report) const;
 
  private:
@@ -155,7 +163,14 @@ class ConnectionGroup {
   void pump(const Predicate& done, const std::string& awaiting,
             std::optional<Clock::time_point> initial_deadline = std::nullopt);
   void handle(rdma_cm_event& event);
+  void act(Connection& connection, const CmTransition& transition, CmState before, rdma_cm_event& event);
   void on_connect_request(rdma_cm_event& event);
+  void accept_request(Connection& connection);
+  // Ends `connection` alone with `error` (see connect()).
+  void fail(Connection& connection, const RdmaError& error);
+  bool all_settled() const;
+  // After setup: throws the first failure when no connection became ready.
+  void require_one_ready() const;
   void start_join(Connection& connection);
   void on_ready(Connection& connection, const rdma_cm_event& event);
   void create_resources(Connection& connection);
@@ -179,12 +194,14 @@ class ConnectionGroup {
   ibv_context* context_ = nullptr;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<CmId> rejected_;
-  std::string target_;
+  std::string target_;       // address:port (or group) shown in messages
+  std::string target_host_;  // its bare host, for hints and --diagnose
   int target_family_ = AF_UNSPEC;
   SocketAddress group_;
   bool joined_ = false;
   std::vector<std::uint8_t> private_data_;
   nlohmann::json events_ = nlohmann::json::array();
+  std::optional<RdmaError> first_failure_;
 };
 
 // Fills the report from the group when the run ends, normally or by an exception.

@@ -13,17 +13,6 @@ namespace rdmakit {
 
 namespace {
 
-int timeout_ms(std::chrono::milliseconds timeout) {
-  return static_cast<int>(timeout.count());
-}
-
-// ibv_post_* return the errno value itself rather than setting errno.
-void check_post(int rc, const char* call) {
-  if (rc != 0) {
-    throw RdmaError(call, "", rc);
-  }
-}
-
 // An error completion's opcode field is undefined, so each work request carries its kind
 // in the top byte of wr_id; the caller's id keeps the rest.
 enum class WorkKind : std::uint64_t { send = 1, receive = 2, rdma_read = 3, rdma_write = 4 };
@@ -76,35 +65,35 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
   rdma_cm_id* cm_id = endpoint->id_.get();
   if (options.type_of_service) {
     auto tos = *options.type_of_service;
-    check_call(rdma_set_option(cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option",
-               "TOS " + std::to_string(tos));
+    check_errno(rdma_set_option(cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option",
+                "TOS " + std::to_string(tos));
   }
   const auto target = destination.to_string();
+  const auto host = destination.host_string();
 
   auto started = Clock::now();
-  check_call(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
-                               const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
-             "rdma_resolve_addr", target);
+  check_errno(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
+                                const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
+              "rdma_resolve_addr", target, host);
   endpoint->state_ = CmState::resolving_addr;
-  endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, "address resolution of " + target);
+  endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, host, "address resolution of " + target);
   report.add_timing("addr_resolve", elapsed_ms(started));
 
   started = Clock::now();
-  check_call(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target);
-  endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, "route resolution to " + target);
+  check_errno(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target, host);
+  endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, host, "route resolution to " + target);
   report.add_timing("route_resolve", elapsed_ms(started));
   endpoint->create_resources();
   return endpoint;
 }
 
-void Endpoint::await_action(CmAction wanted, const char* call, const std::string& target, const std::string& awaiting) {
+void Endpoint::await_action(CmAction wanted, const char* call, const std::string& target, const std::string& host,
+                            const std::string& awaiting) {
   for (;;) {
     auto event = next_cm_event(*channel_, deadline(), options_.stop_fd, awaiting);
-    const auto status = event->status;
     const auto transition = apply(*event);
     if (transition.action == CmAction::fail) {
-      // status carries the negative errno of the failed step (e.g. -ENODEV, -ETIMEDOUT).
-      throw RdmaError(call, target, status < 0 ? -status : EHOSTUNREACH);
+      throw event_failure(*event, call, target, host);
     }
     if (transition.action == wanted) {
       return;
@@ -115,7 +104,8 @@ void Endpoint::await_action(CmAction wanted, const char* call, const std::string
 void Endpoint::create_resources() {
   ibv_context* verbs = id_->verbs;
   if (verbs == nullptr) {
-    throw RdmaError("rdma_cm_id", "no device bound to " + local_address(), ENODEV);
+    // Address resolution (or a connect request) always binds a device; this is no errno.
+    throw std::runtime_error("rdma_cm bound no RDMA device to " + local_address());
   }
   if (options_.check_device) {
     options_.check_device(verbs, id_->port_num);
@@ -145,7 +135,7 @@ void Endpoint::create_resources() {
       attributes.cap.max_inline_data = 0;
       rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
     }
-    check_call(rc, "rdma_create_qp", "");
+    check_errno(rc, "rdma_create_qp", "");
     cm_qp_ = true;
   }
   // Providers may round the inline size up; what we use is what was asked for, if granted.
@@ -160,14 +150,12 @@ void Endpoint::move_qp_to(ibv_qp_state target) {
   ibv_qp_attr attributes{};
   int mask = 0;
   attributes.qp_state = target;
-  check_call(rdma_init_qp_attr(id_.get(), &attributes, &mask), "rdma_init_qp_attr", "");
+  check_errno(rdma_init_qp_attr(id_.get(), &attributes, &mask), "rdma_init_qp_attr", "");
   if (target == IBV_QPS_RTR && options_.path_mtu) {
     attributes.path_mtu = *options_.path_mtu;
   }
-  const int rc = ibv_modify_qp(own_qp_->get(), &attributes, mask);
-  if (rc != 0) {
-    throw RdmaError("ibv_modify_qp", fmt::format("state {}", static_cast<int>(target)), rc);
-  }
+  check_returned(ibv_modify_qp(own_qp_->get(), &attributes, mask), "ibv_modify_qp",
+                 fmt::format("state {}", static_cast<int>(target)));
 }
 
 void Endpoint::ready_own_qp() {
@@ -178,19 +166,12 @@ void Endpoint::ready_own_qp() {
 }
 
 rdma_conn_param Endpoint::connection_parameters() const {
-  rdma_conn_param parameters{};
-  parameters.responder_resources = options_.responder_resources;
-  parameters.initiator_depth = options_.initiator_depth;
-  parameters.retry_count = 7;
-  parameters.rnr_retry_count = 7;  // 7 = retry forever on receiver-not-ready
-  if (own_qp_) {
-    parameters.qp_num = own_qp_->get()->qp_num;
-  }
-  if (!options_.private_data.empty()) {
-    parameters.private_data = options_.private_data.data();
-    parameters.private_data_len = static_cast<std::uint8_t>(options_.private_data.size());
-  }
-  return parameters;
+  return rdmakit::connection_parameters(
+      ConnectOffer{.private_data = options_.private_data,
+                   .responder_resources = options_.responder_resources,
+                   .initiator_depth = options_.initiator_depth,
+                   .qp_num = own_qp_ ? std::optional<std::uint32_t>(own_qp_->get()->qp_num) : std::nullopt,
+                   .datagram = false});
 }
 
 CmTransition Endpoint::apply(const rdma_cm_event& event) {
@@ -228,12 +209,11 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
           }
           reason += fmt::format(", reject reason {}", status);
         }
-        throw RdmaError(step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
-                        status < 0 ? -status : ECONNREFUSED);
+        throw event_failure(*event, step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + reason);
       }
       case CmAction::establish:
         ready_own_qp();
-        check_call(rdma_establish(id_.get()), "rdma_establish", peer);
+        check_errno(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
         if (event->param.conn.private_data != nullptr) {
@@ -250,7 +230,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
 void Endpoint::connect(Report& report) {
   const auto started = Clock::now();
   auto parameters = connection_parameters();
-  check_call(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
+  check_errno(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
   state_ = CmState::connecting;
   await_established("connect", report, started);
 }
@@ -261,7 +241,7 @@ void Endpoint::accept(Report& report) {
     ready_own_qp();
   }
   auto parameters = connection_parameters();
-  check_call(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
+  check_errno(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
   state_ = CmState::accepting;
   await_established("accept", report, started);
 }
@@ -289,7 +269,7 @@ void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, 
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  check_post(ibv_post_recv(qp(), &wr, &bad), "ibv_post_recv");
+  check_returned(ibv_post_recv(qp(), &wr, &bad), "ibv_post_recv", "");
 }
 
 void Endpoint::post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
@@ -301,7 +281,7 @@ void Endpoint::post_send(const RegisteredBuffer& buffer, std::size_t length, std
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   ibv_send_wr* bad = nullptr;
-  check_post(ibv_post_send(qp(), &wr, &bad), "ibv_post_send");
+  check_returned(ibv_post_send(qp(), &wr, &bad), "ibv_post_send", "");
 }
 
 void Endpoint::post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length,
@@ -316,7 +296,7 @@ void Endpoint::post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, st
   wr.wr.rdma.remote_addr = remote_address;
   wr.wr.rdma.rkey = rkey;
   ibv_send_wr* bad = nullptr;
-  check_post(ibv_post_send(qp(), &wr, &bad), "ibv_post_send");
+  check_returned(ibv_post_send(qp(), &wr, &bad), "ibv_post_send", "");
 }
 
 ibv_wc Endpoint::next_completion() {
@@ -325,7 +305,7 @@ ibv_wc Endpoint::next_completion() {
     ibv_wc wc{};
     const int polled = ibv_poll_cq(cq_->get(), 1, &wc);
     if (polled < 0) {
-      throw RdmaError("ibv_poll_cq", "", EIO);
+      throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", polled));
     }
     if (polled == 1) {
       if (wc.status == IBV_WC_SUCCESS) {
@@ -336,11 +316,11 @@ ibv_wc Endpoint::next_completion() {
         throw RunStopped(StopReason::peer_disconnected,
                          "connection to " + peer_address() + " closed (work requests flushed)");
       }
-      throw CompletionError(completion_message(wc), static_cast<int>(wc.status));
+      throw completion_error(wc, completion_message(wc));
     }
     if (!cq_armed_) {
       // Arm, then poll once more: a completion that arrived in between raises no event.
-      check_post(ibv_req_notify_cq(cq_->get(), 0), "ibv_req_notify_cq");
+      check_returned(ibv_req_notify_cq(cq_->get(), 0), "ibv_req_notify_cq", "");
       cq_armed_ = true;
       continue;
     }
@@ -381,9 +361,7 @@ std::optional<std::uint8_t> Endpoint::source_gid_index() const {
 ibv_mtu Endpoint::active_path_mtu() const {
   ibv_qp_attr attributes{};
   ibv_qp_init_attr init{};
-  if (const int rc = ibv_query_qp(qp(), &attributes, IBV_QP_PATH_MTU, &init); rc != 0) {
-    throw RdmaError("ibv_query_qp", "path MTU", rc);  // returns the errno value itself
-  }
+  check_returned(ibv_query_qp(qp(), &attributes, IBV_QP_PATH_MTU, &init), "ibv_query_qp", "path MTU");
   return attributes.path_mtu;
 }
 
@@ -424,8 +402,9 @@ std::string Endpoint::peer_address() const {
 Listener::Listener(const SocketAddress& address, int backlog, const EndpointOptions& options)
     : id_(channel_, RDMA_PS_TCP), options_(options) {
   const auto where = address.to_string();
-  check_call(rdma_bind_addr(id_.get(), const_cast<sockaddr*>(address.get())), "rdma_bind_addr", where);
-  check_call(rdma_listen(id_.get(), backlog), "rdma_listen", where);
+  check_errno(rdma_bind_addr(id_.get(), const_cast<sockaddr*>(address.get())), "rdma_bind_addr", where,
+              address.host_string());
+  check_errno(rdma_listen(id_.get(), backlog), "rdma_listen", where);
 }
 
 std::string Listener::local_address() const {
@@ -439,7 +418,7 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
     const auto kind = classify(event->event);
     const auto transition = cm_transition(CmState::listening, kind);
     if (transition.action == CmAction::fail) {
-      throw RdmaError("rdma_listen", local_address() + ": " + transition.reason, EIO);
+      throw RdmaError::without_errno("rdma_listen", local_address(), transition.reason);
     }
     if (transition.action != CmAction::accept) {
       continue;
@@ -452,7 +431,7 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
     }
     event.reset();  // rdma_migrate_id waits until every event of the id has been acked
     auto channel = std::make_unique<EventChannel>();
-    check_call(rdma_migrate_id(child.get(), channel->get()), "rdma_migrate_id", "");
+    check_errno(rdma_migrate_id(child.get(), channel->get()), "rdma_migrate_id", "");
     std::unique_ptr<Endpoint> endpoint(
         new Endpoint(std::move(channel), std::move(child), options_, CmState::accepting));
     endpoint->peer_private_data_ = std::move(request_data);

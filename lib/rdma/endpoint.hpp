@@ -99,8 +99,10 @@ class Endpoint {
   friend class Listener;
   Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state);
   void create_resources();
-  // Reads CM events until one calls for `wanted`; a failure becomes RdmaError(call, target).
-  void await_action(CmAction wanted, const char* call, const std::string& target, const std::string& awaiting);
+  // Reads CM events until one calls for `wanted`; a failure event becomes the RdmaError of
+  // `call` on `target` (event_failure), naming `host` for hints and --diagnose.
+  void await_action(CmAction wanted, const char* call, const std::string& target, const std::string& host,
+                    const std::string& awaiting);
   void move_qp_to(ibv_qp_state target);
   void ready_own_qp();
   void await_established(const std::string& step, Report& report, Clock::time_point started);

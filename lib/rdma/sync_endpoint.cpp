@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -54,7 +55,7 @@ AddrInfo::AddrInfo(const std::string& host, const std::string& port, const rdma_
   // getaddrinfo's EAI_* code comes back as the return value, errno then being unreliable;
   // librdmacm's own failures (no device for ucma_init, say) return -1 with errno set.
   if (rc != -1 && rc != EAI_SYSTEM) throw_unresolved(host, rc);
-  throw RdmaError("rdma_getaddrinfo", host + ":" + port, errno ? errno : ENOENT);
+  check_errno(rc, "rdma_getaddrinfo", host + ":" + port, host);
 }
 
 AddrInfo::~AddrInfo() {
@@ -66,7 +67,8 @@ SyncEndpoint::SyncEndpoint(const AddrInfo& info, ibv_qp_init_attr* qp_attributes
     const auto* destination = info.get()->ai_dst_addr;
     const auto* source = info.get()->ai_src_addr;
     const auto* subject = destination ? destination : source;
-    throw RdmaError("rdma_create_ep", subject ? rdmakit::address_of(subject).to_string() : "", errno);
+    const auto address = subject ? rdmakit::address_of(subject) : SocketAddress{};
+    throw RdmaError("rdma_create_ep", subject ? address.to_string() : "", errno, subject ? address.host_string() : "");
   }
   make_nonblocking();
 }
@@ -75,7 +77,8 @@ SyncEndpoint::SyncEndpoint(rdma_cm_id* adopted) : id_(adopted) {
   make_nonblocking();
 }
 
-SyncEndpoint::SyncEndpoint(SyncEndpoint&& other) noexcept : id_(std::exchange(other.id_, nullptr)) {}
+SyncEndpoint::SyncEndpoint(SyncEndpoint&& other) noexcept
+    : id_(std::exchange(other.id_, nullptr)), state_(std::exchange(other.state_, CmState::idle)) {}
 
 SyncEndpoint::~SyncEndpoint() {
   if (id_ != nullptr) {
@@ -90,22 +93,21 @@ void SyncEndpoint::make_nonblocking() {
 }
 
 void SyncEndpoint::finish_cm_call(const char* call, const Bounds& bounds) {
-  rdma_cm_event* event = nullptr;
   for (;;) {
-    if (rdma_get_cm_event(id_->channel, &event) == 0) break;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError("rdma_get_cm_event", "", errno);
-    await_readable(id_->channel->fd, bounds);
+    const auto event = next_cm_event(id_->channel, bounds.deadline, bounds.stop_fd, bounds.awaiting);
+    const auto transition = cm_transition(state_, classify(event->event));
+    state_ = transition.next;
+    switch (transition.action) {
+      case CmAction::fail: {
+        const auto peer = peer_of(id_);
+        throw event_failure(*event, call,
+                            event->event == RDMA_CM_EVENT_REJECTED ? peer : peer + ": " + transition.reason);
+      }
+      case CmAction::start_traffic:
+      case CmAction::stop_traffic: return;
+      default: break;  // informational (timewait exit, address change): the call is still under way
+    }
   }
-  const auto type = event->event;
-  const int status = event->status;
-  rdma_ack_cm_event(event);
-  if (type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_DISCONNECTED) {
-    return;
-  }
-  if (type == RDMA_CM_EVENT_REJECTED) {
-    throw RdmaError(call, peer_of(id_), ECONNREFUSED);
-  }
-  throw RdmaError(call, std::string(rdma_event_str(type)), status < 0 ? -status : (status ? status : ETIMEDOUT));
 }
 
 void SyncEndpoint::listen(int backlog) {
@@ -134,16 +136,21 @@ void SyncEndpoint::complete_cm_call(const char* call, int result, const Bounds& 
 }
 
 void SyncEndpoint::connect(const Bounds& bounds) {
+  state_ = CmState::connecting;
   complete_cm_call("rdma_connect", rdma_connect(id_, nullptr), bounds);
+  state_ = CmState::established;
 }
 
 void SyncEndpoint::accept(const Bounds& bounds) {
+  state_ = CmState::accepting;
   complete_cm_call("rdma_accept", rdma_accept(id_, nullptr), bounds);
+  state_ = CmState::established;
 }
 
 void SyncEndpoint::disconnect(const Bounds& bounds) noexcept {
   try {
-    if (const int result = rdma_disconnect(id_); would_block(result)) {
+    // Once the peer's DISCONNECTED has been read there is nothing left to wait for.
+    if (const int result = rdma_disconnect(id_); would_block(result) && state_ == CmState::established) {
       finish_cm_call("rdma_disconnect", bounds);
     }
   } catch (const std::exception& error) {
@@ -157,33 +164,34 @@ using CompletionCall = int (*)(rdma_cm_id*, ibv_wc*);
 
 // A DISCONNECTED event while waiting for a completion means the peer has gone: say so now
 // instead of waiting for the transport's retries to run out.
-void check_peer_left(rdma_cm_id* id, const Bounds& bounds) {
-  rdma_cm_event* event = nullptr;
-  if (rdma_get_cm_event(id->channel, &event) != 0) {
+void check_peer_left(rdma_cm_id* id, CmState& state, const Bounds& bounds) {
+  const auto event = poll_cm_event(id->channel);
+  if (!event) {
     return;
   }
-  const auto type = event->event;
-  rdma_ack_cm_event(event);
-  if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
-    throw RunStopped(StopReason::peer_disconnected, "the peer disconnected while waiting for " + bounds.awaiting);
+  const auto transition = cm_transition(state, classify(event->event));
+  state = transition.next;
+  if (transition.action == CmAction::stop_traffic || transition.action == CmAction::fail) {
+    throw RunStopped(StopReason::peer_disconnected, transition.reason + " while waiting for " + bounds.awaiting);
   }
 }
 
-ibv_wc next_completion(rdma_cm_id* id, CompletionCall call, const char* name, int fd, const Bounds& bounds) {
+ibv_wc next_completion(rdma_cm_id* id, CmState& state, CompletionCall call, const char* name, int fd,
+                       const Bounds& bounds) {
   ibv_wc wc{};
   for (;;) {
     const int n = call(id, &wc);
     if (n > 0) break;
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError(name, "", errno);
     if (rdmakit::await_readable({fd, id->channel->fd}, bounds.stop_fd, bounds.deadline, bounds.awaiting) == 1) {
-      check_peer_left(id, bounds);
+      check_peer_left(id, state, bounds);
     }
   }
   if (wc.status != IBV_WC_SUCCESS) {
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {
       throw RunStopped(StopReason::peer_disconnected, "the connection closed while waiting for " + bounds.awaiting);
     }
-    throw CompletionError(std::string(name) + ": " + ibv_wc_status_str(wc.status), wc.status);
+    throw completion_error(wc, std::string(name) + ": " + ibv_wc_status_str(wc.status));
   }
   return wc;
 }
@@ -191,11 +199,11 @@ ibv_wc next_completion(rdma_cm_id* id, CompletionCall call, const char* name, in
 }  // namespace
 
 ibv_wc SyncEndpoint::send_completion(const Bounds& bounds) {
-  return next_completion(id_, rdma_get_send_comp, "rdma_get_send_comp", id_->send_cq_channel->fd, bounds);
+  return next_completion(id_, state_, rdma_get_send_comp, "rdma_get_send_comp", id_->send_cq_channel->fd, bounds);
 }
 
 ibv_wc SyncEndpoint::recv_completion(const Bounds& bounds) {
-  return next_completion(id_, rdma_get_recv_comp, "rdma_get_recv_comp", id_->recv_cq_channel->fd, bounds);
+  return next_completion(id_, state_, rdma_get_recv_comp, "rdma_get_recv_comp", id_->recv_cq_channel->fd, bounds);
 }
 
 std::uint32_t SyncEndpoint::max_inline_data() const {
@@ -237,9 +245,7 @@ void throw_post_error(const char* call) {
 
 MessageRegion::MessageRegion(rdma_cm_id* id, void* address, std::size_t length)
     : mr_(rdma_reg_msgs(id, address, length)) {
-  if (mr_ == nullptr) {
-    throw RdmaError("rdma_reg_msgs", std::to_string(length) + " bytes", errno);
-  }
+  check_pointer(mr_, "rdma_reg_msgs", std::to_string(length) + " bytes");
 }
 
 MessageRegion::~MessageRegion() {

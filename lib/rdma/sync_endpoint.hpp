@@ -15,6 +15,7 @@
 #include <string>
 
 #include "lib/core/wait.hpp"
+#include "lib/wire/cm_flow.hpp"
 
 namespace rdmakit {
 
@@ -81,6 +82,8 @@ class SyncEndpoint {
   void complete_cm_call(const char* call, int result, const Bounds& bounds);
 
   rdma_cm_id* id_ = nullptr;
+  // Where the id is in rdma_cm(7)'s flow; every event read goes through cm_transition.
+  CmState state_ = CmState::idle;
 };
 
 class MessageRegion {

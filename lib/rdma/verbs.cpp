@@ -29,18 +29,14 @@ void log_teardown(const char* call, int rc) {
 }  // namespace
 
 ProtectionDomain::ProtectionDomain(ibv_context* context) : pd_(ibv_alloc_pd(context)) {
-  if (pd_ == nullptr) {
-    throw RdmaError("ibv_alloc_pd", context ? ibv_get_device_name(context->device) : "", errno);
-  }
+  check_pointer(pd_, "ibv_alloc_pd", context ? ibv_get_device_name(context->device) : "");
 }
 ProtectionDomain::~ProtectionDomain() {
   log_teardown("ibv_dealloc_pd", ibv_dealloc_pd(pd_));
 }
 
 CompletionChannel::CompletionChannel(ibv_context* context) : channel_(ibv_create_comp_channel(context)) {
-  if (channel_ == nullptr) {
-    throw RdmaError("ibv_create_comp_channel", "", errno);
-  }
+  check_pointer(channel_, "ibv_create_comp_channel", "");
 }
 CompletionChannel::~CompletionChannel() {
   log_teardown("ibv_destroy_comp_channel", ibv_destroy_comp_channel(channel_));
@@ -48,18 +44,14 @@ CompletionChannel::~CompletionChannel() {
 
 CompletionQueue::CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel)
     : cq_(ibv_create_cq(context, depth, nullptr, channel.get(), 0)) {
-  if (cq_ == nullptr) {
-    throw RdmaError("ibv_create_cq", "depth " + std::to_string(depth), errno);
-  }
+  check_pointer(cq_, "ibv_create_cq", "depth " + std::to_string(depth));
 }
 CompletionQueue::~CompletionQueue() {
   log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_));
 }
 
 QueuePair::QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes) : qp_(ibv_create_qp(pd, &attributes)) {
-  if (qp_ == nullptr) {
-    throw RdmaError("ibv_create_qp", "", errno);
-  }
+  check_pointer(qp_, "ibv_create_qp", "");
 }
 QueuePair::~QueuePair() {
   log_teardown("ibv_destroy_qp", ibv_destroy_qp(qp_));
@@ -67,25 +59,19 @@ QueuePair::~QueuePair() {
 
 RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access)
     : memory_(new std::byte[size]()), size_(size), mr_(ibv_reg_mr(pd, memory_.get(), size, access)) {
-  if (mr_ == nullptr) {
-    throw RdmaError("ibv_reg_mr", std::to_string(size) + " bytes", errno);
-  }
+  check_pointer(mr_, "ibv_reg_mr", std::to_string(size) + " bytes");
 }
 RegisteredBuffer::~RegisteredBuffer() {
   log_teardown("ibv_dereg_mr", ibv_dereg_mr(mr_));
 }
 
 AddressHandle::AddressHandle(ibv_pd* pd, ibv_ah_attr& attributes) : ah_(ibv_create_ah(pd, &attributes)) {
-  if (ah_ == nullptr) {
-    throw RdmaError("ibv_create_ah", "", errno);
-  }
+  check_pointer(ah_, "ibv_create_ah", "");
 }
 AddressHandle::AddressHandle(ibv_pd* pd, const ibv_wc& completion, const ibv_grh* grh, std::uint8_t port)
     // ibv_create_ah_from_wc only reads the completion and GRH; its prototype is not const-correct.
     : ah_(ibv_create_ah_from_wc(pd, const_cast<ibv_wc*>(&completion), const_cast<ibv_grh*>(grh), port)) {
-  if (ah_ == nullptr) {
-    throw RdmaError("ibv_create_ah_from_wc", "QP " + std::to_string(completion.src_qp), errno);
-  }
+  check_pointer(ah_, "ibv_create_ah_from_wc", "QP " + std::to_string(completion.src_qp));
 }
 AddressHandle::~AddressHandle() {
   log_teardown("ibv_destroy_ah", ibv_destroy_ah(ah_));
@@ -109,9 +95,7 @@ DeviceContext::DeviceContext(const std::string& name) {
     // The kernel has no verbs support at all: no device, as with an empty list.
     throw Unsupported("no RDMA device on this host (ibv_get_device_list: no kernel verbs support)");
   }
-  if (list == nullptr) {
-    throw RdmaError("ibv_get_device_list", "", errno);
-  }
+  check_pointer(list, "ibv_get_device_list", "");
   std::vector<std::string> names;
   ibv_device* chosen = nullptr;
   for (int i = 0; i < count; ++i) {
@@ -142,11 +126,16 @@ std::string DeviceContext::name() const {
   return ibv_get_device_name(context_->device);
 }
 
+CompletionError completion_error(const ibv_wc& completion, const std::string& message) {
+  return CompletionError(message, CompletionStatus{.status = static_cast<int>(completion.status),
+                                                   .text = ibv_wc_status_str(completion.status),
+                                                   .vendor_error = completion.vendor_err});
+}
+
 GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index) {
   ibv_port_attr port_attributes{};
-  if (const int rc = ibv_query_port(context, port, &port_attributes); rc != 0) {
-    throw RdmaError("ibv_query_port", ibv_get_device_name(context->device), rc);
-  }
+  check_returned(ibv_query_port(context, port, &port_attributes), "ibv_query_port",
+                 ibv_get_device_name(context->device));
   const std::string where = fmt::format("{} port {}", ibv_get_device_name(context->device), port);
   if (index >= static_cast<std::uint32_t>(port_attributes.gid_tbl_len)) {
     throw UsageError(

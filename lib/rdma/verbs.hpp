@@ -10,6 +10,8 @@
 #include <span>
 #include <string>
 
+#include "lib/core/error.hpp"
+
 namespace rdmakit {
 
 class ProtectionDomain {
@@ -100,6 +102,10 @@ class AddressHandle {
 };
 
 std::string opcode_name(ibv_wc_opcode opcode);
+
+// The CompletionError for a work completion that failed: `message`, and the completion's
+// status and vendor error for the report.
+CompletionError completion_error(const ibv_wc& completion, const std::string& message);
 
 // IBV_MTU_256 -> 256 ... IBV_MTU_4096 -> 4096.
 inline std::uint32_t mtu_bytes(ibv_mtu mtu) {

@@ -32,7 +32,7 @@ using namespace rdmakit;
 void check_usage_report(const std::string& tool, const std::string& message) {
   Report report;
   report.tool = tool;
-  report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}}, ExitCode::usage);
+  report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}, .completion = {}}, ExitCode::usage);
   FUZZ_CHECK(!nlohmann::json::parse(json_text(to_json(report)), nullptr, false).is_discarded());
 }
 

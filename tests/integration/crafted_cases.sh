@@ -86,7 +86,9 @@ crafted_send_bw_server_side() {
     run "client_$i" 60 "$OURS_SEND_BW" "$crafted_address" -p "$PORT" $args --timeout "$CRAFTED_TIMEOUT" --json
     ended=${EPOCHREALTIME/./}
     crafted_done "peer_$i"
-    expect_crafted_failure send_bw "client_$i" "$ended" "$outcome" "$error" ".rows == []"
+    # A failed work completion's status reaches the error record.
+    expect_crafted_failure send_bw "client_$i" "$ended" "$outcome" "$error" \
+      '.rows == [] and (if .errors[0].message | test("completion failed") then .errors[0].completion.status > 0 else true end)'
     expect_wait_bounded "client_$i.out" $((CRAFTED_TIMEOUT + 2))
     # The client hung up: the crafted server saw it go.
     [[ $CRAFTED_END == disconnected ]] || fail "$CRAFTED_MODE: the crafted server saw our client end as '$CRAFTED_END'"

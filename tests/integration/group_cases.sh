@@ -163,6 +163,33 @@ case_ucmatose_no_peer() {
   [[ $RC -ne 0 ]] || fail "the client of a server that gave up exited 0"
 }
 
+# One connection of a group fails on purpose: the client asks for 4, the server takes 3 and
+# rejects the fourth. That connection ends alone; the other 3 carry their messages, the
+# report counts 3 ready and 1 failed (its step, call and errno) and the client exits 1.
+case_ucmatose_one_rejected() {
+  require_device
+  next_port
+  start server "$OURS_UCMATOSE" -b "$RXE_ADDR" -p "$PORT" -c 3 --json --accept-timeout 30
+  wait_listening "$PORT"
+  run client 60 "$OURS_UCMATOSE" -s "$RXE_ADDR" -p "$PORT" -c 4 --json --timeout 10
+  expect_rc 1 "ucmatose -c 4 against a server that takes 3"
+  finish server 20
+  expect_rc 0 "our ucmatose server -c 3 that rejected a fourth request"
+  expect_schema ucmatose client.out
+  expect_jq "$GROUP_JSON" client.out
+  expect_jq '.outcome == "failed" and .connections_ready == 3 and .connections_failed == 1
+    and .messages.received == 30 and .messages.sent == 30
+    and (.errors[0].message | test("^1 of 4 connection\\(s\\) failed")) and .errors[0].call == "rdma_connect"
+    and ([.connections[] | select(.state == "failed")] | length == 1 and
+         (.[0] | .failed_step == "connect" and .failure.call == "rdma_connect" and (.failure.errno_name | length > 0)))
+    and ([.steps[] | select(.step == "connect")][0].failed == 1)
+    and ([.connections[] | select(.state == "disconnected")] | length == 3)' client.out
+  expect_jq '.outcome == "completed" and .connections_ready == 3 and .connections_failed == 0
+    and .messages.received == 30' server.out
+  expect_schema ucmatose server.out
+  note "client: $(jq -r '.errors[0].message' "$T/client.out")"
+}
+
 case_mckey_self() {
   require_device
   start receiver "$OURS_MCKEY" -m 239.1.7.1 -b "$RXE_ADDR" -c 2 --json --log-level info

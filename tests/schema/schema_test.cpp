@@ -435,12 +435,12 @@ TEST(Schemas, AcceptGroupReports) {
     "cm_timings_ms": {"create_qp": 0.4, "accept": 1.2, "transfer": 0.3, "disconnect": 0.8},
     "iterations": {"requested": 20, "completed": 20}, "bytes": 4000,
     "steps": [{"step": "create_qp", "connections": 2, "wall_ms": 0.4, "max_ms": 0.2, "min_ms": 0.1,
-               "avg_ms": 0.15, "per_connection_us": 200.0}],
+               "avg_ms": 0.15, "per_connection_us": 200.0, "failed": 0}],
     "connections": [{"index": 0, "state": "disconnected", "steps_ms": {"create_qp": 0.2, "accept": 0.6},
                      "sends_completed": 10, "received": 10, "receives_expected": 10, "lost": 0,
                      "local_address": "10.55.0.1:7471", "peer_address": "10.55.0.2:40000", "qp_num": 17}],
     "events": [{"event": "DISCONNECTED", "status": 0, "connection": null}],
-    "connections_requested": 2, "connections_ready": 2,
+    "connections_requested": 2, "connections_ready": 2, "connections_failed": 0,
     "setup": {"wall_ms": 2.0, "per_connection_ms": 1.0, "connections_per_s": 1000.0},
     "messages": {"size": 100, "sent": 20, "received": 20, "expected": 20, "lost": 0},
     "migrate_ms": 0.05})j"_json;
@@ -456,7 +456,7 @@ TEST(Schemas, AcceptGroupReports) {
                                   "sends_completed": 0, "received": 4, "receives_expected": 10, "lost": 6,
                                   "unfinished_step": "receive", "remote_qpn": 33}],
     "events": [{"event": "CONNECT_REQUEST", "status": 0, "rejected": "beyond -c"}],
-    "connections_requested": 1, "connections_ready": 1,
+    "connections_requested": 1, "connections_ready": 1, "connections_failed": 0,
     "messages": {"size": 100, "sent": 0, "received": 4, "expected": 10, "lost": 6}})j"_json;
   EXPECT_TRUE(check_shape("udaddy", udaddy).empty()) << joined(check_shape("udaddy", udaddy));
 
@@ -464,12 +464,27 @@ TEST(Schemas, AcceptGroupReports) {
   const auto mckey = R"j({
     "role": "receiver", "outcome": "interrupted", "exit_code": 143,
     "errors": [{"message": "interrupted while waiting for datagrams from the group 239.1.1.1"}],
-    "steps": [], "connections": [], "connections_requested": 1, "connections_ready": 1,
+    "steps": [], "connections": [], "connections_requested": 1, "connections_ready": 1, "connections_failed": 0,
     "events": [{"event": "MULTICAST_ERROR", "status": -110, "connection": 0}],
     "messages": {"size": 100, "sent": 0, "received": 0, "expected": 10, "lost": 10},
     "join_latency_us": {"count": 1, "min": 900.0, "avg": 900.0, "stdev": 0.0, "p50": 900.0, "p99": 900.0,
                         "p99.9": 900.0, "max": 900.0}})j"_json;
   EXPECT_TRUE(check_shape("mckey", mckey).empty()) << joined(check_shape("mckey", mckey));
+
+  // A ucmatose client one of whose connections the server rejected: the others went on.
+  const auto partial = R"j({
+    "role": "client", "outcome": "failed", "exit_code": 1,
+    "errors": [{"message": "1 of 2 connection(s) failed, the others went on; connection 1: rdma_connect(...)",
+                "call": "rdma_connect", "errno": 111, "errno_name": "ECONNREFUSED"}],
+    "steps": [{"step": "connect", "connections": 2, "wall_ms": 0.4, "max_ms": 0.3, "min_ms": 0.1,
+               "avg_ms": 0.2, "per_connection_us": 200.0, "failed": 1}],
+    "connections": [{"index": 1, "state": "failed", "steps_ms": {"connect": 0.3}, "sends_completed": 0,
+                     "received": 0, "receives_expected": 0, "lost": 0, "failed_step": "connect",
+                     "failure": {"message": "rdma_connect(10.55.0.1:7471): Connection refused",
+                                 "call": "rdma_connect", "errno": 111, "errno_name": "ECONNREFUSED"}}],
+    "events": [], "connections_requested": 2, "connections_ready": 1, "connections_failed": 1,
+    "messages": {"size": 100, "sent": 10, "received": 10, "expected": 10, "lost": 0}})j"_json;
+  EXPECT_TRUE(check_shape("ucmatose", partial).empty()) << joined(check_shape("ucmatose", partial));
 
   // Once the group exists its results are always there.
   auto without_messages = ucmatose;

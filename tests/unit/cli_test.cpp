@@ -142,7 +142,7 @@ TEST(ToolRunner, JsonOnStdoutAndInTheFileIsOneValidText) {
       [](Report& report) {
         // What a peer or a failing call may hand over: bytes that are not UTF-8.
         report.peer_address = "10.0.0.1\xff";
-        report.fail(ErrorRecord{.message = "refused: \xc0", .call = {}, .errnum = 0, .hint = {}});
+        report.fail(ErrorRecord{.message = "refused: \xc0", .call = {}, .errnum = 0, .hint = {}, .completion = {}});
       });
   const auto out = testing::internal::GetCapturedStdout();
   testing::internal::GetCapturedStderr();

@@ -3,31 +3,95 @@
 #include <cerrno>
 
 #include "lib/core/error.hpp"
+#include "lib/core/report.hpp"
 
 namespace rdmakit {
 namespace {
 
 TEST(RdmaError, NamesCallSubjectAndErrno) {
-  const RdmaError e("rdma_bind_addr", "10.0.0.9:7174", ENODEV);
+  const RdmaError e("rdma_bind_addr", "10.0.0.9:7174", ENODEV, "10.0.0.9");
   EXPECT_STREQ(e.what(), "rdma_bind_addr(10.0.0.9:7174): No such device");
   EXPECT_EQ(e.errnum(), ENODEV);
+  EXPECT_EQ(e.address(), "10.0.0.9");
   EXPECT_EQ(e.hint(), "no RDMA device serves 10.0.0.9; run 'diag-bind 10.0.0.9' (or add --diagnose) to see why");
 }
 
-TEST(RdmaError, AddressNotAvailablePointsAtDiagBindToo) {
-  const RdmaError e("rdma_resolve_addr", "[fd00::9]:7174", EADDRNOTAVAIL);
-  EXPECT_NE(e.hint().find("diag-bind fd00::9"), std::string::npos);
+TEST(RdmaError, HintNamesTheAddressFieldNotTheSubjectText) {
+  // The subject is free text; only the address field says which host the call was about.
+  const RdmaError e("rdma_resolve_addr", "[fd00::9]:7174 (second try)", EADDRNOTAVAIL, "fd00::9");
+  EXPECT_NE(e.hint().find("diag-bind fd00::9'"), std::string::npos) << e.hint();
 }
 
 TEST(RdmaError, NoHintWhereNothingUseful) {
   EXPECT_EQ(RdmaError("ibv_post_send", "", EINVAL).hint(), "");
 }
 
-TEST(AddressOf, StripsPorts) {
-  EXPECT_EQ(address_of("10.0.0.1:7174"), "10.0.0.1");
-  EXPECT_EQ(address_of("[fe80::1]:7174"), "fe80::1");
-  EXPECT_EQ(address_of("fe80::1"), "fe80::1");
-  EXPECT_EQ(address_of(""), "");
+TEST(RdmaError, WithoutErrnoSaysWhatCameInstead) {
+  const auto e = RdmaError::without_errno("ibv_poll_cq", "connection 3", "returned -2");
+  EXPECT_STREQ(e.what(), "ibv_poll_cq(connection 3): returned -2");
+  EXPECT_EQ(e.errnum(), 0);
+  const auto record = record_of(e);
+  EXPECT_EQ(record.call, "ibv_poll_cq");
+  EXPECT_FALSE(to_json(record).contains("errno"));
+}
+
+TEST(Checkers, ErrnoConventionReadsErrno) {
+  errno = EADDRINUSE;
+  try {
+    check_errno(-1, "rdma_bind_addr", "10.0.0.1:7174", "10.0.0.1");
+    FAIL() << "no throw";
+  } catch (const RdmaError& e) {
+    EXPECT_EQ(e.errnum(), EADDRINUSE);
+    EXPECT_EQ(e.address(), "10.0.0.1");
+  }
+  errno = 0;
+  try {
+    check_errno(-1, "rdma_listen", "");
+    FAIL() << "no throw";
+  } catch (const RdmaError& e) {
+    EXPECT_EQ(e.errnum(), 0);  // not invented
+    EXPECT_STREQ(e.what(), "rdma_listen: returned -1 without errno");
+  }
+  EXPECT_NO_THROW(check_errno(0, "rdma_listen", ""));
+}
+
+TEST(Checkers, ReturnedConventionIgnoresErrno) {
+  errno = EPERM;
+  try {
+    check_returned(ENOMEM, "ibv_post_send", "");
+    FAIL() << "no throw";
+  } catch (const RdmaError& e) {
+    EXPECT_EQ(e.errnum(), ENOMEM);
+  }
+  try {
+    check_returned(-EAGAIN, "ibv_req_notify_cq", "");  // providers that return -errno
+    FAIL() << "no throw";
+  } catch (const RdmaError& e) {
+    EXPECT_EQ(e.errnum(), EAGAIN);
+  }
+  EXPECT_NO_THROW(check_returned(0, "ibv_req_notify_cq", ""));
+}
+
+TEST(Checkers, PointerConventionReadsErrnoOnNull) {
+  int object = 0;
+  EXPECT_EQ(check_pointer(&object, "ibv_alloc_pd", ""), &object);
+  errno = ENOMEM;
+  try {
+    check_pointer(static_cast<int*>(nullptr), "ibv_reg_mr", "4096 bytes");
+    FAIL() << "no throw";
+  } catch (const RdmaError& e) {
+    EXPECT_EQ(e.errnum(), ENOMEM);
+    EXPECT_EQ(e.call(), "ibv_reg_mr");
+  }
+}
+
+TEST(CompletionError, StatusReachesTheErrorRecord) {
+  const CompletionError e("send completion failed: remote access error",
+                          CompletionStatus{.status = 10, .text = "remote access error", .vendor_error = 0x88});
+  const auto json = to_json(record_of(e));
+  EXPECT_EQ(json["completion"]["status"], 10);
+  EXPECT_EQ(json["completion"]["status_text"], "remote access error");
+  EXPECT_EQ(json["completion"]["vendor_error"], 0x88);
 }
 
 }  // namespace

@@ -108,13 +108,12 @@ TEST(Layers, NoFolderIncludesOneItsRowDoesNotAllow) {
       if (std::regex_search(include.target, match, own)) {
         const auto folder = match[1].str();
         EXPECT_TRUE(folder == name || rule.may_include.contains(folder))
-            << name << "/" << where << " includes " << include.target << ": " << name << "/ may not include "
-            << folder << "/ (lib/README.md)";
+            << name << "/" << where << " includes " << include.target << ": " << name << "/ may not include " << folder
+            << "/ (lib/README.md)";
       } else {
         const bool rdma_header = include.target.starts_with("infiniband/") || include.target.starts_with("rdma/");
-        EXPECT_TRUE(rule.rdma || !rdma_header)
-            << name << "/" << where << " includes " << include.target << ", but " << name
-            << "/ is a layer without the RDMA libraries";
+        EXPECT_TRUE(rule.rdma || !rdma_header) << name << "/" << where << " includes " << include.target << ", but "
+                                               << name << "/ is a layer without the RDMA libraries";
         EXPECT_FALSE(include.quoted) << name << "/" << where << " includes \"" << include.target
                                      << "\": our own headers are named from the root, lib/<folder>/…";
       }

@@ -46,7 +46,7 @@ TEST(ReportJson, HasStableShape) {
 
 TEST(ReportJson, ErrorCarriesCallErrnoAndHint) {
   Report r = sample();
-  r.fail(record_of(RdmaError("rdma_bind_addr", "10.0.0.9:7174", ENODEV)));
+  r.fail(record_of(RdmaError("rdma_bind_addr", "10.0.0.9:7174", ENODEV, "10.0.0.9")));
   const auto j = to_json(r);
   EXPECT_EQ(j["outcome"], "failed");
   EXPECT_EQ(j["exit_code"], 1);
@@ -72,7 +72,7 @@ TEST(ReportJson, TextIsValidJsonWhateverBytesTheStringsHold) {
   r.role = "cli\xc3\xa9nt";              // valid UTF-8: kept as it is
   r.peer_address = "10.0.0.1\xff:7174";  // a peer's bytes
   r.arguments["server"] = std::string("host\x80");
-  r.fail(ErrorRecord{.message = "peer said \xc3\x28", .call = {}, .errnum = 0, .hint = {}});
+  r.fail(ErrorRecord{.message = "peer said \xc3\x28", .call = {}, .errnum = 0, .hint = {}, .completion = {}});
   r.extra["from\xfe"] = "key not UTF-8";
   const auto text = json_text(to_json(r));
   const auto parsed = nlohmann::json::parse(text, nullptr, false);

@@ -86,6 +86,22 @@ TEST(StepTable, OverlappingSpansGiveWallTimeAndPerConnectionCost) {
   EXPECT_DOUBLE_EQ(rows[1].per_connection_us, 2000.0);
 }
 
+TEST(StepTable, CountsTheSpansThatFailed) {
+  const auto t0 = std::chrono::steady_clock::time_point{};
+  const std::vector<StepSpan> spans{
+      {"connect", t0, t0 + 3ms},
+      {"connect", t0, t0 + 9ms, true},
+      {"connect", t0 + 1ms, t0 + 4ms},
+      {"transfer", t0 + 9ms, t0 + 12ms},
+  };
+  const auto rows = step_table(spans);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].spans, 3u);
+  EXPECT_EQ(rows[0].failed, 1u);
+  EXPECT_DOUBLE_EQ(rows[0].max_ms, 9.0);  // a failed span took its time too
+  EXPECT_EQ(rows[1].failed, 0u);
+}
+
 TEST(StepTable, EmptyInputGivesNoRows) {
   EXPECT_TRUE(step_table({}).empty());
 }

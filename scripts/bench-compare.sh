@@ -13,7 +13,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
 out=${2:-$root/build/bench-compare.json}
 addr=${RXE_ADDR:?set RXE_ADDR (scripts/rxe-vm.sh does) to an address on the RDMA device}
-dev=${RXE_DEV:-$(ls /sys/class/infiniband | head -1)}
+devices=(/sys/class/infiniband/*)
+dev=${RXE_DEV:-$(basename "${devices[0]}")}
 runs=${RUNS:-5}
 iters=${ITERS:-5000}
 lat_iters=${LAT_ITERS:-5000}
@@ -25,8 +26,8 @@ port=18600
 
 # wait_port PORT: until something listens on PORT (rdma_cm id or TCP socket), 10 s at most.
 wait_port() {
-  local i
-  for i in $(seq 100); do
+  local _
+  for _ in $(seq 100); do
     if rdma res show cm_id 2> /dev/null | grep -q "state LISTEN .*:$1 " ||
       grep -q ":$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp 2> /dev/null; then
       return 0

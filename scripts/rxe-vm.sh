@@ -80,7 +80,7 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (a
 command -v cpio >/dev/null || die "cpio not found (apt-get install cpio)"
 command -v modprobe >/dev/null || die "modprobe not found (apt-get install kmod)"
 if [[ -z $kver ]]; then
-  for candidate in $(ls /lib/modules 2>/dev/null | sort -Vr); do
+  for candidate in $(find /lib/modules -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort -Vr); do
     if [[ -f /boot/vmlinuz-$candidate ]] && find "/lib/modules/$candidate" -name 'rdma_rxe.ko*' | grep -q .; then
       kver=$candidate
       break
@@ -148,6 +148,7 @@ guest_script() {
     wire_env="export WIRE_DEV=rxe1 WIRE_NETDEV WIRE_ADDR=10.57.0.$own WIRE_ADDR6=fd57::$own"
     wire_env+=" PEER_ADDR=10.57.0.$peer PEER_ADDR6=fd57::$peer RXEVM_RPC=$rpc"
   fi
+  # shellcheck disable=SC2016  # the agents' scripts are expanded in the guest
   case $role in
     single) body=$command_line ;;
     # The guests boot side by side: b's COMMAND starts once a's agent is ready.

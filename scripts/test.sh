@@ -67,6 +67,7 @@ stage() {
 in_guest() {
   local name=$1 log=$2 rc=0 seconds outcome what
   shift 2
+  # shellcheck disable=SC2016  # expanded by the inner bash
   stage "$name" bash -c '"$@" 2>&1 | tee "$0"; exit "${PIPESTATUS[0]}"' "$log" "$@" || rc=$?
   while read -r seconds outcome what; do
     add_row "$seconds" "$outcome" "  $what (in the guest)"
@@ -80,8 +81,20 @@ format_check() {
   clang-format --dry-run --Werror "${sources[@]}"
 }
 
+# tidy_check: .clang-tidy's cognitive-complexity cap over lib/ and apps/, with the compile
+# commands of the gcc build.
+tidy_check() {
+  run-clang-tidy -p "$root/build" -j "$(nproc)" -quiet "$root/(lib|apps)/.*\.cpp\$" > "$root/build/clang-tidy.log" 2>&1 ||
+    {
+      grep -E "warning:|error:" "$root/build/clang-tidy.log"
+      return 1
+    }
+}
+
 stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
+# The entry points; -x follows what they source (.shellcheckrc).
+stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh
 stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -103,6 +116,8 @@ if [[ $mode == quick ]]; then
   fi
   exit $status
 fi
+
+stage "clang-tidy: cognitive-complexity cap" tidy_check || true
 
 # One clang build for ASan+UBSan and libFuzzer: -O1, as ASan's authors advise (Debug's -O0
 # makes every sanitized start in the guest and every fuzz execution slower).

@@ -112,6 +112,7 @@ std::uint32_t signal_interval(std::uint32_t depth) {
   return std::clamp<std::uint32_t>(depth / 2, 1, 64);
 }
 
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 88 today, above the cap of 25; to split
 void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows) {
   struct Progress {
     std::uint64_t posted = 0;
@@ -243,6 +244,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   rows.push_back(row());
 }
 
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 64 today, above the cap of 25; to split
 void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   struct Run {
     std::uint64_t messages = 0;
@@ -394,6 +396,7 @@ class PingPoster {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 80 today, above the cap of 25; to split
 void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
           std::vector<LatencyRow>& rows) {
   const Lane& lane = s.lane;
@@ -404,6 +407,7 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   const auto where = fmt::format("at {} bytes", size);
   // Polls until `done` says the awaited completion arrived and returns when it was seen;
   // reposting receives and bookkeeping come after that instant. Bounded by the timeout.
+  // NOLINTNEXTLINE(readability-function-cognitive-complexity): 27 today, above the cap of 25; to split
   auto await = [&](auto done, const char* awaiting) -> Clock::time_point {
     for (;;) {
       const int got = poll_lane(lane, wcs);
@@ -518,6 +522,7 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   rows.push_back(row());
 }
 
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 36 today, above the cap of 25; to split
 std::uint64_t answer_pings(const AnswerSettings& s) {
   const Lane& lane = s.lane;
   PingPoster poster(lane, s.operation, s.max_inline_data, 1);

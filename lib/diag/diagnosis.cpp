@@ -201,6 +201,7 @@ Verdict unknown(std::string summary) {
 }
 
 // rdma_create_event_channel failed: librdmacm could not start at all.
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 55 today, above the cap of 25; to split
 Verdict channel_failure(const Inventory& inventory, const Step& step) {
   if (step.errnum == ENODEV) {
     if (!inventory.rdma_core_present) {
@@ -297,6 +298,7 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
 }
 
 // Bind or resolve gave ENODEV although the address is usable by IP: which side refused?
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 38 today, above the cap of 25; to split
 Verdict no_device_for(const Target& target, const Inventory& inventory, const Step& step, const Netdev* netdev) {
   const auto host = target.host;
   const auto serving = ports_serving(inventory, host, netdev ? netdev->name : std::string());
@@ -628,6 +630,7 @@ bool address_is_local(const Inventory& inventory, const std::string& numeric_hos
   return netdev_owning(inventory, numeric_host) != nullptr;
 }
 
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 64 today, above the cap of 25; to split
 std::vector<Check> assess(const Inventory& inv) {
   std::vector<Check> checks;
   {
@@ -723,7 +726,9 @@ std::vector<Check> assess(const Inventory& inv) {
   return checks;
 }
 
+// NOLINTNEXTLINE(readability-function-cognitive-complexity): 42 today, above the cap of 25; to split
 Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt) {
+  // NOLINTNEXTLINE(readability-function-cognitive-complexity): 26 today, above the cap of 25; to split
   Verdict result = [&]() -> Verdict {
     const auto* channel = attempt.find("rdma_create_event_channel");
     if (!channel) {

@@ -1,0 +1,199 @@
+// What a connection group reports: each connection's record, the cmtime-style step table,
+// setup rate, messages and failures, as JSON and as the human summary.
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/rdma/connection_group.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+}  // namespace
+
+nlohmann::json Connection::to_json() const {
+  nlohmann::json steps = nlohmann::json::object();
+  for (const auto& span : steps_) {
+    steps[span.step] = ms_between(span.started, span.ended);
+  }
+  nlohmann::json j = {
+      {"index", index_},
+      {"state", to_string(state_)},
+      {"steps_ms", steps},
+      {"sends_completed", sends_completed_},
+      {"received", received_},
+      {"receives_expected", receives_expected_},
+      {"lost", receives_expected_ > received_ ? receives_expected_ - received_ : 0},
+  };
+  if (current_) {
+    j["unfinished_step"] = current_->step;
+  }
+  if (id_.get() != nullptr) {
+    j["local_address"] = address_of(rdma_get_local_addr(id_.get())).to_string();
+    j["peer_address"] = address_of(rdma_get_peer_addr(id_.get())).to_string();
+    if (id_->qp != nullptr) {
+      j["qp_num"] = id_->qp->qp_num;
+    }
+  }
+  if (remote_qpn_ != 0) {
+    j["remote_qpn"] = remote_qpn_;
+  }
+  if (failure_) {
+    j["failure"] = rdmakit::to_json(*failure_);
+    const auto failed = std::ranges::find_if(steps_, [](const StepSpan& span) { return span.failed; });
+    if (failed != steps_.end()) j["failed_step"] = failed->step;
+  }
+  return j;
+}
+
+namespace {
+
+struct Totals {
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t expected = 0;
+  std::size_t ready = 0;
+  std::vector<const Connection*> failed;
+  std::optional<double> setup_ms;  // first step started -> last connection ready
+  std::vector<StepSpan> spans;
+
+  std::uint64_t lost() const { return expected > received ? expected - received : 0; }
+  double per_connection_ms() const { return *setup_ms / static_cast<double>(ready); }
+  double per_second() const { return *setup_ms > 0 ? 1000.0 * static_cast<double>(ready) / *setup_ms : 0.0; }
+};
+
+Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
+  Totals t;
+  std::optional<Clock::time_point> first_start;
+  std::optional<Clock::time_point> last_ready;
+  for (const auto& c : connections) {
+    t.sent += c->sends_completed();
+    t.received += c->received();
+    t.expected += c->receives_expected();
+    t.spans.insert(t.spans.end(), c->steps().begin(), c->steps().end());
+    if (!c->steps().empty()) {
+      const auto start = c->steps().front().started;
+      first_start = first_start ? std::min(*first_start, start) : start;
+    }
+    if (c->failure()) {
+      t.failed.push_back(c.get());
+    }
+    if (const auto ready = c->ready_at()) {
+      ++t.ready;
+      last_ready = last_ready ? std::max(*last_ready, *ready) : *ready;
+    }
+  }
+  if (t.ready > 0 && first_start && last_ready) {
+    t.setup_ms = ms_between(*first_start, *last_ready);
+  }
+  return t;
+}
+
+// The human summary: cmtime-style step table, setup rate, messages.
+std::string summary_text(const Totals& totals, std::size_t requested, std::uint32_t message_size,
+                         const nlohmann::json& events) {
+  std::ostringstream out;
+  // The failed column only when something failed: a clean run prints the table cmtime does.
+  const bool any_failed = !totals.failed.empty();
+  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "step", "conns", "wall ms", "max ms",
+                     "min ms", "avg ms", "us/conn", any_failed ? fmt::format(" {:>6}", "failed") : "");
+  for (const auto& row : step_table(totals.spans)) {
+    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}{}\n", row.step, row.spans,
+                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us,
+                       any_failed ? fmt::format(" {:>6}", row.failed) : "");
+  }
+  if (totals.setup_ms) {
+    out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
+                       totals.ready, requested, *totals.setup_ms, totals.per_connection_ms(), totals.per_second());
+  } else {
+    out << fmt::format("0 of {} connection(s) ready\n", requested);
+  }
+  constexpr std::size_t failures_listed = 5;
+  for (std::size_t i = 0; i < std::min(totals.failed.size(), failures_listed); ++i) {
+    out << fmt::format("connection {} failed: {}\n", totals.failed[i]->index(), totals.failed[i]->failure()->message);
+  }
+  if (totals.failed.size() > failures_listed) {
+    out << fmt::format("... and {} more failed connection(s)\n", totals.failed.size() - failures_listed);
+  }
+  out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", totals.sent, totals.received,
+                     totals.expected, totals.lost(), message_size);
+  for (const auto& event : events) {
+    out << "event: " << event.dump() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void ConnectionGroup::fill(Report& report) const {
+  const Totals totals = totals_of(connections_);
+  nlohmann::json per_connection = nlohmann::json::array();
+  for (const auto& c : connections_) {
+    per_connection.push_back(c->to_json());
+  }
+  nlohmann::json table = nlohmann::json::array();
+  report.cm_timings_ms.clear();
+  for (const auto& row : step_table(totals.spans)) {
+    table.push_back({{"step", row.step},
+                     {"connections", row.spans},
+                     {"wall_ms", row.wall_ms},
+                     {"max_ms", row.max_ms},
+                     {"min_ms", row.min_ms},
+                     {"avg_ms", row.avg_ms},
+                     {"per_connection_us", row.per_connection_us},
+                     {"failed", row.failed}});
+    report.add_timing(row.step, row.wall_ms);
+  }
+  report.extra["steps"] = table;
+  report.extra["connections"] = per_connection;
+  report.extra["events"] = events_;
+  report.extra["connections_requested"] = options_.connections;
+  report.extra["connections_ready"] = totals.ready;
+  report.extra["connections_failed"] = totals.failed.size();
+  if (totals.setup_ms) {
+    report.extra["setup"] = {{"wall_ms", *totals.setup_ms},
+                             {"per_connection_ms", totals.per_connection_ms()},
+                             {"connections_per_s", totals.per_second()}};
+  }
+  report.extra["messages"] = {{"size", options_.message_size},
+                              {"sent", totals.sent},
+                              {"received", totals.received},
+                              {"expected", totals.expected},
+                              {"lost", totals.lost()}};
+  report.iterations_completed = totals.received;
+  report.bytes = (totals.sent + totals.received) * options_.message_size;
+  report.local_address = local_address();
+  report.peer_address = target_;
+  report.text = summary_text(totals, options_.connections, options_.message_size, events_);
+  // With none ready, setup threw the first failure itself, and that is the run's error.
+  if (!totals.failed.empty() && totals.ready > 0) {
+    const auto& first = *totals.failed.front();
+    const auto& error = *first.failure();
+    report.fail(
+        ErrorRecord{.message = fmt::format("{} of {} connection(s) failed, the others went on; connection {}: {}",
+                                           totals.failed.size(), options_.connections, first.index(), error.message),
+                    .call = error.call,
+                    .errnum = error.errnum,
+                    .hint = error.hint,
+                    .completion = error.completion});
+  }
+}
+
+FillReportOnExit::~FillReportOnExit() {
+  try {
+    group_.fill(report_);
+  } catch (const std::exception& error) {
+    spdlog::warn("could not complete the report: {}", error.what());
+  }
+}
+
+}  // namespace rdmakit

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,8 @@ nlohmann::json to_json(const Report& r) {
       {"errors", errors},
   };
   for (const auto& [key, value] : r.extra.items()) {
+    // A tool's section must not replace what every report means the same way.
+    if (doc.contains(key)) throw std::logic_error("report section '" + key + "' would overwrite a common key");
     doc[key] = value;
   }
   return doc;

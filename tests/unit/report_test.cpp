@@ -57,6 +57,14 @@ TEST(ReportJson, ErrorCarriesCallErrnoAndHint) {
   EXPECT_NE(j["errors"][0]["hint"].get<std::string>().find("diag-bind 10.0.0.9"), std::string::npos);
 }
 
+TEST(ReportJson, ToolSectionsCannotOverwriteCommonKeys) {
+  Report r = sample();
+  r.extra["rows"] = nlohmann::json::array();
+  EXPECT_NO_THROW(to_json(r));
+  r.extra["outcome"] = "completed";  // would hide a failed run's outcome
+  EXPECT_THROW(to_json(r), std::logic_error);
+}
+
 TEST(ReportJson, StoppedRunKeepsPartialCounts) {
   Report r = sample();
   r.iterations_completed = 2;

@@ -1,0 +1,256 @@
+#include "lib/diag/host_queries.hpp"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/core/report.hpp"
+
+namespace rdmakit::diag {
+
+std::string strip_scope(const std::string& host) {
+  return host.substr(0, host.find('%'));
+}
+
+std::string without_prefix(const std::string& address) {
+  return address.substr(0, address.find('/'));
+}
+
+// Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
+std::string canonical(const std::string& host) {
+  const auto bare = strip_scope(host);
+  std::array<unsigned char, 16> bytes{};
+  char text[INET6_ADDRSTRLEN] = {};
+  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
+    return inet_ntop(AF_INET, bytes.data(), text, sizeof text);
+  }
+  if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
+    return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
+  }
+  return bare;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} bytes", bytes);
+}
+
+std::string errno_text(int errnum) {
+  return fmt::format("{} ({})", errno_name(errnum), std::strerror(errnum));
+}
+
+// The user-space provider library libibverbs needs for a kernel driver.
+std::string provider_for(const std::string& driver) {
+  static const std::pair<const char*, const char*> table[] = {
+      {"rdma_rxe", "rxe"},      {"siw", "siw"},       {"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"},
+      {"bnxt_en", "bnxt_re"},   {"irdma", "irdma"},   {"ice", "irdma"},      {"i40e", "irdma"},
+      {"efa", "efa"},           {"qede", "qedr"},     {"hfi1", "hfi1verbs"}, {"vmw_pvrdma", "vmw_pvrdma"},
+      {"hns3", "hns"},          {"erdma", "erdma"},   {"mana", "mana"},      {"cxgb4", "cxgb4"},
+      {"ib_qib", "ipathverbs"}, {"ocrdma", "ocrdma"}, {"ib_mthca", "mthca"}};
+  for (const auto& [kernel, provider] : table) {
+    if (driver == kernel) {
+      return provider;
+    }
+  }
+  return {};
+}
+
+bool has_provider(const Inventory& inventory, const KernelDevice& device) {
+  const auto provider = provider_for(device.driver);
+  if (provider.empty()) {
+    return true;  // unknown driver: do not accuse the provider
+  }
+  const auto& drivers = inventory.provider_drivers;
+  return std::find(drivers.begin(), drivers.end(), provider) != drivers.end();
+}
+
+const UserDevice* user_view_of(const Inventory& inventory, const KernelDevice& device) {
+  for (const auto& user : inventory.user_devices) {
+    // librdmacm matches by GUID, and by index where both sides know it.
+    if (user.node_guid == device.node_guid && (!user.index || !device.index || *user.index == *device.index)) {
+      return &user;
+    }
+  }
+  return nullptr;
+}
+
+const KernelDevice* kernel_device(const Inventory& inventory, const std::string& name) {
+  for (const auto& device : inventory.kernel_devices) {
+    if (device.name == name) return &device;
+  }
+  return nullptr;
+}
+
+const KernelPort* kernel_port(const KernelDevice& device, int number) {
+  for (const auto& port : device.ports) {
+    if (port.number == number) return &port;
+  }
+  return nullptr;
+}
+
+const Netdev* netdev_named(const Inventory& inventory, const std::string& name) {
+  for (const auto& netdev : inventory.netdevs) {
+    if (netdev.name == name) return &netdev;
+  }
+  return nullptr;
+}
+
+std::vector<PortRef> ports_serving(const Inventory& inventory, const std::string& host, const std::string& netdev) {
+  std::vector<PortRef> found;
+  const auto gid = host.empty() ? std::string() : gid_for_address(host);
+  for (const auto& device : inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      const bool has_gid = std::any_of(port.gids.begin(), port.gids.end(), [&](const GidEntry& entry) {
+        return (!gid.empty() && entry.gid == gid) || (!netdev.empty() && entry.netdev == netdev);
+      });
+      if (has_gid || (!netdev.empty() && device.parent_netdev == netdev)) {
+        found.push_back({&device, &port});
+      }
+    }
+  }
+  return found;
+}
+
+std::vector<std::string> rdma_netdevs(const Inventory& inventory) {
+  std::vector<std::string> names;
+  for (const auto& device : inventory.kernel_devices) {
+    auto add = [&](const std::string& name) {
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    };
+    add(device.parent_netdev);
+    for (const auto& port : device.ports) {
+      for (const auto& gid : port.gids) add(gid.netdev);
+    }
+  }
+  return names;
+}
+
+// Addresses on netdevs that have an RDMA device: what the user could bind instead.
+std::vector<std::string> rdma_addresses(const Inventory& inventory) {
+  std::vector<std::string> addresses;
+  for (const auto& name : rdma_netdevs(inventory)) {
+    if (const auto* netdev = netdev_named(inventory, name)) {
+      for (const auto& address : netdev->addresses) {
+        const auto host = without_prefix(address);
+        if (!host.starts_with("fe80")) addresses.push_back(host);
+      }
+    }
+  }
+  return addresses;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : separator) + item;
+  }
+  return out;
+}
+
+std::string use_instead(const Inventory& inventory) {
+  const auto addresses = rdma_addresses(inventory);
+  return addresses.empty() ? std::string() : "addresses served by RDMA here: " + join(addresses);
+}
+
+// The first up Ethernet netdev with an address: where a soft-RoCE device could go.
+const Netdev* rxe_candidate(const Inventory& inventory) {
+  for (const auto& netdev : inventory.netdevs) {
+    if (netdev.type == "ether" && netdev.up && !netdev.addresses.empty()) return &netdev;
+  }
+  return nullptr;
+}
+
+std::string rxe_link_command(const std::string& netdev) {
+  return fmt::format("rdma link add rxe_{} type rxe netdev {}", netdev, netdev);
+}
+
+const Step* Attempt::find(std::string_view call) const {
+  // The last one: a call may be tried twice (bind, then bind on a fresh id).
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->call == call) return &*it;
+  }
+  return nullptr;
+}
+
+Target make_target(const std::string& numeric_host, std::uint16_t port, const std::string& port_space) {
+  Target target;
+  target.port = port;
+  target.port_space = port_space;
+  if (numeric_host.empty()) {
+    return target;
+  }
+  const auto bare = strip_scope(numeric_host);
+  std::array<unsigned char, 16> bytes{};
+  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
+    target.family = AF_INET;
+    // From the parsed bytes: the text may go on past a NUL that inet_pton stops at.
+    target.wildcard = bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 0 && bytes[3] == 0;
+    target.loopback = bytes[0] == 127;
+  } else if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
+    target.family = AF_INET6;
+    static constexpr std::array<unsigned char, 16> any{};
+    std::array<unsigned char, 16> one{};
+    one[15] = 1;
+    target.wildcard = bytes == any;
+    target.loopback = bytes == one;
+  } else {
+    throw UsageError("'" + numeric_host + "' is not a numeric IPv4 or IPv6 address");
+  }
+  target.host = canonical(numeric_host);
+  if (numeric_host.find('%') != std::string::npos) {
+    target.host += numeric_host.substr(numeric_host.find('%'));
+  }
+  return target;
+}
+
+std::string gid_text(std::string_view sysfs_gid) {
+  std::array<unsigned char, 16> bytes{};
+  std::string hex;
+  for (char c : sysfs_gid) {
+    if (c != ':') hex.push_back(c);
+  }
+  // Anything but 32 hex digits is shown as it is: stoul would throw on "zz" and read "0x" or "-1" as numbers.
+  if (hex.size() != 32 ||
+      !std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+    return std::string(sysfs_gid);
+  }
+  for (std::size_t i = 0; i < 16; ++i) {
+    bytes[i] = static_cast<unsigned char>(std::stoul(hex.substr(i * 2, 2), nullptr, 16));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
+}
+
+std::string gid_for_address(const std::string& numeric_host) {
+  const auto host = canonical(numeric_host);
+  std::array<unsigned char, 4> v4{};
+  if (inet_pton(AF_INET, host.c_str(), v4.data()) == 1) {
+    return "::ffff:" + host;
+  }
+  return host;
+}
+
+const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host) {
+  const auto host = canonical(numeric_host);
+  for (const auto& netdev : inventory.netdevs) {
+    for (const auto& address : netdev.addresses) {
+      if (canonical(without_prefix(address)) == host) return &netdev;
+    }
+  }
+  return nullptr;
+}
+
+bool address_is_local(const Inventory& inventory, const std::string& numeric_host) {
+  return netdev_owning(inventory, numeric_host) != nullptr;
+}
+
+}  // namespace rdmakit::diag

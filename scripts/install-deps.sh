@@ -8,6 +8,8 @@ packages=(
   build-essential cmake pkg-config clang-format
   # the cognitive-complexity cap (.clang-tidy) and the shell scripts' lint
   clang-tidy shellcheck
+  # the report schemas' validator (tests/schema)
+  python3-jsonschema
   # libFuzzer targets (scripts/fuzz.sh)
   clang libclang-rt-dev
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev

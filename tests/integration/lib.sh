@@ -137,10 +137,10 @@ expect_wait_bounded() {
 }
 
 # expect_schema TOOL FILE: $T/FILE is a report that doc/schema/TOOL.schema.json accepts
-# (tests/schema/schema_check, built into $BIN next to the tools).
+# (tests/schema/schema_check.py: Debian's python3-jsonschema, draft 2020-12).
 expect_schema() {
   local root out
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-  out=$("$BIN/schema_check" "$root/doc/schema/$1.schema.json" "$T/$2" 2>&1) ||
-    fail "$2 does not match doc/schema/$1.schema.json:"$'\n'"$out"
+  out=$("${RDMAKIT_PYTHON:-/usr/bin/python3}" "$root/tests/schema/schema_check.py" "$root/doc/schema/$1.schema.json" \
+    "$T/$2" 2>&1) || fail "$2 does not match doc/schema/$1.schema.json:"$'\n'"$out"
 }

@@ -1,0 +1,292 @@
+#!/usr/bin/python3
+"""The schemas in doc/schema: well formed, closed, described, and neither too loose nor too
+tight for what the tools write. Run by CTest (label unit); the validator is Debian's
+python3-jsonschema, through schema_check.py beside this file."""
+
+import copy
+import json
+import pathlib
+import sys
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import schema_check  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCHEMAS = ROOT / "doc" / "schema"
+SAMPLES = ROOT / "tests" / "schema" / "samples"
+TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind"]
+
+# Draft 2020-12 keywords the schemas may use. jsonschema ignores a keyword it does not know,
+# so a misspelt one ("additionalProperty") would loosen a schema without a word: refuse it.
+KNOWN_KEYWORDS = {
+    "$schema", "$id", "$ref", "$defs", "$comment", "title", "description", "examples", "default",
+    "type", "enum", "const", "properties", "required", "additionalProperties", "propertyNames",
+    "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern", "format",
+    "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
+}
+
+
+def schema_files():
+    return sorted(SCHEMAS.glob("*.schema.json"))
+
+
+def subschemas(node, pointer=""):
+    """Every schema object inside `node` (a schema), with its JSON pointer."""
+    if not isinstance(node, dict):
+        return
+    yield pointer, node
+    for key in ("properties", "$defs"):
+        for name, child in node.get(key, {}).items():
+            yield from subschemas(child, f"{pointer}/{key}/{name}")
+    for key in ("items", "additionalProperties", "not", "if", "then", "else", "propertyNames"):
+        if isinstance(node.get(key), dict):
+            yield from subschemas(node[key], f"{pointer}/{key}")
+    for key in ("allOf", "anyOf", "oneOf", "prefixItems"):
+        for index, child in enumerate(node.get(key, [])):
+            yield from subschemas(child, f"{pointer}/{key}/{index}")
+
+
+def first_sample(tool):
+    for path in sorted(SAMPLES.glob(f"{tool}-*.json")):
+        return schema_check.load(path)
+    raise AssertionError(f"no sample for {tool} in {SAMPLES}")
+
+
+def problems(tool, document):
+    return schema_check.violations(schema_check.validator_for(SCHEMAS / f"{tool}.schema.json"), document)
+
+
+def shape(tool, changes):
+    """A real sample of `tool` with what a run on a device changes: the schema must accept it."""
+    document = first_sample(tool)
+    document.update(copy.deepcopy(changes))
+    return document
+
+
+class Schemas(unittest.TestCase):
+    def assertAccepted(self, tool, document):
+        found = problems(tool, document)
+        self.assertEqual(found, [], f"{tool}: " + "\n".join(found))
+
+    def assertRefused(self, tool, document):
+        self.assertNotEqual(problems(tool, document), [], f"{tool} accepted what it must refuse")
+
+    def test_every_tool_has_one(self):
+        for tool in TOOLS:
+            self.assertTrue((SCHEMAS / f"{tool}.schema.json").exists(), tool)
+        self.assertTrue((SCHEMAS / "common.schema.json").exists())
+
+    def test_well_formed_with_known_keywords_and_resolving_refs(self):
+        self.assertGreaterEqual(len(schema_files()), len(TOOLS) + 1)
+        for path in schema_files():
+            with self.subTest(schema=path.name):
+                validator = schema_check.validator_for(path)  # check_schema: draft 2020-12 metaschema
+                for pointer, node in subschemas(schema_check.load(path)):
+                    unknown = set(node) - KNOWN_KEYWORDS
+                    self.assertEqual(unknown, set(), f"{path.name}{pointer}: unknown keywords")
+                    if "$ref" in node:
+                        validator.resolver.resolve(node["$ref"])  # raises when it leads nowhere
+
+    def test_every_property_is_described(self):
+        for path in schema_files():
+            undescribed = []
+            for pointer, node in subschemas(schema_check.load(path)):
+                types = node.get("type")
+                is_object = types == "object" or (isinstance(types, list) and "object" in types)
+                for name, prop in (node.get("properties", {}) if is_object else {}).items():
+                    if not isinstance(prop, dict) or not prop.get("description"):
+                        undescribed.append(f"{pointer}/properties/{name}")
+            self.assertEqual(undescribed, [], path.name)
+
+    def test_tool_reports_are_closed(self):
+        for tool in TOOLS:
+            schema = schema_check.load(SCHEMAS / f"{tool}.schema.json")
+            self.assertIs(schema.get("additionalProperties"), False, tool)
+            self.assertEqual(schema["properties"]["tool"]["const"], tool)
+
+    def test_refuse_what_the_tools_never_write(self):
+        for tool in TOOLS:
+            with self.subTest(tool=tool):
+                sample = first_sample(tool)
+                self.assertAccepted(tool, sample)
+                extra = dict(sample, surprise=1)
+                self.assertTrue(any(line.startswith("/: ") and "surprise" in line for line in problems(tool, extra)))
+                missing = dict(sample)
+                del missing["duration_s"]
+                self.assertTrue(any("'duration_s' is a required property" in line for line in problems(tool, missing)))
+                self.assertRefused(tool, dict(sample, tool="udaddy" if tool == "rping" else "rping"))
+                self.assertRefused(tool, dict(sample, errors=[{"message": "x", "errno": 19}]))  # errno without its name
+                self.assertRefused(tool, dict(sample, outcome="failed", exit_code=0, errors=[{"message": "x"}]))
+
+    def test_accept_group_reports(self):
+        # lib/rdma/group_report.cpp fill(): a ucmatose server that ran to the end.
+        ucmatose = {
+            "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
+            "local_address": "10.55.0.1:7471", "peer_address": "",
+            "cm_timings_ms": {"create_qp": 0.4, "accept": 1.2, "transfer": 0.3, "disconnect": 0.8},
+            "iterations": {"requested": 20, "completed": 20}, "bytes": 4000,
+            "steps": [{"step": "create_qp", "connections": 2, "wall_ms": 0.4, "max_ms": 0.2, "min_ms": 0.1,
+                       "avg_ms": 0.15, "per_connection_us": 200.0, "failed": 0}],
+            "connections": [{"index": 0, "state": "disconnected", "steps_ms": {"create_qp": 0.2, "accept": 0.6},
+                             "sends_completed": 10, "received": 10, "receives_expected": 10, "lost": 0,
+                             "local_address": "10.55.0.1:7471", "peer_address": "10.55.0.2:40000",
+                             "qp_num": 17}],
+            "events": [{"event": "DISCONNECTED", "status": 0, "connection": None}],
+            "connections_requested": 2, "connections_ready": 2, "connections_failed": 0,
+            "setup": {"wall_ms": 2.0, "per_connection_ms": 1.0, "connections_per_s": 1000.0},
+            "messages": {"size": 100, "sent": 20, "received": 20, "expected": 20, "lost": 0},
+            "migrate_ms": 0.05}
+        self.assertAccepted("ucmatose", shape("ucmatose", ucmatose))
+
+        # A udaddy server that rejected a request beyond -c and timed out waiting for datagrams.
+        udaddy = {
+            "role": "server", "outcome": "timed_out", "exit_code": 1,
+            "errors": [{"message": "timed out waiting for datagrams from the client(s) (1 connection(s) short, ..."}],
+            "arguments": {"server": "", "bind": "", "port": "7174", "count": 10, "size": 100, "connections": 1,
+                          "format": "name", "port_space": "udp"},
+            "steps": [], "connections": [{"index": 0, "state": "established", "steps_ms": {"accept": 0.5},
+                                          "sends_completed": 0, "received": 4, "receives_expected": 10, "lost": 6,
+                                          "unfinished_step": "receive", "remote_qpn": 33}],
+            "events": [{"event": "CONNECT_REQUEST", "status": 0, "rejected": "beyond -c"}],
+            "connections_requested": 1, "connections_ready": 1, "connections_failed": 0,
+            "messages": {"size": 100, "sent": 0, "received": 4, "expected": 10, "lost": 6}}
+        self.assertAccepted("udaddy", shape("udaddy", udaddy))
+
+        # An mckey receiver interrupted by SIGTERM, with join latencies and a multicast error.
+        mckey = {
+            "role": "receiver", "outcome": "interrupted", "exit_code": 143,
+            "errors": [{"message": "interrupted while waiting for datagrams from the group 239.1.1.1"}],
+            "steps": [], "connections": [], "connections_requested": 1, "connections_ready": 1,
+            "connections_failed": 0,
+            "events": [{"event": "MULTICAST_ERROR", "status": -110, "connection": 0}],
+            "messages": {"size": 100, "sent": 0, "received": 0, "expected": 10, "lost": 10},
+            "join_latency_us": {"count": 1, "min": 900.0, "avg": 900.0, "stdev": 0.0, "p50": 900.0, "p99": 900.0,
+                                "p99.9": 900.0, "max": 900.0}}
+        self.assertAccepted("mckey", shape("mckey", mckey))
+
+        # A ucmatose client one of whose connections the server rejected: the others went on.
+        partial = {
+            "role": "client", "outcome": "failed", "exit_code": 1,
+            "errors": [{"message": "1 of 2 connection(s) failed, the others went on; connection 1: rdma_connect(...)",
+                        "call": "rdma_connect", "errno": 111, "errno_name": "ECONNREFUSED"}],
+            "steps": [{"step": "connect", "connections": 2, "wall_ms": 0.4, "max_ms": 0.3, "min_ms": 0.1,
+                       "avg_ms": 0.2, "per_connection_us": 200.0, "failed": 1}],
+            "connections": [{"index": 1, "state": "failed", "steps_ms": {"connect": 0.3}, "sends_completed": 0,
+                             "received": 0, "receives_expected": 0, "lost": 0, "failed_step": "connect",
+                             "failure": {"message": "rdma_connect(10.55.0.1:7471): Connection refused",
+                                         "call": "rdma_connect", "errno": 111, "errno_name": "ECONNREFUSED"}}],
+            "events": [], "connections_requested": 2, "connections_ready": 1, "connections_failed": 1,
+            "messages": {"size": 100, "sent": 10, "received": 10, "expected": 10, "lost": 0}}
+        self.assertAccepted("ucmatose", shape("ucmatose", partial))
+
+        # Once the group exists its results are always there.
+        without_messages = shape("ucmatose", ucmatose)
+        del without_messages["messages"]
+        self.assertRefused("ucmatose", without_messages)
+
+    def test_accept_a_failed_completion_in_an_error(self):
+        failed = {"outcome": "failed", "exit_code": 1,
+                  "errors": [{"message": "send completion failed: remote access error (vendor error 0x0)",
+                              "completion": {"status": 10, "status_text": "remote access error",
+                                             "vendor_error": 0}}]}
+        self.assertAccepted("send_bw", shape("send_bw", failed))
+        partial_status = copy.deepcopy(failed)
+        del partial_status["errors"][0]["completion"]["status_text"]
+        self.assertRefused("send_bw", shape("send_bw", partial_status))
+
+    def test_accept_rping_persistent_servers(self):
+        interrupted = {
+            "role": "server", "outcome": "interrupted", "exit_code": 130, "errors": [],
+            "connections": [{"peer": "10.55.0.2:40000", "iterations": 5, "bytes": 640, "outcome": "completed",
+                             "error": ""},
+                            {"peer": "10.55.0.2:40001", "iterations": 2, "bytes": 256, "outcome": "failed",
+                             "error": "peer sent a 7-byte message; rping messages are 16 bytes"}]}
+        self.assertAccepted("rping", shape("rping", interrupted))
+        # Idle for --accept-timeout: a normal end, never a timed-out one with exit 0.
+        idle = dict(interrupted, outcome="completed", exit_code=0)
+        self.assertAccepted("rping", shape("rping", idle))
+        self.assertRefused("rping", shape("rping", dict(idle, outcome="timed_out")))
+
+    def test_accept_persistent_rdma_server_and_send_bw_server(self):
+        rdma_server = {
+            "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
+            "arguments": {"server": "10.55.0.1", "port": "7471", "persistent": True},
+            "connections": [{"peer": "10.55.0.1:40000", "iterations": 10, "bytes": 320, "outcome": "completed",
+                             "error": ""},
+                            {"peer": "", "iterations": 0, "bytes": 0, "outcome": "failed",
+                             "error": "rdma_get_request: ..."}]}
+        self.assertAccepted("rdma_server", shape("rdma_server", rdma_server))
+
+        send_bw = schema_check.load(SAMPLES / "send_bw-server-no-device.json")
+        send_bw.update({
+            "role": "server", "outcome": "interrupted", "exit_code": 130, "errors": [],
+            "connections": [{"peer": "10.55.0.1:40000", "iterations": 1100, "bytes": 4505600, "outcome": "completed",
+                             "error": "", "test": {"test": "bw", "operation": "send", "queue_pairs": 1,
+                                                   "bidirectional": False, "client_depth": 128, "max_size": 4096,
+                                                   "path": {"device": "rxe0", "port": 1, "path_mtu": 1024}}},
+                            {"peer": "10.55.0.1:40001", "iterations": 0, "bytes": 0, "outcome": "failed",
+                             "error": "rdma_accept: ...", "test": {}}]})
+        send_bw.pop("test", None)
+        send_bw.pop("rows", None)
+        send_bw["arguments"]["persistent"] = True
+        self.assertAccepted("send_bw", send_bw)
+        # Without -P a server reports its test and rows, not connections.
+        send_bw["arguments"]["persistent"] = False
+        self.assertRefused("send_bw", send_bw)
+        # A client record says what it ran.
+        send_bw["arguments"]["persistent"] = True
+        del send_bw["connections"][0]["test"]
+        self.assertRefused("send_bw", send_bw)
+
+    def test_accept_send_bw_servers(self):
+        path = {"device": "rxe0", "port": 1, "path_mtu": 1024}
+        bandwidth = {
+            "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
+            "test": {"test": "bw", "operation": "write", "queue_pairs": 2, "bidirectional": False,
+                     "client_depth": 128, "max_size": 65536, "path": path},
+            "rows": [{"bytes": 65536, "iterations": 2000, "seconds": 1.5, "bw_peak_mib_per_s": 90.0,
+                      "bw_average_mib_per_s": 85.0, "bw_average_gbit_per_s": 0.7, "message_rate_mpps": 0.001}],
+            "refused": [{"peer": "10.55.0.2:41000", "reason": "131072-byte messages asked for; this server allows ..."}]}
+        self.assertAccepted("send_bw", shape("send_bw", bandwidth))
+        latency = {
+            "role": "server", "outcome": "completed", "exit_code": 0, "errors": [], "rows": [], "answered": 1100,
+            "test": {"test": "lat", "operation": "send", "queue_pairs": 1, "bidirectional": False, "client_depth": 1,
+                     "max_size": 2, "path": path}}
+        self.assertAccepted("send_bw", shape("send_bw", latency))
+        partial_gid = copy.deepcopy(latency)
+        partial_gid["test"]["path"]["gid_index"] = 1  # without gid and gid_type
+        self.assertRefused("send_bw", shape("send_bw", partial_gid))
+
+    def test_accept_rdma_client_runs(self):
+        completed = {
+            "outcome": "completed", "exit_code": 0, "errors": [], "inline_send": True,
+            "local_address": "10.55.0.1:50000", "peer_address": "10.55.0.1:7471",
+            "cm_timings_ms": {"getaddrinfo": 0.1, "create_ep": 2.0, "reg_msgs": 0.1, "connect": 1.0,
+                              "exchanges": 0.5, "disconnect": 0.2},
+            "iterations": {"requested": 1, "completed": 1}, "bytes": 32,
+            "rtt_us": {"count": 1, "min": 40.0, "avg": 40.0, "stdev": 0.0, "p50": 40.0, "p99": 40.0,
+                       "p99.9": 40.0, "max": 40.0}}
+        self.assertAccepted("rdma_client", shape("rdma_client", completed))
+        self.assertRefused("rdma_client", shape("rdma_client", dict(completed, errors=[{"message": "x"}])))
+
+
+class Checker(unittest.TestCase):
+    """schema_check.py itself: the exit codes the integration cases rely on."""
+
+    def test_exit_codes(self):
+        import subprocess
+        script = pathlib.Path(schema_check.__file__)
+        good = SAMPLES / "rping-usage-error.json"
+        run = lambda *args, **kw: subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                                                 **kw)
+        self.assertEqual(run(str(SCHEMAS / "rping.schema.json"), str(good)).returncode, 0)
+        refused = run(str(SCHEMAS / "rping.schema.json"), "-", input='{"tool": "rping"}')
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("'schema_version' is a required property", refused.stdout)
+        self.assertEqual(run(str(SCHEMAS / "rping.schema.json"), "/nonexistent.json").returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

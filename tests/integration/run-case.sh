@@ -40,4 +40,5 @@ source "$here/pair_cases.sh"
 source "$here/crafted_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
+check_schemas
 echo "PASS: $case_name"

@@ -73,7 +73,7 @@ struct SinkSettings {
   bool reflect = false;  // send every message back (the server of a bidirectional test)
   std::uint32_t max_inline_data = 0;
   int stop_fd = -1;
-  std::function<bool()> connected;  // polled when the CQs are empty; false ends the sink
+  std::function<bool()> connected;  // polled when the CQs are empty; false: drain what is left, then end
 };
 
 // Receives until every lane's peer has disconnected (or Ctrl-C), one row per message size,

@@ -198,6 +198,17 @@ CmEvent classify(rdma_cm_event_type type) {
   }
 }
 
+CmTransition advance(CmState& state, const rdma_cm_event& event) {
+  const auto kind = classify(event.event);
+  auto transition = cm_transition(state, kind);
+  spdlog::debug("cm {}: {} -> {}", to_string(kind), to_string(state), to_string(transition.next));
+  if (transition.action == CmAction::fail) {
+    spdlog::debug("cm failure: {} (status {})", transition.reason, event.status);
+  }
+  state = transition.next;
+  return transition;
+}
+
 rdma_conn_param connection_parameters(const ConnectOffer& offer) {
   rdma_conn_param parameters{};
   if (!offer.private_data.empty()) {

@@ -90,6 +90,10 @@ using CmEventPtr = std::unique_ptr<rdma_cm_event, CmEventAck>;
 
 CmEvent classify(rdma_cm_event_type type);
 
+// Feeds one event to the transition table (lib/wire/cm_flow.hpp) and moves `state` on: the
+// one way every holder of a cm_id follows rdma_cm(7)'s flow. Logs the step at debug level.
+CmTransition advance(CmState& state, const rdma_cm_event& event);
+
 // What a connect or accept offers the peer. RC and UC connections retry transport errors
 // and receiver-not-ready 7 times each (for RNR, 7 means without limit: a peer that posts
 // its receives late is waited for, as the stock tools do); a datagram exchange has neither.

@@ -422,8 +422,7 @@ void ConnectionGroup::handle(rdma_cm_event& event) {
     events_.push_back({{"event", to_string(type)}, {"status", event.status}, {"connection", connection->index_}});
   }
   const auto before = connection->state_;
-  const auto transition = cm_transition(before, type);
-  connection->state_ = transition.next;
+  const auto transition = advance(connection->state_, event);
   try {
     act(*connection, transition, before, event);
   } catch (const RdmaError& error) {

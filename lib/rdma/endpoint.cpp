@@ -175,20 +175,13 @@ rdma_conn_param Endpoint::connection_parameters() const {
 }
 
 CmTransition Endpoint::apply(const rdma_cm_event& event) {
-  const auto kind = classify(event.event);
-  auto transition = cm_transition(state_, kind);
-  spdlog::debug("cm {}: {} -> {}", to_string(kind), to_string(state_), to_string(transition.next));
-  if (transition.action == CmAction::fail) {
-    spdlog::debug("cm failure: {} (status {})", transition.reason, event.status);
-  }
-  if (kind == CmEvent::disconnected && state_ == CmState::established && !disconnect_sent_) {
+  if (classify(event.event) == CmEvent::disconnected && state_ == CmState::established && !disconnect_sent_) {
     // The peer's DREQ: answer it now (DREP). Otherwise a peer that closes its connections one
     // by one, each waiting for its DISCONNECTED, waits until we destroy this id.
     disconnect_sent_ = true;
     if (rdma_disconnect(id_.get()) != 0) spdlog::debug("rdma_disconnect (reply): {}", std::strerror(errno));
   }
-  state_ = transition.next;
-  return transition;
+  return advance(state_, event);
 }
 
 void Endpoint::await_established(const std::string& step, Report& report, Clock::time_point started) {
@@ -416,8 +409,8 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
   const auto until = deadline.value_or(Clock::time_point::max());
   for (;;) {
     auto event = next_cm_event(channel_, until, options_.stop_fd, "a connection request");
-    const auto kind = classify(event->event);
-    const auto transition = cm_transition(CmState::listening, kind);
+    auto state = CmState::listening;  // the listening id's own state never moves
+    const auto transition = advance(state, *event);
     if (transition.action == CmAction::fail) {
       throw RdmaError::without_errno("rdma_listen", local_address(), transition.reason);
     }

@@ -95,8 +95,7 @@ void SyncEndpoint::make_nonblocking() {
 void SyncEndpoint::finish_cm_call(const char* call, const Bounds& bounds) {
   for (;;) {
     const auto event = next_cm_event(id_->channel, bounds.deadline, bounds.stop_fd, bounds.awaiting);
-    const auto transition = cm_transition(state_, classify(event->event));
-    state_ = transition.next;
+    const auto transition = advance(state_, *event);
     switch (transition.action) {
       case CmAction::fail: {
         const auto peer = peer_of(id_);
@@ -169,8 +168,7 @@ void check_peer_left(rdma_cm_id* id, CmState& state, const Bounds& bounds) {
   if (!event) {
     return;
   }
-  const auto transition = cm_transition(state, classify(event->event));
-  state = transition.next;
+  const auto transition = advance(state, *event);
   if (transition.action == CmAction::stop_traffic || transition.action == CmAction::fail) {
     throw RunStopped(StopReason::peer_disconnected, transition.reason + " while waiting for " + bounds.awaiting);
   }

@@ -9,27 +9,11 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
+#include "lib/wire/big_endian.hpp"
 
 namespace rdmakit::rping {
 
 namespace {
-
-template <typename T>
-void put_be(std::byte* out, T value) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    out[sizeof(T) - 1 - i] = static_cast<std::byte>(value & 0xffU);
-    value = static_cast<T>(value >> 8U);
-  }
-}
-
-template <typename T>
-T get_be(const std::byte* in) {
-  T value = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    value = static_cast<T>((value << 8U) | std::to_integer<T>(in[i]));
-  }
-  return value;
-}
 
 constexpr char first_pattern_char = 'A';  // 65
 constexpr char last_pattern_char = 'z';   // 122
@@ -39,9 +23,9 @@ constexpr int pattern_span = last_pattern_char - first_pattern_char + 1;
 
 AdvertBytes encode(const BufferAdvert& advert) {
   AdvertBytes bytes{};
-  put_be(bytes.data(), advert.address);
-  put_be(bytes.data() + 8, advert.rkey);
-  put_be(bytes.data() + 12, advert.length);
+  store_big_endian(bytes.data(), advert.address);
+  store_big_endian(bytes.data() + 8, advert.rkey);
+  store_big_endian(bytes.data() + 12, advert.length);
   return bytes;
 }
 
@@ -51,9 +35,9 @@ BufferAdvert decode_advert(std::span<const std::byte> bytes) {
                                     advert_wire_size));
   }
   return BufferAdvert{
-      .address = get_be<std::uint64_t>(bytes.data()),
-      .rkey = get_be<std::uint32_t>(bytes.data() + 8),
-      .length = get_be<std::uint32_t>(bytes.data() + 12),
+      .address = load_big_endian<std::uint64_t>(bytes.data()),
+      .rkey = load_big_endian<std::uint32_t>(bytes.data() + 8),
+      .length = load_big_endian<std::uint32_t>(bytes.data() + 12),
   };
 }
 
@@ -93,17 +77,11 @@ namespace rdmakit::rdmx {
 
 void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining) {
   std::fill(message.begin(), message.end(), std::uint8_t{0});
-  for (int i = 0; i < 4; ++i) {
-    message[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(remaining >> (24 - 8 * i));
-  }
+  store_big_endian(message.data(), remaining);
 }
 
 std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message) {
-  std::uint32_t remaining = 0;
-  for (std::size_t i = 0; i < 4; ++i) {
-    remaining = (remaining << 8) | message[i];
-  }
-  return remaining;
+  return load_big_endian<std::uint32_t>(message.data());
 }
 
 void check_message_length(std::uint32_t received) {
@@ -124,27 +102,10 @@ constexpr std::uint8_t hello_kind = 1;
 constexpr std::uint8_t answer_kind = 2;
 constexpr std::uint8_t refusal_kind = 3;
 
-void put32(std::uint8_t* out, std::uint32_t value) {
-  for (int i = 3; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
-}
-void put64(std::uint8_t* out, std::uint64_t value) {
-  for (int i = 7; i >= 0; --i, value >>= 8) out[i] = static_cast<std::uint8_t>(value & 0xff);
-}
-std::uint32_t get32(const std::uint8_t* in) {
-  std::uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value = (value << 8) | in[i];
-  return value;
-}
-std::uint64_t get64(const std::uint8_t* in) {
-  std::uint64_t value = 0;
-  for (int i = 0; i < 8; ++i) value = (value << 8) | in[i];
-  return value;
-}
-
 template <std::size_t N>
 std::array<std::uint8_t, N> header(std::uint8_t kind) {
   std::array<std::uint8_t, N> bytes{};
-  put32(bytes.data(), magic);
+  store_big_endian(bytes.data(), magic);
   bytes[4] = version;
   bytes[5] = kind;
   return bytes;
@@ -155,7 +116,7 @@ void check_header(std::span<const std::uint8_t> bytes, std::size_t size, std::ui
     throw ProtocolError(std::string("send_bw ") + what + ": " + std::to_string(bytes.size()) +
                         " bytes of private data, expected at least " + std::to_string(size));
   }
-  if (get32(bytes.data()) != magic) {
+  if (load_big_endian<std::uint32_t>(bytes.data()) != magic) {
     throw ProtocolError(std::string("send_bw ") + what + ": the peer is not send_bw (no RKBW magic)");
   }
   if (bytes[4] != version) {
@@ -172,14 +133,6 @@ void check_size(std::uint32_t size, const char* what) {
     throw ProtocolError(std::string("send_bw: the peer's ") + what + " " + std::to_string(size) + " is outside 1.." +
                         std::to_string(max_message_size));
   }
-}
-
-std::uint16_t get16(const std::uint8_t* in) {
-  return static_cast<std::uint16_t>((in[0] << 8) | in[1]);
-}
-void put16(std::uint8_t* out, std::uint16_t value) {
-  out[0] = static_cast<std::uint8_t>(value >> 8);
-  out[1] = static_cast<std::uint8_t>(value & 0xff);
 }
 
 constexpr std::uint8_t bidirectional_flag = 1;
@@ -203,23 +156,23 @@ std::array<std::uint8_t, hello_size> encode(const Hello& hello) {
   auto bytes = header<hello_size>(hello_kind);
   bytes[6] = static_cast<std::uint8_t>(hello.operation);
   bytes[7] = static_cast<std::uint8_t>(hello.test);
-  put32(bytes.data() + 8, hello.max_size);
-  put32(bytes.data() + 12, hello.depth);
+  store_big_endian(bytes.data() + 8, hello.max_size);
+  store_big_endian(bytes.data() + 12, hello.depth);
   bytes[16] = hello.bidirectional ? bidirectional_flag : 0;
   bytes[17] = hello.path_mtu;
-  put16(bytes.data() + 18, hello.queue_pairs);
-  put16(bytes.data() + 20, hello.queue_pair_index);
-  put64(bytes.data() + 24, hello.reply_address);
-  put32(bytes.data() + 32, hello.reply_rkey);
-  put32(bytes.data() + 36, hello.reply_length);
+  store_big_endian(bytes.data() + 18, hello.queue_pairs);
+  store_big_endian(bytes.data() + 20, hello.queue_pair_index);
+  store_big_endian(bytes.data() + 24, hello.reply_address);
+  store_big_endian(bytes.data() + 32, hello.reply_rkey);
+  store_big_endian(bytes.data() + 36, hello.reply_length);
   return bytes;
 }
 
 std::array<std::uint8_t, answer_size> encode(const Answer& answer) {
   auto bytes = header<answer_size>(answer_kind);
-  put64(bytes.data() + 8, answer.address);
-  put32(bytes.data() + 16, answer.rkey);
-  put32(bytes.data() + 20, answer.length);
+  store_big_endian(bytes.data() + 8, answer.address);
+  store_big_endian(bytes.data() + 16, answer.rkey);
+  store_big_endian(bytes.data() + 20, answer.length);
   return bytes;
 }
 
@@ -246,15 +199,15 @@ Hello decode_hello(std::span<const std::uint8_t> bytes) {
   }
   Hello hello{.operation = static_cast<Operation>(bytes[6]),
               .test = static_cast<Test>(bytes[7]),
-              .max_size = get32(bytes.data() + 8),
-              .depth = get32(bytes.data() + 12),
+              .max_size = load_big_endian<std::uint32_t>(bytes.data() + 8),
+              .depth = load_big_endian<std::uint32_t>(bytes.data() + 12),
               .bidirectional = bytes[16] != 0,
               .path_mtu = bytes[17],
-              .queue_pairs = get16(bytes.data() + 18),
-              .queue_pair_index = get16(bytes.data() + 20),
-              .reply_address = get64(bytes.data() + 24),
-              .reply_rkey = get32(bytes.data() + 32),
-              .reply_length = get32(bytes.data() + 36)};
+              .queue_pairs = load_big_endian<std::uint16_t>(bytes.data() + 18),
+              .queue_pair_index = load_big_endian<std::uint16_t>(bytes.data() + 20),
+              .reply_address = load_big_endian<std::uint64_t>(bytes.data() + 24),
+              .reply_rkey = load_big_endian<std::uint32_t>(bytes.data() + 32),
+              .reply_length = load_big_endian<std::uint32_t>(bytes.data() + 36)};
   check_size(hello.max_size, "message size");
   if (hello.depth == 0 || hello.depth > 1u << 16) {
     throw ProtocolError("send_bw hello: queue depth " + std::to_string(hello.depth) + " is outside 1..65536");
@@ -278,14 +231,15 @@ Hello decode_hello(std::span<const std::uint8_t> bytes) {
 
 Answer decode_answer(std::span<const std::uint8_t> bytes) {
   check_header(bytes, answer_size, answer_kind, "answer");
-  Answer answer{
-      .address = get64(bytes.data() + 8), .rkey = get32(bytes.data() + 16), .length = get32(bytes.data() + 20)};
+  Answer answer{.address = load_big_endian<std::uint64_t>(bytes.data() + 8),
+                .rkey = load_big_endian<std::uint32_t>(bytes.data() + 16),
+                .length = load_big_endian<std::uint32_t>(bytes.data() + 20)};
   check_size(answer.length, "buffer length");
   return answer;
 }
 
 std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < 7 || get32(bytes.data()) != magic || bytes[5] != refusal_kind) {
+  if (bytes.size() < 7 || load_big_endian<std::uint32_t>(bytes.data()) != magic || bytes[5] != refusal_kind) {
     return std::nullopt;
   }
   const std::size_t length = std::min<std::size_t>({bytes[6], bytes.size() - 7, max_refusal_text});

@@ -111,13 +111,13 @@ void run_server(const Options& o, const rdmakit::EndpointOptions& endpoint_optio
   }
 
   // --accept-timeout is how long a persistent server stays up without a new client.
-  rdmakit::serve_persistently(
-      [&]() -> rdmakit::AcceptedConnection {
-        std::shared_ptr<rdmakit::Endpoint> endpoint = listener.next_request(idle_deadline());
-        return {endpoint->peer_address(), [endpoint, &ping](rdmakit::ServedConnection& served) {
-                  rdmakit::Report connection_report;  // steps of one connection; the server reports totals
-                  rping::serve_connection(*endpoint, ping, connection_report, served);
-                }};
+  rdmakit::serve_each_client(
+      [&] {
+        auto endpoint = listener.next_request(idle_deadline());
+        return rdmakit::ConnectionRequest<rdmakit::Endpoint>{endpoint->peer_address(), std::move(endpoint)};
+      },
+      [&ping](rdmakit::Endpoint& endpoint, rdmakit::Report& connection_report, rdmakit::ServedConnection& served) {
+        rping::serve_connection(endpoint, ping, connection_report, served);
       },
       report);
 }

@@ -62,8 +62,7 @@ std::string address_of_gid(const BwSettings& s) {
   const DeviceContext device(s.device);
   const auto entry = query_gid(device.get(), 1, *s.gid_index);
   const auto address = gid_address(entry);
-  spdlog::debug("-x {}: {} GID {} ({}) is address {}", *s.gid_index, device.name(), gid_text(entry.gid),
-                gid_type_name(entry.type), address);
+  spdlog::debug("-x {}: {} GID {} ({}) is address {}", *s.gid_index, device.name(), entry.gid, entry.type, address);
   return address;
 }
 
@@ -102,8 +101,8 @@ nlohmann::json path_json(const Endpoint& endpoint) {
   if (const auto index = endpoint.source_gid_index()) {
     const auto entry = query_gid(endpoint.context(), endpoint.port_num(), *index);
     path["gid_index"] = *index;
-    path["gid"] = gid_text(entry.gid);
-    path["gid_type"] = gid_type_name(entry.type);
+    path["gid"] = entry.gid;
+    path["gid_type"] = entry.type;
   }
   return path;
 }
@@ -356,8 +355,7 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
       const auto idle = s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt;
       request = next_client(listener, waiting, idle);
     } catch (const RunStopped& stopped) {
-      spdlog::info("persistent server stopping: {}", stopped.what());
-      if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+      stop_serving(stopped, report);
       return;
     }
     BwResults client;

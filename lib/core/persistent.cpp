@@ -61,6 +61,11 @@ ServedConnection serve_recorded(const AcceptedConnection& connection) {
   return served;
 }
 
+void stop_serving(const RunStopped& stopped, Report& report) {
+  spdlog::info("persistent server stopping: {}", stopped.what());
+  if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+}
+
 void serve_persistently(const std::function<AcceptedConnection()>& accept, Report& report) {
   std::mutex records_mutex;
   std::vector<ServedConnection> records;
@@ -99,8 +104,7 @@ void serve_persistently(const std::function<AcceptedConnection()>& accept, Repor
                                })});
     }
   } catch (const RunStopped& stopped) {
-    spdlog::info("persistent server stopping: {}", stopped.what());
-    if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+    stop_serving(stopped, report);
   } catch (...) {
     failure = std::current_exception();
   }

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/error.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
@@ -46,5 +48,36 @@ ServedConnection serve_recorded(const AcceptedConnection& connection);
 // recorded and the server goes on; only several failures in a row, where the listener
 // itself is broken, end the run with that error.
 void serve_persistently(const std::function<AcceptedConnection()>& accept, Report& report);
+
+// A client's connection request, taken off a listener and not yet served.
+template <typename Connection>
+struct ConnectionRequest {
+  std::string peer;
+  std::unique_ptr<Connection> connection;
+};
+
+// The persistent server of rping -P and rdma_server -P over serve_persistently:
+// `next_request()` returns the next client's ConnectionRequest (throwing RunStopped as
+// `accept` does above) and `serve_one(connection, connection_report, served)` serves it on
+// its own thread. Each connection's steps go to a report of its own, since the server
+// reports only totals.
+template <typename NextRequest, typename ServeOne>
+void serve_each_client(NextRequest next_request, ServeOne serve_one, Report& report) {
+  serve_persistently(
+      [&]() -> AcceptedConnection {
+        auto request = next_request();
+        std::shared_ptr connection(std::move(request.connection));
+        // serve_persistently joins every connection before it returns, so `serve_one` outlives them.
+        return {std::move(request.peer), [connection, &serve_one](ServedConnection& served) {
+                  Report connection_report;
+                  serve_one(*connection, connection_report, served);
+                }};
+      },
+      report);
+}
+
+// How a persistent server ends on RunStopped: interrupted is the report's outcome,
+// timed_out (no client within the idle deadline) a normal end.
+void stop_serving(const RunStopped& stopped, Report& report);
 
 }  // namespace rdmakit

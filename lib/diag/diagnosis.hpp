@@ -13,15 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace rdmakit::diag {
+#include "lib/core/gid.hpp"
 
-// One populated GID table entry. `gid` is in IPv6 text form ("::ffff:10.55.0.1").
-struct GidEntry {
-  int index = 0;
-  std::string gid;
-  std::string type;    // "IB", "RoCE v1", "RoCE v2"
-  std::string netdev;  // netdev the entry belongs to, "" for IB
-};
+namespace rdmakit::diag {
 
 struct KernelPort {
   int number = 0;

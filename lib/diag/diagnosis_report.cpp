@@ -25,9 +25,13 @@ struct adl_serializer<std::optional<T>> {
 };
 }  // namespace nlohmann
 
+namespace rdmakit {
+// Here, not in lib/core: only the host model reads and writes GID entries as JSON.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, netdev)
+}  // namespace rdmakit
+
 namespace rdmakit::diag {
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, netdev)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelPort, number, state_code, state, phys_state_code, phys_state,
                                                 link_layer, rate, gids)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelDevice, name, index, node_guid, node_type, driver, parent_netdev,

@@ -89,7 +89,7 @@ KernelPort read_port(const fs::path& dir, int number) {
       continue;
     }
     GidEntry entry;
-    entry.index = std::stoi(name);
+    entry.index = static_cast<std::uint32_t>(std::stoul(name));
     entry.gid = gid_text(*raw);
     entry.type = read_line(dir / "gid_attrs" / "types" / name).value_or(port.link_layer == "InfiniBand" ? "IB" : "");
     if (entry.type == "IB/RoCE v1") {

@@ -147,7 +147,9 @@ GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index)
     throw UsageError(fmt::format("GID index {} of {} is empty{}", index, where,
                                  rc == ENODATA ? "" : fmt::format(" ({})", std::strerror(rc))));
   }
-  return GidEntry{.index = index, .gid = entry.gid, .type = entry.gid_type, .ifindex = entry.ndev_ifindex};
+  char netdev[IF_NAMESIZE] = {};
+  if (entry.ndev_ifindex != 0 && if_indextoname(entry.ndev_ifindex, netdev) == nullptr) netdev[0] = '\0';
+  return GidEntry{.index = index, .gid = gid_text(entry.gid), .type = gid_type_name(entry.gid_type), .netdev = netdev};
 }
 
 std::string gid_type_name(std::uint32_t type) {
@@ -165,18 +167,17 @@ std::string gid_text(const ibv_gid& gid) {
 }
 
 std::string gid_address(const GidEntry& entry) {
-  const auto* raw = entry.gid.raw;
+  ibv_gid gid{};
+  inet_pton(AF_INET6, entry.gid.c_str(), gid.raw);  // query_gid wrote it with inet_ntop
+  const auto* raw = gid.raw;
   const bool v4_mapped =
       std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff && raw[11] == 0xff;
   if (v4_mapped) {
     return fmt::format("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]);
   }
-  auto text = gid_text(entry.gid);
+  auto text = entry.gid;
   const bool link_local = raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
-  if (link_local && entry.ifindex != 0) {
-    char name[IF_NAMESIZE] = {};
-    if (if_indextoname(entry.ifindex, name) != nullptr) text += std::string("%") + name;
-  }
+  if (link_local && !entry.netdev.empty()) text += "%" + entry.netdev;
   return text;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lib/core/error.hpp"
+#include "lib/core/gid.hpp"
 
 namespace rdmakit {
 
@@ -111,14 +112,6 @@ CompletionError completion_error(const ibv_wc& completion, const std::string& me
 inline std::uint32_t mtu_bytes(ibv_mtu mtu) {
   return 128u << static_cast<unsigned>(mtu);
 }
-
-// One entry of a port's GID table.
-struct GidEntry {
-  std::uint32_t index = 0;
-  ibv_gid gid{};
-  std::uint32_t type = IBV_GID_TYPE_IB;  // enum ibv_gid_type
-  std::uint32_t ifindex = 0;             // RoCE: the netdev it belongs to
-};
 
 // Opens a device by name (or the only one when `name` is empty) for a short query; throws
 // UsageError naming the devices present when there is no such device, or several to choose from.

@@ -73,7 +73,7 @@ std::size_t echo_length(std::span<const char> received) {
 
 }  // namespace rdmakit::rping
 
-namespace rdmakit::rdmx {
+namespace rdmakit::echo {
 
 void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining) {
   std::fill(message.begin(), message.end(), std::uint8_t{0});
@@ -91,7 +91,7 @@ void check_message_length(std::uint32_t received) {
   }
 }
 
-}  // namespace rdmakit::rdmx
+}  // namespace rdmakit::echo
 
 namespace rdmakit::bw {
 

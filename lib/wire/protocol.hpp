@@ -57,7 +57,7 @@ std::size_t echo_length(std::span<const char> received);
 // send zeros and ignore the content; ours put the number of exchanges still to come after
 // this one in the first 4 bytes (big-endian), so zeros mean "last one" and a stock client
 // gets exactly one exchange from our server.
-namespace rdmakit::rdmx {
+namespace rdmakit::echo {
 
 inline constexpr std::size_t message_size = 16;
 inline constexpr const char* default_port = "7471";
@@ -70,7 +70,7 @@ std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> messa
 // left it. (A longer one never arrives: the receive fails with a local length error.)
 void check_message_length(std::uint32_t received);
 
-}  // namespace rdmakit::rdmx
+}  // namespace rdmakit::echo
 
 // send_bw: the whole key exchange rides in CM private data, versioned. The client's
 // rdma_connect carries a Hello (what it will do, and for write latency its own buffer);

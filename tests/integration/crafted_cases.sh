@@ -194,7 +194,7 @@ EOF
 # silence; a 2-byte message), rdma_client against crafted servers (a reply longer than the
 # 16 bytes it posted, which the device refuses: rxe completes that receive with "local QP
 # operation error", hardware with "local length error"; a 2-byte reply).
-crafted_rdmx() {
+crafted_echo() {
   local ours=$1 crafted_address=$2 mode outcome error completed i=0 ended
   while IFS='|' read -r -u 3 mode outcome completed error; do
     i=$((i + 1))
@@ -208,8 +208,8 @@ crafted_rdmx() {
     expect_crafted_failure rdma_server "server_$i" "$(ended_us "server_$i")" "$outcome" "$error" \
       ".iterations.completed == $completed"
   done 3<< 'EOF'
-rdmx-client-garbage|timed_out|1|a message from the client
-rdmx-client-short|failed|0|peer sent a 2-byte message
+echo-client-garbage|timed_out|1|a message from the client
+echo-client-short|failed|0|peer sent a 2-byte message
 EOF
   while IFS='|' read -r -u 3 mode error; do
     i=$((i + 1))
@@ -222,12 +222,12 @@ EOF
     expect_crafted_failure rdma_client "client_$i" "$ended" failed "$error" ".iterations.completed == 0"
     expect_wait_bounded "client_$i.out" $((CRAFTED_TIMEOUT + 2))
   done 3<< 'EOF'
-rdmx-server-garbage|local (length|QP operation) error
-rdmx-server-short|peer sent a 2-byte message
+echo-server-garbage|local (length|QP operation) error
+echo-server-short|peer sent a 2-byte message
 EOF
 }
 
 case_crafted_send_bw_server_side() { require_device; crafted_send_bw_server_side "$RXE_ADDR" "$RXE_ADDR"; }
 case_crafted_send_bw_client_side() { require_device; crafted_send_bw_client_side "$RXE_ADDR" "$RXE_ADDR"; }
 case_crafted_rping() { require_device; crafted_rping "$RXE_ADDR" "$RXE_ADDR"; }
-case_crafted_rdmx() { require_device; crafted_rdmx "$RXE_ADDR" "$RXE_ADDR"; }
+case_crafted_echo() { require_device; crafted_echo "$RXE_ADDR" "$RXE_ADDR"; }

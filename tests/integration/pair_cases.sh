@@ -44,22 +44,22 @@ case_pair_interop() {
 
   # rdma_server / rdma_client.
   next_port
-  pair_server rdmx "$PORT" "$OURS_RDMA_SERVER" -s "$PEER_ADDR" -p "$PORT" --accept-timeout 30 --json
-  run rdmx_client 30 "$OURS_RDMA_CLIENT" -s "$PEER_ADDR" -p "$PORT" -C 20 --json
+  pair_server echo "$PORT" "$OURS_RDMA_SERVER" -s "$PEER_ADDR" -p "$PORT" --accept-timeout 30 --json
+  run echo_client 30 "$OURS_RDMA_CLIENT" -s "$PEER_ADDR" -p "$PORT" -C 20 --json
   expect_rc 0 "rdma_client with our rdma_server across the wire"
-  remote_finish rdmx 20
+  remote_finish echo 20
   expect_rc 0 "our rdma_server on the peer"
   next_port
-  pair_server rdmx_stock "$PORT" rdma_server -s "$PEER_ADDR" -p "$PORT"
-  run rdmx_client2 30 "$OURS_RDMA_CLIENT" -s "$PEER_ADDR" -p "$PORT" --json
+  pair_server echo_stock "$PORT" rdma_server -s "$PEER_ADDR" -p "$PORT"
+  run echo_client2 30 "$OURS_RDMA_CLIENT" -s "$PEER_ADDR" -p "$PORT" --json
   expect_rc 0 "our rdma_client with the stock rdma_server across the wire"
-  remote_finish rdmx_stock 20
+  remote_finish echo_stock 20
   expect_rc 0 "stock rdma_server on the peer"
   next_port
-  pair_server rdmx_ours "$PORT" "$OURS_RDMA_SERVER" -s "$PEER_ADDR" -p "$PORT" --accept-timeout 30
-  run rdmx_stock_client 30 rdma_client -s "$PEER_ADDR" -p "$PORT"
+  pair_server echo_ours "$PORT" "$OURS_RDMA_SERVER" -s "$PEER_ADDR" -p "$PORT" --accept-timeout 30
+  run echo_stock_client 30 rdma_client -s "$PEER_ADDR" -p "$PORT"
   expect_rc 0 "stock rdma_client with our rdma_server across the wire"
-  remote_finish rdmx_ours 20
+  remote_finish echo_ours 20
   expect_rc 0 "our rdma_server (stock client) on the peer"
 
   # udaddy (UD, address handles to another host): ours both ends, and the stock server.
@@ -260,5 +260,5 @@ case_pair_crafted() {
   crafted_send_bw_server_side "$WIRE_ADDR" "$PEER_ADDR"
   crafted_send_bw_client_side "$WIRE_ADDR" "$PEER_ADDR"
   crafted_rping "$WIRE_ADDR" "$PEER_ADDR"
-  crafted_rdmx "$WIRE_ADDR" "$PEER_ADDR"
+  crafted_echo "$WIRE_ADDR" "$PEER_ADDR"
 }

@@ -16,8 +16,8 @@ OURS_DIAG=$BIN/diag-bind
 source "$here/diag_bind_cases.sh"
 OURS_RDMA_SERVER=$BIN/rdma_server
 OURS_RDMA_CLIENT=$BIN/rdma_client
-# shellcheck source=rdmx_cases.sh
-source "$here/rdmx_cases.sh"
+# shellcheck source=echo_cases.sh
+source "$here/echo_cases.sh"
 OURS_UDADDY=$BIN/udaddy
 OURS_UCMATOSE=$BIN/ucmatose
 OURS_MCKEY=$BIN/mckey

@@ -96,7 +96,7 @@ case_rping_soak() {
 }
 
 # Clients: the stock rdma_client, one exchange each.
-rdmx_misbehaves() {
+echo_misbehaves() {
   # rping speaks another protocol: its 16-byte advert reads as a message, the server
   # answers, and rping then waits for an RDMA READ that never comes; killed mid-run.
   start victim "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0
@@ -112,7 +112,7 @@ case_rdma_server_soak() {
   next_port
   SOAK_CLIENT=(rdma_client -s "$RXE_ADDR" -p "$PORT")
   SOAK_BURST_CLIENT=("${SOAK_CLIENT[@]}")
-  soak rdma_server rdmx_misbehaves "$OURS_RDMA_SERVER" -P -s "$RXE_ADDR" -p "$PORT" --timeout 3 --json
+  soak rdma_server echo_misbehaves "$OURS_RDMA_SERVER" -P -s "$RXE_ADDR" -p "$PORT" --timeout 3 --json
 }
 
 # Clients: our send_bw (no stock peer speaks its key exchange), small tests; the server runs

@@ -304,12 +304,12 @@ void rping_client(CraftedPeer& peer, const std::function<rdmakit::rping::BufferA
 
 // ---- rdma_server / rdma_client ----
 
-void rdmx_client(CraftedPeer& peer, bool short_message) {
+void echo_client(CraftedPeer& peer, bool short_message) {
   RegisteredBuffer* receive = nullptr;
   RegisteredBuffer* send = nullptr;
   auto endpoint = peer.connect({}, [&](Endpoint& e) {
-    receive = &e.add_buffer(rdmakit::rdmx::message_size, IBV_ACCESS_LOCAL_WRITE);
-    send = &e.add_buffer(rdmakit::rdmx::message_size, 0);
+    receive = &e.add_buffer(rdmakit::echo::message_size, IBV_ACCESS_LOCAL_WRITE);
+    send = &e.add_buffer(rdmakit::echo::message_size, 0);
     e.post_receive(*receive, receive->size(), 0);
   });
   if (!endpoint) throw PeerFailure("rdma_server refused the connection");
@@ -319,19 +319,19 @@ void rdmx_client(CraftedPeer& peer, bool short_message) {
     peer.await(*endpoint, IBV_WC_SEND);
   } else {
     // Garbage announcing 2^32 - 1 exchanges to come, then silence.
-    const auto bytes = garbage(rdmakit::rdmx::message_size);
+    const auto bytes = garbage(rdmakit::echo::message_size);
     std::copy(bytes.begin(), bytes.end(), reinterpret_cast<std::uint8_t*>(send->data()));
     std::fill_n(reinterpret_cast<std::uint8_t*>(send->data()), 4, std::uint8_t{0xff});
-    endpoint->post_send(*send, rdmakit::rdmx::message_size, 0);
+    endpoint->post_send(*send, rdmakit::echo::message_size, 0);
     peer.await(*endpoint, IBV_WC_RECV);
   }
   peer.misdeed_done();
   peer.wait_until_gone(*endpoint);
 }
 
-void rdmx_server(CraftedPeer& peer, std::size_t reply_length) {
+void echo_server(CraftedPeer& peer, std::size_t reply_length) {
   auto endpoint = peer.next_client();
-  auto& receive = endpoint->add_buffer(rdmakit::rdmx::message_size, IBV_ACCESS_LOCAL_WRITE);
+  auto& receive = endpoint->add_buffer(rdmakit::echo::message_size, IBV_ACCESS_LOCAL_WRITE);
   auto& send = endpoint->add_buffer(64, 0);
   endpoint->post_receive(receive, receive.size(), 0);
   endpoint->accept(peer.report());
@@ -433,10 +433,10 @@ const std::map<std::string, Misdeed>& misdeeds() {
              },
              8);
        }},
-      {"rdmx-client-garbage", [](CraftedPeer& p) { rdmx_client(p, false); }},
-      {"rdmx-client-short", [](CraftedPeer& p) { rdmx_client(p, true); }},
-      {"rdmx-server-garbage", [](CraftedPeer& p) { rdmx_server(p, 64); }},
-      {"rdmx-server-short", [](CraftedPeer& p) { rdmx_server(p, 2); }},
+      {"echo-client-garbage", [](CraftedPeer& p) { echo_client(p, false); }},
+      {"echo-client-short", [](CraftedPeer& p) { echo_client(p, true); }},
+      {"echo-server-garbage", [](CraftedPeer& p) { echo_server(p, 64); }},
+      {"echo-server-short", [](CraftedPeer& p) { echo_server(p, 2); }},
   };
   return table;
 }

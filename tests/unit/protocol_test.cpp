@@ -57,7 +57,7 @@ TEST(Payload, RefusesBuffersBelowMinimum) {
   EXPECT_THROW(fill_ping_payload(buffer, 0), std::invalid_argument);
 }
 
-TEST(Echo, LengthIncludesNulAndNeverExceedsBuffer) {
+TEST(PingEcho, LengthIncludesNulAndNeverExceedsBuffer) {
   const char text[] = "abc\0zzz";
   EXPECT_EQ(echo_length(std::span<const char>(text, 8)), 4u);
   const char unterminated[4] = {'a', 'b', 'c', 'd'};
@@ -67,10 +67,10 @@ TEST(Echo, LengthIncludesNulAndNeverExceedsBuffer) {
 }  // namespace
 }  // namespace rdmakit::rping
 
-namespace rdmakit::rdmx {
+namespace rdmakit::echo {
 namespace {
 
-TEST(RdmxMessage, RemainingRoundTripsBigEndian) {
+TEST(EchoMessage, RemainingRoundTripsBigEndian) {
   std::array<std::uint8_t, message_size> message{};
   message.fill(0xff);
   encode_remaining(message, 0x01020304);
@@ -80,12 +80,12 @@ TEST(RdmxMessage, RemainingRoundTripsBigEndian) {
   EXPECT_EQ(decode_remaining(message), 0x01020304u);
 }
 
-TEST(RdmxMessage, StockZerosMeanLastExchange) {
+TEST(EchoMessage, StockZerosMeanLastExchange) {
   const std::array<std::uint8_t, message_size> stock{};
   EXPECT_EQ(decode_remaining(stock), 0u);
 }
 
-TEST(RdmxMessage, OnlyWholeMessagesCount) {
+TEST(EchoMessage, OnlyWholeMessagesCount) {
   EXPECT_NO_THROW(check_message_length(message_size));
   // Two bytes would leave half the count as the previous message left it.
   EXPECT_THROW(check_message_length(2), ProtocolError);
@@ -94,7 +94,7 @@ TEST(RdmxMessage, OnlyWholeMessagesCount) {
 }
 
 }  // namespace
-}  // namespace rdmakit::rdmx
+}  // namespace rdmakit::echo
 
 namespace rdmakit::bw {
 namespace {

@@ -12,19 +12,19 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;
-  std::array<std::uint8_t, rdmx::message_size> message{};
+  std::array<std::uint8_t, echo::message_size> message{};
   std::copy_n(data, std::min(size, message.size()), message.begin());
-  const auto remaining = rdmx::decode_remaining(message);
+  const auto remaining = echo::decode_remaining(message);
   // Big-endian in the first four bytes, whatever the other twelve hold (stock tools send zeros).
   const auto expected = static_cast<std::uint32_t>(message[0]) << 24 | static_cast<std::uint32_t>(message[1]) << 16 |
                         static_cast<std::uint32_t>(message[2]) << 8 | message[3];
   FUZZ_CHECK(remaining == expected);
 
-  std::array<std::uint8_t, rdmx::message_size> again{};
+  std::array<std::uint8_t, echo::message_size> again{};
   again.fill(0xa5);  // encode must clear what a previous exchange left
-  rdmx::encode_remaining(again, remaining);
+  echo::encode_remaining(again, remaining);
   FUZZ_CHECK(std::equal(again.begin(), again.begin() + 4, message.begin()));
   FUZZ_CHECK(std::all_of(again.begin() + 4, again.end(), [](std::uint8_t b) { return b == 0; }));
-  FUZZ_CHECK(rdmx::decode_remaining(again) == remaining);
+  FUZZ_CHECK(echo::decode_remaining(again) == remaining);
   return 0;
 }

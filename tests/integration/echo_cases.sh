@@ -1,7 +1,7 @@
 # rdma_server / rdma_client cases: ours with ours, ours with the stock tools both ways, and
 # every way a peer can be missing ends within the timeout.
 
-case_rdmx_self() {
+case_echo_self() {
   require_device
   next_port
   start server "$OURS_RDMA_SERVER" -s "$RXE_ADDR" -p "$PORT" --accept-timeout 20 --json
@@ -31,7 +31,7 @@ case_rdmx_self() {
   expect_jq '.inline_send == false and .iterations.completed == 10' server2.out
 }
 
-case_rdmx_stock_server() {
+case_echo_stock_server() {
   require_device
   command -v rdma_server > /dev/null || { echo "SKIP: stock rdma_server missing"; exit 77; }
   next_port
@@ -52,7 +52,7 @@ case_rdmx_stock_server() {
   expect_jq '.outcome == "peer_disconnected" and .iterations.completed == 1' more.out
 }
 
-case_rdmx_stock_client() {
+case_echo_stock_client() {
   require_device
   command -v rdma_client > /dev/null || { echo "SKIP: stock rdma_client missing"; exit 77; }
   next_port
@@ -66,7 +66,7 @@ case_rdmx_stock_client() {
   expect_jq '.outcome == "completed" and .iterations.completed == 1' server.out
 }
 
-case_rdmx_no_peer() {
+case_echo_no_peer() {
   require_device
   next_port
   # Nobody listens: rejected at once.
@@ -92,7 +92,7 @@ case_rdmx_no_peer() {
   expect_jq '.errors[0].call == "rdma_create_ep" and .diagnosis.verdict.cause == "netdev_without_rdma"' nordma.out
 }
 
-case_rdmx_bad_flags() {
+case_echo_bad_flags() {
   local args
   for args in "-p 0" "-p 70000" "-C 0" "-C x" "--timeout 0" "--bogus" "extra"; do
     # shellcheck disable=SC2086
@@ -109,7 +109,7 @@ case_rdmx_bad_flags() {
 # rdma_server -P: clients one after another and at once, ours and stock, each its own record;
 # a client that leaves mid-exchange is its own failure, and --accept-timeout (idle) ends the
 # server normally.
-case_rdmx_persistent() {
+case_echo_persistent() {
   require_device
   next_port
   # --accept-timeout 30: in a busy guest the last client's start took more than 10 s, and the

@@ -1,0 +1,128 @@
+#include "lib/bench/echo_session.hpp"
+
+#include <memory>
+
+#include "lib/core/persistent.hpp"
+#include "lib/core/stats.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/sync_endpoint.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// Accepts `connection` and answers each of the client's messages with the same bytes, until
+// the one that says no more follow; then disconnects.
+void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chrono::milliseconds timeout, int stop_fd,
+                  Report& report, ServedConnection& served) {
+  auto bounds = [&](std::string what) { return within(timeout, stop_fd, std::move(what)); };
+  StepTimer timer(report);  // from the request on: waiting for a client is not a CM step
+  MessageBuffers<echo::message_size> messages(connection,
+                                              !o.no_inline && connection.max_inline_data() >= echo::message_size);
+  report.extra["inline_send"] = messages.sends_inline();
+  timer.lap("reg_msgs");
+  messages.post_recv();
+  connection.accept(bounds("the connection to be established"));
+  timer.lap("accept");
+
+  for (;;) {
+    echo::check_message_length(connection.recv_completion(bounds("a message from the client")).byte_len);
+    const auto remaining = echo::decode_remaining(messages.received());
+    if (remaining > 0) messages.post_recv();  // before replying, so the next message finds it
+    messages.send_buffer() = messages.received();
+    messages.post_send();
+    connection.send_completion(bounds("the reply's send completion"));
+    ++served.iterations;
+    served.bytes += 2 * echo::message_size;
+    if (remaining == 0) break;
+  }
+  timer.lap("exchanges");
+  connection.disconnect(bounds("the disconnect"));
+  timer.lap("disconnect");
+}
+
+}  // namespace
+
+void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeout, Report& report) {
+  const StopSignal stop;
+  auto bounds = [&](std::string what) { return within(timeout, stop.fd(), std::move(what)); };
+  StepTimer timer(report);
+  const AddrInfo info(o.server, o.port, false);
+  timer.lap("getaddrinfo");
+  ibv_qp_init_attr attributes{};
+  // Resolves address and route and creates the QP.
+  auto endpoint = create_message_endpoint(info, o.no_inline ? 0 : echo::message_size, attributes);
+  timer.lap("create_ep");
+  report.local_address = address_of(rdma_get_local_addr(endpoint.get())).to_string();
+  report.peer_address = address_of(rdma_get_peer_addr(endpoint.get())).to_string();
+  MessageBuffers<echo::message_size> messages(endpoint,
+                                              !o.no_inline && attributes.cap.max_inline_data >= echo::message_size);
+  report.extra["inline_send"] = messages.sends_inline();
+  timer.lap("reg_msgs");
+  messages.post_recv();
+  endpoint.connect(bounds("the connection to " + report.peer_address));
+  timer.lap("connect");
+
+  LatencyRecorder rtt;
+  rtt.reserve(o.count);
+  try {
+    for (std::uint32_t i = 0; i < o.count; ++i) {
+      if (i > 0) messages.post_recv();
+      echo::encode_remaining(messages.send_buffer(), o.count - 1 - i);
+      const auto started = Clock::now();
+      messages.post_send();
+      endpoint.send_completion(bounds("the send completion"));
+      echo::check_message_length(endpoint.recv_completion(bounds("the server's reply")).byte_len);
+      rtt.add(Clock::now() - started);
+      report.iterations_completed = i + 1;
+      report.bytes += 2 * echo::message_size;
+    }
+  } catch (...) {
+    report.rtt = rtt.summary();
+    throw;
+  }
+  report.rtt = rtt.summary();
+  timer.lap("exchanges");
+  endpoint.disconnect(bounds("the disconnect"));
+  timer.lap("disconnect");
+}
+
+void run_echo_server(const EchoServerOptions& o, std::chrono::milliseconds timeout, Report& report) {
+  const StopSignal stop;
+  StepTimer timer(report);
+  const AddrInfo info(o.server, o.port, true);
+  timer.lap("getaddrinfo");
+  auto attributes = message_qp_attributes(o.no_inline ? 0 : echo::message_size);
+  SyncEndpoint listener(info, &attributes);  // its QP attributes serve each accepted connection
+  listener.listen(o.persistent ? 64 : 0);
+  timer.lap("listen");
+  report.local_address = address_of(rdma_get_local_addr(listener.get())).to_string();
+  // For a persistent server: how long it stays up without a new client.
+  auto accept_bounds = [&] {
+    const auto deadline =
+        o.accept_timeout_s > 0
+            ? Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000))
+            : Clock::time_point::max();
+    return Bounds{deadline, stop.fd(), "a connection request"};
+  };
+
+  if (o.persistent) {
+    serve_each_client(
+        [&] {
+          auto connection = std::make_unique<SyncEndpoint>(listener.get_request(accept_bounds()));
+          auto peer = address_of(rdma_get_peer_addr(connection->get())).to_string();
+          return ConnectionRequest<SyncEndpoint>{std::move(peer), std::move(connection)};
+        },
+        [&](SyncEndpoint& connection, Report& connection_report, ServedConnection& served) {
+          serve_client(connection, o, timeout, stop.fd(), connection_report, served);
+        },
+        report);
+    return;
+  }
+  auto connection = listener.get_request(accept_bounds());
+  report.peer_address = address_of(rdma_get_peer_addr(connection.get())).to_string();
+  serve_counted([&](ServedConnection& served) { serve_client(connection, o, timeout, stop.fd(), report, served); },
+                report);
+}
+
+}  // namespace rdmakit

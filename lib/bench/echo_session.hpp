@@ -1,0 +1,38 @@
+#pragma once
+// rdma_server's and rdma_client's two sides of the echo exchange (lib/wire/protocol.hpp)
+// over librdmacm's synchronous API, interoperable with rdma-core's rdma_server and
+// rdma_client. Both fill the report as they go and never print results.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "lib/core/report.hpp"
+#include "lib/wire/protocol.hpp"
+
+namespace rdmakit {
+
+struct EchoClientOptions {
+  std::string server = "127.0.0.1";
+  std::string port = echo::default_port;
+  std::uint32_t count = 1;  // exchanges on the connection
+  bool no_inline = false;   // send from registered memory even where inline sends work
+};
+
+struct EchoServerOptions {
+  std::string server = "0.0.0.0";  // the address to listen on
+  std::string port = echo::default_port;
+  double accept_timeout_s = 0;  // wait for a client, with persistent for each next one; 0 = forever
+  bool no_inline = false;
+  bool persistent = false;  // keep serving clients, each on a thread of its own
+};
+
+// Connects, sends `count` messages, each answered before the next, timing the round trips,
+// and disconnects. Every wait is bounded by `timeout` and the stop signal.
+void run_echo_client(const EchoClientOptions& options, std::chrono::milliseconds timeout, Report& report);
+
+// Listens and answers one client's messages with the same bytes until the one that says no
+// more follow (persistent: each client's, until the stop signal or the accept timeout).
+void run_echo_server(const EchoServerOptions& options, std::chrono::milliseconds timeout, Report& report);
+
+}  // namespace rdmakit

@@ -1,0 +1,92 @@
+#include "lib/core/persistent.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rdmakit {
+namespace {
+
+// A stand-in for an accepted connection: how many messages its client sends.
+struct FakeConnection {
+  std::uint64_t messages = 0;
+};
+
+// Hands out one request per entry of `clients`, then stops the server for `reason`.
+class FakeListener {
+ public:
+  FakeListener(std::vector<std::uint64_t> clients, StopReason reason) : clients_(std::move(clients)), reason_(reason) {}
+  ConnectionRequest<FakeConnection> next_request() {
+    if (next_ == clients_.size()) throw RunStopped(reason_, "no more clients");
+    const auto messages = clients_[next_];
+    return {"peer" + std::to_string(next_++), std::make_unique<FakeConnection>(FakeConnection{messages})};
+  }
+
+ private:
+  std::vector<std::uint64_t> clients_;
+  StopReason reason_;
+  std::size_t next_ = 0;
+};
+
+TEST(ServeEachClient, TotalsEveryClientAndEndsNormallyOnTheIdleTimeout) {
+  FakeListener listener({3, 5}, StopReason::timed_out);
+  Report report;
+  std::vector<std::thread::id> serving_threads;
+  std::mutex threads_mutex;
+  serve_each_client([&] { return listener.next_request(); },
+                    [&](FakeConnection& connection, Report& connection_report, ServedConnection& served) {
+                      EXPECT_NE(&connection_report, &report);  // a connection's steps stay out of the totals
+                      {
+                        const std::lock_guard lock(threads_mutex);
+                        serving_threads.push_back(std::this_thread::get_id());
+                      }
+                      served.iterations = connection.messages;
+                      served.bytes = 16 * connection.messages;
+                    },
+                    report);
+  EXPECT_EQ(report.iterations_completed, 8u);
+  EXPECT_EQ(report.bytes, 128u);
+  EXPECT_EQ(report.extra["connections"].size(), 2u);
+  EXPECT_EQ(report.outcome, Report().outcome);  // the idle timeout is a normal end
+  for (const auto id : serving_threads) EXPECT_NE(id, std::this_thread::get_id());
+}
+
+TEST(ServeEachClient, AFailingClientIsItsOwnRecordAndAnInterruptEndsTheServer) {
+  FakeListener listener({1, 2}, StopReason::interrupted);
+  Report report;
+  serve_each_client([&] { return listener.next_request(); },
+                    [](FakeConnection& connection, Report&, ServedConnection& served) {
+                      served.iterations = connection.messages;
+                      if (connection.messages == 1) throw std::runtime_error("client sent garbage");
+                    },
+                    report);
+  EXPECT_EQ(report.outcome, "interrupted");
+  EXPECT_EQ(report.iterations_completed, 3u);
+  ASSERT_EQ(report.extra["connections"].size(), 2u);
+  int failed = 0;
+  for (const auto& record : report.extra["connections"]) {
+    if (record["outcome"] == "failed") {
+      ++failed;
+      EXPECT_EQ(record["peer"], "peer0");
+      EXPECT_EQ(record["error"], "client sent garbage");
+    }
+  }
+  EXPECT_EQ(failed, 1);
+}
+
+TEST(StopServing, OnlyAnInterruptIsTheServersOutcome) {
+  Report timed_out;
+  stop_serving(RunStopped(StopReason::timed_out, "no client"), timed_out);
+  EXPECT_EQ(timed_out.outcome, Report().outcome);
+  Report interrupted;
+  stop_serving(RunStopped(StopReason::interrupted, "Ctrl-C"), interrupted);
+  EXPECT_EQ(interrupted.outcome, "interrupted");
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/verbs.hpp"
+#include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
 
@@ -23,9 +25,13 @@ constexpr std::size_t poll_batch = 16;
 constexpr std::uint32_t post_batch = 32;
 // Empty polls between looks at the clock and the stop signal.
 constexpr std::uint32_t spins_between_checks = 1024;
-// Receives carry this id, so a completion tells its kind even when its status is an error
-// (an error completion's opcode is undefined); sends carry their sequence number.
-constexpr std::uint64_t receive_id = std::numeric_limits<std::uint64_t>::max();
+// Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
+// and, in the latency loops, their poster's generation as owner.
+constexpr std::uint64_t receive_id = WorkId{.kind = WorkKind::receive, .owner = 0, .sequence = 0}.encode();
+
+bool is_receive(const ibv_wc& wc) {
+  return WorkId::decode(wc.wr_id).kind == WorkKind::receive;
+}
 
 bool stop_requested(int stop_fd) {
   if (stop_fd < 0) return false;
@@ -34,7 +40,7 @@ bool stop_requested(int stop_fd) {
 }
 
 [[noreturn]] void fail_completion(const ibv_wc& wc) {
-  const char* what = wc.wr_id == receive_id ? "receive" : "send";
+  const char* what = is_receive(wc) ? "receive" : "send";
   throw completion_error(wc, fmt::format("{} completion failed: {} (vendor error {:#x})", what,
                                          ibv_wc_status_str(wc.status), wc.vendor_err));
 }
@@ -112,21 +118,21 @@ class StreamPoster {
   StreamPoster(const StreamSettings& s, std::uint32_t size)
       : size_(size),
         opcode_(opcode_of(s.operation)),
-        inline_flag_(s.operation != bw::Operation::read && size <= s.max_inline_data ? IBV_SEND_INLINE : 0) {}
+        kind_(work_kind_of(opcode_)),
+        inline_data_(s.operation != bw::Operation::read && size <= s.max_inline_data) {}
 
   // Posts what `lane` may post now, in post lists of at most post_batch.
   void fill(const Lane& lane, std::size_t l, StreamLedger& ledger, std::uint32_t depth) {
     while (const std::uint32_t n = ledger.postable(l, post_batch, depth)) {
       for (std::uint32_t i = 0; i < n; ++i) {
         const std::uint64_t number = ledger.next_number(l, i);
-        sges_[i] = ibv_sge{.addr = lane.local_address, .length = size_, .lkey = lane.lkey};
-        wrs_[i].sg_list = &sges_[i];
-        wrs_[i].num_sge = 1;
-        wrs_[i].opcode = opcode_;
-        wrs_[i].wr.rdma.remote_addr = lane.remote_address;
-        wrs_[i].wr.rdma.rkey = lane.rkey;
-        wrs_[i].wr_id = number;
-        wrs_[i].send_flags = (ledger.signalled(l, number) ? IBV_SEND_SIGNALED : 0) | inline_flag_;
+        build_send(SendRequest{.id = WorkId{.kind = kind_, .owner = 0, .sequence = static_cast<std::uint32_t>(number)},
+                               .opcode = opcode_,
+                               .local = ibv_sge{.addr = lane.local_address, .length = size_, .lkey = lane.lkey},
+                               .flags = send_flags(ledger.signalled(l, number), inline_data_),
+                               .remote_address = lane.remote_address,
+                               .rkey = lane.rkey},
+                   wrs_[i], sges_[i]);
         wrs_[i].next = i + 1 < n ? &wrs_[i + 1] : nullptr;
       }
       post(lane.qp, wrs_.data(), size_);
@@ -137,7 +143,8 @@ class StreamPoster {
  private:
   std::uint32_t size_;
   ibv_wr_opcode opcode_;
-  unsigned inline_flag_;
+  WorkKind kind_;
+  bool inline_data_;
   std::array<ibv_sge, post_batch> sges_{};
   std::array<ibv_send_wr, post_batch> wrs_{};
 };
@@ -151,10 +158,11 @@ bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::arr
   for (int k = 0; k < got; ++k) {
     const auto& wc = wcs[static_cast<std::size_t>(k)];
     if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
-    if (wc.wr_id == receive_id) {
+    const auto id = WorkId::decode(wc.wr_id);
+    if (id.kind == WorkKind::receive) {
       ++receives;
     } else {
-      ledger.completed_through(l, wc.wr_id);
+      ledger.completed_through(l, id.sequence);
     }
   }
   if (receives > 0) {
@@ -213,11 +221,12 @@ bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<i
       return false;
     }
     if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
-    if (wc.wr_id == receive_id) {
+    const auto id = WorkId::decode(wc.wr_id);
+    if (id.kind == WorkKind::receive) {
       ++receives;
       ledger.arrived(l, wc.byte_len, now);
     } else {
-      ledger.completed_through(l, wc.wr_id);
+      ledger.completed_through(l, id.sequence);
     }
   }
   if (receives > 0) post_receives(lane, receives);
@@ -229,10 +238,13 @@ void reflect(const Lane& lane, std::size_t l, SinkLedger& ledger, const SinkSett
              ibv_sge& sge) {
   while (ledger.owes(l, s.depth)) {
     const auto reflection = ledger.next_reflection(l);
-    sge = ibv_sge{.addr = lane.local_address, .length = reflection.size, .lkey = lane.lkey};
-    wr.wr_id = reflection.number;
-    wr.send_flags =
-        (reflection.signalled ? IBV_SEND_SIGNALED : 0) | (reflection.size <= s.max_inline_data ? IBV_SEND_INLINE : 0);
+    build_send(
+        SendRequest{
+            .id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = static_cast<std::uint32_t>(reflection.number)},
+            .opcode = IBV_WR_SEND,
+            .local = ibv_sge{.addr = lane.local_address, .length = reflection.size, .lkey = lane.lkey},
+            .flags = send_flags(reflection.signalled, reflection.size <= s.max_inline_data)},
+        wr, sge);
     post(lane.qp, &wr, reflection.size);
   }
 }
@@ -244,9 +256,6 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   std::array<ibv_wc, poll_batch> wcs{};
   ibv_sge sge{};
   ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
   SpinGuard spin(s.limits.stop_fd);
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   try {
@@ -276,8 +285,8 @@ namespace {
 
 // The control message of the latency test: a zero-length SEND with the size as immediate.
 void post_size(const Lane& lane, std::uint32_t size) {
-  ibv_send_wr wr{};
-  wr.wr_id = 0;
+  ibv_send_wr wr{};  // no scatter/gather entry: nothing but the immediate
+  wr.wr_id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = 0}.encode();
   wr.opcode = IBV_WR_SEND_WITH_IMM;
   wr.imm_data = bw::encode_size_announcement(size);
   wr.send_flags = IBV_SEND_SIGNALED;
@@ -288,44 +297,48 @@ volatile std::uint8_t& last_byte(std::uint64_t address, std::uint32_t size) {
   return *reinterpret_cast<volatile std::uint8_t*>(address + size - 1);
 }
 
+// A generation no poster took before (modulo WorkId's 24-bit owner), so the completions of
+// one poster are never taken for another's on a queue they share (one per size).
+std::uint32_t fresh_generation() {
+  static std::atomic<std::uint32_t> next{1};
+  return next++;
+}
+
 // Sends in a latency loop, signalled one in latency_signal_every so the send queue drains.
 class PingPoster {
  public:
   // `generation` tells this poster's completions from those of an earlier one on the same
   // queue (the previous size's last signalled send may complete after it has gone).
   PingPoster(const Lane& lane, bw::Operation operation, std::uint32_t max_inline_data, std::uint32_t generation)
-      : lane_(lane), max_inline_data_(max_inline_data), sends_(generation) {
-    wr_.sg_list = &sge_;
-    wr_.num_sge = 1;
-    wr_.opcode = opcode_of(operation);
-  }
+      : lane_(lane), opcode_(opcode_of(operation)), max_inline_data_(max_inline_data), sends_(generation) {}
   void post_from(std::uint64_t address, std::uint32_t lkey, std::uint32_t size, std::uint64_t remote_address,
                  std::uint32_t rkey, bool always_signal) {
-    sge_ = ibv_sge{.addr = address, .length = size, .lkey = lkey};
-    wr_.wr.rdma.remote_addr = remote_address;
-    wr_.wr.rdma.rkey = rkey;
-    wr_.wr_id = sends_.next_id();
-    wr_.send_flags = (sends_.signalled(always_signal) ? IBV_SEND_SIGNALED : 0) |
-                     (wr_.opcode != IBV_WR_RDMA_READ && size <= max_inline_data_ ? IBV_SEND_INLINE : 0);
+    const WorkId id = sends_.next_id();
+    build_send(SendRequest{.id = id,
+                           .opcode = opcode_,
+                           .local = ibv_sge{.addr = address, .length = size, .lkey = lkey},
+                           .flags = send_flags(sends_.signalled(always_signal),
+                                               opcode_ != IBV_WR_RDMA_READ && size <= max_inline_data_),
+                           .remote_address = remote_address,
+                           .rkey = rkey},
+               wr_, sge_);
     post(lane_.qp, &wr_, size);
   }
   // Records a completion of ours; the signalled ones free the send queue up to them.
   void reaped(const ibv_wc& wc) {
-    if (wc.wr_id != receive_id) sends_.completed(wc.wr_id);
+    const auto id = WorkId::decode(wc.wr_id);
+    if (id.kind != WorkKind::receive) sends_.completed(id);
   }
   bool backlog() const { return sends_.backlog(); }
 
  private:
   const Lane& lane_;
+  ibv_wr_opcode opcode_;
   std::uint32_t max_inline_data_;
   SendBacklog sends_;
   ibv_sge sge_{};
   ibv_send_wr wr_{};
 };
-
-bool is_receive(const ibv_wc& wc) {
-  return wc.wr_id == receive_id;
-}
 
 // The client side of ping(): one message in flight, each exchange timed.
 class PingClient {
@@ -334,7 +347,7 @@ class PingClient {
       : s_(s),
         lane_(s.lane),
         size_(size),
-        poster_(s.lane, s.operation, s.max_inline_data, size),
+        poster_(s.lane, s.operation, s.max_inline_data, fresh_generation()),
         spin_(s.limits.stop_fd),
         where_(fmt::format("at {} bytes", size)) {}
 
@@ -462,7 +475,10 @@ class PingClient {
 class PingAnswerer {
  public:
   explicit PingAnswerer(const AnswerSettings& s)
-      : s_(s), lane_(s.lane), poster_(s.lane, s.operation, s.max_inline_data, 1), spin_(s.limits.stop_fd) {}
+      : s_(s),
+        lane_(s.lane),
+        poster_(s.lane, s.operation, s.max_inline_data, fresh_generation()),
+        spin_(s.limits.stop_fd) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
   std::uint64_t run() {

@@ -15,6 +15,7 @@
 
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/core/work_id.hpp"
 
 namespace rdmakit {
 
@@ -121,7 +122,9 @@ class StreamLedger {
   }
   void posted(std::size_t lane, std::uint32_t count) { lanes_[lane].posted += count; }
   // RC completes in order: a signalled request's completion finishes every one up to it.
-  void completed_through(std::size_t lane, std::uint64_t number) {
+  // `sequence`: its number modulo 2^32, as its id carries it.
+  void completed_through(std::size_t lane, std::uint32_t sequence) {
+    const std::uint64_t number = WorkId::unwrap(sequence, lanes_[lane].completed);
     total_ += number - lanes_[lane].completed;
     lanes_[lane].completed = number;
   }
@@ -168,27 +171,28 @@ class StreamLedger {
 };
 
 // The sends of a latency loop, one in latency_signal_every signalled: how many were posted
-// and how many are known complete. Ids carry `generation` in their top 32 bits, so the
-// completions of an earlier ledger on the same queue (the previous size's last signalled
-// send may complete after it has gone) are told apart.
+// and how many are known complete. Their ids (lib/core/work_id.hpp) carry `generation` as
+// owner, so the completions of an earlier ledger on the same queue (the previous size's
+// last signalled send may complete after it has gone) are told apart.
 class SendBacklog {
  public:
-  explicit SendBacklog(std::uint32_t generation) : generation_(std::uint64_t{generation} << 32) {}
+  explicit SendBacklog(std::uint32_t generation) : generation_(generation & WorkId::owner_mask) {}
   // Counts a send and returns its id.
-  std::uint64_t next_id() { return generation_ | ++posted_; }
+  WorkId next_id() {
+    return WorkId{.kind = WorkKind::send, .owner = generation_, .sequence = static_cast<std::uint32_t>(++posted_)};
+  }
   // Whether the send counted last is signalled.
   bool signalled(bool always) const { return always || schedule_.every_nth(posted_); }
   // A send completion's id; one of another generation is ignored.
-  void completed(std::uint64_t id) {
-    if ((id & ~sequence_mask) == generation_) completed_ = std::max(completed_, id & sequence_mask);
+  void completed(WorkId id) {
+    if (id.owner == generation_) completed_ = std::max<std::uint64_t>(completed_, id.sequence);
   }
   // Time to poll: two signalling intervals of sends are unaccounted for.
   bool backlog() const { return posted_ - completed_ >= 2 * latency_signal_every; }
 
  private:
-  static constexpr std::uint64_t sequence_mask = 0xffffffffu;
   static constexpr SignalSchedule schedule_{latency_signal_every};
-  std::uint64_t generation_;
+  std::uint32_t generation_;
   std::uint64_t posted_ = 0;
   std::uint64_t completed_ = 0;
 };
@@ -225,7 +229,10 @@ class SinkLedger {
     --r.owed;
     return reflection;
   }
-  void completed_through(std::size_t lane, std::uint64_t number) { lanes_[lane].completed = number; }
+  // A signalled reflection completed; `sequence`: its number modulo 2^32.
+  void completed_through(std::size_t lane, std::uint32_t sequence) {
+    lanes_[lane].completed = WorkId::unwrap(sequence, lanes_[lane].completed);
+  }
   std::uint64_t owed(std::size_t lane) const { return lanes_[lane].owed; }
 
   // The peer is gone and `lane`'s work requests were flushed.

@@ -123,6 +123,18 @@ TEST(StreamLedger, DurationClosesAtTheNextSignalledRequest) {
   EXPECT_EQ(ledger.lane(0).target, 16u);
 }
 
+TEST(StreamLedger, NumbersGoOnPast2To32) {
+  StreamLedger ledger(1, Budget{.iterations = std::uint64_t{1} << 33, .duration = std::nullopt}, SignalSchedule(8),
+                      false, t0);
+  ledger.posted(0, 0xffffffffu);
+  ledger.completed_through(0, 0xffffffffu);
+  ledger.posted(0, 10);
+  EXPECT_EQ(ledger.next_number(0, 0), 0x100000009u + 1);
+  ledger.completed_through(0, 9);  // the id's sequence wrapped
+  EXPECT_EQ(ledger.lane(0).completed, 0x100000009u);
+  EXPECT_EQ(ledger.total(), 0x100000009u);
+}
+
 TEST(StreamLedger, SilenceCountsFromTheLastCompletion) {
   StreamLedger ledger(1, Budget{.iterations = 10, .duration = std::nullopt}, SignalSchedule(8), false, t0);
   EXPECT_EQ(ledger.silence(t0 + milliseconds(3)), milliseconds(3));
@@ -140,8 +152,8 @@ TEST(StreamLedger, RowCountsNoMoreThanTheTarget) {
 
 TEST(SendBacklog, IdsCarryTheGeneration) {
   SendBacklog sends(7);
-  EXPECT_EQ(sends.next_id(), (std::uint64_t{7} << 32) | 1);
-  EXPECT_EQ(sends.next_id(), (std::uint64_t{7} << 32) | 2);
+  EXPECT_EQ(sends.next_id(), (WorkId{.kind = WorkKind::send, .owner = 7, .sequence = 1}));
+  EXPECT_EQ(sends.next_id(), (WorkId{.kind = WorkKind::send, .owner = 7, .sequence = 2}));
 }
 
 TEST(SendBacklog, OneInSixteenSignalled) {
@@ -157,16 +169,16 @@ TEST(SendBacklog, OneInSixteenSignalled) {
 
 TEST(SendBacklog, BacklogWhenTwoIntervalsAreUnaccountedFor) {
   SendBacklog sends(3);
-  std::uint64_t id = 0;
+  WorkId id;
   for (std::uint32_t i = 0; i < 2 * latency_signal_every - 1; ++i) id = sends.next_id();
   EXPECT_FALSE(sends.backlog());
   id = sends.next_id();
   EXPECT_TRUE(sends.backlog());
-  sends.completed((std::uint64_t{2} << 32) | 32);  // an earlier generation's: ignored
+  sends.completed(WorkId{.kind = WorkKind::send, .owner = 2, .sequence = 32});  // an earlier generation's: ignored
   EXPECT_TRUE(sends.backlog());
-  sends.completed(id - 16);
+  sends.completed(WorkId{.kind = WorkKind::send, .owner = 3, .sequence = id.sequence - 16});
   EXPECT_FALSE(sends.backlog());
-  sends.completed(id - 20);  // older than what is known: no step back
+  sends.completed(WorkId{.kind = WorkKind::send, .owner = 3, .sequence = id.sequence - 20});  // older: no step back
   EXPECT_FALSE(sends.backlog());
 }
 

@@ -203,8 +203,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     const PingSettings settings{.lane = lanes.front(),
                                 .operation = s.operation,
                                 .max_inline_data = endpoints.front()->max_inline_data(),
-                                .timeout = s.timeout,
-                                .stop_fd = s.stop_fd};
+                                .limits = s.limits()};
     for (const auto size : s.sizes) ping(settings, size, s.budget, s.warmup, results.latency);
   } else {
     const StreamSettings settings{.lanes = lanes,
@@ -213,8 +212,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .signal_every = signal_interval(s.depth),
                                   .max_inline_data = endpoints.front()->max_inline_data(),
                                   .bidirectional = s.bidirectional,
-                                  .timeout = s.timeout,
-                                  .stop_fd = s.stop_fd};
+                                  .limits = s.limits()};
     std::vector<BandwidthRow> warmup_rows;
     for (const auto size : s.sizes) {
       if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
@@ -331,14 +329,14 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
                                                    .operation = first->operation,
                                                    .max_inline_data = endpoints.front()->max_inline_data(),
-                                                   .stop_fd = s.stop_fd,
+                                                   .limits = s.limits(),
                                                    .connected = connected});
   } else {
     sink(SinkSettings{.lanes = lanes,
                       .depth = s.depth,
                       .reflect = first->bidirectional,
                       .max_inline_data = endpoints.front()->max_inline_data(),
-                      .stop_fd = s.stop_fd,
+                      .limits = s.limits(),
                       .connected = connected},
          results.bandwidth);
   }

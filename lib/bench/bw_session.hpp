@@ -43,6 +43,8 @@ struct BwSettings {
   bool persistent = false;  // server: serve clients one after another until stopped
   std::chrono::milliseconds timeout{5000};
   int stop_fd = -1;
+  // The loops' limits (the two fields above stay apart while the tools set them by name).
+  RunLimits limits() const { return RunLimits{.stop_fd = stop_fd, .timeout = timeout}; }
 };
 
 struct BwResults {

@@ -15,7 +15,9 @@
 #include <optional>
 #include <vector>
 
+#include "lib/core/pacing.hpp"
 #include "lib/core/stats.hpp"
+#include "lib/core/wait.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
@@ -39,12 +41,6 @@ struct Lane {
 // Posts `count` receives into the lane's receive buffer.
 void post_receives(const Lane& lane, std::uint32_t count);
 
-// How long a measurement runs: `iterations` per queue pair, or for `duration` when set.
-struct Budget {
-  std::uint64_t iterations = 0;
-  std::optional<std::chrono::nanoseconds> duration;
-};
-
 struct StreamSettings {
   std::vector<Lane> lanes;
   bw::Operation operation = bw::Operation::send;
@@ -54,13 +50,8 @@ struct StreamSettings {
   // SEND only: the server sends every message back; the run also waits for those, and the
   // row counts both directions, as perftest's -b does.
   bool bidirectional = false;
-  std::chrono::milliseconds timeout{5000};  // bound on a silent CQ
-  int stop_fd = -1;
+  RunLimits limits;  // the timeout bounds a silent CQ
 };
-
-// Signalling interval for a queue depth: half the queue, at most 64, so the queue refills
-// while earlier requests complete.
-std::uint32_t signal_interval(std::uint32_t depth);
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).
 // Throws RunStopped on timeout or Ctrl-C, CompletionError on an error completion; what
@@ -72,7 +63,7 @@ struct SinkSettings {
   std::uint32_t depth = 512;
   bool reflect = false;  // send every message back (the server of a bidirectional test)
   std::uint32_t max_inline_data = 0;
-  int stop_fd = -1;
+  RunLimits limits;                 // the stop signal only: the sink ends with the connection, not a timeout
   std::function<bool()> connected;  // polled when the CQs are empty; false: drain what is left, then end
 };
 
@@ -87,15 +78,12 @@ void sink(const SinkSettings& settings, std::vector<BandwidthRow>& rows);
 //          writes the same bytes back into ours; sample = round trip / 2
 //   read:  RDMA READ of the server's buffer; sample = the whole read
 // (the halving and the full read are perftest's conventions for ib_*_lat).
-// Latency loops signal one send in this many (the send queue drains without a poll per message).
-inline constexpr std::uint32_t latency_signal_every = 16;
 
 struct PingSettings {
   Lane lane;  // receives posted
   bw::Operation operation = bw::Operation::send;
   std::uint32_t max_inline_data = 0;
-  std::chrono::milliseconds timeout{5000};
-  int stop_fd = -1;
+  RunLimits limits;  // the timeout bounds the wait for each answer
 };
 
 struct LatencyRow {
@@ -111,7 +99,7 @@ struct AnswerSettings {
   Lane lane;  // receives posted; remote_address/rkey: the client's reply buffer (write)
   bw::Operation operation = bw::Operation::send;
   std::uint32_t max_inline_data = 0;
-  int stop_fd = -1;
+  RunLimits limits;  // the stop signal only: answering ends with the connection
   std::function<bool()> connected;
 };
 

@@ -28,6 +28,13 @@ class StopSignal {
 
 using Clock = std::chrono::steady_clock;
 
+// What ends a run that stops making progress: Ctrl-C (the StopSignal's descriptor; -1: no
+// stop signal) and how long it may go without any (a silent CQ, an unanswered request).
+struct RunLimits {
+  int stop_fd = -1;
+  std::chrono::milliseconds timeout{5000};
+};
+
 // Index (in `fds`) of the first readable descriptor, or nullopt when `deadline` passed.
 std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline);
 

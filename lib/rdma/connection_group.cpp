@@ -13,7 +13,9 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/work_id.hpp"
 #include "lib/rdma/sync_endpoint.hpp"
+#include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
 
@@ -38,8 +40,9 @@ const char* call_for(CmState state) {
   }
 }
 
-std::uint64_t wr_id_of(std::size_t connection, std::uint64_t slot) {
-  return (static_cast<std::uint64_t>(connection) << 32) | slot;
+// A connection's requests: owner = its index, sequence = the receive slot (from 1).
+std::uint64_t wr_id_of(WorkKind kind, std::size_t connection, std::uint32_t slot) {
+  return WorkId{.kind = kind, .owner = static_cast<std::uint32_t>(connection), .sequence = slot}.encode();
 }
 
 void require_infiniband_port(rdma_cm_id* id, const std::string& feature) {
@@ -321,7 +324,7 @@ void ConnectionGroup::post_receives(Connection& connection) {
     sge.length = static_cast<std::uint32_t>(slot_bytes);
     sge.lkey = connection.buffer_->lkey();
     ibv_recv_wr wr{};
-    wr.wr_id = wr_id_of(connection.index_, slot + 1);
+    wr.wr_id = wr_id_of(WorkKind::receive, connection.index_, slot + 1);
     wr.sg_list = &sge;
     wr.num_sge = 1;
     ibv_recv_wr* bad = nullptr;
@@ -338,22 +341,21 @@ void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
                         ": no address handle to send to (the peer's first datagram never arrived)");
   }
   ibv_sge sge{};
-  sge.addr = connection.buffer_->address();
-  sge.length = options_.message_size;
-  sge.lkey = connection.buffer_->lkey();
   ibv_send_wr wr{};
-  wr.wr_id = wr_id_of(connection.index_, 0);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  build_send(
+      SendRequest{
+          .id = WorkId{.kind = WorkKind::send, .owner = static_cast<std::uint32_t>(connection.index_), .sequence = 0},
+          // The stock tools send our QP number as immediate data; a passive peer replies to it.
+          .opcode = datagram ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+          .local = ibv_sge{.addr = connection.buffer_->address(),
+                           .length = options_.message_size,
+                           .lkey = connection.buffer_->lkey()}},
+      wr, sge);
   if (datagram) {
-    // The stock tools send our QP number as immediate data; a passive peer replies to it.
-    wr.opcode = IBV_WR_SEND_WITH_IMM;
     wr.imm_data = htobe32(connection.id_->qp->qp_num);
     wr.wr.ud.ah = connection.ah_->get();
     wr.wr.ud.remote_qpn = connection.remote_qpn_;
     wr.wr.ud.remote_qkey = connection.remote_qkey_;
-  } else {
-    wr.opcode = IBV_WR_SEND;
   }
   for (std::uint64_t i = 0; i < count; ++i) {
     ibv_send_wr* bad = nullptr;
@@ -620,8 +622,9 @@ void ConnectionGroup::consume_completion_events() {
 }
 
 void ConnectionGroup::on_completion(const ibv_wc& completion) {
-  const auto index = static_cast<std::size_t>(completion.wr_id >> 32);
-  const auto slot = completion.wr_id & 0xffffffffu;
+  const auto id = WorkId::decode(completion.wr_id);
+  const auto index = static_cast<std::size_t>(id.owner);
+  const auto slot = id.sequence;
   if (index >= connections_.size()) {
     throw ProtocolError("completion for unknown connection " + std::to_string(index));
   }
@@ -630,11 +633,11 @@ void ConnectionGroup::on_completion(const ibv_wc& completion) {
     if (completion.status == IBV_WC_WR_FLUSH_ERR && (connection.disconnecting_ || connection.failure_)) {
       return;  // receives left over when the connection closed or failed
     }
-    throw completion_error(completion,
-                           fmt::format("connection {}: {} completion failed: {}", index, slot == 0 ? "send" : "receive",
-                                       ibv_wc_status_str(completion.status)));
+    throw completion_error(
+        completion, fmt::format("connection {}: {} completion failed: {}", index,
+                                id.kind == WorkKind::send ? "send" : "receive", ibv_wc_status_str(completion.status)));
   }
-  if (slot == 0) {
+  if (id.kind == WorkKind::send) {
     ++connection.sends_completed_;
     return;
   }

@@ -8,33 +8,33 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/work_id.hpp"
+#include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
 
 namespace {
 
-// An error completion's opcode field is undefined, so each work request carries its kind
-// in the top byte of wr_id; the caller's id keeps the rest.
-enum class WorkKind : std::uint64_t { send = 1, receive = 2, rdma_read = 3, rdma_write = 4 };
-constexpr unsigned kind_shift = 56;
-constexpr std::uint64_t caller_id_mask = (std::uint64_t{1} << kind_shift) - 1;
-
-std::uint64_t tag(WorkKind kind, std::uint64_t wr_id) {
-  return (static_cast<std::uint64_t>(kind) << kind_shift) | (wr_id & caller_id_mask);
+// An error completion's opcode field is undefined: the kind comes from the id
+// (lib/core/work_id.hpp); the caller's id is its sequence.
+WorkId work_id(WorkKind kind, std::uint64_t wr_id) {
+  return WorkId{.kind = kind, .owner = 0, .sequence = static_cast<std::uint32_t>(wr_id)};
 }
 
-const char* kind_name(std::uint64_t tagged) {
-  switch (static_cast<WorkKind>(tagged >> kind_shift)) {
-    case WorkKind::send: return "SEND";
-    case WorkKind::receive: return "RECV";
-    case WorkKind::rdma_read: return "RDMA_READ";
-    case WorkKind::rdma_write: return "RDMA_WRITE";
-  }
-  return "work request";
+void post(ibv_qp* qp, const SendRequest& request) {
+  ibv_sge sge{};
+  ibv_send_wr wr{};
+  build_send(request, wr, sge);
+  ibv_send_wr* bad = nullptr;
+  check_returned(ibv_post_send(qp, &wr, &bad), "ibv_post_send", "");
+}
+
+ibv_sge local_sge(const RegisteredBuffer& buffer, std::size_t length) {
+  return ibv_sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
 }
 
 std::string completion_message(const ibv_wc& wc) {
-  return fmt::format("{} failed: {} (status {}, vendor error 0x{:x})", kind_name(wc.wr_id),
+  return fmt::format("{} failed: {} (status {}, vendor error 0x{:x})", work_kind_name(WorkId::decode(wc.wr_id).kind),
                      ibv_wc_status_str(wc.status), static_cast<int>(wc.status), wc.vendor_err);
 }
 
@@ -256,9 +256,9 @@ RegisteredBuffer& Endpoint::add_buffer(std::size_t size, int access) {
 }
 
 void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
-  ibv_sge sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
+  ibv_sge sge = local_sge(buffer, length);
   ibv_recv_wr wr{};
-  wr.wr_id = tag(WorkKind::receive, wr_id);
+  wr.wr_id = work_id(WorkKind::receive, wr_id).encode();
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
@@ -266,30 +266,20 @@ void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, 
 }
 
 void Endpoint::post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
-  ibv_sge sge{.addr = buffer.address(), .length = static_cast<std::uint32_t>(length), .lkey = buffer.lkey()};
-  ibv_send_wr wr{};
-  wr.wr_id = tag(WorkKind::send, wr_id);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  ibv_send_wr* bad = nullptr;
-  check_returned(ibv_post_send(qp(), &wr, &bad), "ibv_post_send", "");
+  post(qp(), SendRequest{.id = work_id(WorkKind::send, wr_id),
+                         .opcode = IBV_WR_SEND,
+                         .local = local_sge(buffer, length),
+                         .flags = IBV_SEND_SIGNALED});
 }
 
 void Endpoint::post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length,
                          std::uint64_t remote_address, std::uint32_t rkey, std::uint64_t wr_id) {
-  ibv_sge sge{.addr = local.address(), .length = static_cast<std::uint32_t>(length), .lkey = local.lkey()};
-  ibv_send_wr wr{};
-  wr.wr_id = tag(opcode == IBV_WR_RDMA_READ ? WorkKind::rdma_read : WorkKind::rdma_write, wr_id);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = opcode;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = remote_address;
-  wr.wr.rdma.rkey = rkey;
-  ibv_send_wr* bad = nullptr;
-  check_returned(ibv_post_send(qp(), &wr, &bad), "ibv_post_send", "");
+  post(qp(), SendRequest{.id = work_id(work_kind_of(opcode), wr_id),
+                         .opcode = opcode,
+                         .local = local_sge(local, length),
+                         .flags = IBV_SEND_SIGNALED,
+                         .remote_address = remote_address,
+                         .rkey = rkey});
 }
 
 // NOLINTNEXTLINE(readability-function-cognitive-complexity): 30 today, above the cap of 25; to split
@@ -303,7 +293,7 @@ ibv_wc Endpoint::next_completion() {
     }
     if (polled == 1) {
       if (wc.status == IBV_WC_SUCCESS) {
-        wc.wr_id &= caller_id_mask;
+        wc.wr_id = WorkId::decode(wc.wr_id).sequence;
         return wc;
       }
       if (wc.status == IBV_WC_WR_FLUSH_ERR) {

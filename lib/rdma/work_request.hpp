@@ -1,0 +1,52 @@
+#pragma once
+// The one builder of send work requests (SEND, SEND with immediate, RDMA WRITE and READ over
+// one local buffer) for endpoints, connection groups and the measurement loops. Inline: the
+// loops build their post lists with it.
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+
+#include "lib/core/work_id.hpp"
+
+namespace rdmakit {
+
+struct SendRequest {
+  WorkId id;
+  ibv_wr_opcode opcode = IBV_WR_SEND;
+  ibv_sge local{};     // what is sent or written, or where a READ lands
+  unsigned flags = 0;  // IBV_SEND_SIGNALED, IBV_SEND_INLINE
+  // RDMA WRITE and READ: the peer's buffer.
+  std::uint64_t remote_address = 0;
+  std::uint32_t rkey = 0;
+};
+
+// Fills `wr` from `request`, its one scatter/gather entry in `sge`. Sets only what a request
+// names, so a post list keeps its `next` links; the caller sets `imm_data` and, for a
+// datagram, the UD address after this call (they share storage with the RDMA fields).
+inline void build_send(const SendRequest& request, ibv_send_wr& wr, ibv_sge& sge) {
+  sge = request.local;
+  wr.wr_id = request.id.encode();
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = request.opcode;
+  wr.send_flags = request.flags;
+  wr.wr.rdma.remote_addr = request.remote_address;
+  wr.wr.rdma.rkey = request.rkey;
+}
+
+constexpr unsigned send_flags(bool signalled, bool inline_data) {
+  return (signalled ? unsigned{IBV_SEND_SIGNALED} : 0u) | (inline_data ? unsigned{IBV_SEND_INLINE} : 0u);
+}
+
+// The kind of work a send opcode does, for its id.
+constexpr WorkKind work_kind_of(ibv_wr_opcode opcode) {
+  switch (opcode) {
+    case IBV_WR_RDMA_READ: return WorkKind::rdma_read;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return WorkKind::rdma_write;
+    default: return WorkKind::send;
+  }
+}
+
+}  // namespace rdmakit

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <limits>
 #include <map>
 #include <optional>
@@ -297,13 +296,6 @@ volatile std::uint8_t& last_byte(std::uint64_t address, std::uint32_t size) {
   return *reinterpret_cast<volatile std::uint8_t*>(address + size - 1);
 }
 
-// A generation no poster took before (modulo WorkId's 24-bit owner), so the completions of
-// one poster are never taken for another's on a queue they share (one per size).
-std::uint32_t fresh_generation() {
-  static std::atomic<std::uint32_t> next{1};
-  return next++;
-}
-
 // Sends in a latency loop, signalled one in latency_signal_every so the send queue drains.
 class PingPoster {
  public:
@@ -343,11 +335,13 @@ class PingPoster {
 // The client side of ping(): one message in flight, each exchange timed.
 class PingClient {
  public:
-  PingClient(const PingSettings& s, std::uint32_t size)
+  // `generation`: this size's place in the run, so the completions of the previous size's
+  // poster on the same queue are never taken for this one's.
+  PingClient(const PingSettings& s, std::uint32_t size, std::uint32_t generation)
       : s_(s),
         lane_(s.lane),
         size_(size),
-        poster_(s.lane, s.operation, s.max_inline_data, fresh_generation()),
+        poster_(s.lane, s.operation, s.max_inline_data, generation),
         spin_(s.limits.stop_fd),
         where_(fmt::format("at {} bytes", size)) {}
 
@@ -477,7 +471,7 @@ class PingAnswerer {
   explicit PingAnswerer(const AnswerSettings& s)
       : s_(s),
         lane_(s.lane),
-        poster_(s.lane, s.operation, s.max_inline_data, fresh_generation()),
+        poster_(s.lane, s.operation, s.max_inline_data, 1),  // one poster for the whole run
         spin_(s.limits.stop_fd) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
@@ -545,7 +539,8 @@ class PingAnswerer {
 
 void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
           std::vector<LatencyRow>& rows) {
-  PingClient client(s, size);
+  // Each size appends one row, so the count of rows numbers the sizes of a sweep.
+  PingClient client(s, size, static_cast<std::uint32_t>(rows.size() + 1));
   client.announce_size();
   for (std::uint64_t i = 0; i < warmup; ++i) client.exchange();
   LatencyRecorder recorder;

@@ -85,7 +85,6 @@ int main(int argc, char** argv) {
       [&] { rdmakit::check_resolvable(options.server); },
       [&](rdmakit::Report& report) {
         report.role = "client";
-        report.arguments = {{"server", options.server}, {"port", options.port}, {"count", options.count}};
         report.iterations_requested = options.count;
         run_client(options, tool.common(), report);
       });

@@ -24,6 +24,20 @@ std::vector<CLI::Option*> visible_options(CLI::App& app) {
   return visible_in(app);
 }
 
+std::vector<std::string_view> split_on(std::string_view text, char separator) {
+  std::vector<std::string_view> pieces;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto end = text.find(separator, start);
+    if (end == std::string_view::npos) {
+      end = text.size();
+    }
+    pieces.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return pieces;
+}
+
 std::vector<SetMember> value_set(const std::string& type_name) {
   const auto open = type_name.find('{');
   const auto close = type_name.find('}', open);
@@ -31,19 +45,11 @@ std::vector<SetMember> value_set(const std::string& type_name) {
     return {};
   }
   std::vector<SetMember> members;
-  const std::string_view items(type_name.data() + open + 1, close - open - 1);
-  std::size_t start = 0;
-  while (start <= items.size()) {
-    auto end = items.find(',', start);
-    if (end == std::string_view::npos) {
-      end = items.size();
-    }
-    const auto item = items.substr(start, end - start);
+  for (const auto item : split_on(std::string_view(type_name).substr(open + 1, close - open - 1), ',')) {
     const auto arrow = item.find("->");
     const auto name = item.substr(0, arrow);
     const auto value = arrow == std::string_view::npos ? name : item.substr(arrow + 2);
     members.push_back({std::string(name), std::string(value)});
-    start = end + 1;
   }
   return members;
 }

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,10 @@ namespace rdmakit {
 // included, in the order they were added.
 std::vector<const CLI::Option*> visible_options(const CLI::App& app);
 std::vector<CLI::Option*> visible_options(CLI::App& app);
+
+// The pieces of `text` between `separator`s (one empty piece for empty text), as in a type
+// name's "TEXT:{a,b}" or a set's "a,b".
+std::vector<std::string_view> split_on(std::string_view text, char separator);
 
 // One member of an option's fixed value set: what the user types and, for a transformer,
 // what it becomes ("write" -> "1"); `value` equals `name` for a plain set.

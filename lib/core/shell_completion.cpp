@@ -41,19 +41,12 @@ CompletionOption::Path path_of(const std::string& type_name) {
   // Validator descriptions are appended after ':'; a set may itself hold a ':'.
   const std::string_view head(type_name.data(), std::min(type_name.size(), type_name.find('{')));
   auto path = CompletionOption::Path::none;
-  std::size_t start = 0;
-  while (start <= head.size()) {
-    auto end = head.find(':', start);
-    if (end == std::string_view::npos) {
-      end = head.size();
-    }
-    const auto token = head.substr(start, end - start);
+  for (const auto token : split_on(head, ':')) {
     if (token == "FILE" || token.starts_with("PATH")) {
       path = CompletionOption::Path::file;
     } else if (token == "DIR" && path == CompletionOption::Path::none) {
       path = CompletionOption::Path::directory;
     }
-    start = end + 1;
   }
   return path;
 }

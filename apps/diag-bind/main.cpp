@@ -49,6 +49,8 @@ rdmakit::diag::Diagnosis replay(const Options& o) {
 int main(int argc, char** argv) {
   rdmakit::ToolRunner runner("diag-bind", "Explain why an RDMA address bind or resolution fails on this host");
   Options options;
+  runner.rename_argument("ps", "port_space");
+  runner.rename_argument("mr-size", "mr_size_kib");
   add_options(runner.app(), options);
   runner.app().footer(
       "Exit status: 0 the address is usable, 1 a cause was found (see 'verdict'), 2 usage error, 3 the failure could "
@@ -81,11 +83,6 @@ int main(int argc, char** argv) {
       d.attempt = rdmakit::diag::run_attempt(d.target, probe);
     }
     d.verdict = rdmakit::diag::diagnose(d.target, d.inventory, d.attempt);
-    report.arguments = {{"address", options.address},
-                        {"port", options.port},
-                        {"port_space", options.port_space},
-                        {"mr_size_kib", options.registration_kib},
-                        {"replay", options.replay_dir}};
     report.local_address = d.target.host;
     report.outcome = d.verdict.cause;
     report.exit_code = static_cast<rdmakit::ExitCode>(d.verdict.exit_code);

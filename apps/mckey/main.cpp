@@ -155,14 +155,6 @@ int main(int argc, char** argv) {
         rdmakit::check_resolvable(o.bind);
       },
       [&](rdmakit::Report& report) {
-        report.arguments = {{"group", o.group.empty() ? o.unmapped_group : o.group},
-                            {"sender", o.sender},
-                            {"bind", o.bind},
-                            {"connections", o.connections},
-                            {"count", o.count},
-                            {"size", o.size},
-                            {"send_only", o.send_only},
-                            {"no_loopback", o.block_loopback}};
         report.iterations_requested = static_cast<std::uint64_t>(o.count) * o.connections;
         run(o, tool.common(), report);
       });

@@ -27,7 +27,6 @@ int main(int argc, char** argv) {
       [&] { rdmakit::check_resolvable(options.server); },
       [&](rdmakit::Report& report) {
         report.role = "client";
-        report.arguments = {{"server", options.server}, {"port", options.port}, {"count", options.count}};
         report.iterations_requested = options.count;
         rdmakit::run_echo_client(options, tool.common().timeout(), report);
       });

@@ -15,12 +15,8 @@ int main(int argc, char** argv) {
   auto& app = tool.app();
   app.add_option("-s,--server", options.server, "Address to listen on")->capture_default_str();
   app.add_option("-p,--port", options.port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
-  app.add_option("--accept-timeout", options.accept_timeout_s,
-                 "Seconds to wait for a client, with -P for each next one (0 = forever)")
-      ->capture_default_str()
-      ->check(rdmakit::FiniteNumber())
-      ->check(CLI::Range(0.0, 86400.0));
-  app.add_flag("-P,--persistent", options.persistent, "Keep serving clients, each on a thread of its own");
+  options.add_to(app, "Keep serving clients, each on a thread of its own",
+                 "Seconds to wait for a client, with -P for each next one (0 = forever)");
   app.add_flag("--no-inline", options.no_inline, "Send from registered memory even where inline sends work");
   return tool.run(
       argc, argv,
@@ -28,7 +24,6 @@ int main(int argc, char** argv) {
       [&] { rdmakit::check_resolvable(options.server); },
       [&](rdmakit::Report& report) {
         report.role = "server";
-        report.arguments = {{"server", options.server}, {"port", options.port}, {"persistent", options.persistent}};
         rdmakit::run_echo_server(options, tool.common().timeout(), report);
       });
 }

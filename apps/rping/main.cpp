@@ -16,7 +16,8 @@
 
 namespace {
 
-struct Options {
+// The server flags (-P, --accept-timeout) come from ServerOptions.
+struct Options : rdmakit::ServerOptions {
   bool server = false;
   bool client = false;
   std::string address;
@@ -26,10 +27,8 @@ struct Options {
   std::optional<std::uint32_t> size;
   bool verbose = false;
   bool validate = false;
-  bool persistent = false;
   bool self_managed_qp = false;
   std::optional<int> tos;
-  double accept_timeout_s = 0;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -44,14 +43,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("-S,--size", o.size, "Ping data size (client default 64; server: largest accepted, default 65535)");
   app.add_flag("-v,--verbose", o.verbose, "Print ping data");
   app.add_flag("-V,--validate", o.validate, "Validate ping data");
-  app.add_flag("-P,--persistent", o.persistent, "Server: keep serving, one thread per connection");
+  o.add_to(app, "Server: keep serving, one thread per connection",
+           "Server: seconds to wait for a client, with -P for each next one (0 = forever)");
   app.add_flag("-q,--self-qp", o.self_managed_qp, "Create the QP with ibv_create_qp and drive its states ourselves");
   app.add_option("-t,--tos", o.tos, "Type of service for the connection")->check(CLI::Range(0, 255));
-  app.add_option("--accept-timeout", o.accept_timeout_s,
-                 "Server: seconds to wait for a client, with -P for each next one (0 = forever)")
-      ->capture_default_str()
-      ->check(rdmakit::FiniteNumber())
-      ->check(CLI::Range(0.0, 86400.0));
 }
 
 void validate(const Options& o) {
@@ -76,29 +71,15 @@ void validate(const Options& o) {
   rdmakit::check_resolvable(o.source);
 }
 
-nlohmann::json arguments_of(const Options& o, const rdmakit::CommonOptions& common) {
-  return {{"role", o.server ? "server" : "client"},
-          {"address", o.address},
-          {"source", o.source},
-          {"port", o.port},
-          {"count", o.count},
-          {"size", o.size ? nlohmann::json(*o.size) : nlohmann::json(nullptr)},
-          {"verbose", o.verbose},
-          {"validate", o.validate},
-          {"persistent", o.persistent},
-          {"self_qp", o.self_managed_qp},
-          {"tos", o.tos ? nlohmann::json(*o.tos) : nlohmann::json(nullptr)},
-          {"timeout_s", common.timeout_s}};
-}
-
 void run_server(const Options& o, const rdmakit::EndpointOptions& endpoint_options, const rping::PingOptions& ping,
                 rdmakit::Report& report) {
   const auto bind_to = rdmakit::parse_address(o.address.empty() ? "0.0.0.0" : o.address, o.port);
   rdmakit::Listener listener(bind_to, o.persistent ? 64 : 1, endpoint_options);
   report.local_address = listener.local_address();
   auto idle_deadline = [&]() -> std::optional<rdmakit::Clock::time_point> {
-    if (o.accept_timeout_s <= 0) return std::nullopt;
-    return rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
+    const auto wait = o.accept_timeout();
+    if (!wait) return std::nullopt;
+    return rdmakit::Clock::now() + *wait;
   };
   const auto deadline = idle_deadline();
 
@@ -133,7 +114,6 @@ int main(int argc, char** argv) {
       argc, argv, [&] { validate(options); },
       [&](rdmakit::Report& report) {
         report.role = options.server ? "server" : "client";
-        report.arguments = arguments_of(options, tool.common());
         report.iterations_requested = options.server ? 0 : static_cast<std::uint64_t>(options.count);
 
         const rdmakit::StopSignal stop;

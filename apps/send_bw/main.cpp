@@ -4,6 +4,8 @@
 // measures SEND, RDMA WRITE or RDMA READ at one size (-s) or a sweep (-a). The flows live in
 // lib/bw_session, the loops in lib/bench; this file is options and presentation.
 
+#include <ostream>
+
 #include <fmt/format.h>
 
 #include "lib/bench/bw_session.hpp"
@@ -12,17 +14,31 @@
 #include "lib/probe/host_probe.hpp"
 #include "lib/rdma/cm.hpp"
 
+namespace rdmakit::bw {
+
+// CLI11 reads an option's current value through operator<<: the report's arguments then
+// say "lat" and "write", as typed, rather than nothing.
+static std::ostream& operator<<(std::ostream& out, Test test) {
+  return out << to_string(test);
+}
+static std::ostream& operator<<(std::ostream& out, Operation operation) {
+  return out << to_string(operation);
+}
+
+}  // namespace rdmakit::bw
+
 namespace {
 
 namespace bw = rdmakit::bw;
 
-struct Options {
+// The server flags (-P, --accept-timeout) come from ServerOptions.
+struct Options : rdmakit::ServerOptions {
   std::string server;  // empty: run as the server
   std::string bind;
   std::uint16_t port = 18515;
   std::string device;
-  std::string operation = "send";
-  std::string test = "bw";
+  bw::Operation operation = bw::Operation::send;
+  bw::Test test = bw::Test::bandwidth;
   bool latency_flag = false;
   std::uint32_t size = 65536;
   bool sweep = false;
@@ -36,23 +52,8 @@ struct Options {
   std::optional<std::uint32_t> gid_index;
   std::uint32_t mtu = 0;
   std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for
-  double accept_timeout_s = 0;
-  bool persistent = false;
   bool gbits = false;
 };
-
-bw::Operation operation_of(const std::string& name) {
-  if (name == "send") return bw::Operation::send;
-  if (name == "write") return bw::Operation::write;
-  if (name == "read") return bw::Operation::read;
-  throw rdmakit::UsageError("--op must be send, write or read, not '" + name + "'");
-}
-
-bw::Test test_of(const Options& o) {
-  if (o.latency_flag || o.test == "lat") return bw::Test::latency;
-  if (o.test == "bw") return bw::Test::bandwidth;
-  throw rdmakit::UsageError("--test must be bw or lat, not '" + o.test + "'");
-}
 
 std::vector<std::uint32_t> sizes_of(const Options& o) {
   if (!o.sweep) return {o.size};
@@ -63,8 +64,7 @@ std::vector<std::uint32_t> sizes_of(const Options& o) {
 
 // Flag combinations that cannot work, refused before anything is opened.
 void validate(const Options& o, bool duration_given, bool iterations_given) {
-  operation_of(o.operation);
-  const bool latency = test_of(o) == bw::Test::latency;
+  const bool latency = o.test == bw::Test::latency;
   if (o.mtu != 0) rdmakit::mtu_from_bytes(o.mtu);
   if (duration_given && o.sweep) {
     throw rdmakit::UsageError("-a and -D do not combine: a sweep runs -n iterations per size");
@@ -78,7 +78,7 @@ void validate(const Options& o, bool duration_given, bool iterations_given) {
   if (latency && o.bidirectional) {
     throw rdmakit::UsageError("-b applies to bandwidth tests; a latency test is a round trip already");
   }
-  if (o.bidirectional && o.operation != "send") {
+  if (o.bidirectional && o.operation != bw::Operation::send) {
     throw rdmakit::UsageError("-b works with --op send: the server sends back each message it receives");
   }
   if (o.persistent && !o.server.empty()) {
@@ -172,8 +172,8 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .bind = o.bind,
                         .port = o.port,
                         .device = o.device,
-                        .operation = operation_of(o.operation),
-                        .test = test_of(o),
+                        .operation = o.operation,
+                        .test = o.test,
                         .sizes = sizes_of(o),
                         .budget = {.iterations = o.iterations, .duration = std::nullopt},
                         .warmup = o.warmup,
@@ -192,9 +192,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
     s.budget.duration = std::chrono::nanoseconds(static_cast<long long>(o.duration_s * 1e9));
   }
   if (o.mtu != 0) s.mtu = rdmakit::mtu_from_bytes(o.mtu);
-  if (o.accept_timeout_s > 0) {
-    s.accept_timeout = std::chrono::milliseconds(static_cast<long long>(o.accept_timeout_s * 1000));
-  }
+  s.accept_timeout = o.accept_timeout();
   return s;
 }
 
@@ -208,18 +206,25 @@ int main(int argc, char** argv) {
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   tool.enable_json_file();
   Options o;
+  tool.rename_argument("op", "operation");
+  tool.rename_argument("all", "sweep");
+  tool.rename_argument("iters", "iterations");
+  tool.rename_argument("duration", "duration_s");
+  tool.rename_argument("tx-depth", "depth");
+  tool.rename_argument("qp", "queue_pairs");
   auto& app = tool.app();
   app.add_option("server", o.server, "Server address (client mode); without it, run as the server");
   app.add_option("--bind", o.bind, "Local address (server: listen address)");
   app.add_option("-p,--port", o.port, "Port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_option("-d,--ib-dev", o.device, "RDMA device the address must resolve to (checked)");
   app.add_option("--test", o.test, "bw (bandwidth) or lat (latency)")
-      ->check(CLI::IsMember({"bw", "lat"}))
-      ->capture_default_str();
+      ->transform(rdmakit::one_of<bw::Test>({{"bw", bw::Test::bandwidth}, {"lat", bw::Test::latency}}))
+      ->default_str("bw");
   app.add_flag("--lat", o.latency_flag, "Same as --test lat");
   app.add_option("--op", o.operation, "send, write or read")
-      ->check(CLI::IsMember({"send", "write", "read"}))
-      ->capture_default_str();
+      ->transform(rdmakit::one_of<bw::Operation>(
+          {{"send", bw::Operation::send}, {"write", bw::Operation::write}, {"read", bw::Operation::read}}))
+      ->default_str("send");
   auto* size = app.add_option("-s,--size", o.size, "Message bytes (latency test: 2)")
                    ->capture_default_str()
                    ->check(CLI::Range(1u, bw::max_message_size));
@@ -248,35 +253,17 @@ int main(int argc, char** argv) {
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")
       ->capture_default_str()
       ->check(CLI::Range(1u, bw::max_message_size));
-  app.add_option("--accept-timeout", o.accept_timeout_s,
-                 "Server: seconds to wait for a client, with -P for each next one (0 = forever)")
-      ->capture_default_str()
-      ->check(rdmakit::FiniteNumber())
-      ->check(CLI::Range(0.0, 86400.0));
-  app.add_flag("-P,--persistent", o.persistent, "Server: serve clients one after another until stopped");
+  o.add_to(app, "Server: serve clients one after another until stopped",
+           "Server: seconds to wait for a client, with -P for each next one (0 = forever)");
   app.add_flag("--report-gbits", o.gbits, "Text table in Gb/s instead of MB/s");
   return tool.run(
       argc, argv,
       [&] {
+        if (o.latency_flag) o.test = bw::Test::latency;
         validate(o, duration->count() > 0, iterations->count() > 0);
-        if (size->count() == 0 && test_of(o) == bw::Test::latency) o.size = 2;  // perftest's latency default
+        if (size->count() == 0 && o.test == bw::Test::latency) o.size = 2;  // perftest's latency default
       },
       [&](rdmakit::Report& report) {
-        report.arguments = {{"server", o.server},
-                            {"port", o.port},
-                            {"test", to_string(test_of(o))},
-                            {"operation", o.operation},
-                            {"size", o.size},
-                            {"sweep", o.sweep},
-                            {"iterations", o.iterations},
-                            {"duration_s", o.duration_s},
-                            {"depth", o.depth},
-                            {"inline", o.inline_size},
-                            {"queue_pairs", o.queue_pairs},
-                            {"bidirectional", o.bidirectional},
-                            {"mtu", o.mtu},
-                            {"persistent", o.persistent}};
-        if (o.gid_index) report.arguments["gid_index"] = *o.gid_index;
         report.role = o.server.empty() ? "server" : "client";
         const rdmakit::StopSignal stop;
         const auto settings = settings_of(o, tool.common(), stop.fd());

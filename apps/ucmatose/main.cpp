@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   Options o;
   o.flags.port = "7471";
   auto& app = tool.app();
-  o.flags.add_to(app, "Messages each way per connection (0: connect only)", 1u << 30, "Message bytes");
+  o.flags.add_to(tool, "Messages each way per connection (0: connect only)", 1u << 30, "Message bytes");
   app.add_option("-P,--port-space", o.port_space, "tcp or ib")->capture_default_str();
   app.add_option("-p,--port", o.flags.port, "Service port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_flag("-m,--migrate", o.migrate, "Move every cm_id to a new event channel before disconnecting");
@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
   return tool.run(
       argc, argv, [&] { o.flags.check(port_space_of(o)); },
       [&](rdmakit::Report& report) {
-        report.arguments = o.flags.arguments(port_space_of(o));
-        report.arguments["migrate"] = o.migrate;
+        // The port space in effect, by name, whichever spelling chose it.
+        report.arguments["port_space"] = rdmakit::port_space_name(port_space_of(o));
         report.iterations_requested = static_cast<std::uint64_t>(o.flags.count) * o.flags.connections;
         run(o, tool.common(), report);
       });

@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   Options o;
   o.flags.port = "7174";  // the stock udaddy's fixed port
+  tool.rename_argument("p", "port_space_number");
   auto& app = tool.app();
-  o.flags.add_to(app, "Datagrams each way per connection (0: connect only)", 65536,
+  o.flags.add_to(tool, "Datagrams each way per connection (0: connect only)", 65536,
                  "Datagram payload bytes (at most the active MTU)");
   app.add_option("-P,--port-space", o.port_space_by_name, "udp (default) or ipoib");
   app.add_option("-p", o.port_space_by_number, "Port space as a number: 0x111 (UDP) or 0x2 (IPoIB)");
@@ -64,7 +65,8 @@ int main(int argc, char** argv) {
   return tool.run(
       argc, argv, [&] { o.flags.check(port_space_of(o)); },
       [&](rdmakit::Report& report) {
-        report.arguments = o.flags.arguments(port_space_of(o));
+        // The port space in effect, by name, whichever spelling chose it.
+        report.arguments["port_space"] = rdmakit::port_space_name(port_space_of(o));
         report.iterations_requested = static_cast<std::uint64_t>(o.flags.count) * o.flags.connections;
         run(o, tool.common(), report);
       });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/core/cli.hpp"
 #include "lib/core/report.hpp"
 #include "lib/wire/protocol.hpp"
 
@@ -19,12 +20,11 @@ struct EchoClientOptions {
   bool no_inline = false;   // send from registered memory even where inline sends work
 };
 
-struct EchoServerOptions {
+// ServerOptions: -P (keep serving clients, each on a thread of its own) and --accept-timeout.
+struct EchoServerOptions : ServerOptions {
   std::string server = "0.0.0.0";  // the address to listen on
   std::string port = echo::default_port;
-  double accept_timeout_s = 0;  // wait for a client, with persistent for each next one; 0 = forever
   bool no_inline = false;
-  bool persistent = false;  // keep serving clients, each on a thread of its own
 };
 
 // Connects, sends `count` messages, each answered before the next, timing the round trips,

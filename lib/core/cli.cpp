@@ -60,10 +60,29 @@ void CommonOptions::check() const {
   }
 }
 
+void ServerOptions::add_to(CLI::App& app, const std::string& persistent_help, const std::string& accept_timeout_help) {
+  app.add_option("--accept-timeout", accept_timeout_s, accept_timeout_help)
+      ->capture_default_str()
+      ->check(FiniteNumber())
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("-P,--persistent", persistent, persistent_help);
+}
+
+std::optional<std::chrono::milliseconds> ServerOptions::accept_timeout() const {
+  if (accept_timeout_s <= 0) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(static_cast<long long>(accept_timeout_s * 1000.0));
+}
+
 ToolRunner::ToolRunner(std::string name, std::string description, const std::string& debug_flag)
     : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
   common_.add_to(app_, debug_flag);
+}
+
+void ToolRunner::rename_argument(const std::string& long_name, std::string key) {
+  argument_keys_[long_name] = std::move(key);
 }
 
 void ToolRunner::enable_json_file() {
@@ -195,6 +214,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
 
   Report report;
   report.tool = name_;
+  report.arguments = arguments_of(app_, argument_keys_);
   const auto started = std::chrono::steady_clock::now();
   try {
     body(report);

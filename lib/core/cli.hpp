@@ -4,10 +4,14 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "lib/core/option_walk.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
@@ -20,6 +24,20 @@ class FiniteNumber : public CLI::Validator {
  public:
   FiniteNumber();
 };
+
+// A transformer from a fixed set of names to values (an enum), as CLI11 checks it (the usage
+// error is CLI11's), described by the names alone ("{send,write,read}") for help and shell
+// completion. The report's arguments read the option's value through operator<<, which must
+// write the name.
+template <typename Value>
+CLI::Validator one_of(const std::vector<std::pair<std::string, Value>>& names) {
+  static_assert(CLI::detail::is_ostreamable<Value>::value, "one_of needs an operator<< that writes the name");
+  std::string described;
+  for (const auto& [name, value] : names) {
+    described += (described.empty() ? "{" : ",") + name;
+  }
+  return CLI::CheckedTransformer(names).description(described + "}");
+}
 
 struct CommonOptions {
   bool json = false;
@@ -34,6 +52,19 @@ struct CommonOptions {
   void add_to(CLI::App& app, const std::string& debug_flag = "-d");
   // Throws UsageError when the values are out of range.
   void check() const;
+};
+
+// The flags of a tool that serves clients, spelled as stock rping spells them:
+// -P/--persistent and --accept-timeout. Where the server listens stays each tool's own flag
+// (rping -a, rdma_server -s, send_bw --bind), as their stock namesakes have it.
+struct ServerOptions {
+  bool persistent = false;
+  double accept_timeout_s = 0;  // 0: wait forever
+
+  // `persistent_help` and `accept_timeout_help` say what the two flags do in this tool.
+  void add_to(CLI::App& app, const std::string& persistent_help, const std::string& accept_timeout_help);
+  // The wait for a client, none for 0.
+  std::optional<std::chrono::milliseconds> accept_timeout() const;
 };
 
 class ToolRunner {
@@ -52,11 +83,15 @@ class ToolRunner {
   // Adds --json-file FILE: the JSON report is also written there, on failure too.
   void enable_json_file();
 
+  // The report's "arguments" key for an option whose long name is not that key
+  // (ToolRunner fills report.arguments from the options; see arguments_of).
+  void rename_argument(const std::string& long_name, std::string key);
+
   CLI::App& app() { return app_; }
   const CommonOptions& common() const { return common_; }
 
   // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
-  // with a report to fill in, then renders it. Returns the process exit code.
+  // with a report to fill in (its tool and arguments already set), then renders it. Returns the process exit code.
   // `--bash-completion[=NAME]` instead prints a bash completion script for this tool's
   // options, registered for the command NAME (default: argv[0]'s file name), and returns 0
   // before anything else runs. It is not a CLI11 option, so --help does not list it.
@@ -74,6 +109,7 @@ class ToolRunner {
   bool diagnose_ = false;
   std::string diagnosis_text_;
   std::string json_file_;
+  ArgumentKeys argument_keys_{{"timeout", "timeout_s"}};
 };
 
 }  // namespace rdmakit

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "lib/core/option_walk.hpp"
+
 namespace rdmakit {
 
 namespace {
@@ -24,49 +26,27 @@ bool is_plain_word(std::string_view word) {
   return true;
 }
 
-// The first "{...}" of a type name such as "TEXT:{tcp,udp,ib}", "{a->1,b->2}" or
-// "TEXT:value in {a->1,b->2} OR {1,2}": the keys are what a user types.
+// The names of an option's fixed set, where the generated script can quote them.
 std::vector<std::string> set_of(const std::string& type_name) {
-  const auto open = type_name.find('{');
-  const auto close = type_name.find('}', open);
-  if (open == std::string::npos || close == std::string::npos) {
-    return {};
-  }
-  std::vector<std::string> values;
-  const std::string_view items(type_name.data() + open + 1, close - open - 1);
-  std::size_t start = 0;
-  while (start <= items.size()) {
-    auto end = items.find(',', start);
-    if (end == std::string_view::npos) {
-      end = items.size();
+  std::vector<std::string> names;
+  for (auto& member : value_set(type_name)) {
+    if (is_plain_word(member.name)) {
+      names.push_back(std::move(member.name));
     }
-    auto item = items.substr(start, end - start);
-    item = item.substr(0, item.find("->"));
-    if (is_plain_word(item)) {
-      values.emplace_back(item);
-    }
-    start = end + 1;
   }
-  return values;
+  return names;
 }
 
 CompletionOption::Path path_of(const std::string& type_name) {
   // Validator descriptions are appended after ':'; a set may itself hold a ':'.
   const std::string_view head(type_name.data(), std::min(type_name.size(), type_name.find('{')));
   auto path = CompletionOption::Path::none;
-  std::size_t start = 0;
-  while (start <= head.size()) {
-    auto end = head.find(':', start);
-    if (end == std::string_view::npos) {
-      end = head.size();
-    }
-    const auto token = head.substr(start, end - start);
+  for (const auto token : split_on(head, ':')) {
     if (token == "FILE" || token.starts_with("PATH")) {
       path = CompletionOption::Path::file;
     } else if (token == "DIR" && path == CompletionOption::Path::none) {
       path = CompletionOption::Path::directory;
     }
-    start = end + 1;
   }
   return path;
 }
@@ -94,8 +74,8 @@ std::string function_name(const std::string& program) {
 
 std::vector<CompletionOption> completion_options(const CLI::App& app) {
   std::vector<CompletionOption> options;
-  for (const CLI::Option* option : app.get_options()) {
-    if (option->get_group().empty() || !option->nonpositional()) {
+  for (const CLI::Option* option : visible_options(app)) {
+    if (!option->nonpositional()) {
       continue;
     }
     CompletionOption out;

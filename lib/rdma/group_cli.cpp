@@ -9,8 +9,10 @@
 
 namespace rdmakit {
 
-void ConnectionFlags::add_to(CLI::App& app, const std::string& count_help, std::uint32_t max_size,
+void ConnectionFlags::add_to(ToolRunner& tool, const std::string& count_help, std::uint32_t max_size,
                              const std::string& size_help) {
+  auto& app = tool.app();
+  tool.rename_argument("address-format", "format");
   app.add_option("-s,--server", server, "Server address (client mode); without it, run as the server");
   app.add_option("-b,--bind", bind, "Local address to bind (server: listen address)");
   app.add_option("-f,--address-format", format, "How to read addresses: name, ip, ipv6 or gid")->capture_default_str();
@@ -33,13 +35,6 @@ void ConnectionFlags::check(rdma_port_space port_space) const {
   const bool numeric = (hints.ai_flags & RAI_NUMERICHOST) != 0;
   check_resolvable(server, family, numeric);
   check_resolvable(bind, family, numeric);
-}
-
-nlohmann::json ConnectionFlags::arguments(rdma_port_space port_space) const {
-  return {{"server", server}, {"bind", bind},
-          {"port", port},     {"count", count},
-          {"size", size},     {"connections", connections},
-          {"format", format}, {"port_space", port_space_name(port_space)}};
 }
 
 GroupOptions ConnectionFlags::group_options(rdma_port_space port_space, const CommonOptions& common,

@@ -25,11 +25,10 @@ struct ConnectionFlags {
   std::optional<int> type_of_service;
   double accept_timeout_s = 0;
 
-  // Adds the shared flags; `size_help` says what -S limits apply.
-  void add_to(CLI::App& app, const std::string& count_help, std::uint32_t max_size, const std::string& size_help);
+  // Adds the shared flags to the tool's command line; `size_help` says what -S limits apply.
+  void add_to(ToolRunner& tool, const std::string& count_help, std::uint32_t max_size, const std::string& size_help);
   // Throws UsageError for an address format or a -s/-b host that cannot work; no RDMA needed.
   void check(rdma_port_space port_space) const;
-  nlohmann::json arguments(rdma_port_space port_space) const;
   GroupOptions group_options(rdma_port_space port_space, const CommonOptions& common, int stop_fd) const;
   bool is_server() const { return server.empty(); }
 };

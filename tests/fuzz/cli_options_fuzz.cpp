@@ -37,7 +37,7 @@ void check_usage_report(const std::string& tool, const std::string& message) {
 }
 
 void check_accepted(const std::string& tool, const CommonOptions& common, const ConnectionFlags& flags,
-                    std::uint32_t max_size) {
+                    std::uint32_t max_size, const nlohmann::json& arguments) {
   FUZZ_CHECK(common.timeout_s > 0.0 && common.timeout_s <= 3600.0);
   // Sub-millisecond timeouts truncate to 0 ms (see README.md); never negative or beyond an hour.
   FUZZ_CHECK(common.timeout().count() >= 0 && common.timeout().count() <= 3'600'000);
@@ -61,7 +61,7 @@ void check_accepted(const std::string& tool, const CommonOptions& common, const 
   // The run's report carries the arguments verbatim: any bytes a shell can pass.
   Report report;
   report.tool = tool;
-  report.arguments = flags.arguments(space);
+  report.arguments = arguments;
   FUZZ_CHECK(!nlohmann::json::parse(json_text(to_json(report)), nullptr, false).is_discarded());
 }
 
@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   tool.enable_json_file();
   ConnectionFlags flags;
   flags.port = "7471";
-  flags.add_to(tool.app(), "Messages each way per connection", max_size, "Message bytes");
+  flags.add_to(tool, "Messages each way per connection", max_size, "Message bytes");
 
   // argv as the kernel hands it over: C strings, so an embedded NUL ends an argument.
   std::vector<char*> argv;
@@ -107,7 +107,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_usage_report(tool_name, error.what());
     return 0;
   }
-  check_accepted(tool_name, tool.common(), flags, max_size);
+  check_accepted(tool_name, tool.common(), flags, max_size, arguments_of(tool.app()));
   check_port_space(words.back());
   return 0;
 }

@@ -144,8 +144,10 @@ class Schemas(unittest.TestCase):
         udaddy = {
             "role": "server", "outcome": "timed_out", "exit_code": 1,
             "errors": [{"message": "timed out waiting for datagrams from the client(s) (1 connection(s) short, ..."}],
-            "arguments": {"server": "", "bind": "", "port": "7174", "count": 10, "size": 100, "connections": 1,
-                          "format": "name", "port_space": "udp"},
+            "arguments": {"accept_timeout": 0.0, "bind": "", "connections": 1, "count": 10, "debug": False,
+                          "diagnose": False, "format": "name", "json": True, "log_level": "warn", "port": "7174",
+                          "port_space": "udp", "port_space_number": "", "server": "", "size": 100, "timeout_s": 5,
+                          "tos": None},
             "steps": [], "connections": [{"index": 0, "state": "established", "steps_ms": {"accept": 0.5},
                                           "sends_completed": 0, "received": 4, "receives_expected": 10, "lost": 6,
                                           "unfinished_step": "receive", "remote_qpn": 33}],
@@ -212,7 +214,9 @@ class Schemas(unittest.TestCase):
     def test_accept_persistent_rdma_server_and_send_bw_server(self):
         rdma_server = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
-            "arguments": {"server": "10.55.0.1", "port": "7471", "persistent": True},
+            "arguments": {"accept_timeout": 0.0, "debug": False, "diagnose": False, "json": True, "log_level": "warn",
+                          "no_inline": False, "persistent": True, "port": "7471", "server": "10.55.0.1",
+                          "timeout_s": 5},
             "connections": [{"peer": "10.55.0.1:40000", "iterations": 10, "bytes": 320, "outcome": "completed",
                              "error": ""},
                             {"peer": "", "iterations": 0, "bytes": 0, "outcome": "failed",

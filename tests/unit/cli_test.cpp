@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -181,6 +184,78 @@ TEST(LogLevel, ParsesKnownNamesOnly) {
   EXPECT_EQ(parse_log_level("debug"), spdlog::level::debug);
   EXPECT_EQ(parse_log_level("off"), spdlog::level::off);
   EXPECT_FALSE(parse_log_level("verbose").has_value());
+}
+
+enum class Shape : std::uint8_t { round = 0, square = 1 };
+
+std::ostream& operator<<(std::ostream& out, Shape shape) {
+  return out << (shape == Shape::round ? "round" : "square");
+}
+
+TEST(ArgumentsOf, EveryOptionByLongNameTypedWithItsValueOrDefault) {
+  CLI::App app("test", "testtool");
+  std::string address;
+  std::uint16_t port = 7174;
+  double wait_s = 1.5;
+  bool loud = false;
+  std::optional<int> tos;
+  std::string format = "name";
+  auto shape = Shape::round;
+  app.add_option("server", address);
+  app.add_option("-p,--port", port);
+  app.add_option("--wait", wait_s);
+  app.add_flag("-l,--be-loud", loud);
+  app.add_option("-t,--tos", tos);
+  app.add_option("-f,--address-format", format)->capture_default_str();
+  app.add_option("--shape", shape)
+      ->transform(one_of<Shape>({{"round", Shape::round}, {"square", Shape::square}}))
+      ->default_str("round");
+  app.add_option("-x", port)->group("");  // hidden: not an argument
+  std::vector<std::string> args = {"testtool", "10.0.0.1", "-p", "9", "-l", "--shape", "square"};
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  wait_s = 2.5;  // what the tool made of its options is what the report says
+
+  const auto arguments = arguments_of(app, {{"address-format", "format"}});
+  const nlohmann::json expected = {{"server", "10.0.0.1"}, {"port", 9},        {"wait", 2.5},      {"be_loud", true},
+                                   {"tos", nullptr},       {"format", "name"}, {"shape", "square"}};
+  EXPECT_EQ(arguments, expected) << arguments.dump();
+}
+
+TEST(ToolRunner, FillsTheReportArgumentsFromItsOptions) {
+  ToolRunner tool("testtool", "test");
+  int count = 3;
+  tool.app().add_option("-n,--count", count);
+  std::string arg0 = "testtool";
+  std::vector<char*> argv = {arg0.data()};
+  nlohmann::json seen;
+  tool.run(
+      1, argv.data(), [] {}, [&](Report& report) { seen = report.arguments; });
+  EXPECT_EQ(seen["count"], 3);
+  EXPECT_EQ(seen["timeout_s"], 5.0);
+  EXPECT_EQ(seen["log_level"], "warn");
+  EXPECT_EQ(seen["json"], false);
+  EXPECT_FALSE(seen.contains("help"));
+  EXPECT_FALSE(seen.contains("version"));
+}
+
+TEST(ServerOptions, AddsPersistentAndAcceptTimeout) {
+  CLI::App app("test", "testtool");
+  ServerOptions serving;
+  serving.add_to(app, "persist", "wait");
+  EXPECT_FALSE(serving.accept_timeout());
+  std::vector<std::string> args = {"testtool", "-P", "--accept-timeout", "1.5"};
+  std::vector<char*> argv;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+  }
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  EXPECT_TRUE(serving.persistent);
+  EXPECT_EQ(serving.accept_timeout(), std::chrono::milliseconds(1500));
+  EXPECT_THROW(app.parse("--accept-timeout nan", false), CLI::ValidationError);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ void run_client(const Options& o, const rdmakit::CommonOptions& common, rdmakit:
   report.peer_address = rdmakit::address_of(rdma_get_peer_addr(endpoint.get())).to_string();
   rdmakit::MessageBuffers<rdmx::message_size> messages(
       endpoint, !o.no_inline && attributes.cap.max_inline_data >= rdmx::message_size);
-  report.extra["inline_send"] = messages.sends_inline();
+  report.add(rdmakit::NamedValue("inline_send", messages.sends_inline()));
   timer.lap("reg_msgs");
   messages.post_recv();
   endpoint.connect(bounds("the connection to " + report.peer_address));

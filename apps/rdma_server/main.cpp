@@ -32,7 +32,7 @@ void serve_client(rdmakit::SyncEndpoint& connection, const Options& o, const rdm
   rdmakit::StepTimer timer(report);  // from the request on: waiting for a client is not a CM step
   rdmakit::MessageBuffers<rdmx::message_size> messages(
       connection, !o.no_inline && connection.max_inline_data() >= rdmx::message_size);
-  report.extra["inline_send"] = messages.sends_inline();
+  report.add(rdmakit::NamedValue("inline_send", messages.sends_inline()));
   timer.lap("reg_msgs");
   messages.post_recv();
   connection.accept(bounds("the connection to be established"));

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
-#include "lib/core/persistent.hpp"
 #include "lib/rdma/endpoint.hpp"
 
 namespace rdmakit {
@@ -266,7 +265,7 @@ std::unique_ptr<Endpoint> next_client(Listener& listener, WaitingClients& waitin
 void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   spdlog::warn("refused {}: {}", request.peer_address(), reason);
   request.reject(bw::encode_refusal(reason));
-  results.refused.push_back(nlohmann::json{{"peer", request.peer_address()}, {"reason", reason}});
+  results.refused.push_back({.peer = request.peer_address(), .reason = reason});
 }
 
 // One client: accepts `first_request` and the rest of its queue pairs, then receives,
@@ -357,7 +356,7 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
       request = next_client(listener, waiting, idle);
     } catch (const RunStopped& stopped) {
       spdlog::info("persistent server stopping: {}", stopped.what());
-      if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+      if (stopped.reason() != StopReason::timed_out) report.outcome = outcome_of(stopped.reason());
       return;
     }
     BwResults client;
@@ -374,13 +373,11 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
     served.iterations += client.answered;
     for (auto& refusal : client.refused) results.refused.push_back(std::move(refusal));
     if (!refused) {
-      auto record = to_json(served);
-      record["test"] = client.test;
-      results.connections.push_back(std::move(record));
       report.iterations_completed += served.iterations;
       report.bytes += served.bytes;
+      results.clients.push_back({.record = served, .test = client.test});
     }
-    if (served.outcome == to_string(StopReason::interrupted)) {
+    if (served.outcome == Outcome::interrupted) {
       report.outcome = served.outcome;
       return;
     }

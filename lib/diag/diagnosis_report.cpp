@@ -74,6 +74,25 @@ nlohmann::json to_json(const Check& check) {
   return {{"area", check.area}, {"status", check.status}, {"text", check.text}};
 }
 
+nlohmann::json to_json(const Diagnosis& d) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& check : assess(d.inventory)) checks.push_back(to_json(check));
+  return {{"address", d.target.host},
+          {"checks", checks},
+          {"inventory", to_json(d.inventory)},
+          {"attempt", to_json(d.attempt)},
+          {"verdict", to_json(d.verdict)}};
+}
+
+void DiagnosisResult::add_to(nlohmann::json& document) const {
+  auto keys = to_json(diagnosis_);
+  for (auto item = keys.begin(); item != keys.end(); ++item) document[item.key()] = std::move(item.value());
+}
+
+std::string DiagnosisResult::text() const {
+  return render_text(diagnosis_.target, diagnosis_.inventory, diagnosis_.attempt, diagnosis_.verdict);
+}
+
 namespace {
 
 // nlohmann's messages open with their id ("[json.exception.type_error.302] "); the rest says

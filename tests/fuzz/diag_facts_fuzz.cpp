@@ -78,9 +78,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Report report;
   report.tool = "diag-bind";
   report.local_address = target.host;
-  report.extra["inventory"] = diag::to_json(inventory);
-  report.extra["attempt"] = diag::to_json(attempt);
-  report.extra["verdict"] = diag::to_json(verdict);
+  report.add(diag::DiagnosisResult(
+      diag::Diagnosis{.target = target, .inventory = inventory, .attempt = attempt, .verdict = verdict}));
   FUZZ_CHECK(!nlohmann::json::parse(json_text(to_json(report)), nullptr, false).is_discarded());
   return 0;
 }

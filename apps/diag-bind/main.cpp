@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
                         {"mr_size_kib", options.registration_kib},
                         {"replay", options.replay_dir}};
     report.local_address = d.target.host;
-    report.exit_code = static_cast<rdmakit::ExitCode>(d.verdict.exit_code);
+    report.exit_code = d.verdict.exit_code;
     report.add(rdmakit::diag::DiagnosisResult(d));
   });
 }

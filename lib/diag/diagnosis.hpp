@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/error.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit::diag {
@@ -139,8 +140,8 @@ struct Check {
 std::vector<Check> assess(const Inventory& inventory);
 
 struct Verdict {
-  std::string cause;  // stable code, see man/diag-bind.1
-  int exit_code = 3;  // 0 usable, 1 cause named, 3 not understood
+  std::string cause;                           // stable code, see man/diag-bind.1
+  ExitCode exit_code = ExitCode::unexplained;  // ok: usable, cause_found: cause named
   std::string summary;
   std::string fix;  // a command or action, "" when none applies
   std::vector<std::string> details;

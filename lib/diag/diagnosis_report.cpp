@@ -66,8 +66,9 @@ nlohmann::json to_json(const Attempt& attempt) {
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return {{"cause", v.cause}, {"exit_code", v.exit_code}, {"summary", v.summary},
-          {"fix", v.fix},     {"details", v.details},     {"warnings", v.warnings}};
+  return {{"cause", v.cause},     {"exit_code", static_cast<int>(v.exit_code)},
+          {"summary", v.summary}, {"fix", v.fix},
+          {"details", v.details}, {"warnings", v.warnings}};
 }
 
 nlohmann::json to_json(const Check& check) {
@@ -234,7 +235,7 @@ const char* marker(const std::string& status) {
 
 std::string render_verdict(const Verdict& v) {
   std::ostringstream out;
-  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, v.exit_code, v.summary);
+  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, static_cast<int>(v.exit_code), v.summary);
   for (const auto& detail : v.details) out << "  " << detail << "\n";
   if (!v.fix.empty()) out << "  fix: " << v.fix << "\n";
   for (const auto& warning : v.warnings) out << "  warning: " << warning << "\n";

@@ -139,7 +139,8 @@ diag::Verdict check_verdict(const diag::Target& target, const diag::Inventory& i
                             const diag::Attempt& attempt) {
   auto verdict = diag::diagnose(target, inventory, attempt);
   FUZZ_CHECK(!verdict.cause.empty() && !verdict.summary.empty());
-  FUZZ_CHECK(verdict.exit_code == 0 || verdict.exit_code == 1 || verdict.exit_code == 3);
+  FUZZ_CHECK(verdict.exit_code == ExitCode::ok || verdict.exit_code == ExitCode::cause_found ||
+             verdict.exit_code == ExitCode::unexplained);
   FUZZ_CHECK(!diag::render_text(target, inventory, attempt, verdict).empty());
   return verdict;
 }

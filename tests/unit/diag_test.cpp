@@ -94,9 +94,9 @@ TEST_P(DiagFixture, NamesTheCause) {
   const auto& e = GetParam();
   const auto v = diagnose_fixture(e.fixture);
   EXPECT_EQ(v.cause, e.cause) << v.summary;
-  EXPECT_EQ(v.exit_code, e.exit_code);
+  EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
   EXPECT_TRUE(mentions(v, e.must_mention)) << "'" << e.must_mention << "' not in: " << render_verdict(v);
-  if (v.exit_code == 1) {
+  if (v.exit_code == ExitCode::cause_found) {
     EXPECT_FALSE(v.fix.empty()) << "a named cause comes with a fix";
   }
 }

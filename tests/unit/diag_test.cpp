@@ -252,6 +252,24 @@ TEST(DiagAssess, HealthyHostHasNoFailures) {
   }
 }
 
+TEST(DiagReport, DiagnosisResultIsDiagBindsReport) {
+  const auto l = load("netdev_without_rdma");
+  Diagnosis d{.target = l.target, .inventory = l.inventory, .attempt = l.attempt, .verdict = {}};
+  d.verdict = diagnose(d.target, d.inventory, d.attempt);
+  Report report;
+  report.tool = "diag-bind";
+  report.exit_code = d.verdict.exit_code;
+  report.add(DiagnosisResult(d));
+  const auto j = to_json(report);
+  // The verdict's cause stands where every report says how the run ended.
+  EXPECT_EQ(j["outcome"], "netdev_without_rdma");
+  EXPECT_EQ(j["exit_code"], 1);
+  for (const char* key : {"address", "checks", "inventory", "attempt", "verdict"}) {
+    EXPECT_EQ(j[key], to_json(d)[key]) << key;
+  }
+  EXPECT_EQ(render_text(report), render_text(d.target, d.inventory, d.attempt, d.verdict));
+}
+
 TEST(DiagReport, JsonCarriesStableCauseAndSteps) {
   const auto l = load("netdev_without_rdma");
   const auto v = diagnose(l.target, l.inventory, l.attempt);

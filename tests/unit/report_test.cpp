@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "lib/core/persistent.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
@@ -129,6 +130,26 @@ TEST(ReportJson, AttachedDiagnosisGoesUnderItsKey) {
   Report r = sample();
   r.add(AttachedDiagnosis(nlohmann::json{{"verdict", {{"cause", "address_not_local"}}}}));
   EXPECT_EQ(to_json(r)["diagnosis"]["verdict"]["cause"], "address_not_local");
+}
+
+TEST(ReportJson, ServedConnectionsListsEachRecord) {
+  Report r = sample();
+  r.add(ServedConnections(
+      {ServedConnection{
+           .peer = "10.0.0.2:5000", .iterations = 3, .bytes = 384, .outcome = Outcome::completed, .error = {}},
+       ServedConnection{.peer = "10.0.0.3:5000",
+                        .iterations = 0,
+                        .bytes = 0,
+                        .outcome = Outcome::peer_disconnected,
+                        .error = "the peer disconnected"}}));
+  const auto j = to_json(r);
+  ASSERT_EQ(j["connections"].size(), 2u);
+  EXPECT_EQ(
+      j["connections"][0],
+      (nlohmann::json{
+          {"peer", "10.0.0.2:5000"}, {"iterations", 3}, {"bytes", 384}, {"outcome", "completed"}, {"error", ""}}));
+  EXPECT_EQ(j["connections"][1]["outcome"], "peer_disconnected");
+  EXPECT_NE(render_text(r).find("3 of 3 iterations"), std::string::npos);  // no text of its own
 }
 
 TEST(ReportOutcome, EveryOutcomeHasItsName) {

@@ -84,12 +84,7 @@ int main(int argc, char** argv) {
     }
     d.verdict = rdmakit::diag::diagnose(d.target, d.inventory, d.attempt);
     report.local_address = d.target.host;
-    report.outcome = d.verdict.cause;
-    report.exit_code = static_cast<rdmakit::ExitCode>(d.verdict.exit_code);
-    const auto document = rdmakit::diag::to_json(d);
-    for (const auto& [key, value] : document.items()) {
-      report.extra[key] = value;
-    }
-    report.text = rdmakit::diag::render_text(d.target, d.inventory, d.attempt, d.verdict);
+    report.exit_code = d.verdict.exit_code;
+    report.add(rdmakit::diag::DiagnosisResult(d));
   });
 }

@@ -88,7 +88,7 @@ void run(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report
       if (step.step == "join") join_latency.add(step.ended - step.started);
     }
   }
-  if (const auto summary = join_latency.summary()) report.extra["join_latency_us"] = rdmakit::to_json(*summary);
+  if (const auto summary = join_latency.summary()) report.add(rdmakit::NamedValue("join_latency_us", *summary));
 
   if (o.count > 0) {
     if (o.sender) {

@@ -92,79 +92,11 @@ void validate(const Options& o, bool duration_given, bool iterations_given) {
   rdmakit::check_resolvable(o.bind);
 }
 
-nlohmann::json row_json(const rdmakit::BandwidthRow& row) {
-  return {{"bytes", row.size},
-          {"iterations", row.iterations},
-          {"seconds", row.seconds},
-          {"bw_peak_mib_per_s", row.peak_mib_per_s},
-          {"bw_average_mib_per_s", row.average_mib_per_s},
-          {"bw_average_gbit_per_s", row.average_gbit_per_s},
-          {"message_rate_mpps", row.message_rate_mpps}};
-}
-
-nlohmann::json row_json(const rdmakit::LatencyRow& row) {
-  const auto& s = row.summary;
-  return {{"bytes", row.size},        {"iterations", s.count},   {"t_min_us", s.min_us},
-          {"t_max_us", s.max_us},     {"t_median_us", s.p50_us}, {"t_avg_us", s.avg_us},
-          {"t_stdev_us", s.stdev_us}, {"t_p99_us", s.p99_us},    {"t_p999_us", s.p999_us}};
-}
-
-std::string table(const std::vector<rdmakit::BandwidthRow>& rows, bool gbits) {
-  const char* unit = gbits ? "Gb/sec" : "MB/sec";  // perftest's MB: 2^20 bytes
-  std::string text =
-      fmt::format(" {:>10} {:>12} {:>16} {:>19} {:>14}\n", "#bytes", "#iterations", fmt::format("BW peak[{}]", unit),
-                  fmt::format("BW average[{}]", unit), "MsgRate[Mpps]");
-  for (const auto& row : rows) {
-    const double scale = gbits ? 1048576.0 * 8 / 1e9 : 1.0;  // MiB/s -> Gb/s
-    text += fmt::format(" {:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f}\n", row.size, row.iterations,
-                        row.peak_mib_per_s * scale, row.average_mib_per_s * scale, row.message_rate_mpps);
-  }
-  return text;
-}
-
-std::string table(const std::vector<rdmakit::LatencyRow>& rows) {
-  std::string text =
-      fmt::format(" {:>10} {:>12} {:>11} {:>11} {:>14} {:>11} {:>13} {:>11} {:>13}\n", "#bytes", "#iterations",
-                  "t_min[us]", "t_max[us]", "t_median[us]", "t_avg[us]", "t_stdev[us]", "p99[us]", "p99.9[us]");
-  for (const auto& row : rows) {
-    const auto& s = row.summary;
-    text += fmt::format(" {:>10} {:>12} {:>11.2f} {:>11.2f} {:>14.2f} {:>11.2f} {:>13.2f} {:>11.2f} {:>13.2f}\n",
-                        row.size, s.count, s.min_us, s.max_us, s.p50_us, s.avg_us, s.stdev_us, s.p99_us, s.p999_us);
-  }
-  return text;
-}
-
-// Rows, test description and totals into the report; runs on success and on failure.
-void finish(const Options& o, const rdmakit::BwResults& results, rdmakit::Report& report) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : results.bandwidth) {
-    rows.push_back(row_json(row));
-    report.bytes += row.bytes;
-    report.iterations_completed += row.iterations;
-  }
-  for (const auto& row : results.latency) {
-    rows.push_back(row_json(row));
-    report.bytes += std::uint64_t{row.size} * row.summary.count;
-    report.iterations_completed += row.summary.count;
-  }
-  if (o.persistent) {  // totals came in as each client ended
-    report.extra["connections"] = results.connections;
-    if (!results.refused.empty()) report.extra["refused"] = results.refused;
-    report.text = fmt::format("served {} clients\n", results.connections.size());
-    return;
-  }
-  report.extra["test"] = results.test;
-  report.extra["rows"] = rows;
-  if (!results.refused.empty()) report.extra["refused"] = results.refused;
-  const bool latency = results.test.value("test", "") == "lat";
-  if (!results.latency.empty()) {
-    report.text = table(results.latency);
-  } else if (latency) {  // the server of a latency test
-    report.text = fmt::format("answered {} messages\n", results.answered);
-    report.extra["answered"] = results.answered;
-  } else {
-    report.text = table(results.bandwidth, o.gbits);
-  }
+// The results into the report, with how the text shows them; runs on success and on failure.
+void finish(const Options& o, rdmakit::BwResults& results, rdmakit::Report& report) {
+  results.persistent = o.persistent;
+  results.gbits = o.gbits;
+  rdmakit::report_results(std::move(results), report);
 }
 
 rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& common, int stop_fd) {

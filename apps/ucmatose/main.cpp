@@ -44,7 +44,7 @@ void run(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report
   if (o.migrate) {
     const auto started = rdmakit::Clock::now();
     group.migrate();
-    report.extra["migrate_ms"] = rdmakit::elapsed_ms(started);
+    report.add(rdmakit::NamedValue("migrate_ms", rdmakit::elapsed_ms(started)));
   }
   if (o.flags.is_server()) {
     group.disconnect();

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
-#include "lib/core/persistent.hpp"
 #include "lib/rdma/endpoint.hpp"
 
 namespace rdmakit {
@@ -263,7 +262,7 @@ std::unique_ptr<Endpoint> next_client(Listener& listener, WaitingClients& waitin
 void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   spdlog::warn("refused {}: {}", request.peer_address(), reason);
   request.reject(bw::encode_refusal(reason));
-  results.refused.push_back(nlohmann::json{{"peer", request.peer_address()}, {"reason", reason}});
+  results.refused.push_back({.peer = request.peer_address(), .reason = reason});
 }
 
 // One client: accepts `first_request` and the rest of its queue pairs, then receives,
@@ -370,13 +369,11 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
     served.iterations += client.answered;
     for (auto& refusal : client.refused) results.refused.push_back(std::move(refusal));
     if (!refused) {
-      auto record = to_json(served);
-      record["test"] = client.test;
-      results.connections.push_back(std::move(record));
       report.iterations_completed += served.iterations;
       report.bytes += served.bytes;
+      results.clients.push_back({.record = served, .test = client.test});
     }
-    if (served.outcome == to_string(StopReason::interrupted)) {
+    if (served.outcome == Outcome::interrupted) {
       report.outcome = served.outcome;
       return;
     }

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/bench/loops.hpp"
+#include "lib/core/persistent.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/wire/protocol.hpp"
@@ -47,14 +48,36 @@ struct BwSettings {
   RunLimits limits() const { return RunLimits{.stop_fd = stop_fd, .timeout = timeout}; }
 };
 
-struct BwResults {
+struct BwRefusal {
+  std::string peer;
+  std::string reason;
+};
+
+// A persistent server's record of one client, with the test that client ran.
+struct BwServedClient {
+  ServedConnection record;
+  nlohmann::json test;
+};
+
+// send_bw's result in its report: the test and its rows with perftest's table, or a
+// persistent server's clients.
+struct BwResults final : ReportSection {
   std::vector<BandwidthRow> bandwidth;
   std::vector<LatencyRow> latency;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
-  nlohmann::json refused = nlohmann::json::array();
-  std::uint64_t answered = 0;                            // server of a latency test
-  nlohmann::json connections = nlohmann::json::array();  // persistent server: a record per client
+  std::vector<BwRefusal> refused;
+  std::uint64_t answered = 0;           // server of a latency test
+  std::vector<BwServedClient> clients;  // persistent server: a record per client
+  bool persistent = false;              // a persistent server's: its clients, no rows
+  bool gbits = false;                   // the text table in Gb/s rather than MB/s
+
+  void add_to(nlohmann::json& document) const override;
+  std::string text() const override;
 };
+
+// Adds `results` to `report` with the rows' totals (a persistent server counted its clients
+// as they ended).
+void report_results(BwResults results, Report& report);
 
 // Both fill `results` as they go, so a failure leaves a partial report.
 void run_bw_client(const BwSettings& settings, Report& report, BwResults& results);

@@ -19,7 +19,7 @@ void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chr
   StepTimer timer(report);  // from the request on: waiting for a client is not a CM step
   MessageBuffers<echo::message_size> messages(connection,
                                               !o.no_inline && connection.max_inline_data() >= echo::message_size);
-  report.extra["inline_send"] = messages.sends_inline();
+  report.add(NamedValue("inline_send", messages.sends_inline()));
   timer.lap("reg_msgs");
   messages.post_recv();
   connection.accept(bounds("the connection to be established"));
@@ -57,7 +57,7 @@ void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
   report.peer_address = address_of(rdma_get_peer_addr(endpoint.get())).to_string();
   MessageBuffers<echo::message_size> messages(endpoint,
                                               !o.no_inline && attributes.cap.max_inline_data >= echo::message_size);
-  report.extra["inline_send"] = messages.sends_inline();
+  report.add(NamedValue("inline_send", messages.sends_inline()));
   timer.lap("reg_msgs");
   messages.post_recv();
   endpoint.connect(bounds("the connection to " + report.peer_address));

@@ -111,7 +111,7 @@ void run_client(const rdmakit::SocketAddress* source, const rdmakit::SocketAddre
   } catch (const rdmakit::RunStopped& stopped) {
     report.rtt = rtt.summary();
     if (stopped.reason() == rdmakit::StopReason::interrupted && options.count == 0) {
-      report.outcome = "interrupted";  // the only way to end an unlimited run
+      report.outcome = rdmakit::Outcome::interrupted;  // the only way to end an unlimited run
       return;
     }
     throw;

@@ -99,7 +99,7 @@ void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
     return;
   }
   try {
-    report.extra["diagnosis"] = diagnoser_(error.address(), common_.timeout(), diagnosis_text_);
+    report.add(AttachedDiagnosis(diagnoser_(error.address(), common_.timeout(), diagnosis_text_)));
   } catch (const std::exception& failure) {
     diagnosis_text_ = std::string("diagnosis failed: ") + failure.what() + "\n";
   }
@@ -233,11 +233,11 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   } catch (const Unsupported& error) {
     report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = {}},
                 ExitCode::no_device);
-    report.outcome = "unsupported";
+    report.outcome = Outcome::unsupported;
   } catch (const std::exception& error) {
     report.fail(ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = {}});
   }
-  if (report.outcome == to_string(StopReason::interrupted)) {
+  if (report.outcome == Outcome::interrupted) {
     report.exit_code = stop_signal_exit_code();
   }
   report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

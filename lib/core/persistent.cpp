@@ -24,8 +24,16 @@ nlohmann::json to_json(const ServedConnection& connection) {
   return {{"peer", connection.peer},
           {"iterations", connection.iterations},
           {"bytes", connection.bytes},
-          {"outcome", connection.outcome},
+          {"outcome", to_string(connection.outcome)},
           {"error", connection.error}};
+}
+
+void ServedConnections::add_to(nlohmann::json& document) const {
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& served : connections) {
+    records.push_back(to_json(served));
+  }
+  document["connections"] = std::move(records);
 }
 
 void serve_counted(const std::function<void(ServedConnection&)>& serve, Report& report) {
@@ -49,10 +57,10 @@ ServedConnection serve_recorded(const AcceptedConnection& connection) {
   try {
     connection.serve(served);
   } catch (const RunStopped& stopped) {
-    served.outcome = to_string(stopped.reason());
+    served.outcome = outcome_of(stopped.reason());
     served.error = stopped.what();
   } catch (const std::exception& error) {
-    served.outcome = "failed";
+    served.outcome = Outcome::failed;
     served.error = error.what();
   }
   if (!served.error.empty()) {
@@ -63,7 +71,7 @@ ServedConnection serve_recorded(const AcceptedConnection& connection) {
 
 void stop_serving(const RunStopped& stopped, Report& report) {
   spdlog::info("persistent server stopping: {}", stopped.what());
-  if (stopped.reason() != StopReason::timed_out) report.outcome = to_string(stopped.reason());
+  if (stopped.reason() != StopReason::timed_out) report.outcome = outcome_of(stopped.reason());
 }
 
 void serve_persistently(const std::function<AcceptedConnection()>& accept, Report& report) {
@@ -91,7 +99,8 @@ void serve_persistently(const std::function<AcceptedConnection()>& accept, Repor
       } catch (const std::exception& error) {
         if (++failures_in_a_row >= accept_failures_before_giving_up) throw;
         spdlog::warn("accepting a connection failed: {}", error.what());
-        keep(ServedConnection{.peer = {}, .iterations = 0, .bytes = 0, .outcome = "failed", .error = error.what()});
+        keep(ServedConnection{
+            .peer = {}, .iterations = 0, .bytes = 0, .outcome = Outcome::failed, .error = error.what()});
         continue;
       }
       // A finished thread keeps its stack until joined: reap them, or a long-lived server
@@ -109,13 +118,11 @@ void serve_persistently(const std::function<AcceptedConnection()>& accept, Repor
     failure = std::current_exception();
   }
   workers.clear();  // joins: a stop signal reaches every connection through its own waits
-  nlohmann::json connections = nlohmann::json::array();
   for (const auto& served : records) {
     report.iterations_completed += served.iterations;
     report.bytes += served.bytes;
-    connections.push_back(to_json(served));
   }
-  report.extra["connections"] = std::move(connections);
+  report.add(ServedConnections(std::move(records)));
   if (failure) std::rethrow_exception(failure);
 }
 

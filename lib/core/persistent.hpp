@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,11 +21,19 @@ struct ServedConnection {
   std::string peer;
   std::uint64_t iterations = 0;
   std::uint64_t bytes = 0;
-  std::string outcome = "completed";
+  Outcome outcome = Outcome::completed;
   std::string error;
 };
 
 nlohmann::json to_json(const ServedConnection& connection);
+
+// A persistent server's connections in its report ("connections"), in the order they ended.
+struct ServedConnections final : ReportSection {
+  std::vector<ServedConnection> connections;
+
+  explicit ServedConnections(std::vector<ServedConnection> served) : connections(std::move(served)) {}
+  void add_to(nlohmann::json& document) const override;
+};
 
 // A connection request taken off the listener: who sent it and the work that serves it.
 // `serve` fills in the counts as it goes and may throw; what it throws becomes the
@@ -44,7 +54,7 @@ ServedConnection serve_recorded(const AcceptedConnection& connection);
 // `accept` throws RunStopped: interrupted (the stop signal) becomes the report's outcome,
 // timed_out (no client within the idle deadline `accept` waits under) is a normal end. Then
 // joins every connection and totals their records into `report` (iterations, bytes and
-// extra["connections"], in the order they ended). An accept that fails otherwise is
+// a ServedConnections section). An accept that fails otherwise is
 // recorded and the server goes on; only several failures in a row, where the listener
 // itself is broken, end the run with that error.
 void serve_persistently(const std::function<AcceptedConnection()>& accept, Report& report);

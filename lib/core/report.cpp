@@ -8,15 +8,37 @@
 
 namespace rdmakit {
 
+std::string_view to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::completed: return "completed";
+    case Outcome::interrupted: return "interrupted";
+    case Outcome::peer_disconnected: return "peer_disconnected";
+    case Outcome::timed_out: return "timed_out";
+    case Outcome::failed: return "failed";
+    case Outcome::usage_error: return "usage_error";
+    case Outcome::unsupported: return "unsupported";
+  }
+  return "unknown";
+}
+
+Outcome outcome_of(StopReason reason) {
+  switch (reason) {
+    case StopReason::interrupted: return Outcome::interrupted;
+    case StopReason::peer_disconnected: return Outcome::peer_disconnected;
+    case StopReason::timed_out: return Outcome::timed_out;
+  }
+  return Outcome::failed;
+}
+
 void Report::fail(ErrorRecord error, ExitCode code) {
   errors.push_back(std::move(error));
-  outcome = code == ExitCode::usage ? "usage_error" : "failed";
+  outcome = code == ExitCode::usage ? Outcome::usage_error : Outcome::failed;
   exit_code = code;
 }
 
 void Report::stop(StopReason reason, const std::string& detail) {
   errors.push_back(ErrorRecord{.message = detail, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
-  outcome = to_string(reason);
+  outcome = outcome_of(reason);
   exit_code = ExitCode::run_failed;
 }
 
@@ -65,6 +87,22 @@ nlohmann::json to_json(const ErrorRecord& e) {
   return item;
 }
 
+namespace {
+
+// What the report's "outcome" says: the run's, unless a section names a more precise cause.
+std::string outcome_text(const Report& r) {
+  std::optional<std::string> cause;
+  for (const auto& section : r.sections) {
+    auto named = section->outcome();
+    if (!named) continue;
+    if (cause) throw std::logic_error("two report sections name the outcome");
+    cause = std::move(named);
+  }
+  return cause ? *cause : std::string(to_string(r.outcome));
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Report& r) {
   nlohmann::json timings = nlohmann::json::object();
   for (const auto& [step, ms] : r.cm_timings_ms) {
@@ -79,7 +117,7 @@ nlohmann::json to_json(const Report& r) {
       {"tool", r.tool},
       {"role", r.role},
       {"arguments", r.arguments},
-      {"outcome", r.outcome},
+      {"outcome", outcome_text(r)},
       {"exit_code", static_cast<int>(r.exit_code)},
       {"local_address", r.local_address},
       {"peer_address", r.peer_address},
@@ -90,10 +128,17 @@ nlohmann::json to_json(const Report& r) {
       {"duration_s", r.duration_s},
       {"errors", errors},
   };
-  for (const auto& [key, value] : r.extra.items()) {
-    // A tool's section must not replace what every report means the same way.
-    if (doc.contains(key)) throw std::logic_error("report section '" + key + "' would overwrite a common key");
-    doc[key] = value;
+  for (const auto& section : r.sections) {
+    nlohmann::json keys = nlohmann::json::object();
+    section->add_to(keys);
+    for (auto item = keys.begin(); item != keys.end(); ++item) {
+      // A tool's section must not replace what every report means the same way, nor
+      // another section's result.
+      if (doc.contains(item.key())) {
+        throw std::logic_error("report section '" + item.key() + "' would overwrite a key");
+      }
+      doc[item.key()] = std::move(item.value());
+    }
   }
   return doc;
 }
@@ -107,17 +152,21 @@ std::string json_text(const nlohmann::json& document) {
 std::string render_text(const Report& r) {
   // Even a tool's own text (an empty table, a summary of nothing): the error line on stderr
   // says it all.
-  if (r.outcome == "usage_error") {
+  if (r.outcome == Outcome::usage_error) {
     return {};
   }
-  if (!r.text.empty()) {
-    return r.text;
+  std::string own;
+  for (const auto& section : r.sections) {
+    own += section->text();
+  }
+  if (!own.empty()) {
+    return own;
   }
   std::ostringstream out;
   const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
   out << fmt::format("{} {}{}: {} of {} iterations, {} bytes in {:.3f} s, {}\n", r.tool, r.role,
                      r.peer_address.empty() ? "" : " peer " + r.peer_address, r.iterations_completed, requested,
-                     r.bytes, r.duration_s, r.outcome);
+                     r.bytes, r.duration_s, outcome_text(r));
   if (!r.cm_timings_ms.empty()) {
     out << "  cm:";
     for (const auto& [step, ms] : r.cm_timings_ms) {

@@ -3,9 +3,13 @@
 // leaves a partial report. Rendered in exactly one place: text for people, JSON for scripts.
 
 #include <chrono>
+#include <concepts>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,12 +30,61 @@ struct ErrorRecord {
   std::optional<CompletionStatus> completion;  // a failed work completion's status
 };
 
+// How a run ended, as the report's "outcome" says it.
+enum class Outcome { completed, interrupted, peer_disconnected, timed_out, failed, usage_error, unsupported };
+std::string_view to_string(Outcome outcome);
+Outcome outcome_of(StopReason reason);
+
+// A tool's own result in its report (a connection group's table, send_bw's rows, a
+// diagnosis): one type per kind of result, which alone knows its JSON and its text.
+class ReportSection {
+ public:
+  ReportSection() = default;
+  ReportSection(const ReportSection&) = default;
+  ReportSection(ReportSection&&) = default;
+  ReportSection& operator=(const ReportSection&) = default;
+  ReportSection& operator=(ReportSection&&) = default;
+  virtual ~ReportSection() = default;
+
+  // Writes this section's keys into `document`, a fresh object that to_json(Report) then
+  // merges beside the common keys.
+  virtual void add_to(nlohmann::json& document) const = 0;
+  // The tool's human output; "" leaves the generic summary.
+  virtual std::string text() const { return {}; }
+  // A cause more precise than Outcome says (diag-bind's verdict), written as the
+  // report's "outcome"; none leaves the report's own.
+  virtual std::optional<std::string> outcome() const { return std::nullopt; }
+};
+
+// A single value one tool reports beside the common keys (ucmatose's migrate_ms,
+// rdma_server's inline_send), named where the tool adds it.
+template <typename T>
+class NamedValue final : public ReportSection {
+ public:
+  NamedValue(std::string key, T value) : key_(std::move(key)), value_(std::move(value)) {}
+  void add_to(nlohmann::json& document) const override;
+
+ private:
+  std::string key_;
+  T value_;
+};
+
+// The in-process diagnosis of another tool's --diagnose, under "diagnosis". It arrives as
+// JSON because this layer cannot know the diagnoser's model (ToolRunner::Diagnoser).
+class AttachedDiagnosis final : public ReportSection {
+ public:
+  explicit AttachedDiagnosis(nlohmann::json diagnosis) : diagnosis_(std::move(diagnosis)) {}
+  void add_to(nlohmann::json& document) const override { document["diagnosis"] = diagnosis_; }
+
+ private:
+  nlohmann::json diagnosis_;
+};
+
 struct Report {
   std::string tool;
   std::string role;  // "client", "server", "" when not applicable
   nlohmann::json arguments = nlohmann::json::object();
-  std::string outcome =
-      "completed";  // completed | interrupted | peer_disconnected | timed_out | failed | usage_error | unsupported
+  Outcome outcome = Outcome::completed;
   ExitCode exit_code = ExitCode::ok;
   std::string local_address;
   std::string peer_address;
@@ -43,12 +96,15 @@ struct Report {
   std::optional<LatencySummary> rtt;
   double duration_s = 0;
   std::vector<ErrorRecord> errors;
-  // Tool-specific sections (e.g. per-connection results of a persistent server).
-  nlohmann::json extra = nlohmann::json::object();
-  // Tool-specific human output; when set it replaces the generic text summary.
-  std::string text;
+  // The tool's own results, in the order added. Their keys may not repeat a common key or
+  // one another's; their text, when any has some, replaces the generic summary.
+  std::vector<std::shared_ptr<const ReportSection>> sections;
 
   void add_timing(std::string step, double ms) { cm_timings_ms.emplace_back(std::move(step), ms); }
+  template <std::derived_from<ReportSection> Section>
+  void add(Section section) {
+    sections.push_back(std::make_shared<const Section>(std::move(section)));
+  }
   void fail(ErrorRecord error, ExitCode code = ExitCode::run_failed);
   void stop(StopReason reason, const std::string& detail);
 };
@@ -81,5 +137,14 @@ std::string render_text(const Report& report);
 
 // "ENODEV" for 19; "E?" when unknown.
 std::string errno_name(int errnum);
+
+template <typename T>
+void NamedValue<T>::add_to(nlohmann::json& document) const {
+  if constexpr (std::is_same_v<T, LatencySummary>) {
+    document[key_] = to_json(value_);
+  } else {
+    document[key_] = value_;
+  }
+}
 
 }  // namespace rdmakit

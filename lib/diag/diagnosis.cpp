@@ -22,7 +22,7 @@ namespace {
 
 constexpr std::uint64_t recommended_memlock = 64ull << 20;  // enough for send_bw sweeps up to 8 MiB
 
-Verdict verdict(std::string cause, int exit_code, std::string summary, std::string fix = {}) {
+Verdict verdict(std::string cause, ExitCode exit_code, std::string summary, std::string fix = {}) {
   Verdict v;
   v.cause = std::move(cause);
   v.exit_code = exit_code;
@@ -33,7 +33,7 @@ Verdict verdict(std::string cause, int exit_code, std::string summary, std::stri
 
 Verdict unknown(std::string summary) {
   return verdict(
-      "unknown", 3,
+      "unknown", ExitCode::unexplained,
       std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data");
 }
 
@@ -42,7 +42,7 @@ Verdict unknown(std::string summary) {
 Verdict channel_failure(const Inventory& inventory, const Step& step) {
   if (step.errnum == ENODEV) {
     if (!inventory.rdma_core_present) {
-      return verdict("no_rdma_device", 1,
+      return verdict("no_rdma_device", ExitCode::cause_found,
                      "this kernel has no RDMA core loaded (no /sys/class/infiniband), so there is no device at all "
                      "(rdma_create_event_channel: ENODEV)",
                      "modprobe ib_core rdma_ucm rdma_rxe; if those modules do not exist, this kernel was built without "
@@ -50,7 +50,7 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
     }
     if (inventory.kernel_devices.empty()) {
       const auto* candidate = rxe_candidate(inventory);
-      auto v = verdict("no_rdma_device", 1,
+      auto v = verdict("no_rdma_device", ExitCode::cause_found,
                        "the kernel has no RDMA device at all, so librdmacm finds nothing to work with "
                        "(rdma_create_event_channel: ENODEV)",
                        candidate ? "modprobe rdma_rxe && " + rxe_link_command(candidate->name)
@@ -71,7 +71,7 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
         }
       }
       if (!without_provider.empty()) {
-        auto v = verdict("provider_missing", 1,
+        auto v = verdict("provider_missing", ExitCode::cause_found,
                          "the kernel has " + std::to_string(inventory.kernel_devices.size()) +
                              " RDMA device(s) but libibverbs lists none: no user-space provider library for " +
                              join(without_provider),
@@ -97,12 +97,12 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
         }
       }
       if (!hidden.empty()) {
-        return verdict("uverbs_unavailable", 1,
+        return verdict("uverbs_unavailable", ExitCode::cause_found,
                        "the kernel has the RDMA device but user space cannot reach it: " + join(hidden, "; "),
                        "modprobe ib_uverbs; in a container pass the device nodes, e.g. docker run --device "
                        "/dev/infiniband/rdma_cm --device /dev/infiniband/uverbs0 ...");
       }
-      return verdict("userspace_mismatch", 1,
+      return verdict("userspace_mismatch", ExitCode::cause_found,
                      "the kernel lists " + std::to_string(inventory.kernel_devices.size()) +
                          " RDMA device(s), libibverbs lists none, and neither a missing provider nor a missing "
                          "uverbs node explains it",
@@ -115,7 +115,7 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
     const bool module_loaded =
         std::find(inventory.modules.begin(), inventory.modules.end(), "rdma_ucm") != inventory.modules.end();
     if (!inventory.rdma_cm.exists) {
-      return verdict("rdma_cm_missing", 1,
+      return verdict("rdma_cm_missing", ExitCode::cause_found,
                      module_loaded ? "/dev/infiniband/rdma_cm does not exist although rdma_ucm is loaded (a container "
                                      "or a /dev without udev)"
                                    : "/dev/infiniband/rdma_cm does not exist: the rdma_ucm module is not loaded",
@@ -124,7 +124,7 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
                                    : "modprobe rdma_ucm");
     }
     if (inventory.rdma_cm.access_errno != 0) {
-      return verdict("rdma_cm_permission", 1,
+      return verdict("rdma_cm_permission", ExitCode::cause_found,
                      "/dev/infiniband/rdma_cm exists (" + inventory.rdma_cm.mode + ") but this user may not open it (" +
                          errno_name(inventory.rdma_cm.access_errno) + ")",
                      "chmod 666 /dev/infiniband/rdma_cm (rdma-core's udev rules do this), or run as a user allowed "
@@ -143,7 +143,7 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
     if (!netdev) {
       return unknown(step.call + " failed with ENODEV and no netdev on this host owns or routes " + host);
     }
-    auto v = verdict("netdev_without_rdma", 1,
+    auto v = verdict("netdev_without_rdma", ExitCode::cause_found,
                      step.call == "rdma_bind_addr"
                          ? fmt::format("{} is on {}, and no RDMA device has a GID on {}: the kernel has no device "
                                        "to bind it to",
@@ -163,7 +163,7 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
   const auto* user = user_view_of(inventory, device);
   if (!user) {
     if (!has_provider(inventory, device)) {
-      return verdict("provider_missing", 1,
+      return verdict("provider_missing", ExitCode::cause_found,
                      fmt::format("the kernel binds {} to {} (GUID {}), but libibverbs has no provider for driver {} so "
                                  "librdmacm cannot match the device",
                                  host, device.name, device.node_guid, device.driver),
@@ -174,7 +174,7 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
       seen.push_back(fmt::format("{} GUID {} index {}", other.name, other.node_guid,
                                  other.index ? std::to_string(*other.index) : "?"));
     }
-    return verdict("userspace_mismatch", 1,
+    return verdict("userspace_mismatch", ExitCode::cause_found,
                    fmt::format("the kernel binds {} to {} (GUID {}, index {}), but libibverbs does not list a device "
                                "with that GUID/index (it lists: {}); librdmacm then fails with ENODEV",
                                host, device.name, device.node_guid, device.index ? std::to_string(*device.index) : "?",
@@ -193,14 +193,14 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
                          : "";
       }
     }
-    return verdict("uverbs_unavailable", 1,
+    return verdict("uverbs_unavailable", ExitCode::cause_found,
                    fmt::format("{} is on {}, which libibverbs lists but cannot open (ibv_open_device: {}){}", host,
                                device.name, errno_name(user->open_errno), node_state),
                    "chmod 666 /dev/infiniband/" + device.uverbs +
                        " (rdma-core's udev rules do this), or run as a user allowed to open it");
   }
   if (target.loopback) {
-    return verdict("loopback_address", 1,
+    return verdict("loopback_address", ExitCode::cause_found,
                    host + " is a loopback address: no RDMA device has a GID for it, so " + step.call + " has no device",
                    "use an address on an RDMA netdev");
   }
@@ -249,13 +249,13 @@ std::optional<Verdict> port_problem(const Target& target, const Inventory& inven
   }
   const auto* netdev = netdev_named(inventory, netdev_name);
   if (netdev && !netdev->up) {
-    return verdict("netdev_down", 1,
+    return verdict("netdev_down", ExitCode::cause_found,
                    fmt::format("{} binds to {} port {}, but its netdev {} is administratively down, so the port is {} "
                                "({}): connections will time out",
                                target.host, device->name, port->number, netdev->name, port->state, port->phys_state),
                    "ip link set " + netdev->name + " up");
   }
-  return verdict("port_not_active", 1,
+  return verdict("port_not_active", ExitCode::cause_found,
                  fmt::format("{} binds to {} port {}, but the port is {} ({}){}: connections will time out",
                              target.host, device->name, port->number, port->state, port->phys_state,
                              port->link_layer == "InfiniBand" ? "; an IB port needs a subnet manager to become ACTIVE"
@@ -273,7 +273,7 @@ std::optional<Verdict> registration_problem(const Attempt& attempt, const Invent
   if (reg->errnum == ENOMEM || reg->errnum == EPERM || reg->errnum == EAGAIN) {
     const auto& m = inventory.memlock;
     return verdict(
-        "memlock_too_low", 1,
+        "memlock_too_low", ExitCode::cause_found,
         fmt::format("the bind works, but registering {} fails with {}: the locked-memory limit is {}{}", reg->subject,
                     errno_name(reg->errnum), m.soft_bytes ? human_bytes(*m.soft_bytes) : std::string("unlimited"),
                     m.cap_ipc_lock ? "" : " and this process lacks CAP_IPC_LOCK"),
@@ -318,7 +318,7 @@ Verdict usable(const Target& target, const Inventory& inventory, const Attempt& 
   const std::string device_name = device ? device->name : attempt.device;
   Verdict v;
   if (inventory.kernel_devices.size() > 1) {
-    v = verdict("several_devices", 0,
+    v = verdict("several_devices", ExitCode::ok,
                 fmt::format("the bind works: of {} RDMA devices, {} belongs to {} port {}",
                             inventory.kernel_devices.size(), target.host, device_name, attempt.port));
     std::vector<std::string> others;
@@ -328,7 +328,7 @@ Verdict usable(const Target& target, const Inventory& inventory, const Attempt& 
     v.details.push_back("tools that take a device name need -d " + device_name + " for this address (not " +
                         join(others) + ")");
   } else {
-    v = verdict("ok", 0,
+    v = verdict("ok", ExitCode::ok,
                 fmt::format("the bind works: {} belongs to {} port {}", target.host, device_name, attempt.port));
   }
   add_mapping_details(target, inventory, attempt, v);
@@ -340,7 +340,7 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
   const auto* route = attempt.find("rdma_resolve_route");
   const auto instead = use_instead(inventory);
   auto not_local = [&](const std::string& why) {
-    auto v = verdict("address_not_local", 1,
+    auto v = verdict("address_not_local", ExitCode::cause_found,
                      target.host +
                          " is not assigned to any netdev on this host, so binding it fails with "
                          "EADDRNOTAVAIL" +
@@ -358,7 +358,7 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
     switch (resolve->errnum) {
       case ENODEV: return no_device_for(target, inventory, *resolve, egress);
       case ENETUNREACH:
-        return verdict("no_route", 1,
+        return verdict("no_route", ExitCode::cause_found,
                        target.host + " is not local and there is no route to it (rdma_resolve_addr: ENETUNREACH)",
                        "add an address in " + target.host + "'s subnet on the RDMA netdev, or a route: ip route add " +
                            target.host + " via <gateway> dev <RDMA netdev>");
@@ -498,7 +498,7 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
       return unknown("rdma_create_id failed: " + errno_text(id->errnum));
     }
     if (target.host.empty()) {
-      auto ok = verdict("ok", 0,
+      auto ok = verdict("ok", ExitCode::ok,
                         fmt::format("librdmacm starts and sees {} device(s); give an address to test a bind",
                                     inventory.user_devices.size()));
       if (auto problem = registration_problem(attempt, inventory)) return *problem;
@@ -518,7 +518,7 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
       return unknown("the bind was not attempted");
     }
     if (target.wildcard) {
-      auto v = verdict("wildcard_address", 0,
+      auto v = verdict("wildcard_address", ExitCode::ok,
                        target.host +
                            " is the wildcard address: the bind works but attaches no device; a listener "
                            "on it accepts on every RDMA device, and each connection gets the device its "
@@ -530,7 +530,7 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
     if (target.loopback) {
       const auto* route = attempt.find("rdma_resolve_route");
       auto v = verdict(
-          "loopback_address", 1,
+          "loopback_address", ExitCode::cause_found,
           target.host +
               " is a loopback address: the bind works but attaches no device, and a client "
               "cannot reach it over RoCE" +

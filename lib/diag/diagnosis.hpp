@@ -9,11 +9,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/error.hpp"
 #include "lib/core/gid.hpp"
+#include "lib/core/report.hpp"
 
 namespace rdmakit::diag {
 
@@ -130,8 +133,8 @@ struct Check {
 std::vector<Check> assess(const Inventory& inventory);
 
 struct Verdict {
-  std::string cause;  // stable code, see man/diag-bind.1
-  int exit_code = 3;  // 0 usable, 1 cause named, 3 not understood
+  std::string cause;                           // stable code, see man/diag-bind.1
+  ExitCode exit_code = ExitCode::unexplained;  // ok: usable, cause_found: cause named
   std::string summary;
   std::string fix;  // a command or action, "" when none applies
   std::vector<std::string> details;
@@ -172,6 +175,29 @@ nlohmann::json to_json(const Check& check);
 
 std::string render_text(const Target& target, const Inventory& inventory, const Attempt& attempt,
                         const Verdict& verdict);
+
+// Everything diag-bind knows about one address: the host, the attempt and the verdict.
+struct Diagnosis {
+  Target target;
+  Inventory inventory;
+  Attempt attempt;
+  Verdict verdict;
+};
+
+nlohmann::json to_json(const Diagnosis& diagnosis);
+
+// diag-bind's result in its report: the diagnosis's keys beside the common ones, its text,
+// and the verdict's cause as the report's outcome.
+class DiagnosisResult final : public ReportSection {
+ public:
+  explicit DiagnosisResult(Diagnosis diagnosis) : diagnosis_(std::move(diagnosis)) {}
+  void add_to(nlohmann::json& document) const override;
+  std::string text() const override;
+  std::optional<std::string> outcome() const override { return diagnosis_.verdict.cause; }
+
+ private:
+  Diagnosis diagnosis_;
+};
 // The verdict alone, for other tools' --diagnose.
 std::string render_verdict(const Verdict& verdict);
 

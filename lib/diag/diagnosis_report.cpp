@@ -70,12 +70,32 @@ nlohmann::json to_json(const Attempt& attempt) {
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return {{"cause", v.cause}, {"exit_code", v.exit_code}, {"summary", v.summary},
-          {"fix", v.fix},     {"details", v.details},     {"warnings", v.warnings}};
+  return {{"cause", v.cause},     {"exit_code", static_cast<int>(v.exit_code)},
+          {"summary", v.summary}, {"fix", v.fix},
+          {"details", v.details}, {"warnings", v.warnings}};
 }
 
 nlohmann::json to_json(const Check& check) {
   return {{"area", check.area}, {"status", check.status}, {"text", check.text}};
+}
+
+nlohmann::json to_json(const Diagnosis& d) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& check : assess(d.inventory)) checks.push_back(to_json(check));
+  return {{"address", d.target.host},
+          {"checks", checks},
+          {"inventory", to_json(d.inventory)},
+          {"attempt", to_json(d.attempt)},
+          {"verdict", to_json(d.verdict)}};
+}
+
+void DiagnosisResult::add_to(nlohmann::json& document) const {
+  auto keys = to_json(diagnosis_);
+  for (auto item = keys.begin(); item != keys.end(); ++item) document[item.key()] = std::move(item.value());
+}
+
+std::string DiagnosisResult::text() const {
+  return render_text(diagnosis_.target, diagnosis_.inventory, diagnosis_.attempt, diagnosis_.verdict);
 }
 
 namespace {
@@ -219,7 +239,7 @@ const char* marker(const std::string& status) {
 
 std::string render_verdict(const Verdict& v) {
   std::ostringstream out;
-  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, v.exit_code, v.summary);
+  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, static_cast<int>(v.exit_code), v.summary);
   for (const auto& detail : v.details) out << "  " << detail << "\n";
   if (!v.fix.empty()) out << "  fix: " << v.fix << "\n";
   for (const auto& warning : v.warnings) out << "  warning: " << warning << "\n";

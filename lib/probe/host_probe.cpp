@@ -451,16 +451,6 @@ Diagnosis diagnose_address(const std::string& address, const ProbeOptions& optio
   return d;
 }
 
-nlohmann::json to_json(const Diagnosis& d) {
-  nlohmann::json checks = nlohmann::json::array();
-  for (const auto& check : assess(d.inventory)) checks.push_back(to_json(check));
-  return {{"address", d.target.host},
-          {"checks", checks},
-          {"inventory", to_json(d.inventory)},
-          {"attempt", to_json(d.attempt)},
-          {"verdict", to_json(d.verdict)}};
-}
-
 }  // namespace rdmakit::diag
 
 namespace rdmakit::diag {

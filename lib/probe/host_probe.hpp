@@ -22,18 +22,9 @@ struct ProbeOptions {
 Inventory collect_inventory(const ProbeOptions& options);
 Attempt run_attempt(const Target& target, const ProbeOptions& options);
 
-struct Diagnosis {
-  Target target;
-  Inventory inventory;
-  Attempt attempt;
-  Verdict verdict;
-};
-
 // Everything at once, for the in-process --diagnose of the other tools. `address` may be a
 // host name; an unresolvable one becomes a verdict, not an exception.
 Diagnosis diagnose_address(const std::string& address, const ProbeOptions& options);
-
-nlohmann::json to_json(const Diagnosis& diagnosis);
 
 // For ToolRunner::set_diagnoser: runs the diagnosis for an address and returns its JSON,
 // with the human verdict in `text`.

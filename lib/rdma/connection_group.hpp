@@ -190,6 +190,34 @@ class ConnectionGroup {
   std::optional<RdmaError> first_failure_;
 };
 
+// A connection group's result in its report: the cmtime-style step table, each connection's
+// record, setup rate, messages and failures, with the human summary.
+struct GroupResult final : ReportSection {
+  struct Failure {
+    std::size_t index = 0;  // the connection's
+    std::string message;
+  };
+  std::vector<StepRow> steps;
+  nlohmann::json connections = nlohmann::json::array();  // each connection's own record
+  nlohmann::json events = nlohmann::json::array();
+  std::size_t connections_requested = 0;
+  std::size_t connections_ready = 0;
+  std::vector<Failure> failures;
+  std::optional<double> setup_ms;  // first step started -> last connection ready
+  std::uint32_t message_size = 0;
+  std::uint64_t sent = 0;
+  std::uint64_t received = 0;
+  std::uint64_t expected = 0;
+
+  std::uint64_t lost() const { return expected > received ? expected - received : 0; }
+  double per_connection_ms() const { return *setup_ms / static_cast<double>(connections_ready); }
+  double per_second() const {
+    return *setup_ms > 0 ? 1000.0 * static_cast<double>(connections_ready) / *setup_ms : 0.0;
+  }
+  void add_to(nlohmann::json& document) const override;
+  std::string text() const override;
+};
+
 // Fills the report from the group when the run ends, normally or by an exception.
 class FillReportOnExit {
  public:

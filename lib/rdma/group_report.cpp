@@ -1,5 +1,5 @@
 // What a connection group reports: each connection's record, the cmtime-style step table,
-// setup rate, messages and failures, as JSON and as the human summary.
+// setup rate, messages and failures, as JSON and as the human summary (GroupResult).
 
 #include <algorithm>
 #include <optional>
@@ -65,10 +65,6 @@ struct Totals {
   std::vector<const Connection*> failed;
   std::optional<double> setup_ms;  // first step started -> last connection ready
   std::vector<StepSpan> spans;
-
-  std::uint64_t lost() const { return expected > received ? expected - received : 0; }
-  double per_connection_ms() const { return *setup_ms / static_cast<double>(ready); }
-  double per_second() const { return *setup_ms > 0 ? 1000.0 * static_cast<double>(ready) / *setup_ms : 0.0; }
 };
 
 Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
@@ -98,51 +94,11 @@ Totals totals_of(const std::vector<std::unique_ptr<Connection>>& connections) {
   return t;
 }
 
-// The human summary: cmtime-style step table, setup rate, messages.
-std::string summary_text(const Totals& totals, std::size_t requested, std::uint32_t message_size,
-                         const nlohmann::json& events) {
-  std::ostringstream out;
-  // The failed column only when something failed: a clean run prints the table cmtime does.
-  const bool any_failed = !totals.failed.empty();
-  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "step", "conns", "wall ms", "max ms",
-                     "min ms", "avg ms", "us/conn", any_failed ? fmt::format(" {:>6}", "failed") : "");
-  for (const auto& row : step_table(totals.spans)) {
-    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}{}\n", row.step, row.spans,
-                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us,
-                       any_failed ? fmt::format(" {:>6}", row.failed) : "");
-  }
-  if (totals.setup_ms) {
-    out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
-                       totals.ready, requested, *totals.setup_ms, totals.per_connection_ms(), totals.per_second());
-  } else {
-    out << fmt::format("0 of {} connection(s) ready\n", requested);
-  }
-  constexpr std::size_t failures_listed = 5;
-  for (std::size_t i = 0; i < std::min(totals.failed.size(), failures_listed); ++i) {
-    out << fmt::format("connection {} failed: {}\n", totals.failed[i]->index(), totals.failed[i]->failure()->message);
-  }
-  if (totals.failed.size() > failures_listed) {
-    out << fmt::format("... and {} more failed connection(s)\n", totals.failed.size() - failures_listed);
-  }
-  out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", totals.sent, totals.received,
-                     totals.expected, totals.lost(), message_size);
-  for (const auto& event : events) {
-    out << "event: " << event.dump() << "\n";
-  }
-  return out.str();
-}
-
 }  // namespace
 
-void ConnectionGroup::fill(Report& report) const {
-  const Totals totals = totals_of(connections_);
-  nlohmann::json per_connection = nlohmann::json::array();
-  for (const auto& c : connections_) {
-    per_connection.push_back(c->to_json());
-  }
+void GroupResult::add_to(nlohmann::json& document) const {
   nlohmann::json table = nlohmann::json::array();
-  report.cm_timings_ms.clear();
-  for (const auto& row : step_table(totals.spans)) {
+  for (const auto& row : steps) {
     table.push_back({{"step", row.step},
                      {"connections", row.spans},
                      {"wall_ms", row.wall_ms},
@@ -151,29 +107,80 @@ void ConnectionGroup::fill(Report& report) const {
                      {"avg_ms", row.avg_ms},
                      {"per_connection_us", row.per_connection_us},
                      {"failed", row.failed}});
+  }
+  document["steps"] = table;
+  document["connections"] = connections;
+  document["events"] = events;
+  document["connections_requested"] = connections_requested;
+  document["connections_ready"] = connections_ready;
+  document["connections_failed"] = failures.size();
+  if (setup_ms) {
+    document["setup"] = {
+        {"wall_ms", *setup_ms}, {"per_connection_ms", per_connection_ms()}, {"connections_per_s", per_second()}};
+  }
+  document["messages"] = {
+      {"size", message_size}, {"sent", sent}, {"received", received}, {"expected", expected}, {"lost", lost()}};
+}
+
+std::string GroupResult::text() const {
+  std::ostringstream out;
+  // The failed column only when something failed: a clean run prints the table cmtime does.
+  const bool any_failed = !failures.empty();
+  out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "step", "conns", "wall ms", "max ms",
+                     "min ms", "avg ms", "us/conn", any_failed ? fmt::format(" {:>6}", "failed") : "");
+  for (const auto& row : steps) {
+    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}{}\n", row.step, row.spans,
+                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us,
+                       any_failed ? fmt::format(" {:>6}", row.failed) : "");
+  }
+  if (setup_ms) {
+    out << fmt::format("{} of {} connection(s) ready in {:.2f} ms ({:.3f} ms per connection, {:.1f} per second)\n",
+                       connections_ready, connections_requested, *setup_ms, per_connection_ms(), per_second());
+  } else {
+    out << fmt::format("0 of {} connection(s) ready\n", connections_requested);
+  }
+  constexpr std::size_t failures_listed = 5;
+  for (std::size_t i = 0; i < std::min(failures.size(), failures_listed); ++i) {
+    out << fmt::format("connection {} failed: {}\n", failures[i].index, failures[i].message);
+  }
+  if (failures.size() > failures_listed) {
+    out << fmt::format("... and {} more failed connection(s)\n", failures.size() - failures_listed);
+  }
+  out << fmt::format("messages: {} sent, {} of {} received ({} lost), {} bytes each\n", sent, received, expected,
+                     lost(), message_size);
+  for (const auto& event : events) {
+    out << "event: " << event.dump() << "\n";
+  }
+  return out.str();
+}
+
+void ConnectionGroup::fill(Report& report) const {
+  const Totals totals = totals_of(connections_);
+  GroupResult result;
+  for (const auto& c : connections_) {
+    result.connections.push_back(c->to_json());
+  }
+  result.steps = step_table(totals.spans);
+  report.cm_timings_ms.clear();
+  for (const auto& row : result.steps) {
     report.add_timing(row.step, row.wall_ms);
   }
-  report.extra["steps"] = table;
-  report.extra["connections"] = per_connection;
-  report.extra["events"] = events_;
-  report.extra["connections_requested"] = options_.connections;
-  report.extra["connections_ready"] = totals.ready;
-  report.extra["connections_failed"] = totals.failed.size();
-  if (totals.setup_ms) {
-    report.extra["setup"] = {{"wall_ms", *totals.setup_ms},
-                             {"per_connection_ms", totals.per_connection_ms()},
-                             {"connections_per_s", totals.per_second()}};
+  result.events = events_;
+  result.connections_requested = options_.connections;
+  result.connections_ready = totals.ready;
+  for (const auto* failed : totals.failed) {
+    result.failures.push_back({.index = failed->index(), .message = failed->failure()->message});
   }
-  report.extra["messages"] = {{"size", options_.message_size},
-                              {"sent", totals.sent},
-                              {"received", totals.received},
-                              {"expected", totals.expected},
-                              {"lost", totals.lost()}};
+  result.setup_ms = totals.setup_ms;
+  result.message_size = options_.message_size;
+  result.sent = totals.sent;
+  result.received = totals.received;
+  result.expected = totals.expected;
   report.iterations_completed = totals.received;
   report.bytes = (totals.sent + totals.received) * options_.message_size;
   report.local_address = local_address();
   report.peer_address = target_;
-  report.text = summary_text(totals, options_.connections, options_.message_size, events_);
+  report.add(std::move(result));
   // With none ready, setup threw the first failure itself, and that is the run's error.
   if (!totals.failed.empty() && totals.ready > 0) {
     const auto& first = *totals.failed.front();

@@ -66,9 +66,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const auto verdict = diag::diagnose(target, inventory, attempt);
   FUZZ_CHECK(!verdict.cause.empty() && !verdict.summary.empty());
-  FUZZ_CHECK(verdict.exit_code == 0 || verdict.exit_code == 1 || verdict.exit_code == 3);
+  FUZZ_CHECK(verdict.exit_code == ExitCode::ok || verdict.exit_code == ExitCode::cause_found ||
+             verdict.exit_code == ExitCode::unexplained);
   // A verdict of "usable" needs a successful bind on record.
-  if (verdict.exit_code == 0) {
+  if (verdict.exit_code == ExitCode::ok) {
     const auto* bind = attempt.find("rdma_bind_addr");
     FUZZ_CHECK(target.host.empty() || (bind != nullptr && bind->ok()));
   }
@@ -78,9 +79,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Report report;
   report.tool = "diag-bind";
   report.local_address = target.host;
-  report.extra["inventory"] = diag::to_json(inventory);
-  report.extra["attempt"] = diag::to_json(attempt);
-  report.extra["verdict"] = diag::to_json(verdict);
+  report.add(diag::DiagnosisResult(
+      diag::Diagnosis{.target = target, .inventory = inventory, .attempt = attempt, .verdict = verdict}));
   FUZZ_CHECK(!nlohmann::json::parse(json_text(to_json(report)), nullptr, false).is_discarded());
   return 0;
 }

@@ -139,7 +139,8 @@ diag::Verdict check_verdict(const diag::Target& target, const diag::Inventory& i
                             const diag::Attempt& attempt) {
   auto verdict = diag::diagnose(target, inventory, attempt);
   FUZZ_CHECK(!verdict.cause.empty() && !verdict.summary.empty());
-  FUZZ_CHECK(verdict.exit_code == 0 || verdict.exit_code == 1 || verdict.exit_code == 3);
+  FUZZ_CHECK(verdict.exit_code == ExitCode::ok || verdict.exit_code == ExitCode::cause_found ||
+             verdict.exit_code == ExitCode::unexplained);
   FUZZ_CHECK(!diag::render_text(target, inventory, attempt, verdict).empty());
   return verdict;
 }
@@ -182,8 +183,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // diag-bind --json puts the whole inventory into the report; names in sysfs are any bytes.
   Report report;
   report.tool = "diag-bind";
-  report.extra["inventory"] = diag::to_json(inventory);
-  report.extra["verdict"] = diag::to_json(verdict);
+  report.add(diag::DiagnosisResult(diag::Diagnosis{
+      .target = diag::make_target("10.55.0.1", 0, "tcp"), .inventory = inventory, .attempt = {}, .verdict = verdict}));
   FUZZ_CHECK(!nlohmann::json::parse(json_text(to_json(report)), nullptr, false).is_discarded());
   fs::remove_all(root, ec);
   return 0;

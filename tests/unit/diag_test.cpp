@@ -94,9 +94,9 @@ TEST_P(DiagFixture, NamesTheCause) {
   const auto& e = GetParam();
   const auto v = diagnose_fixture(e.fixture);
   EXPECT_EQ(v.cause, e.cause) << v.summary;
-  EXPECT_EQ(v.exit_code, e.exit_code);
+  EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
   EXPECT_TRUE(mentions(v, e.must_mention)) << "'" << e.must_mention << "' not in: " << render_verdict(v);
-  if (v.exit_code == 1) {
+  if (v.exit_code == ExitCode::cause_found) {
     EXPECT_FALSE(v.fix.empty()) << "a named cause comes with a fix";
   }
 }
@@ -250,6 +250,24 @@ TEST(DiagAssess, HealthyHostHasNoFailures) {
   for (const auto& check : assess(load("ok").inventory)) {
     EXPECT_NE(check.status, "fail") << check.area << ": " << check.text;
   }
+}
+
+TEST(DiagReport, DiagnosisResultIsDiagBindsReport) {
+  const auto l = load("netdev_without_rdma");
+  Diagnosis d{.target = l.target, .inventory = l.inventory, .attempt = l.attempt, .verdict = {}};
+  d.verdict = diagnose(d.target, d.inventory, d.attempt);
+  Report report;
+  report.tool = "diag-bind";
+  report.exit_code = d.verdict.exit_code;
+  report.add(DiagnosisResult(d));
+  const auto j = to_json(report);
+  // The verdict's cause stands where every report says how the run ended.
+  EXPECT_EQ(j["outcome"], "netdev_without_rdma");
+  EXPECT_EQ(j["exit_code"], 1);
+  for (const char* key : {"address", "checks", "inventory", "attempt", "verdict"}) {
+    EXPECT_EQ(j[key], to_json(d)[key]) << key;
+  }
+  EXPECT_EQ(render_text(report), render_text(d.target, d.inventory, d.attempt, d.verdict));
 }
 
 TEST(DiagReport, JsonCarriesStableCauseAndSteps) {

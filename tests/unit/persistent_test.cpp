@@ -51,7 +51,7 @@ TEST(ServeEachClient, TotalsEveryClientAndEndsNormallyOnTheIdleTimeout) {
                     report);
   EXPECT_EQ(report.iterations_completed, 8u);
   EXPECT_EQ(report.bytes, 128u);
-  EXPECT_EQ(report.extra["connections"].size(), 2u);
+  EXPECT_EQ(to_json(report)["connections"].size(), 2u);
   EXPECT_EQ(report.outcome, Report().outcome);  // the idle timeout is a normal end
   for (const auto id : serving_threads) EXPECT_NE(id, std::this_thread::get_id());
 }
@@ -65,11 +65,12 @@ TEST(ServeEachClient, AFailingClientIsItsOwnRecordAndAnInterruptEndsTheServer) {
                       if (connection.messages == 1) throw std::runtime_error("client sent garbage");
                     },
                     report);
-  EXPECT_EQ(report.outcome, "interrupted");
+  EXPECT_EQ(report.outcome, Outcome::interrupted);
   EXPECT_EQ(report.iterations_completed, 3u);
-  ASSERT_EQ(report.extra["connections"].size(), 2u);
+  const auto connections = to_json(report)["connections"];
+  ASSERT_EQ(connections.size(), 2u);
   int failed = 0;
-  for (const auto& record : report.extra["connections"]) {
+  for (const auto& record : connections) {
     if (record["outcome"] == "failed") {
       ++failed;
       EXPECT_EQ(record["peer"], "peer0");
@@ -85,7 +86,7 @@ TEST(StopServing, OnlyAnInterruptIsTheServersOutcome) {
   EXPECT_EQ(timed_out.outcome, Report().outcome);
   Report interrupted;
   stop_serving(RunStopped(StopReason::interrupted, "Ctrl-C"), interrupted);
-  EXPECT_EQ(interrupted.outcome, "interrupted");
+  EXPECT_EQ(interrupted.outcome, Outcome::interrupted);
 }
 
 }  // namespace

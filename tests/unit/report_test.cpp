@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <optional>
+#include <string>
+#include <utility>
 
+#include "lib/core/persistent.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
@@ -57,12 +61,111 @@ TEST(ReportJson, ErrorCarriesCallErrnoAndHint) {
   EXPECT_NE(j["errors"][0]["hint"].get<std::string>().find("diag-bind 10.0.0.9"), std::string::npos);
 }
 
+// A tool's result of the kind each tool has: a few keys and a text of its own.
+class Rows final : public ReportSection {
+ public:
+  explicit Rows(std::string key = "rows", std::string text = {}) : key_(std::move(key)), text_(std::move(text)) {}
+  void add_to(nlohmann::json& document) const override { document[key_] = nlohmann::json::array({1, 2}); }
+  std::string text() const override { return text_; }
+
+ private:
+  std::string key_;
+  std::string text_;
+};
+
+// A result that knows the outcome better than the run does (diag-bind's cause).
+class Cause final : public ReportSection {
+ public:
+  void add_to(nlohmann::json& document) const override { document["verdict"] = "no_device"; }
+  std::optional<std::string> outcome() const override { return "no_device"; }
+};
+
+TEST(ReportJson, SectionsAddTheirKeysBesideTheCommonOnes) {
+  Report r = sample();
+  r.add(Rows());
+  r.add(NamedValue("migrate_ms", 1.5));
+  r.add(NamedValue("inline_send", true));
+  const auto j = to_json(r);
+  EXPECT_EQ(j["rows"], nlohmann::json::array({1, 2}));
+  EXPECT_DOUBLE_EQ(j["migrate_ms"].get<double>(), 1.5);
+  EXPECT_EQ(j["inline_send"], true);
+  EXPECT_EQ(j["tool"], "rping");
+}
+
+TEST(ReportJson, LatencySummaryValueIsWrittenAsTheRttIs) {
+  Report r = sample();
+  r.add(NamedValue("join_latency_us", *r.rtt));
+  const auto j = to_json(r);
+  EXPECT_EQ(j["join_latency_us"], j["rtt_us"]);
+}
+
 TEST(ReportJson, ToolSectionsCannotOverwriteCommonKeys) {
   Report r = sample();
-  r.extra["rows"] = nlohmann::json::array();
+  r.add(Rows());
   EXPECT_NO_THROW(to_json(r));
-  r.extra["outcome"] = "completed";  // would hide a failed run's outcome
+  r.add(Rows("outcome"));  // would hide a failed run's outcome
   EXPECT_THROW(to_json(r), std::logic_error);
+}
+
+TEST(ReportJson, ToolSectionsCannotOverwriteEachOther) {
+  Report r = sample();
+  r.add(Rows());
+  r.add(Rows());
+  EXPECT_THROW(to_json(r), std::logic_error);
+}
+
+TEST(ReportJson, SectionMayNameTheOutcome) {
+  Report r = sample();
+  r.exit_code = ExitCode::cause_found;
+  r.add(Cause());
+  const auto j = to_json(r);
+  EXPECT_EQ(j["outcome"], "no_device");
+  EXPECT_EQ(j["verdict"], "no_device");
+  EXPECT_EQ(j["exit_code"], 1);
+  r.add(Cause());  // two causes: which one would the report say?
+  EXPECT_THROW(to_json(r), std::logic_error);
+}
+
+TEST(ReportJson, AttachedDiagnosisGoesUnderItsKey) {
+  Report r = sample();
+  r.add(AttachedDiagnosis(nlohmann::json{{"verdict", {{"cause", "address_not_local"}}}}));
+  EXPECT_EQ(to_json(r)["diagnosis"]["verdict"]["cause"], "address_not_local");
+}
+
+TEST(ReportJson, ServedConnectionsListsEachRecord) {
+  Report r = sample();
+  r.add(ServedConnections(
+      {ServedConnection{
+           .peer = "10.0.0.2:5000", .iterations = 3, .bytes = 384, .outcome = Outcome::completed, .error = {}},
+       ServedConnection{.peer = "10.0.0.3:5000",
+                        .iterations = 0,
+                        .bytes = 0,
+                        .outcome = Outcome::peer_disconnected,
+                        .error = "the peer disconnected"}}));
+  const auto j = to_json(r);
+  ASSERT_EQ(j["connections"].size(), 2u);
+  EXPECT_EQ(
+      j["connections"][0],
+      (nlohmann::json{
+          {"peer", "10.0.0.2:5000"}, {"iterations", 3}, {"bytes", 384}, {"outcome", "completed"}, {"error", ""}}));
+  EXPECT_EQ(j["connections"][1]["outcome"], "peer_disconnected");
+  EXPECT_NE(render_text(r).find("3 of 3 iterations"), std::string::npos);  // no text of its own
+}
+
+TEST(ReportOutcome, EveryOutcomeHasItsName) {
+  EXPECT_EQ(to_string(Outcome::completed), "completed");
+  EXPECT_EQ(to_string(Outcome::interrupted), "interrupted");
+  EXPECT_EQ(to_string(Outcome::peer_disconnected), "peer_disconnected");
+  EXPECT_EQ(to_string(Outcome::timed_out), "timed_out");
+  EXPECT_EQ(to_string(Outcome::failed), "failed");
+  EXPECT_EQ(to_string(Outcome::usage_error), "usage_error");
+  EXPECT_EQ(to_string(Outcome::unsupported), "unsupported");
+}
+
+TEST(ReportOutcome, StopReasonsKeepTheirNames) {
+  for (const auto reason : {StopReason::interrupted, StopReason::peer_disconnected, StopReason::timed_out}) {
+    EXPECT_EQ(to_string(outcome_of(reason)), to_string(reason));
+  }
 }
 
 TEST(ReportJson, StoppedRunKeepsPartialCounts) {
@@ -81,7 +184,7 @@ TEST(ReportJson, TextIsValidJsonWhateverBytesTheStringsHold) {
   r.peer_address = "10.0.0.1\xff:7174";  // a peer's bytes
   r.arguments["server"] = std::string("host\x80");
   r.fail(ErrorRecord{.message = "peer said \xc3\x28", .call = {}, .errnum = 0, .hint = {}, .completion = {}});
-  r.extra["from\xfe"] = "key not UTF-8";
+  r.add(Rows("from\xfe"));
   const auto text = json_text(to_json(r));
   const auto parsed = nlohmann::json::parse(text, nullptr, false);
   ASSERT_FALSE(parsed.is_discarded()) << text;
@@ -89,7 +192,7 @@ TEST(ReportJson, TextIsValidJsonWhateverBytesTheStringsHold) {
   EXPECT_EQ(parsed["peer_address"], "10.0.0.1\xef\xbf\xbd:7174");
   EXPECT_EQ(parsed["arguments"]["server"], "host\xef\xbf\xbd");
   EXPECT_EQ(parsed["errors"][0]["message"], "peer said \xef\xbf\xbd(");
-  EXPECT_EQ(parsed["from\xef\xbf\xbd"], "key not UTF-8");
+  EXPECT_EQ(parsed["from\xef\xbf\xbd"], nlohmann::json::array({1, 2}));
   EXPECT_EQ(parsed["tool"], "rping");
   EXPECT_EQ(parsed["iterations"]["completed"], 3);
 }
@@ -105,6 +208,26 @@ TEST(ReportJson, NoSamplesMeansNullRtt) {
   Report r;
   r.tool = "rping";
   EXPECT_TRUE(to_json(r)["rtt_us"].is_null());
+}
+
+TEST(ReportText, SectionTextReplacesTheSummary) {
+  Report r = sample();
+  r.add(Rows("rows", "table\n"));
+  r.add(NamedValue("migrate_ms", 1.5));  // no text of its own
+  EXPECT_EQ(render_text(r), "table\n");
+}
+
+TEST(ReportText, UsageErrorPrintsNothing) {
+  Report r = sample();
+  r.add(Rows("rows", "table\n"));
+  r.fail(ErrorRecord{.message = "bad flag", .call = {}, .errnum = 0, .hint = {}, .completion = {}}, ExitCode::usage);
+  EXPECT_EQ(render_text(r), "");
+}
+
+TEST(ReportText, SectionOutcomeShowsInTheSummary) {
+  Report r = sample();
+  r.add(Cause());
+  EXPECT_NE(render_text(r).find(", no_device\n"), std::string::npos);
 }
 
 TEST(ReportText, SummarisesRun) {

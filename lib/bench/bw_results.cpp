@@ -1,0 +1,107 @@
+// send_bw's result as JSON (rows named as perftest's columns) and as perftest's text table.
+
+#include <fmt/format.h>
+
+#include "lib/bench/bw_session.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+nlohmann::json row_json(const BandwidthRow& row) {
+  return {{"bytes", row.size},
+          {"iterations", row.iterations},
+          {"seconds", row.seconds},
+          {"bw_peak_mib_per_s", row.peak_mib_per_s},
+          {"bw_average_mib_per_s", row.average_mib_per_s},
+          {"bw_average_gbit_per_s", row.average_gbit_per_s},
+          {"message_rate_mpps", row.message_rate_mpps}};
+}
+
+nlohmann::json row_json(const LatencyRow& row) {
+  const auto& s = row.summary;
+  return {{"bytes", row.size},        {"iterations", s.count},   {"t_min_us", s.min_us},
+          {"t_max_us", s.max_us},     {"t_median_us", s.p50_us}, {"t_avg_us", s.avg_us},
+          {"t_stdev_us", s.stdev_us}, {"t_p99_us", s.p99_us},    {"t_p999_us", s.p999_us}};
+}
+
+nlohmann::json to_json(const BwRefusal& refusal) {
+  return {{"peer", refusal.peer}, {"reason", refusal.reason}};
+}
+
+std::string table(const std::vector<BandwidthRow>& rows, bool gbits) {
+  const char* unit = gbits ? "Gb/sec" : "MB/sec";  // perftest's MB: 2^20 bytes
+  std::string text =
+      fmt::format(" {:>10} {:>12} {:>16} {:>19} {:>14}\n", "#bytes", "#iterations", fmt::format("BW peak[{}]", unit),
+                  fmt::format("BW average[{}]", unit), "MsgRate[Mpps]");
+  for (const auto& row : rows) {
+    const double scale = gbits ? 1048576.0 * 8 / 1e9 : 1.0;  // MiB/s -> Gb/s
+    text += fmt::format(" {:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f}\n", row.size, row.iterations,
+                        row.peak_mib_per_s * scale, row.average_mib_per_s * scale, row.message_rate_mpps);
+  }
+  return text;
+}
+
+std::string table(const std::vector<LatencyRow>& rows) {
+  std::string text =
+      fmt::format(" {:>10} {:>12} {:>11} {:>11} {:>14} {:>11} {:>13} {:>11} {:>13}\n", "#bytes", "#iterations",
+                  "t_min[us]", "t_max[us]", "t_median[us]", "t_avg[us]", "t_stdev[us]", "p99[us]", "p99.9[us]");
+  for (const auto& row : rows) {
+    const auto& s = row.summary;
+    text += fmt::format(" {:>10} {:>12} {:>11.2f} {:>11.2f} {:>14.2f} {:>11.2f} {:>13.2f} {:>11.2f} {:>13.2f}\n",
+                        row.size, s.count, s.min_us, s.max_us, s.p50_us, s.avg_us, s.stdev_us, s.p99_us, s.p999_us);
+  }
+  return text;
+}
+
+// The server of a latency test answers; it measures nothing itself.
+bool answers_pings(const BwResults& results) {
+  return results.latency.empty() && results.test.value("test", "") == "lat";
+}
+
+}  // namespace
+
+void BwResults::add_to(nlohmann::json& document) const {
+  if (!refused.empty()) {
+    nlohmann::json refusals = nlohmann::json::array();
+    for (const auto& refusal : refused) refusals.push_back(to_json(refusal));
+    document["refused"] = std::move(refusals);
+  }
+  if (persistent) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const auto& client : clients) {
+      auto record = to_json(client.record);
+      record["test"] = client.test;
+      records.push_back(std::move(record));
+    }
+    document["connections"] = std::move(records);
+    return;
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : bandwidth) rows.push_back(row_json(row));
+  for (const auto& row : latency) rows.push_back(row_json(row));
+  document["test"] = test;
+  document["rows"] = std::move(rows);
+  if (answers_pings(*this)) document["answered"] = answered;
+}
+
+std::string BwResults::text() const {
+  if (persistent) return fmt::format("served {} clients\n", clients.size());
+  if (!latency.empty()) return table(latency);
+  if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered);
+  return table(bandwidth, gbits);
+}
+
+void report_results(BwResults results, Report& report) {
+  for (const auto& row : results.bandwidth) {
+    report.bytes += row.bytes;
+    report.iterations_completed += row.iterations;
+  }
+  for (const auto& row : results.latency) {
+    report.bytes += std::uint64_t{row.size} * row.summary.count;
+    report.iterations_completed += row.summary.count;
+  }
+  report.add(std::move(results));
+}
+
+}  // namespace rdmakit

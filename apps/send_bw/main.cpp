@@ -118,8 +118,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .max_size = o.max_size,
                         .accept_timeout = std::nullopt,
                         .persistent = o.persistent,
-                        .timeout = common.timeout(),
-                        .stop_fd = stop_fd};
+                        .limits = {.stop_fd = stop_fd, .timeout = common.timeout()}};
   if (o.duration_s > 0) {
     s.budget.duration = std::chrono::nanoseconds(static_cast<long long>(o.duration_s * 1e9));
   }

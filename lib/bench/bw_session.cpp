@@ -84,8 +84,8 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   options.recv_depth = limits.recv_depth;
   options.responder_resources = 16;
   options.initiator_depth = 16;
-  options.timeout = s.timeout;
-  options.stop_fd = s.stop_fd;
+  options.timeout = s.limits.timeout;
+  options.stop_fd = s.limits.stop_fd;
   options.check_device = [limits](ibv_context* context, std::uint8_t port) {
     check_device_limits(context, port, limits);
   };
@@ -202,7 +202,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     const PingSettings settings{.lane = lanes.front(),
                                 .operation = s.operation,
                                 .max_inline_data = endpoints.front()->max_inline_data(),
-                                .limits = s.limits()};
+                                .limits = s.limits};
     for (const auto size : s.sizes) ping(settings, size, s.budget, s.warmup, results.latency);
   } else {
     const StreamSettings settings{.lanes = lanes,
@@ -211,7 +211,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .signal_every = signal_interval(s.depth),
                                   .max_inline_data = endpoints.front()->max_inline_data(),
                                   .bidirectional = s.bidirectional,
-                                  .limits = s.limits()};
+                                  .limits = s.limits};
     std::vector<BandwidthRow> warmup_rows;
     for (const auto size : s.sizes) {
       if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
@@ -276,7 +276,7 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
   std::vector<Lane> lanes;
   std::optional<bw::Hello> first;
   while (!first || lanes.size() < first->queue_pairs) {
-    auto endpoint = first ? listener.next_request(Clock::now() + s.timeout) : std::move(first_request);
+    auto endpoint = first ? listener.next_request(Clock::now() + s.limits.timeout) : std::move(first_request);
     bw::Hello hello;
     try {
       hello = admit(*endpoint, s, first, lanes.size());
@@ -328,14 +328,14 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
                                                    .operation = first->operation,
                                                    .max_inline_data = endpoints.front()->max_inline_data(),
-                                                   .limits = s.limits(),
+                                                   .limits = s.limits,
                                                    .connected = connected});
   } else {
     sink(SinkSettings{.lanes = lanes,
                       .depth = s.depth,
                       .reflect = first->bidirectional,
                       .max_inline_data = endpoints.front()->max_inline_data(),
-                      .limits = s.limits(),
+                      .limits = s.limits,
                       .connected = connected},
          results.bandwidth);
   }

@@ -42,10 +42,7 @@ struct BwSettings {
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
-  std::chrono::milliseconds timeout{5000};
-  int stop_fd = -1;
-  // The loops' limits (the two fields above stay apart while the tools set them by name).
-  RunLimits limits() const { return RunLimits{.stop_fd = stop_fd, .timeout = timeout}; }
+  RunLimits limits;         // every wait for the peer, and the stop signal
 };
 
 struct BwRefusal {

@@ -8,6 +8,9 @@
 # {"bandwidth": [run...], "latency": [run...], "medians": {"bandwidth": [...], "latency": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
+# BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
+# from DIR (another build, e.g. of the commit before a change), run the same way, interleaved;
+# the JSON's perftest_* and "perftest" fields then hold the base build's figures.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$(cd "${1:-$root/build/bin}" && pwd)
@@ -18,8 +21,13 @@ dev=${RXE_DEV:-$(basename "${devices[0]}")}
 runs=${RUNS:-5}
 iters=${ITERS:-5000}
 lat_iters=${LAT_ITERS:-5000}
-command -v ib_send_bw > /dev/null || { echo "ib_send_bw missing (Debian package perftest)"; exit 77; }
-command -v ib_send_lat > /dev/null || { echo "ib_send_lat missing (Debian package perftest)"; exit 77; }
+base_bin=${BASE_BIN:+$(cd "$BASE_BIN" && pwd)}
+other=${base_bin:+base}
+other=${other:-perf}
+if [[ -z $base_bin ]]; then
+  command -v ib_send_bw > /dev/null || { echo "ib_send_bw missing (Debian package perftest)"; exit 77; }
+  command -v ib_send_lat > /dev/null || { echo "ib_send_lat missing (Debian package perftest)"; exit 77; }
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 port=18600
@@ -40,11 +48,13 @@ wait_port() {
 
 # Each run takes the next port; the callers advance it ($(...) runs these in a subshell).
 # ours_run ARGS...: our server, then our client with ARGS; its JSON in $work/client.json.
+# The send_bw of $run_bin (default $bin).
 ours_run() {
-  "$bin/send_bw" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
+  local tool=${run_bin:-$bin}/send_bw
+  "$tool" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
   local server=$!
   wait_port "$port"
-  "$bin/send_bw" "$addr" -p "$port" "$@" --json > "$work/client.json"
+  "$tool" "$addr" -p "$port" "$@" --json > "$work/client.json"
   wait "$server"
 }
 
@@ -66,8 +76,13 @@ ours() {
   jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.message_rate_mpps)"' "$work/client.json"
 }
 
-# perftest SIZE: the same two numbers from ib_send_bw's table (MB/sec there is 2^20 bytes/s).
+# perftest SIZE: the same two numbers from ib_send_bw's table (MB/sec there is 2^20 bytes/s),
+# or from BASE_BIN's send_bw.
 perftest() {
+  if [[ -n $base_bin ]]; then
+    run_bin=$base_bin ours "$1"
+    return
+  fi
   perftest_run ib_send_bw -s "$1" -n "$iters"
   awk -v size="$1" '$1 == size && NF >= 5 { print $4, $5; found = 1 } END { exit !found }' "$work/pt_client.txt"
 }
@@ -86,6 +101,10 @@ ours_lat() {
 # (the line after the t_typical header: #bytes #iterations t_min t_max t_typical t_avg
 # t_stdev p99 p99.9).
 perftest_lat() {
+  if [[ -n $base_bin ]]; then
+    run_bin=$base_bin ours_lat "$1"
+    return
+  fi
   perftest_run ib_send_lat -s "$1" -n "$lat_iters"
   awk -v size="$1" '/t_typical/ { header = 1; next }
     header && $1 == size && NF >= 9 { print $5, $6, $8; found = 1; exit }
@@ -104,7 +123,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 : > "$work/bw_medians.jsonl"
 : > "$work/lat_runs.jsonl"
 : > "$work/lat_medians.jsonl"
-printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "perf MiB/s" ratio "ours Mpps" "perf Mpps" ratio
+printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
 for size in 64 4096 65536; do
   : > "$work/ours.txt"
   : > "$work/perf.txt"
@@ -132,7 +151,7 @@ for size in 64 4096 65536; do
 done
 
 echo
-printf '%-8s %16s %16s %8s\n' size "ours median us" "perf typical us" ratio
+printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
 size=2
 : > "$work/ours_lat.txt"
 : > "$work/perf_lat.txt"

@@ -180,7 +180,7 @@ printf '%-8s %16.2f %16.2f %8.3f\n' "$size" "$omed" "$ptyp" "$(jq -n "$omed / $p
   printf '{"size":%s,"ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$omed" "$oavg" "$op99"
   printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
 } >> "$work/lat_medians.jsonl"
-echo "latency ratio: ours / perftest, lower is better (below 1: ours is faster)"
+echo "latency ratio: ours / $other, lower is better (below 1: ours is faster)"
 
 jq -n --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
   --slurpfile bwm "$work/bw_medians.jsonl" --slurpfile latm "$work/lat_medians.jsonl" \

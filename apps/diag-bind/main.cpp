@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   return runner.run(argc, argv, prepare, [&](rdmakit::Report& report) {
     if (options.replay_dir.empty()) {
       if (!resolved) d.target = target();
-      probe.timeout = runner.common().timeout();
+      probe.limits.timeout = runner.common().timeout();
       probe.registration_bytes = options.registration_kib << 10;
       d.inventory = rdmakit::diag::collect_inventory(probe);
       d.attempt = rdmakit::diag::run_attempt(d.target, probe);

@@ -69,9 +69,9 @@ void run(const Options& o, const rdmakit::CommonOptions& common, rdmakit::Report
   group_options.post_receives = !o.sender;
   group_options.send_only_join = o.send_only;
   group_options.block_loopback = o.block_loopback;
-  group_options.timeout = common.timeout();
+  group_options.limits.timeout = common.timeout();
   group_options.first_message_timeout = milliseconds(o.first_timeout_s);  // 0: forever
-  group_options.stop_fd = stop.fd();
+  group_options.limits.stop_fd = stop.fd();
 
   const auto group = group_address(o);
   std::optional<rdmakit::SocketAddress> source;

@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
 
         const rdmakit::StopSignal stop;
         rdmakit::EndpointOptions endpoint_options;
-        endpoint_options.timeout = tool.common().timeout();
-        endpoint_options.stop_fd = stop.fd();
+        endpoint_options.limits.timeout = tool.common().timeout();
+        endpoint_options.limits.stop_fd = stop.fd();
         endpoint_options.self_managed_qp = options.self_managed_qp;
         if (options.tos) {
           endpoint_options.type_of_service = static_cast<std::uint8_t>(*options.tos);

@@ -84,8 +84,7 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   options.recv_depth = limits.recv_depth;
   options.responder_resources = 16;
   options.initiator_depth = 16;
-  options.timeout = s.limits.timeout;
-  options.stop_fd = s.limits.stop_fd;
+  options.limits = s.limits;
   options.check_device = [limits](ibv_context* context, std::uint8_t port) {
     check_device_limits(context, port, limits);
   };

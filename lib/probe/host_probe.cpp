@@ -304,10 +304,10 @@ std::string attached_device(rdma_cm_id* id) {
 // Waits for the outcome of an asynchronous resolution; returns 0 or the errno it failed with.
 int await_resolution(EventChannel& channel, rdma_cm_event_type success, const ProbeOptions& options,
                      const std::string& what) {
-  const auto deadline = Clock::now() + options.timeout;
+  const auto deadline = Clock::now() + options.limits.timeout;
   try {
     for (;;) {
-      auto event = next_cm_event(channel, deadline, options.stop_fd, what);
+      auto event = next_cm_event(channel, deadline, options.limits.stop_fd, what);
       if (event->event == success) return 0;
       if (event->event == RDMA_CM_EVENT_ADDR_ERROR || event->event == RDMA_CM_EVENT_ROUTE_ERROR) {
         return event->status < 0 ? -event->status : (event->status ? event->status : EHOSTUNREACH);
@@ -412,7 +412,7 @@ Attempt run_attempt(const Target& target, const ProbeOptions& options) {
     // Not bindable here (or loopback): try it the way a client uses it, as a destination.
     attempt.route_source = route_source(target);
     CmId client(*channel, port_space);
-    const auto timeout_ms = static_cast<int>(options.timeout.count());
+    const auto timeout_ms = static_cast<int>(options.limits.timeout.count());
     if (rdma_resolve_addr(client.get(), nullptr, address.get(), timeout_ms) != 0) {
       record(attempt, "rdma_resolve_addr", subject, errno);
       return attempt;
@@ -457,7 +457,7 @@ namespace rdmakit::diag {
 
 nlohmann::json diagnose_for_tool(const std::string& address, std::chrono::milliseconds timeout, std::string& text) {
   ProbeOptions options;
-  options.timeout = timeout;
+  options.limits.timeout = timeout;
   const auto diagnosis = diagnose_address(address, options);
   text = render_verdict(diagnosis.verdict);
   return to_json(diagnosis);

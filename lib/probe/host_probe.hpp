@@ -8,15 +8,16 @@
 #include <filesystem>
 #include <string>
 
+#include "lib/core/wait.hpp"
 #include "lib/diag/diagnosis.hpp"
 
 namespace rdmakit::diag {
 
 struct ProbeOptions {
   std::filesystem::path sysfs_root = "/sys";
-  std::chrono::milliseconds timeout{2000};   // bound on address and route resolution
+  // Bounds address and route resolution; Ctrl-C (the stop fd) ends their waits early.
+  RunLimits limits{.stop_fd = -1, .timeout = std::chrono::milliseconds(2000)};
   std::size_t registration_bytes = 1 << 20;  // size of the memory-registration probe
-  int stop_fd = -1;                          // Ctrl-C ends resolution waits early
 };
 
 Inventory collect_inventory(const ProbeOptions& options);

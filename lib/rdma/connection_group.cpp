@@ -137,7 +137,7 @@ void ConnectionGroup::connect(const rdma_addrinfo& target) {
     connection->state_ = CmState::resolving_addr;
     try {
       check_errno(rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr,
-                                    timeout_ms(options_.timeout)),
+                                    timeout_ms(options_.limits.timeout)),
                   "rdma_resolve_addr", target_, target_host_);
     } catch (const RdmaError& error) {
       fail(*connection, error);
@@ -158,7 +158,7 @@ void ConnectionGroup::listen(const sockaddr* address) {
 void ConnectionGroup::accept() {
   pump([this] { return connections_.size() == options_.connections && all_settled(); },
        std::to_string(options_.connections) + " connection(s) on " + local_address(),
-       first_deadline(options_.accept_timeout, options_.timeout));
+       first_deadline(options_.accept_timeout, options_.limits.timeout));
   require_one_ready();
 }
 
@@ -190,7 +190,7 @@ void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
       connection->begin("resolve_addr");
       connection->state_ = CmState::resolving_group;
       check_errno(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
-                                    timeout_ms(options_.timeout)),
+                                    timeout_ms(options_.limits.timeout)),
                   "rdma_resolve_addr", target_, target_host_);
     } catch (const RdmaError& error) {
       fail(*connection, error);
@@ -371,7 +371,7 @@ void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
 
 void ConnectionGroup::pump(const Predicate& done, const std::string& awaiting,
                            std::optional<Clock::time_point> initial_deadline) {
-  auto deadline = initial_deadline.value_or(Clock::now() + options_.timeout);
+  auto deadline = initial_deadline.value_or(Clock::now() + options_.limits.timeout);
   for (;;) {
     // Completions before and after the CM events: a peer's DISCONNECTED may be read before
     // the completions that preceded it (an RC send ACKed just before the peer hung up).
@@ -385,9 +385,9 @@ void ConnectionGroup::pump(const Predicate& done, const std::string& awaiting,
       return;
     }
     if (progress) {
-      deadline = Clock::now() + options_.timeout;  // the timeout bounds silence, not the whole phase
+      deadline = Clock::now() + options_.limits.timeout;  // the timeout bounds silence, not the whole phase
     }
-    if (await_readable(wait_fds(), options_.stop_fd, deadline, awaiting) == 1) {
+    if (await_readable(wait_fds(), options_.limits.stop_fd, deadline, awaiting) == 1) {
       consume_completion_events();
     }
   }
@@ -441,7 +441,8 @@ void ConnectionGroup::act(Connection& connection, const CmTransition& transition
     case CmAction::resolve_route:
       set_id_options(connection, true);
       connection.begin("resolve_route");
-      check_errno(rdma_resolve_route(id, timeout_ms(options_.timeout)), "rdma_resolve_route", target_, target_host_);
+      check_errno(rdma_resolve_route(id, timeout_ms(options_.limits.timeout)), "rdma_resolve_route", target_,
+                  target_host_);
       return;
     case CmAction::join: start_join(connection); return;
     case CmAction::connect: {
@@ -720,7 +721,7 @@ void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each
           }
           return all;
         },
-        awaiting, first_deadline(options_.first_message_timeout, options_.timeout));
+        awaiting, first_deadline(options_.first_message_timeout, options_.limits.timeout));
   } catch (const RunStopped& stopped) {
     if (stopped.reason() != StopReason::timed_out) throw;
     std::uint64_t missing = 0;

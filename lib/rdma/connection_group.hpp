@@ -23,6 +23,7 @@
 
 #include "lib/core/report.hpp"
 #include "lib/core/stats.hpp"
+#include "lib/core/wait.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -36,15 +37,14 @@ struct GroupOptions {
   std::uint32_t message_size = 100;
   std::optional<std::uint8_t> type_of_service;
   std::optional<std::uint8_t> ack_timeout;
-  bool post_receives = true;                // false for a multicast sender
-  bool send_only_join = false;              // multicast: join as a send-only full member
-  bool block_loopback = false;              // multicast: do not receive our own datagrams
-  std::chrono::milliseconds timeout{5000};  // bounds every silence: no CM event, no completion
-  // Bounds for the first thing a passive side waits for (unset: `timeout`; zero: forever,
-  // like a server waiting for its clients); once it arrives, `timeout` applies again.
+  bool post_receives = true;    // false for a multicast sender
+  bool send_only_join = false;  // multicast: join as a send-only full member
+  bool block_loopback = false;  // multicast: do not receive our own datagrams
+  RunLimits limits;             // bounds every silence (no CM event, no completion); the stop signal
+  // Bounds for the first thing a passive side waits for (unset: `limits.timeout`; zero:
+  // forever, like a server waiting for its clients); once it arrives, the timeout applies again.
   std::optional<std::chrono::milliseconds> accept_timeout;
   std::optional<std::chrono::milliseconds> first_message_timeout;
-  int stop_fd = -1;
 };
 
 // Bytes a UD receive needs in front of the payload for the GRH.

@@ -73,14 +73,14 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
 
   auto started = Clock::now();
   check_errno(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
-                                const_cast<sockaddr*>(destination.get()), timeout_ms(options.timeout)),
+                                const_cast<sockaddr*>(destination.get()), timeout_ms(options.limits.timeout)),
               "rdma_resolve_addr", target, host);
   endpoint->state_ = CmState::resolving_addr;
   endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, host, "address resolution of " + target);
   report.add_timing("addr_resolve", elapsed_ms(started));
 
   started = Clock::now();
-  check_errno(rdma_resolve_route(cm_id, timeout_ms(options.timeout)), "rdma_resolve_route", target, host);
+  check_errno(rdma_resolve_route(cm_id, timeout_ms(options.limits.timeout)), "rdma_resolve_route", target, host);
   endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, host, "route resolution to " + target);
   report.add_timing("route_resolve", elapsed_ms(started));
   endpoint->create_resources();
@@ -90,7 +90,7 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
 void Endpoint::await_action(CmAction wanted, const char* call, const std::string& target, const std::string& host,
                             const std::string& awaiting) {
   for (;;) {
-    auto event = next_cm_event(*channel_, deadline(), options_.stop_fd, awaiting);
+    auto event = next_cm_event(*channel_, deadline(), options_.limits.stop_fd, awaiting);
     const auto transition = apply(*event);
     if (transition.action == CmAction::fail) {
       throw event_failure(*event, call, target, host);
@@ -187,7 +187,7 @@ CmTransition Endpoint::apply(const rdma_cm_event& event) {
 void Endpoint::await_established(const std::string& step, Report& report, Clock::time_point started) {
   const auto peer = peer_address();
   for (;;) {
-    auto event = next_cm_event(*channel_, deadline(), options_.stop_fd, "connection establishment with " + peer);
+    auto event = next_cm_event(*channel_, deadline(), options_.limits.stop_fd, "connection establishment with " + peer);
     const auto status = event->status;
     const auto transition = apply(*event);
     switch (transition.action) {
@@ -308,10 +308,11 @@ ibv_wc Endpoint::next_completion() {
       cq_armed_ = true;
       continue;
     }
-    const auto ready = wait_readable({completion_channel_->fd(), channel_->fd(), options_.stop_fd}, until);
+    const auto ready = wait_readable({completion_channel_->fd(), channel_->fd(), options_.limits.stop_fd}, until);
     if (!ready) {
-      throw RunStopped(StopReason::timed_out, fmt::format("no completion from {} within {:.1f} s", peer_address(),
-                                                          static_cast<double>(options_.timeout.count()) / 1000.0));
+      throw RunStopped(StopReason::timed_out,
+                       fmt::format("no completion from {} within {:.1f} s", peer_address(),
+                                   static_cast<double>(options_.limits.timeout.count()) / 1000.0));
     }
     if (*ready == 0) {
       ibv_cq* cq = nullptr;
@@ -368,7 +369,7 @@ void Endpoint::disconnect() noexcept {
   try {
     const auto until = deadline();
     while (state_ == CmState::established) {
-      auto event = next_cm_event(*channel_, until, options_.stop_fd, "disconnect");
+      auto event = next_cm_event(*channel_, until, options_.limits.stop_fd, "disconnect");
       apply(*event);
     }
   } catch (const std::exception& error) {
@@ -398,7 +399,7 @@ std::string Listener::local_address() const {
 std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point> deadline) {
   const auto until = deadline.value_or(Clock::time_point::max());
   for (;;) {
-    auto event = next_cm_event(channel_, until, options_.stop_fd, "a connection request");
+    auto event = next_cm_event(channel_, until, options_.limits.stop_fd, "a connection request");
     auto state = CmState::listening;  // the listening id's own state never moves
     const auto transition = advance(state, *event);
     if (transition.action == CmAction::fail) {

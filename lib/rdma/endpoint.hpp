@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lib/core/report.hpp"
+#include "lib/core/wait.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
 
@@ -38,8 +39,7 @@ struct EndpointOptions {
   // Active side: called with the private data of a REJECTED before the generic
   // "rejected" error is thrown; may throw a better one (a reason the server gave).
   std::function<void(std::span<const std::uint8_t>)> explain_rejection;
-  std::chrono::milliseconds timeout{5000};
-  int stop_fd = -1;
+  RunLimits limits;  // every wait: the silence bound and the stop signal
 };
 
 class Endpoint {
@@ -112,7 +112,7 @@ class Endpoint {
   CmTransition apply(const rdma_cm_event& event);
   rdma_conn_param connection_parameters() const;
   ibv_qp* qp() const;
-  Clock::time_point deadline() const { return Clock::now() + options_.timeout; }
+  Clock::time_point deadline() const { return Clock::now() + options_.limits.timeout; }
 
   // Declaration order is teardown order reversed: buffers and QP go first, the id last.
   std::unique_ptr<EventChannel> channel_;

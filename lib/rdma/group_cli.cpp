@@ -45,9 +45,9 @@ GroupOptions ConnectionFlags::group_options(rdma_port_space port_space, const Co
   options.message_count = count;
   options.message_size = size;
   if (type_of_service) options.type_of_service = static_cast<std::uint8_t>(*type_of_service);
-  options.timeout = common.timeout();
+  options.limits.timeout = common.timeout();
   options.accept_timeout = std::chrono::milliseconds(static_cast<long long>(accept_timeout_s * 1000));
-  options.stop_fd = stop_fd;
+  options.limits.stop_fd = stop_fd;
   return options;
 }
 

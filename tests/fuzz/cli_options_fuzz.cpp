@@ -56,7 +56,7 @@ void check_accepted(const std::string& tool, const CommonOptions& common, const 
              options.message_count == flags.count);
   FUZZ_CHECK(options.accept_timeout && options.accept_timeout->count() >= 0 &&
              options.accept_timeout->count() <= 86'400'000);
-  FUZZ_CHECK(options.timeout == common.timeout());
+  FUZZ_CHECK(options.limits.timeout == common.timeout());
 
   // The run's report carries the arguments verbatim: any bytes a shell can pass.
   Report report;

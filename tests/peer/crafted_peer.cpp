@@ -89,7 +89,7 @@ class CraftedPeer {
     options_.recv_depth = 4;
     options_.responder_resources = 16;
     options_.initiator_depth = 16;
-    options_.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+    options_.limits.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
   }
 
   // Client modes: connects with `private_data`; nullptr when our server refused, the

@@ -26,7 +26,8 @@ constexpr std::uint32_t post_batch = 32;
 constexpr std::uint32_t spins_between_checks = 1024;
 // Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
 // and, in the latency loops, their poster's generation as owner.
-constexpr std::uint64_t receive_id = WorkId{.kind = WorkKind::receive, .owner = 0, .sequence = 0}.encode();
+constexpr WorkId receive_work{.kind = WorkKind::receive, .owner = 0, .sequence = 0};
+constexpr std::uint64_t receive_id = receive_work.encode();
 
 bool is_receive(const ibv_wc& wc) {
   return WorkId::decode(wc.wr_id).kind == WorkKind::receive;
@@ -98,11 +99,11 @@ class SpinGuard {
 }  // namespace
 
 void post_receives(const Lane& lane, std::uint32_t count) {
-  ibv_sge sge{.addr = lane.receive_address, .length = lane.receive_length, .lkey = lane.receive_lkey};
+  ibv_sge sge{};
   ibv_recv_wr wr{};
-  wr.wr_id = receive_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  build_receive(receive_work,
+                ibv_sge{.addr = lane.receive_address, .length = lane.receive_length, .lkey = lane.receive_lkey}, wr,
+                sge);
   for (std::uint32_t i = 0; i < count; ++i) {
     ibv_recv_wr* bad = nullptr;
     check_returned(ibv_post_recv(lane.qp, &wr, &bad), "ibv_post_recv", "");

@@ -40,9 +40,9 @@ const char* call_for(CmState state) {
   }
 }
 
-// A connection's requests: owner = its index, sequence = the receive slot (from 1).
-std::uint64_t wr_id_of(WorkKind kind, std::size_t connection, std::uint32_t slot) {
-  return WorkId{.kind = kind, .owner = static_cast<std::uint32_t>(connection), .sequence = slot}.encode();
+// A connection's requests: owner = its index, sequence = the receive slot (from 1; 0 for sends).
+WorkId work_id_of(WorkKind kind, std::size_t connection, std::uint32_t slot) {
+  return WorkId{.kind = kind, .owner = static_cast<std::uint32_t>(connection), .sequence = slot};
 }
 
 void require_infiniband_port(rdma_cm_id* id, const std::string& feature) {
@@ -319,14 +319,12 @@ void ConnectionGroup::post_receives(Connection& connection) {
   }
   const auto slot_bytes = receive_slot_bytes();
   for (std::uint32_t slot = 0; slot < options_.message_count; ++slot) {
+    const ibv_sge slot_memory{.addr = connection.buffer_->address() + options_.message_size + slot * slot_bytes,
+                              .length = static_cast<std::uint32_t>(slot_bytes),
+                              .lkey = connection.buffer_->lkey()};
     ibv_sge sge{};
-    sge.addr = connection.buffer_->address() + options_.message_size + slot * slot_bytes;
-    sge.length = static_cast<std::uint32_t>(slot_bytes);
-    sge.lkey = connection.buffer_->lkey();
     ibv_recv_wr wr{};
-    wr.wr_id = wr_id_of(WorkKind::receive, connection.index_, slot + 1);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    build_receive(work_id_of(WorkKind::receive, connection.index_, slot + 1), slot_memory, wr, sge);
     ibv_recv_wr* bad = nullptr;
     if (const int rc = ibv_post_recv(connection.id_->qp, &wr, &bad); rc != 0) [[unlikely]] {
       check_returned(rc, "ibv_post_recv", "connection " + std::to_string(connection.index_));
@@ -342,15 +340,13 @@ void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
   }
   ibv_sge sge{};
   ibv_send_wr wr{};
-  build_send(
-      SendRequest{
-          .id = WorkId{.kind = WorkKind::send, .owner = static_cast<std::uint32_t>(connection.index_), .sequence = 0},
-          // The stock tools send our QP number as immediate data; a passive peer replies to it.
-          .opcode = datagram ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-          .local = ibv_sge{.addr = connection.buffer_->address(),
-                           .length = options_.message_size,
-                           .lkey = connection.buffer_->lkey()}},
-      wr, sge);
+  build_send(SendRequest{.id = work_id_of(WorkKind::send, connection.index_, 0),
+                         // The stock tools send our QP number as immediate data; a passive peer replies to it.
+                         .opcode = datagram ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+                         .local = ibv_sge{.addr = connection.buffer_->address(),
+                                          .length = options_.message_size,
+                                          .lkey = connection.buffer_->lkey()}},
+             wr, sge);
   if (datagram) {
     wr.imm_data = htobe32(connection.id_->qp->qp_num);
     wr.wr.ud.ah = connection.ah_->get();

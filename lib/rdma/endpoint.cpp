@@ -256,11 +256,9 @@ RegisteredBuffer& Endpoint::add_buffer(std::size_t size, int access) {
 }
 
 void Endpoint::post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id) {
-  ibv_sge sge = local_sge(buffer, length);
+  ibv_sge sge{};
   ibv_recv_wr wr{};
-  wr.wr_id = work_id(WorkKind::receive, wr_id).encode();
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
+  build_receive(work_id(WorkKind::receive, wr_id), local_sge(buffer, length), wr, sge);
   ibv_recv_wr* bad = nullptr;
   check_returned(ibv_post_recv(qp(), &wr, &bad), "ibv_post_recv", "");
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The one builder of send work requests (SEND, SEND with immediate, RDMA WRITE and READ over
-// one local buffer) for endpoints, connection groups and the measurement loops. Inline: the
-// loops build their post lists with it.
+// one local buffer) and of receive requests, for endpoints, connection groups and the
+// measurement loops. Inline: the loops build their post lists with it.
 
 #include <infiniband/verbs.h>
 
@@ -33,6 +33,14 @@ inline void build_send(const SendRequest& request, ibv_send_wr& wr, ibv_sge& sge
   wr.send_flags = request.flags;
   wr.wr.rdma.remote_addr = request.remote_address;
   wr.wr.rdma.rkey = request.rkey;
+}
+
+// Fills `wr` for a receive into `local` (its one scatter/gather entry in `sge`), carrying `id`.
+inline void build_receive(WorkId id, const ibv_sge& local, ibv_recv_wr& wr, ibv_sge& sge) {
+  sge = local;
+  wr.wr_id = id.encode();
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
 }
 
 constexpr unsigned send_flags(bool signalled, bool inline_data) {

@@ -27,7 +27,6 @@ constexpr std::uint32_t spins_between_checks = 1024;
 // Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
 // and, in the latency loops, their poster's generation as owner.
 constexpr WorkId receive_work{.kind = WorkKind::receive, .owner = 0, .sequence = 0};
-constexpr std::uint64_t receive_id = receive_work.encode();
 
 bool is_receive(const ibv_wc& wc) {
   return WorkId::decode(wc.wr_id).kind == WorkKind::receive;

@@ -1,0 +1,90 @@
+#pragma once
+// rdma_mesh's pure logic: which pairs of ranks meet in which round, and what the measured
+// matrix says (spread, outliers, nodes whose every link is bad). No RDMA and no MPI here,
+// so unit tests feed it directly.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rdmakit::mesh {
+
+// Two ranks that are measured against each other; `low` < `high`.
+struct RankPair {
+  int low = 0;
+  int high = 0;
+  friend bool operator==(const RankPair&, const RankPair&) = default;
+};
+
+// Pairs measured at the same time: no rank appears twice in one round.
+using Round = std::vector<RankPair>;
+
+// Every pair of `ranks` exactly once, by the circle method: ranks - 1 rounds for an even
+// count, `ranks` rounds (one rank sitting out each) for an odd one; none for fewer than 2.
+std::vector<Round> round_robin(int ranks);
+
+// `pairs` one per round (rdma_mesh --serial, retests: a link without the load of others).
+std::vector<Round> one_per_round(const std::vector<RankPair>& pairs);
+
+// `pairs` packed greedily into as few rounds as that finds, in the given order, no rank
+// twice in a round (rdma_mesh --pairs).
+std::vector<Round> pack_rounds(const std::vector<RankPair>& pairs);
+
+// The --pairs file: one pair per line as two rank numbers ("3 7", "3,7" or "3-7"), blank
+// lines and text after '#' ignored; a pair given twice (in either order) counts once.
+// Throws UsageError naming the line for anything else: a rank outside [0, ranks), a rank
+// paired with itself, a line that is not two numbers, or a file with no pair at all.
+std::vector<RankPair> parse_pair_list(std::string_view text, int ranks);
+
+// What a figure means for the outlier test.
+enum class Better { higher, lower };  // bandwidth: higher; latency and set-up time: lower
+
+// One measured direction of one pair: `figure` empty when it failed.
+struct Sample {
+  int source = 0;
+  int destination = 0;
+  std::optional<double> figure;
+};
+
+struct Outlier {
+  std::size_t sample = 0;  // index into the samples given
+  double ratio = 0;        // figure / median
+};
+
+// A rank whose every measured link (as source or destination) is an outlier or failed:
+// the node rather than a link is the likely problem. Only said of a rank with links to at
+// least two other ranks (with one, the link and the node cannot be told apart).
+struct NodeProblem {
+  int rank = 0;
+  std::size_t links = 0;  // samples with this rank on either end
+};
+
+struct Analysis {
+  std::size_t measured = 0;  // samples with a figure
+  std::size_t failed = 0;    // samples without
+  std::optional<double> min;
+  std::optional<double> median;  // of the samples with a figure (mean of the middle two for an even count)
+  std::optional<double> max;
+  std::vector<std::size_t> slowest;  // up to `slowest_count` indices, worst first (failed ones not included)
+  std::vector<Outlier> outliers;     // worst first
+  std::vector<NodeProblem> node_problems;
+};
+
+struct AnalysisSettings {
+  Better better = Better::higher;
+  // An outlier: figure < threshold * median (higher is better) or > threshold * median
+  // (lower is better). rdma_mesh: 0.8 for bandwidth (--threshold), 2 for times (--lat-threshold).
+  double threshold = 0.8;
+  std::size_t slowest_count = 5;
+};
+
+Analysis analyse(const std::vector<Sample>& samples, const AnalysisSettings& settings);
+
+// Whether `figure` is an outlier against `median` under `settings` (the retests are judged
+// against the first pass's median).
+bool is_outlier(double figure, double median, const AnalysisSettings& settings);
+
+}  // namespace rdmakit::mesh

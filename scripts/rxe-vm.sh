@@ -10,6 +10,8 @@
 # The guest mounts fresh tmpfs over /tmp, /run, /var/tmp and /root: anything COMMAND needs
 # from the host must live under DIR (put the build folder there).
 #
+# The guest's host name is rxevm (with --pair: rxevm-a and rxevm-b).
+#
 # Guest network (no NIC: nothing leaves the guest):
 #   rxenet0 (dummy, rxe0 on it)   10.55.0.1/24, 10.55.0.2/24, fd55::1/64
 #   plainnet0 (dummy, no RDMA)     10.56.0.1/24     for tests that need an address without RDMA
@@ -134,7 +136,9 @@ fi
 
 # guest_script ROLE: the script a guest runs (ROLE: single, a or b).
 guest_script() {
-  local role=$1 wire_setup="" wire_env="" body
+  local role=$1 wire_setup="" wire_env="" body host_name=rxevm
+  # A guest needs a name: mpirun (rdma_mesh's cases) refuses to start on an empty one.
+  [[ $role != single ]] && host_name=rxevm-$role
   if [[ $role != single ]]; then
     local own=1 peer=2
     [[ $role == b ]] && own=2 peer=1
@@ -199,6 +203,7 @@ exit 0' ;;
 set -u
 setup() {
   modprobe rdma_rxe && modprobe rdma_ucm && modprobe dummy numdummies=0 || return 1
+  hostname $host_name || return 1
   ip link set lo up
   ip link add rxenet0 type dummy && ip link set rxenet0 up || return 1
   ip addr add 10.55.0.1/24 dev rxenet0 && ip addr add 10.55.0.2/24 dev rxenet0 || return 1

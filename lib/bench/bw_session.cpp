@@ -381,7 +381,7 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
 
 }  // namespace
 
-void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
+BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
   auto options = endpoint_options(s, Limits{.device = s.device,
                                             .send_depth = std::max(s.depth, latency_send_depth),
@@ -393,17 +393,32 @@ void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
   const auto bind = local_address(s);
   const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
   const auto started = Clock::now();
-  Listener listener(address, s.persistent ? 64 : bw::max_queue_pairs, options);
+  listener_ = std::make_unique<Listener>(address, s.persistent ? 64 : bw::max_queue_pairs, options);
   report.add_timing("listen", elapsed_ms(started));
-  report.local_address = listener.local_address();
-  if (s.persistent) {
-    serve_bw_clients(listener, s, report, results);
-    return;
-  }
-  const auto deadline = s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt;
+  report.local_address = listener_->local_address();
+}
+
+BwServer::~BwServer() = default;
+
+void BwServer::serve_one(Report& report, BwResults& results, std::optional<Clock::time_point> deadline) {
   WaitingClients waiting;
   // A client refused at its first connection ran nothing: wait for the next one.
-  while (!serve_bw_client(listener, next_client(listener, waiting, deadline), waiting, s, report, results)) {
+  while (
+      !serve_bw_client(*listener_, next_client(*listener_, waiting, deadline), waiting, settings_, report, results)) {
+  }
+}
+
+void BwServer::serve_persistently(Report& report, BwResults& results) {
+  serve_bw_clients(*listener_, settings_, report, results);
+}
+
+void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
+  BwServer server(s, report);
+  if (s.persistent) {
+    server.serve_persistently(report, results);
+  } else {
+    server.serve_one(report, results,
+                     s.accept_timeout ? std::optional(Clock::now() + *s.accept_timeout) : std::nullopt);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,31 @@ void report_results(BwResults results, Report& report);
 // Both fill `results` as they go, so a failure leaves a partial report.
 void run_bw_client(const BwSettings& settings, Report& report, BwResults& results);
 void run_bw_server(const BwSettings& settings, Report& report, BwResults& results);
+
+class Listener;
+
+// The server side apart from its run: listening from construction (rdma_bind_addr and
+// rdma_listen, timed as the report's "listen" step), so that a caller can tell a client to
+// connect only once it is (rdma_mesh); serve_one() then serves one client's test.
+class BwServer {
+ public:
+  BwServer(const BwSettings& settings, Report& report);
+  BwServer(const BwServer&) = delete;
+  BwServer& operator=(const BwServer&) = delete;
+  BwServer(BwServer&&) = delete;
+  BwServer& operator=(BwServer&&) = delete;
+  ~BwServer();
+
+  // Serves the first client whose test this server can run, refusing (with the reason)
+  // those it cannot; waits for it until `deadline` (forever when none).
+  void serve_one(Report& report, BwResults& results, std::optional<Clock::time_point> deadline);
+  // -P: one client after another until the stop signal or --accept-timeout.
+  void serve_persistently(Report& report, BwResults& results);
+
+ private:
+  BwSettings settings_;
+  std::unique_ptr<Listener> listener_;
+};
 
 // 256 -> IBV_MTU_256 ... 4096 -> IBV_MTU_4096; UsageError (naming -m) otherwise.
 ibv_mtu mtu_from_bytes(std::uint32_t bytes);

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "lib/core/log.hpp"
 #include "lib/core/shell_completion.hpp"
 
@@ -143,10 +145,24 @@ std::optional<std::string> completion_request(int argc, char** argv, const std::
 
 }  // namespace
 
+std::string ToolRunner::speaker() const {
+  return job_ == nullptr ? name_ : fmt::format("{}[{}]", name_, job_->rank());
+}
+
+std::optional<std::string> ToolRunner::agree_on_options(std::optional<std::string> refusal) {
+  const auto refusals = job_->all_gather(refusal.value_or(""));
+  if (refusal) return refusal;
+  for (std::size_t rank = 0; rank < refusals.size(); ++rank) {
+    if (!refusals[rank].empty()) return fmt::format("rank {} refused its options: {}", rank, refusals[rank]);
+  }
+  return std::nullopt;
+}
+
 int ToolRunner::usage_error(const std::string& message) {
   // One line, so scripts and people see what is wrong without scrolling past help text.
-  std::cerr << name_ << ": " << message << " (see '" << name_ << " --help')\n";
-  if (common_.json) {
+  // One write: the processes of a job share a terminal, and unbuffered pieces interleave.
+  std::cerr << fmt::format("{}: {} (see '{} --help')\n", speaker(), message, name_) << std::flush;
+  if (common_.json && prints_report()) {
     Report report;
     report.tool = name_;
     report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}, .completion = {}},
@@ -158,12 +174,12 @@ int ToolRunner::usage_error(const std::string& message) {
 
 void ToolRunner::render(const Report& report) const {
   for (const auto& error : report.errors) {
-    std::cerr << name_ << ": " << error.message << "\n";
-    if (!error.hint.empty()) {
-      std::cerr << name_ << ": hint: " << error.hint << "\n";
-    }
+    auto lines = fmt::format("{}: {}\n", speaker(), error.message);
+    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), error.hint);
+    std::cerr << lines << std::flush;
   }
   std::cerr << diagnosis_text_;
+  if (!prints_report()) return;
   // Serialized once, for the file and stdout alike: a report can be large (per-connection
   // results, a diagnosis).
   const std::string json = common_.json || !json_file_.empty() ? json_text(to_json(report)) : std::string();
@@ -193,19 +209,27 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     }
     return static_cast<int>(ExitCode::ok);
   }
+  std::optional<std::string> refusal;
   try {
     app_.parse(argc, argv);
   } catch (const CLI::Success& done) {
     return app_.exit(done);  // --help, --version
   } catch (const CLI::ParseError& error) {
-    return usage_error(error.what());
+    refusal = error.what();
   }
-  try {
-    common_.check();
-    validate();
-  } catch (const UsageError& error) {
-    return usage_error(error.what());
+  if (!refusal) {
+    try {
+      common_.check();
+      validate();
+    } catch (const UsageError& error) {
+      refusal = error.what();
+    }
   }
+  if (job_ != nullptr) {
+    job_->join();
+    refusal = agree_on_options(std::move(refusal));
+  }
+  if (refusal) return usage_error(*refusal);
   auto level = *parse_log_level(common_.log_level);
   if (common_.debug && level > spdlog::level::debug) {
     level = spdlog::level::debug;

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lib/core/job.hpp"
 #include "lib/core/option_walk.hpp"
 #include "lib/core/report.hpp"
 
@@ -82,6 +83,13 @@ class ToolRunner {
 
   // Adds --json-file FILE: the JSON report is also written there, on failure too.
   void enable_json_file();
+  // The --json-file path, "" when none was given (a tool that rewrites it as it goes).
+  const std::string& json_file() const { return json_file_; }
+
+  // Runs this process as one of a job's (rdma_mesh under mpirun): run() joins the job once
+  // the command line is parsed; a usage error on any process ends every process with exit
+  // 2 and one line; only rank 0 prints the report, the others their errors.
+  void join_job(Job& job) { job_ = &job; }
 
   // The report's "arguments" key for an option whose long name is not that key
   // (ToolRunner fills report.arguments from the options; see arguments_of).
@@ -99,6 +107,11 @@ class ToolRunner {
 
  private:
   int usage_error(const std::string& message);
+  // With a job: every process's refusal of its options ("" for none) decides each one's.
+  std::optional<std::string> agree_on_options(std::optional<std::string> refusal);
+  // The tool's name, with the rank in a job: "rdma_mesh[3]".
+  std::string speaker() const;
+  bool prints_report() const { return job_ == nullptr || job_->rank() == 0; }
   void render(const Report& report) const;
   void diagnose_failure(const RdmaError& error, Report& report);
 
@@ -109,6 +122,7 @@ class ToolRunner {
   bool diagnose_ = false;
   std::string diagnosis_text_;
   std::string json_file_;
+  Job* job_ = nullptr;
   ArgumentKeys argument_keys_{{"timeout", "timeout_s"}};
 };
 

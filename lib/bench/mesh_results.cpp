@@ -1,0 +1,220 @@
+// rdma_mesh's report section: the JSON document and the text a person reads (a matrix per
+// test, the spread, the slowest pairs, outliers, node problems and failures).
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "lib/bench/mesh_session.hpp"
+
+namespace rdmakit::mesh {
+
+namespace {
+
+std::string_view unit_of(Test test) {
+  switch (test) {
+    case Test::bandwidth: return "MiB/s";
+    case Test::latency: return "us";
+    case Test::connect: return "ms";
+  }
+  return "";
+}
+
+std::string_view figure_name(Test test) {
+  switch (test) {
+    case Test::bandwidth: return "average bandwidth";
+    case Test::latency: return "median latency";
+    case Test::connect: return "median connection set-up (resolve, route, connect)";
+  }
+  return "";
+}
+
+std::vector<const Direction*> directions_of(const MeshResults& results, Test test) {
+  std::vector<const Direction*> found;
+  for (const auto& d : results.directions) {
+    if (d.test == test) found.push_back(&d);
+  }
+  return found;
+}
+
+nlohmann::json optional_number(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
+
+nlohmann::json attempt_json(const Attempt& attempt) {
+  return {{"outcome", to_string(attempt.outcome)},
+          {"figure", optional_number(attempt.figure)},
+          {"figures", attempt.figures},
+          {"error", attempt.error}};
+}
+
+nlohmann::json direction_json(const Direction& d) {
+  auto item = attempt_json(d.first);
+  item["source"] = d.source;
+  item["destination"] = d.destination;
+  item["test"] = to_string(d.test);
+  item["unit"] = unit_of(d.test);
+  item["round"] = d.round;
+  item["cause"] = d.cause.empty() ? nlohmann::json() : nlohmann::json(d.cause);
+  item["outlier"] = d.outlier;
+  item["final_outcome"] = to_string(d.last().outcome);
+  item["final_figure"] = optional_number(d.last().figure);
+  item["retests"] = nlohmann::json::array();
+  for (const auto& retest : d.retests) item["retests"].push_back(attempt_json(retest));
+  return item;
+}
+
+std::string host_of(const MeshResults& results, int rank) {
+  return rank < static_cast<int>(results.nodes.size()) ? results.nodes[rank].host : std::string();
+}
+
+nlohmann::json summary_json(const MeshResults& results, Test test) {
+  const auto of_test = directions_of(results, test);
+  const auto analysis = results.analysis(test);
+  nlohmann::json summary = {{"unit", unit_of(test)},
+                            {"figure", figure_name(test)},
+                            {"measured", analysis.measured},
+                            {"failed", analysis.failed},
+                            {"min", optional_number(analysis.min)},
+                            {"median", optional_number(analysis.median)},
+                            {"max", optional_number(analysis.max)},
+                            {"threshold", results.analysis_settings(test).threshold},
+                            {"slowest", nlohmann::json::array()},
+                            {"outliers", nlohmann::json::array()},
+                            {"node_problems", nlohmann::json::array()}};
+  for (const auto index : analysis.slowest) {
+    const auto& d = *of_test[index];
+    summary["slowest"].push_back({{"source", d.source}, {"destination", d.destination}, {"figure", *d.last().figure}});
+  }
+  for (const auto& outlier : analysis.outliers) {
+    const auto& d = *of_test[outlier.sample];
+    summary["outliers"].push_back({{"source", d.source},
+                                   {"destination", d.destination},
+                                   {"figure", *d.last().figure},
+                                   {"first_figure", optional_number(d.first.figure)},
+                                   {"ratio", outlier.ratio}});
+  }
+  for (const auto& problem : analysis.node_problems) {
+    summary["node_problems"].push_back(
+        {{"rank", problem.rank}, {"host", host_of(results, problem.rank)}, {"links", problem.links}});
+  }
+  return summary;
+}
+
+std::string cell(const Direction* d) {
+  if (d == nullptr) return "";
+  const auto& last = d->last();
+  if (!last.figure) return "FAIL";
+  return fmt::format("{}{:.4g}", d->outlier ? "*" : "", *last.figure);
+}
+
+std::string matrix_text(const MeshResults& results, Test test) {
+  std::map<std::pair<int, int>, const Direction*> by_pair;
+  for (const auto* d : directions_of(results, test)) by_pair[{d->source, d->destination}] = d;
+  std::string out = fmt::format("{:>6}", "src\\dst");
+  for (int column = 0; column < results.ranks; ++column) out += fmt::format(" {:>9}", column);
+  out += "\n";
+  for (int row = 0; row < results.ranks; ++row) {
+    out += fmt::format("{:>7}", row);
+    for (int column = 0; column < results.ranks; ++column) {
+      const auto found = by_pair.find({row, column});
+      out += fmt::format(" {:>9}", row == column ? "-" : cell(found == by_pair.end() ? nullptr : found->second));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string pair_name(const Direction& d) {
+  return fmt::format("{}->{}", d.source, d.destination);
+}
+
+std::string findings_text(const MeshResults& results, Test test) {
+  const auto of_test = directions_of(results, test);
+  const auto analysis = results.analysis(test);
+  const auto unit = unit_of(test);
+  std::string out;
+  if (analysis.median) {
+    out += fmt::format("{}: min {:.4g}  median {:.4g}  max {:.4g} {}; {} measured, {} failed\n", to_string(test),
+                       *analysis.min, *analysis.median, *analysis.max, unit, analysis.measured, analysis.failed);
+  } else {
+    out += fmt::format("{}: nothing measured; {} failed\n", to_string(test), analysis.failed);
+  }
+  std::string slowest;
+  for (const auto index : analysis.slowest) {
+    slowest += fmt::format(" {} {:.4g}", pair_name(*of_test[index]), *of_test[index]->last().figure);
+  }
+  if (!slowest.empty()) out += "slowest:" + slowest + "\n";
+  const auto& settings = results.analysis_settings(test);
+  for (const auto& outlier : analysis.outliers) {
+    const auto& d = *of_test[outlier.sample];
+    std::string history = d.retests.empty() ? "" : fmt::format(" (first {:.4g}, retested)", d.first.figure.value_or(0));
+    out +=
+        fmt::format("outlier: {} {:.4g} {} = {:.2f} x median ({} {} x){}\n", pair_name(d), *d.last().figure, unit,
+                    outlier.ratio, settings.better == Better::higher ? "below" : "above", settings.threshold, history);
+  }
+  for (const auto& problem : analysis.node_problems) {
+    out += fmt::format("node problem: rank {} ({}): all {} of its links are outliers or failed\n", problem.rank,
+                       host_of(results, problem.rank), problem.links);
+  }
+  for (const auto* d : of_test) {
+    if (d->last().figure) continue;
+    const auto message = d->last().error.is_object() ? d->last().error.value("message", std::string()) : "";
+    out += fmt::format("failed: {}: {}\n", pair_name(*d), message);
+  }
+  return out;
+}
+
+std::string nodes_text(const MeshResults& results) {
+  std::string out = "rank  host             address          device   port  mtu   state\n";
+  for (const auto& node : results.nodes) {
+    out += fmt::format("{:<5} {:<16} {:<16} {:<8} {:<5} {:<5} {}\n", node.rank, node.host,
+                       node.address.empty() ? "-" : node.address, node.device.empty() ? "-" : node.device, node.port,
+                       node.mtu, node.usable ? "ok" : node.verdict.value("cause", std::string("unusable")));
+  }
+  return out;
+}
+
+}  // namespace
+
+Analysis MeshResults::analysis(Test test) const {
+  std::vector<Sample> samples;
+  for (const auto* d : directions_of(*this, test)) {
+    samples.push_back(Sample{.source = d->source, .destination = d->destination, .figure = d->last().figure});
+  }
+  return analyse(samples, analysis_settings(test));
+}
+
+bool MeshResults::all_good() const {
+  return std::all_of(directions.begin(), directions.end(),
+                     [](const Direction& d) { return d.last().figure.has_value() && !d.outlier; });
+}
+
+void MeshResults::add_to(nlohmann::json& document) const {
+  document["ranks"] = ranks;
+  document["tests"] = nlohmann::json::array();
+  for (const auto test : tests) document["tests"].push_back(to_string(test));
+  document["rounds"] = rounds;
+  document["rounds_completed"] = rounds_completed;
+  document["nodes"] = nodes;
+  document["pairs"] = nlohmann::json::array();
+  for (const auto& d : directions) document["pairs"].push_back(direction_json(d));
+  document["summary"] = nlohmann::json::object();
+  for (const auto test : tests) document["summary"][std::string(to_string(test))] = summary_json(*this, test);
+}
+
+std::string MeshResults::text() const {
+  std::string out = fmt::format("rdma_mesh: {} ranks, {} rounds, {} directions measured\n", ranks, rounds_completed,
+                                directions.size());
+  out += nodes_text(*this);
+  for (const auto test : tests) {
+    out += fmt::format("\n{} ({}, {}; rows: source rank, columns: destination; * outlier)\n", to_string(test),
+                       figure_name(test), unit_of(test));
+    out += matrix_text(*this, test);
+    out += findings_text(*this, test);
+  }
+  return out;
+}
+
+}  // namespace rdmakit::mesh

@@ -1,0 +1,443 @@
+#include "lib/bench/mesh_session.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+#include "lib/core/stats.hpp"
+
+namespace rdmakit::mesh {
+
+std::string_view to_string(Test test) {
+  switch (test) {
+    case Test::bandwidth: return "bw";
+    case Test::latency: return "lat";
+    case Test::connect: return "cm";
+  }
+  return "?";
+}
+
+namespace {
+
+Outcome outcome_named(std::string_view name) {
+  for (auto outcome : {Outcome::completed, Outcome::interrupted, Outcome::peer_disconnected, Outcome::timed_out,
+                       Outcome::failed, Outcome::usage_error, Outcome::unsupported}) {
+    if (to_string(outcome) == name) return outcome;
+  }
+  return Outcome::failed;
+}
+
+Test test_named(std::string_view name) {
+  for (auto test : {Test::bandwidth, Test::latency, Test::connect}) {
+    if (to_string(test) == name) return test;
+  }
+  throw ProtocolError(fmt::format("unknown test {} from another rank", name));
+}
+
+nlohmann::json to_json(const Attempt& attempt) {
+  nlohmann::json item = {{"outcome", to_string(attempt.outcome)}, {"figures", attempt.figures}};
+  item["figure"] = attempt.figure ? nlohmann::json(*attempt.figure) : nlohmann::json();
+  item["error"] = attempt.error;
+  return item;
+}
+
+Attempt attempt_from(const nlohmann::json& item) {
+  Attempt attempt;
+  attempt.outcome = outcome_named(item.at("outcome").get<std::string>());
+  if (!item.at("figure").is_null()) attempt.figure = item.at("figure").get<double>();
+  attempt.figures = item.at("figures");
+  attempt.error = item.at("error");
+  return attempt;
+}
+
+Attempt failure(Outcome outcome, nlohmann::json error) {
+  return Attempt{
+      .outcome = outcome, .figure = std::nullopt, .figures = nlohmann::json::object(), .error = std::move(error)};
+}
+
+nlohmann::json message_only(const std::string& message) {
+  return {{"message", message}};
+}
+
+// Runs one side of a measurement; what goes wrong becomes the attempt's error. Ctrl-C
+// alone ends the mesh.
+template <typename Run>
+Attempt attempt_of(Run&& run) {
+  try {
+    return run();
+  } catch (const RdmaError& error) {
+    return failure(Outcome::failed, to_json(record_of(error)));
+  } catch (const CompletionError& error) {
+    return failure(Outcome::failed, to_json(record_of(error)));
+  } catch (const RunStopped& stopped) {
+    if (stopped.reason() == StopReason::interrupted) throw;
+    return failure(outcome_of(stopped.reason()), message_only(stopped.what()));
+  } catch (const std::exception& error) {
+    return failure(Outcome::failed, message_only(error.what()));
+  }
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+// --test cm: each connection's resolve, route and connect steps, in the order taken.
+Attempt connect_attempt(const Report& report) {
+  std::vector<double> resolve, route, connect, total;
+  double running = 0;
+  for (const auto& [step, ms] : report.cm_timings_ms) {
+    running += ms;
+    if (step == "addr_resolve") resolve.push_back(ms);
+    if (step == "route_resolve") route.push_back(ms);
+    if (step == "connect") {
+      connect.push_back(ms);
+      total.push_back(running);
+      running = 0;
+    }
+  }
+  const auto figure = median_of(total);
+  return Attempt{.outcome = Outcome::completed,
+                 .figure = figure,
+                 .figures = {{"connections", connect.size()},
+                             {"addr_resolve_ms", median_of(resolve)},
+                             {"route_resolve_ms", median_of(route)},
+                             {"connect_ms", median_of(connect)},
+                             {"setup_ms", figure},
+                             {"setup_max_ms", total.empty() ? 0 : *std::max_element(total.begin(), total.end())}},
+                 .error = nullptr};
+}
+
+Attempt client_attempt(Test test, const Report& report, const BwResults& results) {
+  if (test == Test::connect) return connect_attempt(report);
+  if (test == Test::latency) {
+    if (results.latency.empty()) return failure(Outcome::failed, message_only("no latency row"));
+    const auto& row = results.latency.back();
+    auto figures = to_json(row.summary);
+    figures["size"] = row.size;
+    return Attempt{.outcome = Outcome::completed, .figure = row.summary.p50_us, .figures = figures, .error = nullptr};
+  }
+  if (results.bandwidth.empty()) return failure(Outcome::failed, message_only("no bandwidth row"));
+  const auto& row = results.bandwidth.back();
+  return Attempt{.outcome = Outcome::completed,
+                 .figure = row.average_mib_per_s,
+                 .figures = {{"size", row.size},
+                             {"iterations", row.iterations},
+                             {"bytes", row.bytes},
+                             {"seconds", row.seconds},
+                             {"bw_average_mib_per_s", row.average_mib_per_s},
+                             {"bw_peak_mib_per_s", row.peak_mib_per_s},
+                             {"bw_average_gbit_per_s", row.average_gbit_per_s},
+                             {"msg_rate_mpps", row.message_rate_mpps}},
+                 .error = nullptr};
+}
+
+// A set of pairs measured at once in one direction and one test.
+struct Phase {
+  Round pairs;
+  bool backward = false;  // the higher rank is the source
+  Test test = Test::bandwidth;
+  int round = 0;
+};
+
+struct Part {
+  int partner = 0;
+  bool sender = false;
+};
+
+std::optional<Part> part_in(const Phase& phase, int rank) {
+  for (const auto& pair : phase.pairs) {
+    if (pair.low == rank) return Part{.partner = pair.high, .sender = !phase.backward};
+    if (pair.high == rank) return Part{.partner = pair.low, .sender = phase.backward};
+  }
+  return std::nullopt;
+}
+
+BwSettings settings_for(const MeshSettings& m, Test test, const Node& self, const Node& partner, bool sender) {
+  auto s = m.bw;
+  s.bind = self.address;
+  s.server = sender ? partner.address : std::string();
+  s.port = static_cast<std::uint16_t>(m.base_port + (sender ? partner.rank : self.rank));
+  s.persistent = false;
+  s.accept_timeout = std::nullopt;
+  s.test = test == Test::latency ? bw::Test::latency : bw::Test::bandwidth;
+  if (test == Test::latency) {
+    s.sizes = {m.latency_size};
+    s.queue_pairs = 1;
+  }
+  if (test == Test::connect) {
+    // The connections are the measurement; one small message on each shows they work.
+    s.sizes = {64};
+    s.budget = Budget{.iterations = 1, .duration = std::nullopt};
+    s.warmup = 0;
+    s.queue_pairs = m.connections;
+  }
+  return s;
+}
+
+// One observation of a direction, from the side that made it.
+struct Observation {
+  int source = 0;
+  int destination = 0;
+  Test test = Test::bandwidth;
+  bool sender = false;
+  Attempt attempt;
+};
+
+nlohmann::json to_json(const Observation& o) {
+  return {{"source", o.source},
+          {"destination", o.destination},
+          {"test", to_string(o.test)},
+          {"sender", o.sender},
+          {"attempt", to_json(o.attempt)}};
+}
+
+Observation observation_from(const nlohmann::json& item) {
+  return Observation{.source = item.at("source").get<int>(),
+                     .destination = item.at("destination").get<int>(),
+                     .test = test_named(item.at("test").get<std::string>()),
+                     .sender = item.at("sender").get<bool>(),
+                     .attempt = attempt_from(item.at("attempt"))};
+}
+
+// This rank's side of a phase. The job's exchange between listening and connecting keeps
+// a sender from connecting before its receiver listens, and tells it when that failed.
+std::optional<Observation> run_phase(Job& job, const MeshSettings& m, const std::vector<Node>& nodes,
+                                     const Phase& phase) {
+  const int rank = job.rank();
+  const auto part = part_in(phase, rank);
+  std::unique_ptr<BwServer> server;
+  Report server_report;
+  std::optional<Attempt> listen_failure;
+  if (part && !part->sender) {
+    const auto settings = settings_for(m, phase.test, nodes[rank], nodes[part->partner], false);
+    listen_failure = attempt_of([&] {
+      server = std::make_unique<BwServer>(settings, server_report);
+      return Attempt{};
+    });
+    if (server) listen_failure.reset();
+  }
+  const auto listening = job.all_gather(server ? "yes" : "no");
+  if (!part) return std::nullopt;
+  Observation seen{.source = part->sender ? rank : part->partner,
+                   .destination = part->sender ? part->partner : rank,
+                   .test = phase.test,
+                   .sender = part->sender,
+                   .attempt = {}};
+  if (part->sender) {
+    if (listening[part->partner] != "yes") {
+      seen.attempt = failure(Outcome::failed, message_only(fmt::format("rank {} could not listen", part->partner)));
+      return seen;
+    }
+    seen.attempt = attempt_of([&] {
+      Report report;
+      BwResults results;
+      run_bw_client(settings_for(m, phase.test, nodes[rank], nodes[part->partner], true), report, results);
+      return client_attempt(phase.test, report, results);
+    });
+  } else if (listen_failure) {
+    seen.attempt = *listen_failure;
+  } else {
+    seen.attempt = attempt_of([&] {
+      BwResults results;
+      server->serve_one(server_report, results, Clock::now() + m.bw.limits.timeout);
+      return Attempt{};
+    });
+  }
+  return seen;
+}
+
+// Every rank's observations of a phase, folded into the directions: the sender's attempt,
+// with the receiver's error where the sender has none to give.
+void record_phase(Job& job, const std::optional<Observation>& mine, const Phase& phase, bool retest,
+                  MeshResults& results) {
+  const auto all = job.all_gather(mine ? to_json(*mine).dump() : std::string());
+  std::vector<Observation> observed;
+  for (const auto& text : all) {
+    if (!text.empty()) observed.push_back(observation_from(nlohmann::json::parse(text)));
+  }
+  for (const auto& sender : observed) {
+    if (!sender.sender) continue;
+    auto attempt = sender.attempt;
+    for (const auto& receiver : observed) {
+      if (!receiver.sender && receiver.source == sender.source && receiver.destination == sender.destination &&
+          !receiver.attempt.error.is_null()) {
+        attempt.figures["receiver_error"] = receiver.attempt.error;
+        if (attempt.error.is_null()) {
+          attempt.outcome = receiver.attempt.outcome;
+          attempt.figure.reset();
+          attempt.error = receiver.attempt.error;
+        }
+      }
+    }
+    auto found = std::find_if(results.directions.begin(), results.directions.end(), [&](const Direction& d) {
+      return d.source == sender.source && d.destination == sender.destination && d.test == sender.test;
+    });
+    if (retest && found != results.directions.end()) {
+      found->retests.push_back(std::move(attempt));
+    } else if (found == results.directions.end()) {
+      results.directions.push_back(Direction{.source = sender.source,
+                                             .destination = sender.destination,
+                                             .test = sender.test,
+                                             .round = phase.round,
+                                             .cause = {},
+                                             .first = std::move(attempt),
+                                             .retests = {},
+                                             .outlier = false});
+    }
+  }
+}
+
+void run_round(Job& job, const MeshSettings& m, const std::vector<Node>& nodes, const Round& round, int number,
+               bool retest, MeshResults& results) {
+  Round usable;
+  std::copy_if(round.begin(), round.end(), std::back_inserter(usable),
+               [&](const RankPair& pair) { return nodes[pair.low].usable && nodes[pair.high].usable; });
+  for (const bool backward : {false, true}) {
+    if (backward && m.one_way) break;
+    for (const auto test : m.tests) {
+      const Phase phase{.pairs = usable, .backward = backward, .test = test, .round = number};
+      const auto mine = run_phase(job, m, nodes, phase);
+      record_phase(job, mine, phase, retest, results);
+    }
+  }
+}
+
+// The directions no measurement can run on: a rank without a usable address.
+void record_unusable(const MeshSettings& m, const std::vector<Node>& nodes, const std::vector<Round>& rounds,
+                     MeshResults& results) {
+  for (std::size_t number = 0; number < rounds.size(); ++number) {
+    for (const auto& pair : rounds[number]) {
+      const auto& low = nodes[pair.low];
+      const auto& high = nodes[pair.high];
+      if (low.usable && high.usable) continue;
+      const auto& broken = low.usable ? high : low;
+      const auto cause = broken.verdict.value("cause", std::string("unknown"));
+      const auto summary = broken.verdict.value("summary", std::string());
+      for (const bool backward : {false, true}) {
+        if (backward && m.one_way) break;
+        for (const auto test : m.tests) {
+          results.directions.push_back(Direction{
+              .source = backward ? pair.high : pair.low,
+              .destination = backward ? pair.low : pair.high,
+              .test = test,
+              .round = static_cast<int>(number) + 1,
+              .cause = cause,
+              .first = failure(
+                  Outcome::failed,
+                  message_only(fmt::format("rank {} ({}, {}) cannot take part: {}: {}", broken.rank, broken.host,
+                                           broken.address.empty() ? "no address" : broken.address, cause, summary))),
+              .retests = {},
+              .outlier = false});
+        }
+      }
+    }
+  }
+}
+
+// Directions to measure again: failed ones (a rank that cannot take part aside) and
+// outliers, by unordered pair.
+std::vector<RankPair> needing_retest(const MeshResults& results) {
+  std::vector<RankPair> pairs;
+  for (const auto test : results.tests) {
+    const auto analysis = results.analysis(test);
+    std::vector<const Direction*> of_test;
+    for (const auto& d : results.directions) {
+      if (d.test == test) of_test.push_back(&d);
+    }
+    std::vector<const Direction*> flagged;
+    for (const auto& outlier : analysis.outliers) flagged.push_back(of_test[outlier.sample]);
+    for (const auto* d : of_test) {
+      if (!d->last().figure && d->cause.empty()) flagged.push_back(d);
+    }
+    for (const auto* d : flagged) {
+      const RankPair pair{.low = std::min(d->source, d->destination), .high = std::max(d->source, d->destination)};
+      if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+    }
+  }
+  return pairs;
+}
+
+void mark_outliers(MeshResults& results) {
+  for (auto& d : results.directions) d.outlier = false;
+  for (const auto test : results.tests) {
+    std::vector<Direction*> of_test;
+    for (auto& d : results.directions) {
+      if (d.test == test) of_test.push_back(&d);
+    }
+    for (const auto& outlier : results.analysis(test).outliers) of_test[outlier.sample]->outlier = true;
+  }
+}
+
+void write_progress(const std::string& path, const Report& report, const MeshResults& results) {
+  if (path.empty()) return;
+  auto partial = report;
+  partial.add(results);
+  std::ofstream file(path);
+  file << json_text(to_json(partial)) << "\n";
+}
+
+std::vector<Round> plan(const MeshSettings& m, int ranks) {
+  if (!m.only_pairs.empty()) return m.serial ? one_per_round(m.only_pairs) : pack_rounds(m.only_pairs);
+  auto rounds = round_robin(ranks);
+  if (!m.serial) return rounds;
+  std::vector<RankPair> pairs;
+  for (const auto& round : rounds) pairs.insert(pairs.end(), round.begin(), round.end());
+  return one_per_round(pairs);
+}
+
+ExitCode exit_code_of(const MeshResults& results) {
+  const bool no_device = std::all_of(results.nodes.begin(), results.nodes.end(), [](const Node& node) {
+    return !node.usable && node.verdict.value("cause", std::string()) == "no_rdma_device";
+  });
+  if (no_device && !results.nodes.empty()) return ExitCode::no_device;
+  return results.all_good() ? ExitCode::ok : ExitCode::run_failed;
+}
+
+}  // namespace
+
+void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report, MeshResults& results) {
+  results.ranks = job.size();
+  results.tests = m.tests;
+  results.bw_analysis.threshold = m.bw_threshold;
+  results.time_analysis.threshold = m.time_threshold;
+  for (const auto& text : job.all_gather(nlohmann::json(self).dump())) {
+    results.nodes.push_back(nlohmann::json::parse(text).get<Node>());
+  }
+  for (const auto& node : results.nodes) {
+    if (node.rank >= job.size() || &node - results.nodes.data() != node.rank) {
+      throw ProtocolError(fmt::format("rank {} described itself as rank {}", &node - results.nodes.data(), node.rank));
+    }
+  }
+  report.local_address = self.address;
+  const auto rounds = plan(m, job.size());
+  results.rounds = static_cast<int>(rounds.size());
+  record_unusable(m, results.nodes, rounds, results);
+  for (std::size_t number = 0; number < rounds.size(); ++number) {
+    spdlog::info("round {} of {}: {} pair(s)", number + 1, rounds.size(), rounds[number].size());
+    run_round(job, m, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
+    results.rounds_completed = static_cast<int>(number) + 1;
+    if (job.rank() == 0) write_progress(m.json_file, report, results);
+  }
+  for (int pass = 0; pass < m.retests; ++pass) {
+    const auto again = needing_retest(results);
+    if (again.empty()) break;
+    spdlog::info("retest {}: {} pair(s), one at a time", pass + 1, again.size());
+    for (const auto& round : one_per_round(again)) run_round(job, m, results.nodes, round, 0, true, results);
+  }
+  mark_outliers(results);
+  for (const auto& d : results.directions) {
+    if (const auto& figures = d.last().figures; figures.contains("bytes"))
+      report.bytes += figures["bytes"].get<std::uint64_t>();
+  }
+  report.exit_code = exit_code_of(results);
+  if (report.exit_code != ExitCode::ok) report.outcome = Outcome::failed;
+}
+
+}  // namespace rdmakit::mesh

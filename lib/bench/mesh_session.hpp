@@ -1,0 +1,94 @@
+#pragma once
+// rdma_mesh: every pair of a job's ranks measured over rdma_cm with send_bw's session
+// (lib/bench/bw_session), round by round as lib/core/mesh_plan schedules them. The job
+// (lib/core/job.hpp, MPI in practice) only starts the ranks, exchanges what they found and
+// keeps the rounds in step; every measured byte goes over the rdma_cm connections.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/bench/bw_session.hpp"
+#include "lib/core/job.hpp"
+#include "lib/core/mesh_node.hpp"
+#include "lib/core/mesh_plan.hpp"
+#include "lib/core/report.hpp"
+
+namespace rdmakit::mesh {
+
+enum class Test { bandwidth, latency, connect };
+std::string_view to_string(Test test);  // "bw", "lat", "cm"
+
+struct MeshSettings {
+  // The test's parameters (operation, size, budget, depth, ...). Each pair fills in the
+  // peer, the local address and the port.
+  BwSettings bw;
+  std::vector<Test> tests{Test::bandwidth};
+  std::uint32_t latency_size = 2;
+  std::uint16_t connections = 4;    // --test cm: connections set up one after another
+  std::uint16_t base_port = 18600;  // rank r listens on base_port + r
+  bool one_way = false;
+  bool serial = false;
+  std::vector<RankPair> only_pairs;  // --pairs: these alone
+  int retests = 1;
+  double bw_threshold = 0.8;
+  double time_threshold = 2.0;
+  std::string json_file;  // rank 0 rewrites it after every round
+};
+
+// One attempt at one direction of one pair.
+struct Attempt {
+  Outcome outcome = Outcome::completed;
+  std::optional<double> figure;
+  nlohmann::json figures = nlohmann::json::object();
+  nlohmann::json error;  // null, or the error record (the sender's, else the receiver's)
+};
+
+// One direction of one pair in one test: the first attempt and the retests.
+struct Direction {
+  int source = 0;  // runs the client: sends (send, write) or reads (read), pings, connects
+  int destination = 0;
+  Test test = Test::bandwidth;
+  int round = 0;
+  std::string cause;  // the verdict's code when a rank could not take part
+  Attempt first;
+  std::vector<Attempt> retests;
+  bool outlier = false;  // after the retests
+
+  const Attempt& last() const { return retests.empty() ? first : retests.back(); }
+};
+
+// rdma_mesh's report: the nodes, every direction measured, and per test the spread,
+// outliers and node problems.
+struct MeshResults final : ReportSection {
+  int ranks = 0;
+  std::vector<Test> tests;
+  std::vector<Node> nodes;
+  std::vector<Direction> directions;
+  int rounds = 0;
+  int rounds_completed = 0;
+  AnalysisSettings bw_analysis{.better = Better::higher, .threshold = 0.8, .slowest_count = 5};
+  AnalysisSettings time_analysis{.better = Better::lower, .threshold = 2.0, .slowest_count = 5};
+
+  void add_to(nlohmann::json& document) const override;
+  std::string text() const override;
+
+  const AnalysisSettings& analysis_settings(Test test) const {
+    return test == Test::bandwidth ? bw_analysis : time_analysis;
+  }
+  // The analysis of one test over the directions' last attempts.
+  Analysis analysis(Test test) const;
+  // Failed directions and, after the retests, outliers: what makes the exit 1.
+  bool all_good() const;
+};
+
+// Runs the mesh on this rank, which `self` describes, and fills `results` (complete on
+// rank 0). Every wait is bounded by settings.bw.limits; a failed pair is recorded and the
+// mesh goes on. Every rank returns the same exit code in `report`.
+void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results);
+
+}  // namespace rdmakit::mesh

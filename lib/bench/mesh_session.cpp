@@ -1,6 +1,7 @@
 #include "lib/bench/mesh_session.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 
@@ -379,8 +380,14 @@ void write_progress(const std::string& path, const Report& report, const MeshRes
   if (path.empty()) return;
   auto partial = report;
   partial.add(results);
-  std::ofstream file(path);
-  file << json_text(to_json(partial)) << "\n";
+  // Whole or not at all: MPI ends every rank when one dies, rank 0 perhaps mid-write.
+  const auto writing = path + ".partial";
+  {
+    std::ofstream file(writing);
+    file << json_text(to_json(partial)) << "\n";
+    if (!file) return;
+  }
+  std::rename(writing.c_str(), path.c_str());
 }
 
 std::vector<Round> plan(const MeshSettings& m, int ranks) {

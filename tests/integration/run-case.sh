@@ -38,6 +38,9 @@ source "$here/remote.sh"
 source "$here/pair_cases.sh"
 # shellcheck source=crafted_cases.sh
 source "$here/crafted_cases.sh"
+OURS_RDMA_MESH=$BIN/rdma_mesh
+# shellcheck source=mesh_cases.sh
+source "$here/mesh_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 check_schemas

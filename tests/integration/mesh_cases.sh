@@ -1,0 +1,152 @@
+# rdma_mesh cases: the ranks started by mpirun in one guest, all on its rxe device (or one
+# given an address without RDMA), the schedule and the report checked from the JSON.
+
+# Open MPI as root in the guest; TCP between the ranks instead of its shared-memory
+# transport, whose segment files in the guest's fresh /tmp have failed to unlink there;
+# more ranks than the guest's two CPUs, not bound to any.
+MESH_MPIRUN=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,tcp
+  mpirun --oversubscribe --bind-to none)
+
+require_mpirun() {
+  command -v mpirun > /dev/null || { echo "SKIP: mpirun missing (Debian package openmpi-bin)"; exit 77; }
+  [[ -x $OURS_RDMA_MESH ]] || { echo "SKIP: rdma_mesh not built (no MPI at configure time)"; exit 77; }
+}
+
+# A block of ports for RANKS ranks: rank r listens on $PORT + r.
+mesh_ports() {
+  next_port
+  port_counter=$((port_counter + $1))
+}
+
+# Outliers are not this case's subject: the guest's CPUs are shared by every rank, so its
+# figures vary by more than any threshold a cluster would use.
+NO_OUTLIERS=(--threshold 0.01 --lat-threshold 1000)
+
+# expect_full_mesh FILE RANKS TESTS: every ordered pair of RANKS ranks measured once per
+# test in TESTS (a jq array), each with a positive figure, and every unordered pair in a
+# round of its own kind: no rank twice in one round.
+expect_full_mesh() {
+  local file=$1 ranks=$2 tests=$3
+  expect_jq ".ranks == $ranks and .tests == $tests and (.nodes | length) == $ranks
+    and all(.nodes[]; .usable and .address != \"\" and .device != \"\")" "$file"
+  expect_jq "(.pairs | length) == $ranks * ($ranks - 1) * ($tests | length)" "$file"
+  expect_jq "[.pairs[] | [.source, .destination, .test]] | unique | length == ($ranks * ($ranks - 1) * ($tests | length))" "$file"
+  expect_jq 'all(.pairs[]; .outcome == "completed" and .figure > 0 and .source != .destination)' "$file"
+  expect_jq '[.pairs[] | {round, rank: (.source, .destination), test}]
+    | group_by([.round, .test, .rank]) | all(length == 2)' "$file"
+  expect_jq "(.rounds == (if $ranks % 2 == 0 then $ranks - 1 else $ranks end)) and .rounds_completed == .rounds" "$file"
+}
+
+case_mesh_ranks() {
+  require_device
+  require_mpirun
+  local ranks
+  for ranks in 2 5; do
+    mesh_ports "$ranks"
+    run "mesh$ranks" 240 "${MESH_MPIRUN[@]}" -np "$ranks" "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -n 100 --warmup 10 \
+      --timeout 10 "${NO_OUTLIERS[@]}" --json --json-file "$T/mesh$ranks.file.json"
+    expect_rc 0 "mpirun -np $ranks rdma_mesh"
+    expect_full_mesh "mesh$ranks.out" "$ranks" '["bw"]'
+    expect_jq 'all(.pairs[]; .figures.size == 4096 and .figures.iterations == 100 and .unit == "MiB/s")' "mesh$ranks.out"
+    expect_jq '.summary.bw.measured == (.pairs | length) and .summary.bw.failed == 0
+      and .summary.bw.min <= .summary.bw.median and .summary.bw.median <= .summary.bw.max' "mesh$ranks.out"
+    jq -S 'del(.duration_s)' "$T/mesh$ranks.out" > "$T/stdout.sorted"
+    jq -S 'del(.duration_s)' "$T/mesh$ranks.file.json" > "$T/file.sorted"
+    cmp -s "$T/stdout.sorted" "$T/file.sorted" || fail "--json-file differs from the --json report"
+    expect_schema rdma_mesh "mesh$ranks.out"
+    note "$ranks ranks: $(jq -c '.summary.bw | {min, median, max}' "$T/mesh$ranks.out"), ${ELAPSED_MS} ms"
+  done
+  # Four ranks, every test: latency and connection set-up beside bandwidth, and the text.
+  mesh_ports 4
+  run mesh4 300 "${MESH_MPIRUN[@]}" -np 4 "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -n 100 --warmup 10 --test bw,lat,cm -c 2 \
+    --timeout 10 "${NO_OUTLIERS[@]}" --json
+  expect_rc 0 "mpirun -np 4 rdma_mesh --test bw,lat,cm"
+  expect_full_mesh mesh4.out 4 '["bw","lat","cm"]'
+  expect_jq 'all(.pairs[] | select(.test == "lat"); .figures.count == 100 and .figures.p99_us >= .figures.p50_us)' mesh4.out
+  expect_jq 'all(.pairs[] | select(.test == "cm"); .figures.connections == 2 and .figures.connect_ms > 0)' mesh4.out
+  expect_schema rdma_mesh mesh4.out
+  note "4 ranks: lat $(jq -c '.summary.lat | {median}' "$T/mesh4.out") us, cm $(jq -c '.summary.cm | {median}' "$T/mesh4.out") ms, ${ELAPSED_MS} ms"
+}
+
+# One rank on the netdev without RDMA: its pairs fail with the bind diagnosis's cause, the
+# others complete, rank 0 names it as a node problem, exit 1, within a bound.
+case_mesh_unusable_rank() {
+  require_device
+  require_mpirun
+  mesh_ports 4
+  local common=(-p "$PORT" -s 4096 -n 100 --warmup 10 --timeout 10 "${NO_OUTLIERS[@]}")
+  run mesh 240 "${MESH_MPIRUN[@]}" -np 3 "$OURS_RDMA_MESH" "${common[@]}" --json \
+    : -np 1 "$OURS_RDMA_MESH" "${common[@]}" --bind "$PLAIN_ADDR" --json
+  expect_rc 1 "rdma_mesh with rank 3 on $PLAIN_ADDR"
+  ((ELAPSED_MS < 120000)) || fail "the mesh with an unusable rank took ${ELAPSED_MS} ms"
+  expect_jq '.nodes[3].usable == false and .nodes[3].verdict.cause == "netdev_without_rdma"
+    and .nodes[3].address == env.PLAIN_ADDR' mesh.out
+  expect_jq '[.pairs[] | select(.source == 3 or .destination == 3)]
+    | length == 6 and all(.outcome == "failed" and .cause == "netdev_without_rdma" and .figure == null
+      and (.error.message | contains("netdev_without_rdma")))' mesh.out
+  expect_jq '[.pairs[] | select(.source != 3 and .destination != 3)] | length == 6 and all(.outcome == "completed")' mesh.out
+  expect_jq '[.summary.bw.node_problems[].rank] == [3]' mesh.out
+  expect_schema rdma_mesh mesh.out
+  note "rank 3 on $PLAIN_ADDR: exit 1 in ${ELAPSED_MS} ms, $(jq -c '.summary.bw | {measured, failed}' "$T/mesh.out")"
+}
+
+# --pairs and --serial: only the listed pairs, one per round; a strict threshold makes
+# outliers, and each is measured again alone, the first figure kept beside the retest's.
+case_mesh_pairs_retest() {
+  require_device
+  require_mpirun
+  mesh_ports 4
+  printf '# the links to check\n0 1\n2-3\n\n0,3  # a diagonal\n' > "$T/pairs"
+  run mesh 240 "${MESH_MPIRUN[@]}" -np 4 "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -n 100 --warmup 10 --timeout 10 \
+    --pairs "$T/pairs" --serial --threshold 0.99 --retest 1 --json
+  [[ $RC -eq 0 || $RC -eq 1 ]] || fail "rdma_mesh --pairs: exit $RC"
+  expect_jq '.rounds == 3 and ([.pairs[] | [.source, .destination]] | sort) == [[0,1],[0,3],[1,0],[2,3],[3,0],[3,2]]' mesh.out
+  expect_jq 'all(.pairs[]; .outcome == "completed")' mesh.out
+  # A strict threshold retests whatever fell below it; the retest's figure is the final one.
+  expect_jq '[.pairs[] | select(.retests | length > 0)] | length > 0
+    and all(.final_figure == .retests[-1].figure)' mesh.out
+  expect_jq 'all(.pairs[] | select(.retests | length == 0); .final_figure == .figure)' mesh.out
+  expect_jq "($RC == 1) == ((.summary.bw.outliers | length) > 0)" mesh.out
+  expect_schema rdma_mesh mesh.out
+  note "retested: $(jq -c '[.pairs[] | select(.retests | length > 0) | [.source, .destination, .figure, .final_figure]]' "$T/mesh.out")"
+}
+
+# A rank killed mid-run ends the MPI job (MPI's model); the JSON file rank 0 rewrites after
+# every round keeps the rounds that finished.
+case_mesh_rank_killed() {
+  require_device
+  require_mpirun
+  mesh_ports 4
+  start mesh "${MESH_MPIRUN[@]}" -np 4 "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -D 1 --timeout 10 "${NO_OUTLIERS[@]}" \
+    --json-file "$T/progress.json"
+  poll_until 120 "no round finished" jq -e '.rounds_completed >= 1' "$T/progress.json"
+  local victim
+  victim=$(pgrep -f "$OURS_RDMA_MESH -p $PORT" | tail -1)
+  [[ -n $victim ]] || fail "no rdma_mesh process to kill"
+  kill -9 "$victim"
+  finish mesh 60
+  [[ $RC -ne 0 && $RC -ne 124 ]] || fail "mpirun after a killed rank: exit $RC"
+  expect_jq '.tool == "rdma_mesh" and .rounds_completed >= 1 and .rounds == 3 and (.pairs | length) >= 2
+    and (.rounds_completed as $done | all(.pairs[]; .round <= $done))' progress.json
+  expect_schema rdma_mesh progress.json
+  note "killed pid $victim: mpirun exit $RC, file kept $(jq .rounds_completed "$T/progress.json") round(s)"
+}
+
+# Bad options on one rank or all: exit 2 on every rank with one line each, nothing hangs.
+# No device needed (the options are refused before any is opened): label nodevice.
+case_mesh_bad_flags() {
+  require_mpirun
+  run all 60 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" --threshold 2
+  expect_rc 2 "--threshold 2 on every rank"
+  [[ $(grep -c '^rdma_mesh\[[01]\]: --threshold' "$T/all.err") -eq 2 ]] || fail "expected one line per rank"
+  run one 60 "${MESH_MPIRUN[@]}" -np 1 "$OURS_RDMA_MESH" : -np 1 "$OURS_RDMA_MESH" --op nope
+  expect_rc 2 "--op nope on rank 1"
+  expect_grep '^rdma_mesh\[1\]: --op' one.err
+  expect_grep '^rdma_mesh\[0\]: rank 1 refused its options: --op' one.err
+  run combo 60 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" -n 5 -D 1
+  expect_rc 2 "-n with -D"
+  printf '0 7\n' > "$T/pairs"
+  run pairs 60 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" --pairs "$T/pairs" --json
+  expect_rc 2 "--pairs naming rank 7 of 2"
+  expect_jq '.outcome == "usage_error" and (.errors[0].message | contains("line 1"))' pairs.out
+}

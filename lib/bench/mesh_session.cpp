@@ -407,6 +407,38 @@ ExitCode exit_code_of(const MeshResults& results) {
   return results.all_good() ? ExitCode::ok : ExitCode::run_failed;
 }
 
+// What made the exit 1 (or 77), in one line.
+std::string findings_line(const MeshResults& results) {
+  std::size_t failed = 0;
+  std::size_t outliers = 0;
+  for (const auto& d : results.directions) {
+    failed += d.last().figure ? 0 : 1;
+    outliers += d.outlier ? 1 : 0;
+  }
+  std::string unusable;
+  for (const auto& node : results.nodes) {
+    if (node.usable) continue;
+    unusable += fmt::format("{}rank {}: {}", unusable.empty() ? "" : ", ", node.rank,
+                            node.verdict.value("cause", std::string("unknown")));
+  }
+  auto line = fmt::format("{} of {} directions failed, {} outlier(s) after the retests", failed,
+                          results.directions.size(), outliers);
+  if (!unusable.empty()) line += fmt::format(" (cannot take part: {})", unusable);
+  return line;
+}
+
+// The report's common counters: what the last attempt of each direction moved.
+void count_traffic(const MeshResults& results, Report& report) {
+  for (const auto& d : results.directions) {
+    const auto& figures = d.last().figures;
+    if (figures.contains("bytes") && figures.contains("iterations")) {
+      const auto iterations = figures["iterations"].get<std::uint64_t>();
+      report.iterations_completed += iterations;
+      report.bytes += figures["bytes"].get<std::uint64_t>() * iterations;
+    }
+  }
+}
+
 }  // namespace
 
 void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report, MeshResults& results) {
@@ -439,12 +471,15 @@ void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report,
     for (const auto& round : one_per_round(again)) run_round(job, m, results.nodes, round, 0, true, results);
   }
   mark_outliers(results);
-  for (const auto& d : results.directions) {
-    if (const auto& figures = d.last().figures; figures.contains("bytes"))
-      report.bytes += figures["bytes"].get<std::uint64_t>();
-  }
+  count_traffic(results, report);
   report.exit_code = exit_code_of(results);
-  if (report.exit_code != ExitCode::ok) report.outcome = Outcome::failed;
+  if (report.exit_code == ExitCode::ok) return;
+  report.outcome = Outcome::failed;
+  // Said once, by the rank that prints the report.
+  if (job.rank() == 0) {
+    report.errors.push_back(
+        ErrorRecord{.message = findings_line(results), .call = {}, .errnum = 0, .hint = {}, .completion = {}});
+  }
 }
 
 }  // namespace rdmakit::mesh

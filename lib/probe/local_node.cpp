@@ -47,7 +47,8 @@ mesh::Node describe_local_node(const std::string& bind, const std::string& netde
   if (choice.address.empty()) {
     // No address to try: the host's own state says why, or, where it has nothing to say
     // (devices fine, no address on them), the choice does.
-    auto verdict = diagnose(make_target("", 0, "tcp"), inventory, Attempt{});
+    const auto target = make_target("", 0, "tcp");
+    auto verdict = diagnose(target, inventory, run_attempt(target, options));
     if (verdict.exit_code == ExitCode::ok) {
       verdict = Verdict{.cause = "no_address",
                         .exit_code = ExitCode::cause_found,

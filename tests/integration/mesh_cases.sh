@@ -150,3 +150,25 @@ case_mesh_bad_flags() {
   expect_rc 2 "--pairs naming rank 7 of 2"
   expect_jq '.outcome == "usage_error" and (.errors[0].message | contains("line 1"))' pairs.out
 }
+
+# Two guests (scripts/rxe-vm.sh --pair): mpirun on this one starts two ranks here and two
+# on the peer, through tests/integration/mpi-rsh-agent.sh in place of ssh; every rank on
+# the wire's device, so that the pairs across the guests cross the wire.
+case_pair_mesh() {
+  require_peer
+  require_mpirun
+  mesh_ports 4
+  local wire=${WIRE_ADDR%.*}.0/24
+  run mesh 300 "${MESH_MPIRUN[@]}" --host rxevm-b:2,rxevm-a:2 -np 4 \
+    --mca plm_rsh_agent "$(dirname "${BASH_SOURCE[0]}")/mpi-rsh-agent.sh" \
+    --mca oob_tcp_if_include "$wire" --mca btl_tcp_if_include "$wire" \
+    "$OURS_RDMA_MESH" -d "$WIRE_DEV" -p "$PORT" -s 4096 -n 50 --warmup 5 --timeout 10 "${NO_OUTLIERS[@]}" --json
+  expect_rc 0 "mpirun across two guests"
+  expect_full_mesh mesh.out 4 '["bw"]'
+  expect_jq '[.nodes[] | [.host, .address, .device]] == [["rxevm-b", env.WIRE_ADDR, env.WIRE_DEV],
+    ["rxevm-b", env.WIRE_ADDR, env.WIRE_DEV], ["rxevm-a", env.PEER_ADDR, env.WIRE_DEV],
+    ["rxevm-a", env.PEER_ADDR, env.WIRE_DEV]]' mesh.out
+  expect_jq '[.pairs[] | select((.source < 2) != (.destination < 2))] | length == 8' mesh.out
+  expect_schema rdma_mesh mesh.out
+  note "across the wire: $(jq -c '[.pairs[] | select((.source < 2) != (.destination < 2)) | .figure] | {min: min, max: max}' "$T/mesh.out") MiB/s, ${ELAPSED_MS} ms"
+}

@@ -421,6 +421,7 @@ std::string findings_line(const MeshResults& results) {
     unusable += fmt::format("{}rank {}: {}", unusable.empty() ? "" : ", ", node.rank,
                             node.verdict.value("cause", std::string("unknown")));
   }
+  if (exit_code_of(results) == ExitCode::no_device) return "no RDMA device on any rank (" + unusable + ")";
   auto line = fmt::format("{} of {} directions failed, {} outlier(s) after the retests", failed,
                           results.directions.size(), outliers);
   if (!unusable.empty()) line += fmt::format(" (cannot take part: {})", unusable);

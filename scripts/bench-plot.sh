@@ -39,6 +39,16 @@ trap 'rm -rf "$work"' EXIT
 
 # quote TEXT: TEXT as a gnuplot single-quoted string (no escapes there but '' for ').
 quote() { printf "'%s'" "${1//\'/\'\'}"; }
+# preamble WIDTH HEIGHT: gnuplot's terminal ($terminal, WIDTH x HEIGHT pixels) and output ($out).
+preamble() {
+  echo "set encoding utf8"
+  if [[ $terminal == svg ]]; then
+    echo "set terminal svg size $1,$2 font 'sans,13' noenhanced background '#ffffff'"
+  else
+    echo "set terminal pngcairo size $1,$2 font 'sans,11' noenhanced background '#ffffff'"
+  fi
+  echo "set output $(quote "$out")"
+}
 
 # The kind of one report: bw, lat, or why it is neither.
 # shellcheck disable=SC2016  # jq's variables, not the shell's
@@ -61,9 +71,8 @@ rows_of() {
     | [.bytes, (.[$a] // "NaN"), (.[$b] // "NaN")] | map(tostring) | join(" ")' "$3" | sort -g -k1,1
 }
 
-# One rdma_mesh report's heatmaps: a gnuplot script on stdout, the cells' data in $work.
-# Columns of a test's data: source, destination, final figure (NaN when failed), failed
-# (1/0), outlier (1/0).
+# An rdma_mesh test's cells, one line a direction: source, destination, final figure (NaN
+# when failed), failed (1/0), outlier (1/0).
 # shellcheck disable=SC2016  # jq's variables, not the shell's
 mesh_cells='.pairs[] | select(.test == $test)
   | [.source, .destination, (.final_figure // "NaN"), (if .final_figure == null then 1 else 0 end),
@@ -88,8 +97,9 @@ mesh_colours='(.summary[$test] // {}) as $s | [.pairs[] | select(.test == $test)
       "set cbrange [\([$f | min, $s.median * $s.threshold] | min):\([$f | max, $s.median * (2 - $s.threshold)] | max)]"
     else "set cbrange [\([$f | min, ([0, $s.median * (2 - $s.threshold)] | max)] | min):\([$f | max, $s.median * $s.threshold] | max)]"
     end'
+# plot_mesh MESH.json: its heatmaps, a gnuplot script on stdout (the cells' data in $work).
 plot_mesh() {
-  local out=$1 terminal=$2 file=$3 ranks tests test dat title cbox panel=0 labels font
+  local file=$1 ranks tests test dat title cbox cells panel=0 labels font
   ranks=$(jq -r '.ranks' "$file")
   # The report's tests in its order, those with pairs alone.
   mapfile -t tests < <(jq -r '. as $r | (.tests // []) + ([.pairs[].test] | unique)
@@ -98,13 +108,7 @@ plot_mesh() {
   # Figures in the cells while they are big enough to read.
   labels=$((ranks <= 16))
   font=$((ranks <= 8 ? 11 : 8))
-  echo "set encoding utf8"
-  if [[ $terminal == svg ]]; then
-    echo "set terminal svg size 900,$((700 * ${#tests[@]})) font 'sans,13' noenhanced background '#ffffff'"
-  else
-    echo "set terminal pngcairo size 900,$((700 * ${#tests[@]})) font 'sans,11' noenhanced background '#ffffff'"
-  fi
-  echo "set output $(quote "$out")"
+  preamble 900 $((700 * ${#tests[@]}))
   [[ ${#tests[@]} -gt 1 ]] && echo "set multiplot layout ${#tests[@]},1"
   echo "set size ratio -1"
   echo "set xrange [-0.5:$ranks - 0.5]"
@@ -129,7 +133,6 @@ plot_mesh() {
       echo "set palette defined (0 '#1a9850', 0.5 '#fee08b', 1 '#d73027')"
     fi
     jq -r --arg test "$test" "$mesh_colours" "$file"
-    local cells
     cells="$(quote "$dat") using 2:1:(0.5):(0.5):(\$4 == 1 ? NaN : \$3) with boxxyerror fillcolor palette"
     cells+=", $(quote "$dat") using 2:(\$4 == 1 ? \$1 : NaN):(0.5):(0.5) with boxxyerror fillcolor rgb '#e0e0e0'"
     cells+=", $(quote "$dat") using 2:1:(\$4 == 1 ? 'X' : '') with labels font 'sans,$((font + 4))' textcolor rgb '#b00000'"
@@ -154,7 +157,7 @@ for file in "$@"; do
 done
 if [[ " ${kinds[*]} " == *" mesh "* ]]; then
   [[ $# -eq 1 ]] || fail "an rdma_mesh report is plotted alone: give one, without send_bw reports"
-  plot_mesh "$out" "$terminal" "$1" > "$work/plot.gp"
+  plot_mesh "$1" > "$work/plot.gp"
   gnuplot "$work/plot.gp" || { echo "bench-plot: gnuplot failed to write $out" >&2; exit 1; }
   echo "bench-plot: $out"
   exit 0
@@ -216,13 +219,7 @@ xaxis=$(cat "$work"/*.dat | awk '
 panels=$(( (${#bw_plots[@]} > 0) + (${#lat_plots[@]} > 0) ))
 height=$((panels == 2 ? 1100 : 600))
 {
-  echo "set encoding utf8"
-  if [[ $terminal == svg ]]; then
-    echo "set terminal svg size 1000,$height font 'sans,13' noenhanced background '#ffffff'"
-  else
-    echo "set terminal pngcairo size 1000,$height font 'sans,11' noenhanced background '#ffffff'"
-  fi
-  echo "set output $(quote "$out")"
+  preamble 1000 "$height"
   echo "set logscale x 2"
   echo "$xaxis"
   echo "set xlabel 'message size (bytes)'"

@@ -8,10 +8,19 @@
 #   build/bin/send_bw 10.0.0.2 -a --json > build/sweep.json
 #   build/bin/send_bw 10.0.0.2 -a --lat --json > build/sweep-lat.json
 #   scripts/bench-plot.sh build/sweep.svg build/sweep.json build/sweep-lat.json
-# Exits 2 on bad usage or an input that is not a send_bw report with rows, 77 when gnuplot
-# (Debian package gnuplot-nox) or jq is missing.
+# bench-plot.sh OUT.(svg|png) MESH.json: one rdma_mesh --json report as a heatmap per test
+# in it (bw, lat, cm), one above the other: rows the source rank, columns the destination,
+# the colour each direction's final figure (yellow the median, red at the outlier limit or
+# beyond: low bandwidth, long times), an X where it failed, a black box round an outlier;
+# the diagonal and directions not measured stay blank. Up to 16 ranks the cells show the
+# figures too.
+#   mpirun -np 5 build/bin/rdma_mesh --test bw,lat --json-file build/mesh.json
+#   scripts/bench-plot.sh build/mesh.png build/mesh.json
+# Exits 2 on bad usage or an input that is not a send_bw report with rows or an rdma_mesh
+# report with pairs (also for several rdma_mesh reports, or one mixed with send_bw
+# reports), 77 when gnuplot (Debian package gnuplot-nox) or jq is missing.
 set -euo pipefail
-usage="usage: $0 OUT.(svg|png) SWEEP.json [SWEEP.json ...]"
+usage="usage: $0 OUT.(svg|png) SWEEP.json [SWEEP.json ...] | MESH.json"
 fail() { echo "bench-plot: $*" >&2; exit 2; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { echo "$usage"; exit 0; }
 [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }
@@ -30,10 +39,28 @@ trap 'rm -rf "$work"' EXIT
 
 # quote TEXT: TEXT as a gnuplot single-quoted string (no escapes there but '' for ').
 quote() { printf "'%s'" "${1//\'/\'\'}"; }
+# preamble WIDTH HEIGHT: gnuplot's terminal ($terminal, WIDTH x HEIGHT pixels) and output ($out).
+preamble() {
+  echo "set encoding utf8"
+  if [[ $terminal == svg ]]; then
+    echo "set terminal svg size $1,$2 font 'sans,13' noenhanced background '#ffffff'"
+  else
+    echo "set terminal pngcairo size $1,$2 font 'sans,11' noenhanced background '#ffffff'"
+  fi
+  echo "set output $(quote "$out")"
+}
 
 # The kind of one report: bw, lat, or why it is neither.
+# shellcheck disable=SC2016  # jq's variables, not the shell's
 kind_of='if length != 1 then "is not one JSON document" else .[0] |
-  if type != "object" or .tool != "send_bw" then "is not a send_bw JSON report"
+  if type == "object" and .tool == "rdma_mesh" then .ranks as $n |
+    if (.pairs | type) != "array" or (.pairs | length) == 0 then "has no pairs"
+    elif (.ranks | type) != "number" or .ranks < 2 then "has no ranks count of 2 or more"
+    elif all(.pairs[]; type == "object" and (.source | type) == "number" and (.destination | type) == "number"
+        and .source >= 0 and .source < $n and .destination >= 0 and .destination < $n
+        and (.test | type) == "string" and ((.final_figure | type) == "number" or .final_figure == null))
+      then "mesh" else "has pairs without a source, destination, test and final_figure" end
+  elif type != "object" or .tool != "send_bw" then "is neither a send_bw nor an rdma_mesh JSON report"
   elif (.rows | type) != "array" or (.rows | length) == 0 then "has no rows"
   elif all(.rows[]; type == "object" and has("bw_average_mib_per_s")) then "bw"
   elif all(.rows[]; type == "object" and has("t_median_us")) then "lat"
@@ -44,17 +71,107 @@ rows_of() {
     | [.bytes, (.[$a] // "NaN"), (.[$b] // "NaN")] | map(tostring) | join(" ")' "$3" | sort -g -k1,1
 }
 
-bw_plots=() lat_plots=()
-n=0
+# An rdma_mesh test's cells, one line a direction: source, destination, final figure (NaN
+# when failed), failed (1/0), outlier (1/0).
+# shellcheck disable=SC2016  # jq's variables, not the shell's
+mesh_cells='.pairs[] | select(.test == $test)
+  | [.source, .destination, (.final_figure // "NaN"), (if .final_figure == null then 1 else 0 end),
+     (if .outlier == true then 1 else 0 end)] | map(tostring) | join(" ")'
+# The panel's title: the test and the median; the colour-box label: what the figure is, its unit.
+# shellcheck disable=SC2016  # jq's variables, not the shell's
+mesh_title='(.summary[$test] // {}) as $s | ([.pairs[] | select(.test == $test) | .unit][0] // $s.unit // "") as $u
+  | "rdma_mesh \($test): "
+    + (if ($s.median | type) == "number"
+       then "median \($s.median | if . >= 100 then . * 10 | round / 10 else . * 1000 | round / 1000 end) \($u)"
+       else "nothing measured" end)
+    + " (\(.ranks) ranks; X: failed, box: outlier)"
+    + "\t\($s.figure // "final figure") (\($u))"'
+# The colour range: the median in the middle, the outlier limit (--threshold or
+# --lat-threshold times the median) at the red end, so that a spread of a few percent does
+# not look like a fault; widened to take in every figure.
+# shellcheck disable=SC2016  # jq's variables, not the shell's
+mesh_colours='(.summary[$test] // {}) as $s | [.pairs[] | select(.test == $test) | .final_figure | numbers] as $f
+  | if ($f | length) == 0 then "set cbrange [0:1]"
+    elif ($s.median | type) != "number" or ($s.threshold | type) != "number" then "set autoscale cb"
+    elif $test == "bw" then
+      "set cbrange [\([$f | min, $s.median * $s.threshold] | min):\([$f | max, $s.median * (2 - $s.threshold)] | max)]"
+    else "set cbrange [\([$f | min, ([0, $s.median * (2 - $s.threshold)] | max)] | min):\([$f | max, $s.median * $s.threshold] | max)]"
+    end'
+# plot_mesh MESH.json: its heatmaps, a gnuplot script on stdout (the cells' data in $work).
+plot_mesh() {
+  local file=$1 ranks tests test dat title cbox cells panel=0 labels font
+  ranks=$(jq -r '.ranks' "$file")
+  # The report's tests in its order, those with pairs alone.
+  mapfile -t tests < <(jq -r '. as $r | (.tests // []) + ([.pairs[].test] | unique)
+    | reduce .[] as $t ([]; if any(.[]; . == $t) then . else . + [$t] end)
+    | map(select(. as $t | any($r.pairs[]; .test == $t))) | .[]' "$file")
+  # Figures in the cells while they are big enough to read.
+  labels=$((ranks <= 16))
+  font=$((ranks <= 8 ? 11 : 8))
+  preamble 900 $((700 * ${#tests[@]}))
+  [[ ${#tests[@]} -gt 1 ]] && echo "set multiplot layout ${#tests[@]},1"
+  echo "set size ratio -1"
+  echo "set xrange [-0.5:$ranks - 0.5]"
+  echo "set yrange [$ranks - 0.5:-0.5]"
+  echo "set xlabel 'destination rank'"
+  echo "set ylabel 'source rank'"
+  if [[ $ranks -le 32 ]]; then echo "set xtics 1 out nomirror; set ytics 1 out nomirror"; fi
+  echo "unset key"
+  echo "set style fill solid 1.0 noborder"
+  echo "set cbtics out"
+  for test in "${tests[@]}"; do
+    panel=$((panel + 1))
+    dat=$work/mesh-$panel.dat
+    jq -r --arg test "$test" "$mesh_cells" "$file" > "$dat"
+    IFS=$'\t' read -r title cbox < <(jq -r --arg test "$test" "$mesh_title" "$file")
+    echo "set title $(quote "$title")"
+    echo "set cblabel $(quote "$cbox")"
+    # Red is the bad end: low bandwidth, long times.
+    if [[ $test == bw ]]; then
+      echo "set palette defined (0 '#d73027', 0.5 '#fee08b', 1 '#1a9850')"
+    else
+      echo "set palette defined (0 '#1a9850', 0.5 '#fee08b', 1 '#d73027')"
+    fi
+    jq -r --arg test "$test" "$mesh_colours" "$file"
+    cells="$(quote "$dat") using 2:1:(0.5):(0.5):(\$4 == 1 ? NaN : \$3) with boxxyerror fillcolor palette"
+    cells+=", $(quote "$dat") using 2:(\$4 == 1 ? \$1 : NaN):(0.5):(0.5) with boxxyerror fillcolor rgb '#e0e0e0'"
+    cells+=", $(quote "$dat") using 2:1:(\$4 == 1 ? 'X' : '') with labels font 'sans,$((font + 4))' textcolor rgb '#b00000'"
+    cells+=", $(quote "$dat") using 2:(\$5 == 1 ? \$1 : NaN):(0.44):(0.44) with boxxyerror fillstyle empty border linewidth 3 linecolor rgb '#000000'"
+    if [[ $labels == 1 ]]; then
+      cells+=", $(quote "$dat") using 2:1:(\$4 == 1 ? '' : sprintf('%.3g', \$3)) with labels font 'sans,$font'"
+    fi
+    echo "plot $cells"
+  done
+  [[ ${#tests[@]} -gt 1 ]] && echo "unset multiplot"
+  echo "set output"
+}
+
+kinds=()
 for file in "$@"; do
   [[ -f $file && -r $file ]] || fail "$file: no such readable file"
   kind=$(jq -rs "$kind_of" "$file" 2> /dev/null) || fail "$file: is not JSON"
+  case $kind in
+    bw | lat | mesh) kinds+=("$kind") ;;
+    *) fail "$file: $kind" ;;
+  esac
+done
+if [[ " ${kinds[*]} " == *" mesh "* ]]; then
+  [[ $# -eq 1 ]] || fail "an rdma_mesh report is plotted alone: give one, without send_bw reports"
+  plot_mesh "$1" > "$work/plot.gp"
+  gnuplot "$work/plot.gp" || { echo "bench-plot: gnuplot failed to write $out" >&2; exit 1; }
+  echo "bench-plot: $out"
+  exit 0
+fi
+
+bw_plots=() lat_plots=()
+n=0
+for file in "$@"; do
+  kind=${kinds[n]}
   n=$((n + 1))
   dat=$work/$n.dat
   case $kind in
     bw) rows_of bw_average_mib_per_s message_rate_mpps "$file" > "$dat" ;;
     lat) rows_of t_median_us t_p99_us "$file" > "$dat" ;;
-    *) fail "$file: $kind" ;;
   esac
   [[ -s $dat ]] || fail "$file: has no rows with a positive bytes"
   op=$(jq -r '.test.operation // .arguments.operation // "?"' "$file")
@@ -102,13 +219,7 @@ xaxis=$(cat "$work"/*.dat | awk '
 panels=$(( (${#bw_plots[@]} > 0) + (${#lat_plots[@]} > 0) ))
 height=$((panels == 2 ? 1100 : 600))
 {
-  echo "set encoding utf8"
-  if [[ $terminal == svg ]]; then
-    echo "set terminal svg size 1000,$height font 'sans,13' noenhanced background '#ffffff'"
-  else
-    echo "set terminal pngcairo size 1000,$height font 'sans,11' noenhanced background '#ffffff'"
-  fi
-  echo "set output $(quote "$out")"
+  preamble 1000 "$height"
   echo "set logscale x 2"
   echo "$xaxis"
   echo "set xlabel 'message size (bytes)'"

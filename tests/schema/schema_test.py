@@ -15,7 +15,7 @@ import schema_check  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "doc" / "schema"
 SAMPLES = ROOT / "tests" / "schema" / "samples"
-TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind"]
+TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind", "rdma_mesh"]
 
 # Draft 2020-12 keywords the schemas may use. jsonschema ignores a keyword it does not know,
 # so a misspelt one ("additionalProperty") would loosen a schema without a word: refuse it.
@@ -274,6 +274,46 @@ class Schemas(unittest.TestCase):
                        "p99.9": 40.0, "max": 40.0}}
         self.assertAccepted("rdma_client", shape("rdma_client", completed))
         self.assertRefused("rdma_client", shape("rdma_client", dict(completed, errors=[{"message": "x"}])))
+
+
+    def test_mesh_pairs_nodes_and_summaries(self):
+        mesh = schema_check.load(SAMPLES / "rdma_mesh-netdev-without-rdma.json")
+        self.assertAccepted("rdma_mesh", mesh)
+        failed = next(index for index, pair in enumerate(mesh["pairs"]) if pair["cause"])
+        measured = next(index for index, pair in enumerate(mesh["pairs"]) if pair["final_figure"] is not None)
+
+        def changed(edit):
+            document = copy.deepcopy(mesh)
+            edit(document)
+            return document
+
+        # A rank with no address at all: rdma_mesh's own no_address verdict, and its pairs' cause.
+        no_address = {"cause": "no_address", "exit_code": 1, "summary": "no ACTIVE port has an address",
+                      "fix": "give the address with --bind, or the netdev with --netdev", "details": [],
+                      "warnings": []}
+        self.assertAccepted("rdma_mesh", changed(lambda d: (d["nodes"][2].update(address="", verdict=no_address),
+                                                            d["pairs"][failed].update(cause="no_address"))))
+        # A usable node has no verdict; an unusable one has a failing one.
+        self.assertRefused("rdma_mesh", changed(lambda d: d["nodes"][2].update(usable=True)))
+        self.assertRefused("rdma_mesh", changed(lambda d: d["nodes"][0].update(usable=False)))
+        self.assertRefused("rdma_mesh", changed(lambda d: d["pairs"][failed].update(cause="ok")))
+        # A failed direction has no figure and is no outlier; a measured one has no error.
+        self.assertRefused("rdma_mesh", changed(lambda d: d["pairs"][failed].update(outlier=True)))
+        self.assertRefused("rdma_mesh", changed(lambda d: d["pairs"][failed].update(final_figure=1.0)))
+        self.assertRefused("rdma_mesh", changed(lambda d: d["pairs"][measured].update(error={"message": "x"})))
+        # Each test its unit and its figures.
+        self.assertRefused("rdma_mesh", changed(lambda d: d["pairs"][measured].update(unit="us")))
+        latency = next(pair["figures"] for pair in mesh["pairs"] if pair["test"] == "lat" and pair["figures"])
+        self.assertRefused("rdma_mesh", changed(
+            lambda d: d["pairs"][measured].update(test="bw", unit="MiB/s", figures=latency)))
+        # The receiver's error rides along with the sender's figures.
+        self.assertAccepted("rdma_mesh", changed(
+            lambda d: d["pairs"][failed]["figures"].update(receiver_error={"message": "rdma_get_cm_event: ..."})))
+        # A summary's spread is there exactly when something was measured.
+        self.assertRefused("rdma_mesh", changed(lambda d: d["summary"]["bw"].update(median=None)))
+        self.assertRefused("rdma_mesh", changed(lambda d: d["summary"]["lat"].update(unit="ms")))
+        # Once the run started the mesh's keys are in the report.
+        self.assertRefused("rdma_mesh", changed(lambda d: d.pop("pairs")))
 
 
 class Checker(unittest.TestCase):

@@ -40,6 +40,11 @@ dir=$(cd "$dir" && pwd)
   (cd "$dir" && cpack -G DEB) > "$dir/package-cpack.log" 2>&1 ||
     { cat "$dir/package-cpack.log"; fail "cpack failed (log above)"; }
 } >&2
+# rdma_mesh is built where CMake found MPI (libopenmpi-dev); the package then holds it and
+# depends on Open MPI's library.
+if [[ -x $dir/bin/rdma_mesh ]]; then
+  tools+=(rdma_mesh)
+fi
 debs=("$dir"/rdmakit_*.deb)
 [[ ${#debs[@]} -eq 1 && -f ${debs[0]} ]] || fail "cpack made ${#debs[@]} rdmakit_*.deb in $dir, expected one"
 deb=${debs[0]}

@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
   return tool.run(
       argc, argv, [&] { validate(o, duration->count() > 0, iterations->count() > 0); },
       [&](rdmakit::Report& report) {
+        // A rank's own address may differ; what is measured and how may not.
+        rdmakit::require_same_arguments(job, report.arguments,
+                                        {"bind", "netdev", "ib_dev", "json", "json_file", "debug", "log_level"});
         const rdmakit::StopSignal stop;
         auto settings = settings_of(o, tool.common(), stop.fd());
         settings.json_file = tool.json_file();

@@ -105,6 +105,11 @@ nlohmann::json path_json(const Endpoint& endpoint) {
   return path;
 }
 
+std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
+  if (!s.bound_client_silence) return std::nullopt;
+  return s.limits.timeout;
+}
+
 // Latency tests and bidirectional SEND keep receives posted on the client.
 std::uint32_t client_receives(const BwSettings& s) {
   if (s.test == bw::Test::latency) return latency_receives;
@@ -328,14 +333,16 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
                                                    .operation = first->operation,
                                                    .max_inline_data = endpoints.front()->max_inline_data(),
                                                    .limits = s.limits,
-                                                   .connected = connected});
+                                                   .connected = connected,
+                                                   .silence = client_silence(s)});
   } else {
     sink(SinkSettings{.lanes = lanes,
                       .depth = s.depth,
                       .reflect = first->bidirectional,
                       .max_inline_data = endpoints.front()->max_inline_data(),
                       .limits = s.limits,
-                      .connected = connected},
+                      .connected = connected,
+                      .silence = client_silence(s)},
          results.bandwidth);
   }
   return true;

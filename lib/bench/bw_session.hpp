@@ -44,6 +44,9 @@ struct BwSettings {
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
   RunLimits limits;         // every wait for the peer, and the stop signal
+  // Server: a client that sends nothing for limits.timeout ends its test (timed out), even
+  // while its connection seems up. send_bw's server waits for the disconnect instead.
+  bool bound_client_silence = false;
 };
 
 struct BwRefusal {

@@ -74,7 +74,10 @@ void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
 // system calls behind those looks stay off the path of a latency measurement.
 class SpinGuard {
  public:
-  explicit SpinGuard(int stop_fd) : stop_fd_(stop_fd) {}
+  // `silence`: how long check_stop() lets the peer send nothing (none: as long as it stays
+  // connected).
+  explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt)
+      : stop_fd_(stop_fd), silence_(silence) {}
   bool due() {
     if (++spins_ % spins_between_checks != 0) return false;
     const auto now = Clock::now();
@@ -82,17 +85,29 @@ class SpinGuard {
     last_check_ = now;
     return true;
   }
-  void check_stop(const std::string& where) const {
+  // A flag, not a clock read: the loop calls it on every completion it takes.
+  void saw_progress() { progressed_ = true; }
+  void check_stop(const std::string& where) {
     if (stop_requested(stop_fd_)) {
       throw RunStopped(StopReason::interrupted, "interrupted " + where);
+    }
+    if (progressed_) {
+      last_progress_ = last_check_;
+      progressed_ = false;
+    } else if (silence_ && last_check_ - last_progress_ > *silence_) {
+      throw RunStopped(StopReason::timed_out,
+                       fmt::format("nothing from the peer for {} ms {}", silence_->count(), where));
     }
   }
 
  private:
   static constexpr auto checks_apart = std::chrono::milliseconds(20);
   int stop_fd_;
+  std::optional<std::chrono::milliseconds> silence_;
   std::uint32_t spins_ = 0;
   Clock::time_point last_check_ = Clock::now();
+  Clock::time_point last_progress_ = last_check_;
+  bool progressed_ = false;
 };
 
 }  // namespace
@@ -255,7 +270,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   std::array<ibv_wc, poll_batch> wcs{};
   ibv_sge sge{};
   ibv_send_wr wr{};
-  SpinGuard spin(s.limits.stop_fd);
+  SpinGuard spin(s.limits.stop_fd, s.silence);
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   try {
     while (!ledger.all_closed()) {
@@ -265,6 +280,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
         progress = reap_sink(s.lanes[l], l, ledger, wcs) || progress;
         if (!ledger.closed(l)) reflect(s.lanes[l], l, ledger, s, wr, sge);
       }
+      if (progress) spin.saw_progress();
       if (progress || ledger.all_closed() || !spin.due()) continue;
       // The peer's DISCONNECTED can overtake the completions of what it sent just before
       // (a server counted 292 of 300 beside a busy guest): go on polling until the flushed
@@ -472,17 +488,21 @@ class PingAnswerer {
       : s_(s),
         lane_(s.lane),
         poster_(s.lane, s.operation, s.max_inline_data, 1),  // one poster for the whole run
-        spin_(s.limits.stop_fd) {}
+        spin_(s.limits.stop_fd, s.silence) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
   std::uint64_t run() {
     for (;;) {
       if (s_.operation == bw::Operation::write && size_ > 0) {
-        if (answer_write()) continue;
+        if (answer_write()) {
+          spin_.saw_progress();
+          continue;
+        }
         // Between writes the CQ matters less than the memory: look at it one spin in 64.
         if (++polls_skipped_ % 64 != 0 && !poster_.backlog()) continue;
       }
       const int got = poll_lane(lane_, wcs_);
+      if (got > 0) spin_.saw_progress();
       for (int k = 0; k < got; ++k) {
         if (!handle(wcs_[static_cast<std::size_t>(k)])) return answered_;  // the client is gone
       }

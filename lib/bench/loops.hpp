@@ -65,6 +65,9 @@ struct SinkSettings {
   std::uint32_t max_inline_data = 0;
   RunLimits limits;                 // the stop signal only: the sink ends with the connection, not a timeout
   std::function<bool()> connected;  // polled when the CQs are empty; false: drain what is left, then end
+  // Ends the sink (RunStopped, timed_out) when nothing arrives for this long although the
+  // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
+  std::optional<std::chrono::milliseconds> silence;
 };
 
 // Receives until every lane's peer has disconnected (or Ctrl-C), one row per message size,
@@ -101,6 +104,7 @@ struct AnswerSettings {
   std::uint32_t max_inline_data = 0;
   RunLimits limits;  // the stop signal only: answering ends with the connection
   std::function<bool()> connected;
+  std::optional<std::chrono::milliseconds> silence;  // as SinkSettings::silence
 };
 
 // The server side of ping(): answers until the client disconnects; returns how many

@@ -78,6 +78,7 @@ nlohmann::json summary_json(const MeshResults& results, Test test) {
                             {"failed", analysis.failed},
                             {"min", optional_number(analysis.min)},
                             {"median", optional_number(analysis.median)},
+                            {"first_pass_median", optional_number(results.first_pass_median(test))},
                             {"max", optional_number(analysis.max)},
                             {"threshold", results.analysis_settings(test).threshold},
                             {"slowest", nlohmann::json::array()},
@@ -179,11 +180,21 @@ std::string nodes_text(const MeshResults& results) {
 }  // namespace
 
 Analysis MeshResults::analysis(Test test) const {
-  std::vector<Sample> samples;
+  std::vector<Sample> last;
   for (const auto* d : directions_of(*this, test)) {
-    samples.push_back(Sample{.source = d->source, .destination = d->destination, .figure = d->last().figure});
+    last.push_back(Sample{.source = d->source, .destination = d->destination, .figure = d->last().figure});
   }
-  return analyse(samples, analysis_settings(test));
+  auto settings = analysis_settings(test);
+  settings.reference_median = first_pass_median(test);
+  return analyse(last, settings);
+}
+
+std::optional<double> MeshResults::first_pass_median(Test test) const {
+  std::vector<Sample> first;
+  for (const auto* d : directions_of(*this, test)) {
+    first.push_back(Sample{.source = d->source, .destination = d->destination, .figure = d->first.figure});
+  }
+  return analyse(first, analysis_settings(test)).median;
 }
 
 bool MeshResults::all_good() const {
@@ -197,6 +208,7 @@ void MeshResults::add_to(nlohmann::json& document) const {
   for (const auto test : tests) document["tests"].push_back(to_string(test));
   document["rounds"] = rounds;
   document["rounds_completed"] = rounds_completed;
+  document["finished"] = finished;
   document["nodes"] = nodes;
   document["pairs"] = nlohmann::json::array();
   for (const auto& d : directions) document["pairs"].push_back(direction_json(d));

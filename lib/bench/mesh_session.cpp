@@ -167,6 +167,7 @@ BwSettings settings_for(const MeshSettings& m, Test test, const Node& self, cons
   s.port = static_cast<std::uint16_t>(m.base_port + (sender ? partner.rank : self.rank));
   s.persistent = false;
   s.accept_timeout = std::nullopt;
+  s.bound_client_silence = true;  // every wait of the mesh is bounded: a dead link must not stall the round
   s.test = test == Test::latency ? bw::Test::latency : bw::Test::bandwidth;
   if (test == Test::latency) {
     s.sizes = {m.latency_size};
@@ -472,6 +473,7 @@ void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report,
     for (const auto& round : one_per_round(again)) run_round(job, m, results.nodes, round, 0, true, results);
   }
   mark_outliers(results);
+  results.finished = true;
   count_traffic(results, report);
   report.exit_code = exit_code_of(results);
   if (report.exit_code == ExitCode::ok) return;

@@ -71,8 +71,13 @@ struct MeshResults final : ReportSection {
   std::vector<Direction> directions;
   int rounds = 0;
   int rounds_completed = 0;
-  AnalysisSettings bw_analysis{.better = Better::higher, .threshold = 0.8, .slowest_count = 5};
-  AnalysisSettings time_analysis{.better = Better::lower, .threshold = 2.0, .slowest_count = 5};
+  // False in the --json-file rank 0 rewrites as the rounds end: the run was still going
+  // (a job that died leaves it so).
+  bool finished = false;
+  AnalysisSettings bw_analysis{
+      .better = Better::higher, .threshold = 0.8, .slowest_count = 5, .reference_median = std::nullopt};
+  AnalysisSettings time_analysis{
+      .better = Better::lower, .threshold = 2.0, .slowest_count = 5, .reference_median = std::nullopt};
 
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;
@@ -80,8 +85,10 @@ struct MeshResults final : ReportSection {
   const AnalysisSettings& analysis_settings(Test test) const {
     return test == Test::bandwidth ? bw_analysis : time_analysis;
   }
-  // The analysis of one test over the directions' last attempts.
+  // The analysis of one test over the directions' last attempts, outliers judged against
+  // the first pass's median.
   Analysis analysis(Test test) const;
+  std::optional<double> first_pass_median(Test test) const;
   // Failed directions and, after the retests, outliers: what makes the exit 1.
   bool all_good() const;
 };

@@ -234,7 +234,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   if (common_.debug && level > spdlog::level::debug) {
     level = spdlog::level::debug;
   }
-  setup_logging(name_, level);
+  setup_logging(speaker(), level);
 
   Report report;
   report.tool = name_;

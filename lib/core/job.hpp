@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace rdmakit {
 
 class Job {
@@ -30,5 +32,10 @@ class Job {
   // Rank 0's `text` on every process.
   virtual std::string broadcast(const std::string& text) = 0;
 };
+
+// The processes of a job measure together only with the same settings: throws UsageError,
+// on every process alike, naming the first rank whose `arguments` (the report's) differ
+// from rank 0's in a key not in `may_differ` (a rank's own address, say).
+void require_same_arguments(Job& job, const nlohmann::json& arguments, const std::vector<std::string>& may_differ);
 
 }  // namespace rdmakit

@@ -145,8 +145,9 @@ void add_slowest(const std::vector<Sample>& samples, const AnalysisSettings& set
 }
 
 void add_outliers(const std::vector<Sample>& samples, const AnalysisSettings& settings, Analysis& analysis) {
-  if (!analysis.median) return;
-  const double median = *analysis.median;
+  const auto reference = settings.reference_median ? settings.reference_median : analysis.median;
+  if (!reference) return;
+  const double median = *reference;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::optional<double>& figure = samples[i].figure;
     if (figure && is_outlier(*figure, median, settings)) analysis.outliers.push_back({i, *figure / median});

@@ -79,12 +79,15 @@ struct AnalysisSettings {
   // (lower is better). rdma_mesh: 0.8 for bandwidth (--threshold), 2 for times (--lat-threshold).
   double threshold = 0.8;
   std::size_t slowest_count = 5;
+  // Judge outliers against this median instead of the samples' own: after the retests,
+  // the first pass's, which every first figure was measured under (a retest runs alone,
+  // and its higher figures would raise the bar for directions never retested).
+  std::optional<double> reference_median;
 };
 
 Analysis analyse(const std::vector<Sample>& samples, const AnalysisSettings& settings);
 
-// Whether `figure` is an outlier against `median` under `settings` (the retests are judged
-// against the first pass's median).
+// Whether `figure` is an outlier against `median` under `settings`.
 bool is_outlier(double figure, double median, const AnalysisSettings& settings);
 
 }  // namespace rdmakit::mesh

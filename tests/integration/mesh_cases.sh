@@ -34,7 +34,8 @@ expect_full_mesh() {
   expect_jq 'all(.pairs[]; .outcome == "completed" and .figure > 0 and .source != .destination)' "$file"
   expect_jq '[.pairs[] | {round, rank: (.source, .destination), test}]
     | group_by([.round, .test, .rank]) | all(length == 2)' "$file"
-  expect_jq "(.rounds == (if $ranks % 2 == 0 then $ranks - 1 else $ranks end)) and .rounds_completed == .rounds" "$file"
+  expect_jq "(.rounds == (if $ranks % 2 == 0 then $ranks - 1 else $ranks end)) and .rounds_completed == .rounds
+    and .finished" "$file"
 }
 
 case_mesh_ranks() {
@@ -127,6 +128,7 @@ case_mesh_rank_killed() {
   finish mesh 60
   [[ $RC -ne 0 && $RC -ne 124 ]] || fail "mpirun after a killed rank: exit $RC"
   expect_jq '.tool == "rdma_mesh" and .rounds_completed >= 1 and .rounds == 3 and (.pairs | length) >= 2
+    and .finished == false
     and (.rounds_completed as $done | all(.pairs[]; .round <= $done))' progress.json
   expect_schema rdma_mesh progress.json
   note "killed pid $victim: mpirun exit $RC, file kept $(jq .rounds_completed "$T/progress.json") round(s)"

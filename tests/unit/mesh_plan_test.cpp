@@ -350,3 +350,24 @@ TEST(IsOutlier, LowerIsBetter) {
 
 }  // namespace
 }  // namespace rdmakit::mesh
+
+namespace rdmakit::mesh {
+namespace {
+
+// After the retests: judged against the first pass's median, not the one the retests raised.
+TEST(Analyse, ReferenceMedianReplacesTheSamplesOwnForOutliers) {
+  const std::vector<Sample> samples{{.source = 0, .destination = 1, .figure = 100.0},
+                                    {.source = 1, .destination = 0, .figure = 100.0},
+                                    {.source = 0, .destination = 2, .figure = 70.0}};
+  AnalysisSettings settings{.better = Better::higher, .threshold = 0.8, .slowest_count = 5, .reference_median = 80.0};
+  const auto judged = analyse(samples, settings);
+  EXPECT_EQ(judged.median, 100.0);       // the spread is still the samples' own
+  EXPECT_TRUE(judged.outliers.empty());  // 70 >= 0.8 x 80
+  settings.reference_median.reset();
+  const auto own = analyse(samples, settings);
+  ASSERT_EQ(own.outliers.size(), 1u);
+  EXPECT_DOUBLE_EQ(own.outliers[0].ratio, 0.7);
+}
+
+}  // namespace
+}  // namespace rdmakit::mesh

@@ -13,6 +13,8 @@ packages=(
   # libFuzzer targets (scripts/fuzz.sh)
   clang libclang-rt-dev
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
+  # rdma_mesh: its ranks are started by mpirun (or srun) and meet through MPI
+  openmpi-bin libopenmpi-dev
   # the .deb (scripts/package.sh): CPack picks the programs for dpkg-shlibdeps with file(1)
   file
   # run and test against the stock tools

@@ -145,6 +145,11 @@ case_mesh_bad_flags() {
   expect_rc 2 "--op nope on rank 1"
   expect_grep '^rdma_mesh\[1\]: --op' one.err
   expect_grep '^rdma_mesh\[0\]: rank 1 refused its options: --op' one.err
+  # Every rank must measure alike; its own address may differ.
+  run unlike 60 "${MESH_MPIRUN[@]}" -np 1 "$OURS_RDMA_MESH" -s 4096 --bind 127.0.0.1 \
+    : -np 1 "$OURS_RDMA_MESH" -s 8192 --bind 127.0.0.2 --json
+  expect_rc 2 "-s differing between ranks"
+  expect_jq '.outcome == "usage_error" and (.errors[0].message | startswith("rank 1'"'"'s options differ from rank 0'"'"'s in size:"))' unlike.out
   run combo 60 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" -n 5 -D 1
   expect_rc 2 "-n with -D"
   printf '0 7\n' > "$T/pairs"

@@ -312,6 +312,32 @@ void run_round(Job& job, const MeshSettings& m, const std::vector<Node>& nodes, 
 }
 
 // The directions no measurement can run on: a rank without a usable address.
+// Why no direction of a pair with `broken` in it can run, in the words of its diagnosis.
+Attempt cannot_take_part(const Node& broken) {
+  const auto cause = broken.verdict.value("cause", std::string("unknown"));
+  return failure(Outcome::failed,
+                 message_only(fmt::format("rank {} ({}, {}) cannot take part: {}: {}", broken.rank, broken.host,
+                                          broken.address.empty() ? "no address" : broken.address, cause,
+                                          broken.verdict.value("summary", std::string()))));
+}
+
+void record_unusable_pair(const MeshSettings& m, const RankPair& pair, const Node& broken, int round,
+                          MeshResults& results) {
+  for (const bool backward : {false, true}) {
+    if (backward && m.one_way) break;
+    for (const auto test : m.tests) {
+      results.directions.push_back(Direction{.source = backward ? pair.high : pair.low,
+                                             .destination = backward ? pair.low : pair.high,
+                                             .test = test,
+                                             .round = round,
+                                             .cause = broken.verdict.value("cause", std::string("unknown")),
+                                             .first = cannot_take_part(broken),
+                                             .retests = {},
+                                             .outlier = false});
+    }
+  }
+}
+
 void record_unusable(const MeshSettings& m, const std::vector<Node>& nodes, const std::vector<Round>& rounds,
                      MeshResults& results) {
   for (std::size_t number = 0; number < rounds.size(); ++number) {
@@ -319,26 +345,7 @@ void record_unusable(const MeshSettings& m, const std::vector<Node>& nodes, cons
       const auto& low = nodes[pair.low];
       const auto& high = nodes[pair.high];
       if (low.usable && high.usable) continue;
-      const auto& broken = low.usable ? high : low;
-      const auto cause = broken.verdict.value("cause", std::string("unknown"));
-      const auto summary = broken.verdict.value("summary", std::string());
-      for (const bool backward : {false, true}) {
-        if (backward && m.one_way) break;
-        for (const auto test : m.tests) {
-          results.directions.push_back(Direction{
-              .source = backward ? pair.high : pair.low,
-              .destination = backward ? pair.low : pair.high,
-              .test = test,
-              .round = static_cast<int>(number) + 1,
-              .cause = cause,
-              .first = failure(
-                  Outcome::failed,
-                  message_only(fmt::format("rank {} ({}, {}) cannot take part: {}: {}", broken.rank, broken.host,
-                                           broken.address.empty() ? "no address" : broken.address, cause, summary))),
-              .retests = {},
-              .outlier = false});
-        }
-      }
+      record_unusable_pair(m, pair, low.usable ? high : low, static_cast<int>(number) + 1, results);
     }
   }
 }

@@ -168,11 +168,12 @@ std::string findings_text(const MeshResults& results, Test test) {
 }
 
 std::string nodes_text(const MeshResults& results) {
-  std::string out = "rank  host             address          device   port  mtu   state\n";
+  std::string out = "rank  host             address          device   port  mtu   state  address from\n";
   for (const auto& node : results.nodes) {
-    out += fmt::format("{:<5} {:<16} {:<16} {:<8} {:<5} {:<5} {}\n", node.rank, node.host,
+    out += fmt::format("{:<5} {:<16} {:<16} {:<8} {:<5} {:<5} {:<6} {}\n", node.rank, node.host,
                        node.address.empty() ? "-" : node.address, node.device.empty() ? "-" : node.device, node.port,
-                       node.mtu, node.usable ? "ok" : node.verdict.value("cause", std::string("unusable")));
+                       node.mtu, node.usable ? "ok" : node.verdict.value("cause", std::string("unusable")),
+                       node.address_choice);
   }
   return out;
 }

@@ -185,3 +185,34 @@ case_pair_mesh() {
   expect_schema rdma_mesh mesh.out
   note "across the wire: $(jq -c '[.pairs[] | select((.source < 2) != (.destination < 2)) | .figure] | {min: min, max: max}' "$T/mesh.out") MiB/s, ${ELAPSED_MS} ms"
 }
+
+# On a host without RDMA (the build host): every rank says why, exit 77. No device needed:
+# label nodevice; skipped where the host has one.
+case_mesh_no_device() {
+  require_mpirun
+  if ls /sys/class/infiniband/ 2> /dev/null | grep -q .; then
+    echo "SKIP: this host has an RDMA device"
+    exit 77
+  fi
+  run none 60 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" --json
+  expect_rc 77 "rdma_mesh on a host without RDMA"
+  expect_jq 'all(.nodes[]; .usable == false and .verdict.cause == "no_rdma_device")
+    and (.errors[0].message | startswith("no RDMA device on any rank"))' none.out
+  expect_schema rdma_mesh none.out
+}
+
+# The heatmap of a report (scripts/bench-plot.sh), from a sample with outliers and from one
+# with a rank that could not take part.
+case_mesh_heatmap() {
+  local root sample
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  command -v gnuplot > /dev/null || { echo "SKIP: gnuplot missing (Debian package gnuplot-nox)"; exit 77; }
+  for sample in rdma_mesh-rxe-5-ranks-outliers rdma_mesh-netdev-without-rdma; do
+    run "$sample" 60 "$root/scripts/bench-plot.sh" "$T/$sample.svg" "$root/tests/schema/samples/$sample.json"
+    expect_rc 0 "bench-plot.sh $sample"
+    grep -q '<svg' "$T/$sample.svg" || fail "$sample.svg is not an SVG"
+  done
+  run mixed 60 "$root/scripts/bench-plot.sh" "$T/mixed.svg" "$root/tests/schema/samples/rdma_mesh-rxe-2-ranks.json" \
+    "$root/tests/schema/samples/rdma_mesh-rxe-2-ranks.json"
+  expect_rc 2 "bench-plot.sh with two mesh reports"
+}

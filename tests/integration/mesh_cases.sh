@@ -216,3 +216,29 @@ case_mesh_heatmap() {
     "$root/tests/schema/samples/rdma_mesh-rxe-2-ranks.json"
   expect_rc 2 "bench-plot.sh with two mesh reports"
 }
+
+# The link dies mid-measurement (rxe0's netdev down): both sides of the pair end within
+# --timeout (the listening side by its silence bound, the DISCONNECTED never arrives), the
+# pair is recorded failed, its retest fails too, and the job ends with exit 1 instead of
+# hanging. Breaks the host on purpose, so it runs alone (RUN_SERIAL, as every mesh_ case).
+case_mesh_link_down() {
+  require_device
+  require_root
+  require_mpirun
+  mesh_ports 2
+  restore "ip link set $RXE_NETDEV up"
+  start mesh "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -D 30 --warmup 0 --timeout 3 \
+    --one-way --log-level info --json
+  wait_connected_mesh() { has_connected_qp "$(pgrep -f "$OURS_RDMA_MESH -p $PORT" | head -1)" ||
+    has_connected_qp "$(pgrep -f "$OURS_RDMA_MESH -p $PORT" | tail -1)"; }
+  poll_until 60 "the pair never connected" wait_connected_mesh
+  sleep 1
+  ip link set "$RXE_NETDEV" down
+  finish mesh 60
+  ip link set "$RXE_NETDEV" up
+  expect_rc 1 "rdma_mesh with the link cut"
+  expect_jq '(.pairs | length) == 1 and .pairs[0].outcome != "completed" and .pairs[0].final_outcome != "completed"
+    and (.pairs[0].retests | length) == 1 and .finished' mesh.out
+  expect_schema rdma_mesh mesh.out
+  note "link cut: $(jq -c '.pairs[0] | {outcome, error: .error.message, retest: .retests[0].error.message}' "$T/mesh.out")"
+}

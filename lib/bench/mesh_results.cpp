@@ -42,15 +42,8 @@ nlohmann::json optional_number(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json();
 }
 
-nlohmann::json attempt_json(const Attempt& attempt) {
-  return {{"outcome", to_string(attempt.outcome)},
-          {"figure", optional_number(attempt.figure)},
-          {"figures", attempt.figures},
-          {"error", attempt.error}};
-}
-
 nlohmann::json direction_json(const Direction& d) {
-  auto item = attempt_json(d.first);
+  auto item = to_json(d.first);
   item["source"] = d.source;
   item["destination"] = d.destination;
   item["test"] = to_string(d.test);
@@ -61,7 +54,7 @@ nlohmann::json direction_json(const Direction& d) {
   item["final_outcome"] = to_string(d.last().outcome);
   item["final_figure"] = optional_number(d.last().figure);
   item["retests"] = nlohmann::json::array();
-  for (const auto& retest : d.retests) item["retests"].push_back(attempt_json(retest));
+  for (const auto& retest : d.retests) item["retests"].push_back(to_json(retest));
   return item;
 }
 

@@ -22,6 +22,13 @@ std::string_view to_string(Test test) {
   return "?";
 }
 
+nlohmann::json to_json(const Attempt& attempt) {
+  return {{"outcome", to_string(attempt.outcome)},
+          {"figure", attempt.figure ? nlohmann::json(*attempt.figure) : nlohmann::json()},
+          {"figures", attempt.figures},
+          {"error", attempt.error}};
+}
+
 namespace {
 
 Outcome outcome_named(std::string_view name) {
@@ -37,13 +44,6 @@ Test test_named(std::string_view name) {
     if (to_string(test) == name) return test;
   }
   throw ProtocolError(fmt::format("unknown test {} from another rank", name));
-}
-
-nlohmann::json to_json(const Attempt& attempt) {
-  nlohmann::json item = {{"outcome", to_string(attempt.outcome)}, {"figures", attempt.figures}};
-  item["figure"] = attempt.figure ? nlohmann::json(*attempt.figure) : nlohmann::json();
-  item["error"] = attempt.error;
-  return item;
 }
 
 Attempt attempt_from(const nlohmann::json& item) {
@@ -80,13 +80,6 @@ Attempt attempt_of(Run&& run) {
   } catch (const std::exception& error) {
     return failure(Outcome::failed, message_only(error.what()));
   }
-}
-
-double median_of(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 // --test cm: each connection's resolve, route and connect steps, in the order taken.

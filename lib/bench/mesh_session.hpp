@@ -48,6 +48,9 @@ struct Attempt {
   nlohmann::json error;  // null, or the error record (the sender's, else the receiver's)
 };
 
+// {outcome, figure, figures, error}: how ranks exchange an attempt and how the report shows it.
+nlohmann::json to_json(const Attempt& attempt);
+
 // One direction of one pair in one test: the first attempt and the retests.
 struct Direction {
   int source = 0;  // runs the client: sends (send, write) or reads (read), pings, connects

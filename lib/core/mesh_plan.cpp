@@ -111,13 +111,6 @@ bool worse(double a, double b, Better better) {
   return better == Better::higher ? a < b : a > b;
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  if (values.size() % 2 == 1) return values[middle];
-  return (values[middle - 1] + values[middle]) / 2;
-}
-
 void add_spread(const std::vector<Sample>& samples, Analysis& analysis) {
   std::vector<double> values;
   for (const Sample& sample : samples) {
@@ -251,6 +244,14 @@ Analysis analyse(const std::vector<Sample>& samples, const AnalysisSettings& set
   add_outliers(samples, settings, analysis);
   add_node_problems(samples, analysis);
   return analysis;
+}
+
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  if (values.size() % 2 == 1) return values[middle];
+  return (values[middle - 1] + values[middle]) / 2;
 }
 
 bool is_outlier(double figure, double median, const AnalysisSettings& settings) {

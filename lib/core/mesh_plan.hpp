@@ -87,6 +87,9 @@ struct AnalysisSettings {
 
 Analysis analyse(const std::vector<Sample>& samples, const AnalysisSettings& settings);
 
+// The middle value, the mean of the middle two for an even count; 0 for none.
+double median_of(std::vector<double> values);
+
 // Whether `figure` is an outlier against `median` under `settings`.
 bool is_outlier(double figure, double median, const AnalysisSettings& settings);
 

@@ -1,0 +1,229 @@
+#pragma once
+// The connect diagnoser (diag-connect): both hosts' views of the path between them, the
+// record of a real connection attempt from the client side, and the pure function that
+// turns them into a verdict. Nothing here touches a device or the network: the live facts
+// come from lib/probe/ (host_view, connect_probe, connect_agent), the test facts from
+// fixtures (tests/fixtures/connect/*.json, read with from_json).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.hpp"
+#include "lib/core/gid.hpp"
+
+namespace rdmakit::diag {
+
+// ---- One host's view: what the client reads of itself and what the agent answers ----
+
+struct ViewPort {
+  int number = 0;
+  std::string state;       // "ACTIVE", "DOWN", ...
+  int active_mtu = 0;      // bytes (256 ... 4096), 0 unknown
+  std::string link_layer;  // "Ethernet", "InfiniBand"
+  // rdma_cm's default GID type for this port (configfs default_roce_mode): "RoCE v2" (the
+  // kernel's default when configfs holds no entry) or "IB/RoCE v1"; "" for InfiniBand.
+  std::string roce_mode;
+  std::vector<GidEntry> gids;
+};
+
+struct ViewDevice {
+  std::string name;
+  std::string netdev;  // soft-RoCE / RoCE: the netdev it serves, "" when unknown
+  std::vector<ViewPort> ports;
+};
+
+struct ViewNetdev {
+  std::string name;
+  bool up = false;  // IFF_UP
+  std::string operstate;
+  int mtu = 0;
+  std::string mac;                     // "52:54:00:57:00:01"
+  std::vector<std::string> addresses;  // "10.57.0.1/24"
+  int rp_filter = -1;                  // net.ipv4.conf.<netdev>.rp_filter, -1 unreadable
+};
+
+// A firewall rule that can touch RoCE v2 (UDP 4791), as read from the nftables ruleset.
+struct FirewallRule {
+  std::string family;  // "inet", "ip", "ip6", ...
+  std::string table;
+  std::string chain;
+  std::string hook;  // "input", "output", "forward", "" for a regular chain
+  std::int64_t handle = 0;
+  std::string verdict;  // "drop", "reject", "accept", "" (a match without a verdict)
+  std::string text;     // the rule as nft prints it
+};
+
+struct Firewall {
+  bool readable = false;
+  std::string error;                // why not readable ("no permission", "nftables not available")
+  std::vector<FirewallRule> rules;  // rules that name UDP port 4791 (or a set holding it)
+  // Base chains whose policy is drop: everything not accepted dies there.
+  std::vector<std::string> drop_policy_chains;  // "inet filter input"
+};
+
+// An rdma_cm id in LISTEN state (RDMA netlink's cm_id dump).
+struct CmListener {
+  std::uint16_t port = 0;
+  std::string port_space;  // "tcp", "udp", "ib", "ipoib"
+  std::string address;     // "0.0.0.0", "10.57.0.1"
+  std::string device;      // "" when bound to no device (wildcard)
+};
+
+struct Neighbour {
+  std::string address;
+  std::string netdev;
+  std::string state;   // "REACHABLE", "STALE", "DELAY", "PROBE", "INCOMPLETE", "FAILED", "PERMANENT", "NOARP", "none"
+  std::string lladdr;  // "" when none
+};
+
+// What `ip route get DESTINATION [from SOURCE]` answers.
+struct RouteInfo {
+  std::string destination;
+  std::string netdev;   // the output netdev, "" when there is no route
+  std::string source;   // the preferred source address
+  std::string gateway;  // "" when on-link
+  int errnum = 0;       // ENETUNREACH, EHOSTUNREACH, ... when there is no route
+};
+
+struct HostView {
+  std::string host_name;
+  std::vector<ViewDevice> devices;
+  std::vector<ViewNetdev> netdevs;
+  int rp_filter_all = -1;  // net.ipv4.conf.all.rp_filter; the kernel uses max(all, netdev)
+  Firewall firewall;
+  bool listeners_known = false;  // false: the cm_id dump was not readable
+  std::vector<CmListener> listeners;
+  // The client: the route to the target and the target's (or gateway's) neighbour entry.
+  // The agent: the route back to the client's source address and the client's entry.
+  std::optional<RouteInfo> route;
+  std::optional<Neighbour> neighbour;
+};
+
+// ---- The client's attempt ----
+
+// One step of the attempt, timed. Names: "route" (the kernel's source), "resolve_addr",
+// "resolve_route", "connect", "agent" (the TCP side channel), "disconnect".
+struct ConnectStep {
+  std::string name;
+  std::string status;  // "ok", "failed", "timeout", "skipped"
+  int errnum = 0;      // the errno the call or its event reported, 0 when none
+  std::string event;   // the CM event that ended it ("RDMA_CM_EVENT_ADDR_ERROR"), "" when none
+  std::string detail;
+  double ms = 0;
+};
+
+// A REJECTED connect: the IB CM reason and what the rejecting side said.
+struct Rejection {
+  int reason = 0;            // IB CM reject reason (8 invalid service id: nothing listens; 28 consumer defined)
+  std::string reason_text;   // rdma_reject_msg()
+  bool consumer = false;     // rejected by the application (rdma_reject), with private data
+  std::string private_data;  // printable text of what the application sent, "" when none
+};
+
+// One bounded transfer of the data check after the connection came up.
+struct DataCheck {
+  std::string operation;  // "send", "write", "read"
+  std::size_t bytes = 0;
+  std::string status;  // "ok", "failed", "timeout", "skipped"
+  std::string detail;  // the completion status ("transport retry counter exceeded"), or why skipped
+  double us = 0;
+};
+
+struct ConnectAttempt {
+  std::string target;  // numeric address probed
+  std::uint16_t port = 0;
+  std::string port_space = "tcp";
+  std::string bind;  // the source address asked for, "" for the kernel's choice
+  std::vector<ConnectStep> steps;
+  // What address resolution chose (empty/0 when it failed).
+  std::string source_address;
+  std::string source_netdev;
+  std::string device;
+  int device_port = 0;
+  std::string source_gid;
+  std::string gid_type;  // "RoCE v2", "RoCE v1", "IB"
+  int path_mtu = 0;      // bytes, after route resolution
+  std::optional<Rejection> rejection;
+  bool peer_is_agent = false;  // the accept carried a diag-connect agent's offer
+  std::vector<DataCheck> data;
+  const ConnectStep* find(std::string_view name) const;
+};
+
+// How the TCP side channel to the agent went.
+struct AgentContact {
+  std::string address;               // where the agent was asked (host:port)
+  std::string status = "not_tried";  // "ok", "refused", "timeout", "unreachable", "invalid", "not_tried"
+  std::string detail;                // why invalid (too large, not JSON, wrong member), or the errno text
+  double ms = 0;
+};
+
+// The agent's answer: its view, and what it knows of the probed port.
+struct PeerAnswer {
+  int version = 1;
+  HostView view;
+  std::string client_address;  // the client's address as the agent's TCP socket saw it
+  // The agent's own rdma_cm listener (every agent listens, unless started with --no-listen).
+  bool serving = false;
+  std::uint16_t serving_port = 0;
+  std::string serving_port_space;
+  std::string serving_address;  // "0.0.0.0" or the --bind address
+};
+
+// Everything the verdict needs; what --json records under "capture" and what fixtures hold.
+struct ConnectCase {
+  ConnectAttempt attempt;
+  HostView local;
+  AgentContact agent;
+  std::optional<PeerAnswer> peer;
+};
+
+struct ConnectVerdict {
+  std::string cause;                           // stable code (man/diag-connect.1): "ok", "no_listener", ...
+  ExitCode exit_code = ExitCode::unexplained;  // ok 0, cause_found 1, unexplained 3
+  std::string summary;                         // one line
+  std::vector<std::string> evidence;           // the facts that name the cause, both sides'
+  std::string fix;                             // a command or action, "" when none applies
+  std::string fix_host;                        // "client", "server" or "" : where the fix runs
+  // Without the agent (or with too little from it): the causes the facts fit and could not
+  // be told apart, most likely first.
+  std::vector<std::string> candidates;
+  std::vector<std::string> warnings;  // differences that did not stop this run (MTU, GID type)
+};
+
+// The causes, in the order the verdict tests them.
+// ok, source_not_rdma, no_route, neighbour_unresolved, neighbour_wrong, wrong_port_space,
+// no_listener, rejected_by_application, peer_not_rdma, peer_port_down, firewall_roce,
+// rp_filter, gid_type_mismatch, mtu_mismatch, unknown.
+ConnectVerdict diagnose_connect(const ConnectCase& connect_case);
+
+std::string render_connect_text(const ConnectCase& connect_case, const ConnectVerdict& verdict);
+
+// ---- JSON: the report, the fixtures and the agent's answer ----
+
+nlohmann::json to_json(const HostView& view);
+nlohmann::json to_json(const ConnectAttempt& attempt);
+nlohmann::json to_json(const PeerAnswer& answer);
+nlohmann::json to_json(const ConnectCase& connect_case);
+nlohmann::json to_json(const ConnectVerdict& verdict);
+
+// Strict readers: a member of the wrong JSON type, a number out of range, a string or list
+// beyond the bounds below throws ProtocolError naming the member. Missing members keep
+// their defaults.
+HostView host_view_from_json(const nlohmann::json& document);
+PeerAnswer peer_answer_from_json(const nlohmann::json& document);
+ConnectCase connect_case_from_json(const nlohmann::json& document);
+
+// The agent's answer as received: at most max_answer_bytes of JSON. Never trusts it:
+// anything that does not parse or fit throws ProtocolError saying what.
+constexpr std::size_t max_answer_bytes = 256 * 1024;
+constexpr std::size_t max_list_entries = 512;  // devices, netdevs, GIDs, rules, listeners each
+constexpr std::size_t max_text_bytes = 1024;   // any one string
+PeerAnswer parse_peer_answer(std::string_view bytes);
+
+}  // namespace rdmakit::diag

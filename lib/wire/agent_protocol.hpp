@@ -1,0 +1,66 @@
+#pragma once
+// diag-connect's two exchanges with its agent (`diag-connect --serve`), neither trusted:
+//
+// The side channel (TCP, port --agent-port): the client sends one request line of JSON,
+// {"version":1,"address":A,"port":P,"port_space":S,"source":C}, at most max_request_bytes;
+// the agent answers one JSON document (lib/diag/connect_diagnosis.hpp's PeerAnswer, at most
+// diag::max_answer_bytes) and closes.
+//
+// The rdma_cm connection (the probe itself): the client's connect carries a hello
+// {be32 magic, u8 version}; the agent's accept carries an offer {be32 magic, u8 version,
+// be64 address, be32 rkey, be32 length, be16 receives}: a buffer the client may WRITE and
+// READ, and how many SENDs of up to `length` bytes the agent has receives posted for.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdmakit::agent {
+
+inline constexpr std::uint16_t default_agent_port = 7472;  // TCP
+inline constexpr std::uint16_t default_probe_port = 7471;  // rdma_cm
+inline constexpr std::uint32_t magic = 0x52444b43;         // "RDKC"
+inline constexpr std::uint8_t version = 1;
+inline constexpr std::size_t max_request_bytes = 1024;
+inline constexpr std::size_t hello_bytes = 5;
+inline constexpr std::size_t offer_bytes = 23;
+// The data check's largest transfer; an offer of less cannot serve it, more is refused.
+inline constexpr std::uint32_t check_buffer_bytes = 64 * 1024;
+
+struct Request {
+  std::string address;  // the agent's address the client probes
+  std::uint16_t port = 0;
+  std::string port_space = "tcp";
+  std::string source;  // the client's source address for the probe, "" unknown
+  bool operator==(const Request&) const = default;
+};
+
+// One line, '\n'-terminated.
+std::string encode_request(const Request& request);
+// Throws ProtocolError: too long, not JSON, wrong version, a member of the wrong type or
+// beyond its bounds (port > 65535, port space not tcp/udp/ib, an address over 64 bytes).
+Request decode_request(std::string_view line);
+
+struct Offer {
+  std::uint64_t address = 0;
+  std::uint32_t rkey = 0;
+  std::uint32_t length = 0;
+  std::uint16_t receives = 0;
+  bool operator==(const Offer&) const = default;
+};
+
+std::vector<std::uint8_t> encode_hello();
+bool is_hello(std::span<const std::uint8_t> private_data);
+
+std::vector<std::uint8_t> encode_offer(const Offer& offer);
+// nullopt: not an agent's offer (another listener answered; its private data, if any, is
+// not ours). Throws ProtocolError for an offer with our magic that cannot be used: wrong
+// version, length other than check_buffer_bytes, rkey 0, no receives or more than 64.
+// The size of rdma_cm's private data is the transport's (it pads), so trailing bytes are ignored.
+std::optional<Offer> decode_offer(std::span<const std::uint8_t> private_data);
+
+}  // namespace rdmakit::agent

@@ -42,8 +42,9 @@ string(CONCAT CPACK_PACKAGE_DESCRIPTION
   "rping, udaddy, ucmatose, mckey, rdma_server and rdma_client speak the wire protocols of\n"
   "the rdmacm-utils tools of the same names and interoperate with them; send_bw measures\n"
   "bandwidth and latency like perftest; diag-bind explains why an RDMA address bind or\n"
-  "resolution fails. All share one command line, JSON reports, latency statistics and\n"
-  "error messages that name the failing call.")
+  "resolution fails, and diag-connect why two hosts cannot talk over rdma_cm. All share one\n"
+  "command line, JSON reports, latency statistics and error messages that name the failing\n"
+  "call.")
 if(RDMAKIT_PROGRAM_PREFIX)
   string(APPEND CPACK_PACKAGE_DESCRIPTION
     "\nPrograms are installed as ${RDMAKIT_PROGRAM_PREFIX}<tool>, so the package can sit beside rdmacm-utils.")

@@ -19,6 +19,8 @@ packages=(
   file
   # run and test against the stock tools
   rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq gnuplot-nox
+  # diag-connect reads the firewall through libnftables; the cases break RoCE with nft
+  nftables libnftables-dev
   # one memcheck run of every tool (tests/integration/valgrind_cases.sh)
   valgrind
   # the soft-RoCE VM (scripts/rxe-vm.sh)

@@ -10,8 +10,8 @@
 # stamp) and unpacks to its man/ source; the copyright file is DEP-5 with LICENSE's text;
 # each extracted program is stripped and runs --version; each
 # completion, sourced in bash, registers itself for its program and completes "--" to
-# options including --json, --log-level to its levels, diag-bind --ps to its port spaces
-# and send_bw --json-file to file names.
+# options including --json, --log-level to its levels, diag-bind --ps and diag-connect --ps
+# to their port spaces and send_bw --json-file to file names.
 #
 # Build output goes to stderr; stdout is the .deb's path alone. The first failed check
 # ends the run with one line on stderr and exit 1.
@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/build-pkg}
 prefix=rdmakit-
-tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind)
+tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect)
 fail() {
   echo "package: FAILED: $*" >&2
   exit 1
@@ -174,6 +174,7 @@ for tool in "${tools[@]}"; do
   expect_completion "$file" "$prefix$tool" "trace debug off" --log-level ''
 done
 expect_completion "$completions/${prefix}diag-bind" "${prefix}diag-bind" "tcp udp ib" --ps ''
+expect_completion "$completions/${prefix}diag-connect" "${prefix}diag-connect" "tcp udp ib" --ps ''
 touch "$tmp/report-target.json"
 expect_completion "$completions/${prefix}send_bw" "${prefix}send_bw" "$tmp/report-target.json" \
   --json-file "$tmp/report-t"

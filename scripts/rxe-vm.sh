@@ -18,11 +18,14 @@
 # COMMAND sees RDMAKIT_VM=1, RXE_ADDR, RXE_ADDR2, RXE_ADDR6, RXE_DEV, RXE_NETDEV, PLAIN_ADDR.
 #
 # Two hosts (--pair): two guests joined by a qemu stream socket (virtio-net, a real wire
-# between two kernels), each with rxe1 on its eth0 besides the loopback setup above:
-#   guest a (the peer):  10.57.0.1/24, fd57::1/64    runs what guest b asks it to
-#   guest b (COMMAND):   10.57.0.2/24, fd57::2/64
+# between two kernels), each with rxe1 on that NIC besides the loopback setup above, and by
+# a second wire without RDMA, a management network (what diag-connect's agent is reached
+# over when the RDMA path is down):
+#   guest a (the peer):  10.57.0.1/24, fd57::1/64; management 10.58.0.1/24   runs what b asks
+#   guest b (COMMAND):   10.57.0.2/24, fd57::2/64; management 10.58.0.2/24
 # COMMAND runs on b and also sees WIRE_ADDR, WIRE_ADDR6, WIRE_DEV=rxe1, WIRE_NETDEV, PEER_ADDR,
-# PEER_ADDR6 and RXEVM_RPC, a folder shared by both guests through which b starts, signals
+# PEER_ADDR6, MGMT_ADDR, MGMT_NETDEV, PEER_MGMT_ADDR (the peer sees its own WIRE_NETDEV and
+# MGMT_NETDEV) and RXEVM_RPC, a folder shared by both guests through which b starts, signals
 # and waits for commands on a (the protocol is in the peer agent below; the helpers that
 # speak it are remote_* in tests/integration/lib.sh).
 #
@@ -144,12 +147,15 @@ guest_script() {
     [[ $role == b ]] && own=2 peer=1
     wire_setup="
   modprobe virtio_net || return 1
-  WIRE_NETDEV=\$(ls /sys/class/net | grep -E '^(eth|ens|enp)' | head -1)
-  [[ -n \$WIRE_NETDEV ]] || { echo 'rxe-vm: no virtio NIC in the guest'; return 1; }
+  WIRE_NETDEV=\$(grep -l 52:54:00:57 /sys/class/net/*/address | head -1 | cut -d/ -f5)
+  MGMT_NETDEV=\$(grep -l 52:54:00:58 /sys/class/net/*/address | head -1 | cut -d/ -f5)
+  [[ -n \$WIRE_NETDEV && -n \$MGMT_NETDEV ]] || { echo 'rxe-vm: the guest lacks a virtio NIC'; return 1; }
+  ip link set \$MGMT_NETDEV up && ip addr add 10.58.0.$own/24 dev \$MGMT_NETDEV || return 1
   ip link set \$WIRE_NETDEV up && ip addr add 10.57.0.$own/24 dev \$WIRE_NETDEV || return 1
   ip -6 addr add fd57::$own/64 dev \$WIRE_NETDEV nodad || return 1
   rdma link add rxe1 type rxe netdev \$WIRE_NETDEV || return 1"
-    wire_env="export WIRE_DEV=rxe1 WIRE_NETDEV WIRE_ADDR=10.57.0.$own WIRE_ADDR6=fd57::$own"
+    wire_env="export WIRE_DEV=rxe1 WIRE_NETDEV MGMT_NETDEV WIRE_ADDR=10.57.0.$own WIRE_ADDR6=fd57::$own"
+    wire_env+=" MGMT_ADDR=10.58.0.$own PEER_MGMT_ADDR=10.58.0.$peer"
     wire_env+=" PEER_ADDR=10.57.0.$peer PEER_ADDR6=fd57::$peer RXEVM_RPC=$rpc"
   fi
   # shellcheck disable=SC2016  # the agents' scripts are expanded in the guest
@@ -266,20 +272,25 @@ rm -rf "$rpc"
 mkdir -p "$rpc"
 guest_script a > "$dir/$state_prefix-a/guest.sh"
 guest_script b > "$dir/$state_prefix-b/guest.sh"
-# The wire: a qemu stream socket; guest a listens on it, so a boots first.
-wire=$(mktemp -d)/wire.sock
+# The wires: qemu stream sockets; guest a listens on them, so a boots first.
+sockets=$(mktemp -d)
+wire=$sockets/wire.sock mgmt=$sockets/mgmt.sock
 boot "$state_prefix-a" 2 -netdev "stream,id=wire,server=on,addr.type=unix,addr.path=$wire" \
-  -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:01 &
+  -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:01 \
+  -netdev "stream,id=mgmt,server=on,addr.type=unix,addr.path=$mgmt" \
+  -device virtio-net-pci,netdev=mgmt,mac=52:54:00:58:00:01 &
 peer_pid=$!
-for _ in $(seq 100); do [[ -S $wire ]] && break; sleep 0.1; done
-[[ -S $wire ]] || { kill "$peer_pid" 2>/dev/null; die "guest a never opened the wire socket $wire"; }
+for _ in $(seq 100); do [[ -S $wire && -S $mgmt ]] && break; sleep 0.1; done
+[[ -S $wire && -S $mgmt ]] || { kill "$peer_pid" 2>/dev/null; die "guest a never opened the wire sockets in $sockets"; }
 status=0
 boot "$state_prefix-b" 2 -netdev "stream,id=wire,server=off,addr.type=unix,addr.path=$wire" \
-  -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:02 || status=$?
+  -device virtio-net-pci,netdev=wire,mac=52:54:00:57:00:02 \
+  -netdev "stream,id=mgmt,server=off,addr.type=unix,addr.path=$mgmt" \
+  -device virtio-net-pci,netdev=mgmt,mac=52:54:00:58:00:02 || status=$?
 touch "$rpc/shutdown"
 peer_status=0
 wait "$peer_pid" || peer_status=$?
-rm -rf "$(dirname "$wire")"
+rm -rf "$sockets"
 echo "== rxe-vm: peer guest a"
 finished "$state_prefix-a" "$peer_status" || true
 echo "== rxe-vm: guest b"

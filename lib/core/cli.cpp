@@ -93,15 +93,17 @@ void ToolRunner::enable_json_file() {
 
 void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
   diagnoser_ = std::move(diagnoser);
-  app_.add_flag("--diagnose", diagnose_, "On an address or device failure, run diag-bind's diagnosis in-process");
+  app_.add_flag("--diagnose", diagnose_,
+                "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis in-process");
 }
 
 void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
-  if (!diagnose_ || !diagnoser_ || !explained_by_diag_bind(error.call(), error.errnum())) {
+  if (!diagnose_ || !diagnoser_ ||
+      !(explained_by_diag_bind(error.call(), error.errnum()) || explained_by_diag_connect(error))) {
     return;
   }
   try {
-    report.add(AttachedDiagnosis(diagnoser_(error.address(), common_.timeout(), diagnosis_text_)));
+    report.add(AttachedDiagnosis(diagnoser_(error, common_.timeout(), diagnosis_text_)));
   } catch (const std::exception& failure) {
     diagnosis_text_ = std::string("diagnosis failed: ") + failure.what() + "\n";
   }

@@ -73,11 +73,13 @@ class ToolRunner {
   // `debug_flag` is the short name of --debug ("" for tools whose stock -d means a device).
   ToolRunner(std::string name, std::string description, const std::string& debug_flag = "-d");
 
-  // Runs the bind diagnoser for an address and returns its JSON, with a human verdict in
-  // `text`. Kept as a hook so this library needs no RDMA code (lib/probe/host_probe.hpp has one).
+  // Runs the diagnoser for a failed call (diag-bind's for an address or device failure,
+  // diag-connect's for a failure to reach the peer) and returns its JSON, with a human
+  // verdict in `text`. Kept as a hook so this library needs no RDMA code
+  // (lib/probe/host_probe.hpp has one).
   using Diagnoser =
-      std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout, std::string& text)>;
-  // Adds --diagnose: when an address or device failure is one diag-bind explains, the
+      std::function<nlohmann::json(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text)>;
+  // Adds --diagnose: when a failure is one diag-bind or diag-connect explains, the
   // diagnosis runs in-process and lands in the report ("diagnosis") and on stderr.
   void enable_diagnose(Diagnoser diagnoser);
 

@@ -45,6 +45,15 @@ RunStopped::RunStopped(StopReason reason, const std::string& detail) : std::runt
 
 namespace {
 
+bool reaches_peer(const std::string& call) {
+  return call == "rdma_resolve_addr" || call == "rdma_resolve_route" || call == "rdma_connect";
+}
+
+bool peer_unreachable(int errnum) {
+  return errnum == ETIMEDOUT || errnum == EHOSTUNREACH || errnum == ENETUNREACH || errnum == ECONNREFUSED ||
+         errnum == ECONNRESET;
+}
+
 bool is_addressing(const std::string& call) {
   return call == "rdma_bind_addr" || call == "rdma_resolve_addr" || call == "rdma_resolve_route" ||
          call == "rdma_getaddrinfo" || call == "rdma_create_ep";
@@ -55,6 +64,25 @@ bool is_addressing(const std::string& call) {
 bool explained_by_diag_bind(const std::string& call, int errnum) {
   return (is_addressing(call) && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) ||
          (call == "rdma_create_event_channel" && errnum == ENODEV);
+}
+
+bool explained_by_diag_connect(const RdmaError& error) {
+  return !error.address().empty() && reaches_peer(error.call()) && peer_unreachable(error.errnum());
+}
+
+std::uint16_t port_in_subject(const std::string& subject) {
+  const auto colon = subject.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= subject.size()) return 0;
+  // A bare IPv6 address has colons too; only "[v6]:port" and "v4:port" carry a port.
+  const bool bracketed = colon > 0 && subject[colon - 1] == ']';
+  if (!bracketed && subject.find(':') != colon) return 0;
+  unsigned port = 0;
+  for (std::size_t i = colon + 1; i < subject.size(); ++i) {
+    if (subject[i] < '0' || subject[i] > '9') return 0;
+    port = port * 10 + static_cast<unsigned>(subject[i] - '0');
+    if (port > 65535) return 0;
+  }
+  return static_cast<std::uint16_t>(port);
 }
 
 void check_errno(int rc, const char* call, const std::string& subject, const std::string& address) {
@@ -94,15 +122,25 @@ std::string hint_for(const std::string& call, const std::string& address, int er
   if (call == "ibv_reg_mr" && (errnum == ENOMEM || errnum == EPERM || errnum == EAGAIN)) {
     return "memory registration refused; raise the locked-memory limit (ulimit -l)";
   }
+  const std::string ask_diag_connect =
+      address.empty() ? std::string()
+                      : "; run 'diag-connect " + address +
+                            "' (with 'diag-connect --serve' on the peer, or add --diagnose) to see why";
   if (errnum == ETIMEDOUT && call.starts_with("rdma_")) {
-    return "no answer from the peer; is the server running and reachable over RDMA?";
+    return "no answer from the peer; is the server running and reachable over RDMA?" +
+           (reaches_peer(call) ? ask_diag_connect : std::string());
   }
   if (call == "rdma_connect" && errnum == EHOSTUNREACH) {
     return "the peer is unreachable or nothing listens there (for UD: no server answered the SIDR request); "
-           "is a server running on that address and port, in the same port space?";
+           "is a server running on that address and port, in the same port space?" +
+           ask_diag_connect;
   }
   if (errnum == ECONNREFUSED) {
-    return "the peer rejected the connection; is a server listening on that address and port?";
+    return "the peer rejected the connection; is a server listening on that address and port?" +
+           (reaches_peer(call) ? ask_diag_connect : std::string());
+  }
+  if (reaches_peer(call) && (errnum == EHOSTUNREACH || errnum == ENETUNREACH)) {
+    return "no route to the peer or it does not answer" + ask_diag_connect;
   }
   return {};
 }

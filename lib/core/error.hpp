@@ -129,5 +129,10 @@ std::string hint_for(const std::string& call, const std::string& address, int er
 
 // True when diag-bind can explain this failure (the cases whose hint points at it).
 bool explained_by_diag_bind(const std::string& call, int errnum);
+// True when diag-connect can explain this failure: the peer's address did not resolve, the
+// connect was refused or went unanswered, for an error that names the peer's address.
+bool explained_by_diag_connect(const RdmaError& error);
+// The rdma_cm port in a call's subject ("10.0.0.9:7174", "[fd00::1]:7174"), 0 when none.
+std::uint16_t port_in_subject(const std::string& subject);
 
 }  // namespace rdmakit

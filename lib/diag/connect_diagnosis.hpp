@@ -199,7 +199,8 @@ struct ConnectVerdict {
 // The causes, in the order the verdict tests them.
 // ok, source_not_rdma, no_route, neighbour_unresolved, neighbour_wrong, wrong_port_space,
 // no_listener, rejected_by_application, peer_not_rdma, peer_port_down, firewall_roce,
-// rp_filter, gid_type_mismatch, mtu_mismatch, unknown.
+// rp_filter, gid_type_mismatch, mtu_mismatch, no_rdma_answer (no agent, connect unanswered: the
+// candidates listed), unknown. The rule of each: the table atop lib/diag/connect_verdict.cpp.
 ConnectVerdict diagnose_connect(const ConnectCase& connect_case);
 
 std::string render_connect_text(const ConnectCase& connect_case, const ConnectVerdict& verdict);
@@ -218,6 +219,8 @@ nlohmann::json to_json(const ConnectVerdict& verdict);
 HostView host_view_from_json(const nlohmann::json& document);
 PeerAnswer peer_answer_from_json(const nlohmann::json& document);
 ConnectCase connect_case_from_json(const nlohmann::json& document);
+ConnectAttempt connect_attempt_from_json(const nlohmann::json& document);
+ConnectVerdict connect_verdict_from_json(const nlohmann::json& document);  // reports read back, tests
 
 // The agent's answer as received: at most max_answer_bytes of JSON. Never trusts it:
 // anything that does not parse or fit throws ProtocolError saying what.

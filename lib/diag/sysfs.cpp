@@ -11,11 +11,7 @@ namespace rdmakit::diag {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// First line of a sysfs attribute; nullopt when it is missing or unreadable (sysfs answers
-// EINVAL for GID attributes of unused table entries).
-std::optional<std::string> read_line(const fs::path& file) {
+std::optional<std::string> read_first_line(const fs::path& file) {
   std::ifstream in(file);
   std::string line;
   if (!in || !std::getline(in, line)) {
@@ -27,8 +23,10 @@ std::optional<std::string> read_line(const fs::path& file) {
   return line;
 }
 
+namespace {
+
 std::string read_or_empty(const fs::path& file) {
-  return read_line(file).value_or("");
+  return read_first_line(file).value_or("");
 }
 
 std::vector<std::string> sorted_entries(const fs::path& dir) {
@@ -84,14 +82,15 @@ KernelPort read_port(const fs::path& dir, int number) {
   port.link_layer = read_or_empty(dir / "link_layer");
   port.rate = read_or_empty(dir / "rate");
   for (const auto& name : sorted_entries(dir / "gids")) {
-    const auto raw = read_line(dir / "gids" / name);
+    const auto raw = read_first_line(dir / "gids" / name);
     if (!raw || is_zero_gid(*raw)) {
       continue;
     }
     GidEntry entry;
     entry.index = static_cast<std::uint32_t>(std::stoul(name));
     entry.gid = gid_text(*raw);
-    entry.type = read_line(dir / "gid_attrs" / "types" / name).value_or(port.link_layer == "InfiniBand" ? "IB" : "");
+    entry.type =
+        read_first_line(dir / "gid_attrs" / "types" / name).value_or(port.link_layer == "InfiniBand" ? "IB" : "");
     if (entry.type == "IB/RoCE v1") {
       entry.type = port.link_layer == "InfiniBand" ? "IB" : "RoCE v1";
     }
@@ -153,7 +152,7 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
   }
   const auto verbs_dir = root / "class" / "infiniband_verbs";
   for (const auto& name : sorted_entries(verbs_dir)) {
-    const auto ibdev = read_line(verbs_dir / name / "ibdev");
+    const auto ibdev = read_first_line(verbs_dir / name / "ibdev");
     for (auto& device : inventory.kernel_devices) {
       if (ibdev && device.name == *ibdev) {
         device.uverbs = name;

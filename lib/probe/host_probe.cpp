@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <endian.h>
 #include <ifaddrs.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -12,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <bit>
 #include <cerrno>
 #include <fstream>
@@ -23,7 +23,10 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/file_descriptor.hpp"
 #include "lib/diag/sysfs.hpp"
+#include "lib/probe/connect_probe.hpp"
+#include "lib/probe/netlink.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
 
@@ -32,76 +35,6 @@ namespace rdmakit::diag {
 namespace fs = std::filesystem;
 
 namespace {
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  ~FileDescriptor() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Device name -> kernel index, from an RDMA netlink dump (what ibv_get_device_index reads).
-// NOLINTNEXTLINE(readability-function-cognitive-complexity): 27 today, above the cap of 25; to split
-std::map<std::string, int> kernel_indices() {
-  std::map<std::string, int> indices;
-  FileDescriptor sock(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA));
-  if (sock.get() < 0) {
-    return indices;
-  }
-  const timeval one_second{.tv_sec = 1, .tv_usec = 0};
-  setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &one_second, sizeof one_second);
-  nlmsghdr request{};
-  request.nlmsg_len = NLMSG_LENGTH(0);
-  request.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET);
-  request.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  request.nlmsg_seq = 1;
-  if (send(sock.get(), &request, request.nlmsg_len, 0) < 0) {
-    return indices;
-  }
-  std::array<char, 16384> buffer{};
-  for (;;) {
-    const ssize_t received = recv(sock.get(), buffer.data(), buffer.size(), 0);
-    if (received <= 0) {
-      return indices;
-    }
-    auto n = static_cast<unsigned>(received);
-    for (auto* header = reinterpret_cast<nlmsghdr*>(buffer.data()); NLMSG_OK(header, n);
-         header = NLMSG_NEXT(header, n)) {
-      if (header->nlmsg_type == NLMSG_DONE || header->nlmsg_type == NLMSG_ERROR) {
-        return indices;
-      }
-      std::optional<int> index;
-      std::string name;
-      auto remaining = static_cast<int>(header->nlmsg_len - NLMSG_HDRLEN);
-      for (auto* attr = reinterpret_cast<nlattr*>(static_cast<char*>(NLMSG_DATA(header)));
-           remaining >= static_cast<int>(sizeof(nlattr)) && attr->nla_len >= sizeof(nlattr) &&
-           attr->nla_len <= remaining;
-           remaining -= NLA_ALIGN(attr->nla_len),
-                 attr = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(attr) + NLA_ALIGN(attr->nla_len))) {
-        const char* payload = reinterpret_cast<char*>(attr) + NLA_HDRLEN;
-        const int length = attr->nla_len - NLA_HDRLEN;
-        const int type = attr->nla_type & NLA_TYPE_MASK;
-        if (type == RDMA_NLDEV_ATTR_DEV_INDEX && length >= 4) {
-          std::uint32_t value = 0;
-          std::memcpy(&value, payload, sizeof value);
-          index = static_cast<int>(value);
-        } else if (type == RDMA_NLDEV_ATTR_DEV_NAME && length > 0) {
-          name.assign(payload, strnlen(payload, static_cast<std::size_t>(length)));
-        }
-      }
-      if (index && !name.empty()) {
-        indices[name] = *index;
-      }
-    }
-  }
-}
 
 std::string guid_text(__be64 guid) {
   const std::uint64_t value = be64toh(guid);
@@ -223,14 +156,7 @@ void read_memlock(Inventory& inventory) {
     if (limit.rlim_cur != RLIM_INFINITY) inventory.memlock.soft_bytes = limit.rlim_cur;
     if (limit.rlim_max != RLIM_INFINITY) inventory.memlock.hard_bytes = limit.rlim_max;
   }
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with("CapEff:")) {
-      const auto effective = std::stoull(line.substr(7), nullptr, 16);
-      inventory.memlock.cap_ipc_lock = (effective >> 14) & 1;  // CAP_IPC_LOCK
-    }
-  }
+  inventory.memlock.cap_ipc_lock = has_capability(CAP_IPC_LOCK);
 }
 
 int prefix_length(const sockaddr* mask) {
@@ -352,10 +278,44 @@ void probe_first_device(const ProbeOptions& options, Attempt& attempt) {
 
 }  // namespace
 
+bool has_capability(int capability) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("CapEff:")) {
+      try {
+        return ((std::stoull(line.substr(7), nullptr, 16) >> capability) & 1) != 0;
+      } catch (const std::exception&) {
+        return false;
+      }
+    }
+  }
+  return false;
+}
+
+std::optional<std::map<std::string, int>> rdma_device_indices() {
+  std::map<std::string, int> indices;
+  const NetlinkRequest request(RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET), NLM_F_REQUEST | NLM_F_DUMP);
+  const int error = netlink_exchange(NETLINK_RDMA, request, [&](const nlmsghdr& message) {
+    std::optional<std::uint32_t> index;
+    std::string name;
+    for (const auto& attribute : message_attributes(message)) {
+      if (attribute.type == RDMA_NLDEV_ATTR_DEV_INDEX) {
+        index = attribute.u32();
+      } else if (attribute.type == RDMA_NLDEV_ATTR_DEV_NAME) {
+        name = attribute.text();
+      }
+    }
+    if (index && !name.empty()) indices[name] = static_cast<int>(*index);
+  });
+  if (error != 0) return std::nullopt;
+  return indices;
+}
+
 Inventory collect_inventory(const ProbeOptions& options) {
   Inventory inventory;
   read_sysfs(options.sysfs_root, inventory);
-  const auto indices = kernel_indices();
+  const auto indices = rdma_device_indices().value_or(std::map<std::string, int>{});
   inventory.kernel_indices_known = !indices.empty();
   for (auto& device : inventory.kernel_devices) {
     if (const auto it = indices.find(device.name); it != indices.end()) device.index = it->second;
@@ -455,10 +415,13 @@ Diagnosis diagnose_address(const std::string& address, const ProbeOptions& optio
 
 namespace rdmakit::diag {
 
-nlohmann::json diagnose_for_tool(const std::string& address, std::chrono::milliseconds timeout, std::string& text) {
+nlohmann::json diagnose_for_tool(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text) {
+  if (!explained_by_diag_bind(error.call(), error.errnum()) && explained_by_diag_connect(error)) {
+    return diagnose_connect_failure(error.address(), port_in_subject(error.subject()), timeout, text);
+  }
   ProbeOptions options;
   options.limits.timeout = timeout;
-  const auto diagnosis = diagnose_address(address, options);
+  const auto diagnosis = diagnose_address(error.address(), options);
   text = render_verdict(diagnosis.verdict);
   return to_json(diagnosis);
 }

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "lib/core/wait.hpp"
@@ -21,14 +23,22 @@ struct ProbeOptions {
 };
 
 Inventory collect_inventory(const ProbeOptions& options);
+
+// Device name -> kernel index, from RDMA netlink's device dump (what ibv_get_device_index
+// reads); nullopt when the dump failed (without the RDMA core there is no NETLINK_RDMA).
+std::optional<std::map<std::string, int>> rdma_device_indices();
+
+// Whether this process holds `capability` (CAP_IPC_LOCK, CAP_NET_ADMIN) in its effective set.
+bool has_capability(int capability);
 Attempt run_attempt(const Target& target, const ProbeOptions& options);
 
 // Everything at once, for the in-process --diagnose of the other tools. `address` may be a
 // host name; an unresolvable one becomes a verdict, not an exception.
 Diagnosis diagnose_address(const std::string& address, const ProbeOptions& options);
 
-// For ToolRunner::set_diagnoser: runs the diagnosis for an address and returns its JSON,
-// with the human verdict in `text`.
-nlohmann::json diagnose_for_tool(const std::string& address, std::chrono::milliseconds timeout, std::string& text);
+// For ToolRunner::enable_diagnose: runs diag-bind's diagnosis for an address or device
+// failure, diag-connect's (lib/probe/connect_probe.hpp) for a failure to reach the peer, and
+// returns its JSON, with the human verdict in `text`.
+nlohmann::json diagnose_for_tool(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text);
 
 }  // namespace rdmakit::diag

@@ -202,7 +202,11 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
           }
           reason += fmt::format(", reject reason {}", status);
         }
-        throw event_failure(*event, step == "connect" ? "rdma_connect" : "rdma_accept", peer + ": " + reason);
+        // The active side names the peer's host, so that the hint and --diagnose can ask
+        // diag-connect about it.
+        const bool active = step == "connect";
+        throw event_failure(*event, active ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
+                            active ? address_of(rdma_get_peer_addr(id_.get())).host_string() : std::string());
       }
       case CmAction::establish:
         ready_own_qp();

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -100,7 +101,9 @@ void SyncEndpoint::finish_cm_call(const char* call, const Bounds& bounds) {
       case CmAction::fail: {
         const auto peer = peer_of(id_);
         throw event_failure(*event, call,
-                            event->event == RDMA_CM_EVENT_REJECTED ? peer : peer + ": " + transition.reason);
+                            event->event == RDMA_CM_EVENT_REJECTED ? peer : peer + ": " + transition.reason,
+                            std::string_view(call) == "rdma_connect" ? address_of(rdma_get_peer_addr(id_)).host_string()
+                                                                     : std::string());
       }
       case CmAction::start_traffic:
       case CmAction::stop_traffic: return;

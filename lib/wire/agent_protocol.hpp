@@ -63,4 +63,10 @@ std::vector<std::uint8_t> encode_offer(const Offer& offer);
 // The size of rdma_cm's private data is the transport's (it pads), so trailing bytes are ignored.
 std::optional<Offer> decode_offer(std::span<const std::uint8_t> private_data);
 
+// The IB CM's reject reasons as a REJECTED event's status carries them on InfiniBand and
+// RoCE (IBTA table 112); the kernel keeps their words to itself (rdma_reject_msg).
+inline constexpr int reject_invalid_service_id = 8;  // nothing listens on that port
+inline constexpr int reject_consumer_defined = 28;   // the application called rdma_reject
+std::string reject_reason_text(int reason);
+
 }  // namespace rdmakit::agent

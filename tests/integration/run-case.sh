@@ -41,6 +41,9 @@ source "$here/crafted_cases.sh"
 OURS_RDMA_MESH=$BIN/rdma_mesh
 # shellcheck source=mesh_cases.sh
 source "$here/mesh_cases.sh"
+OURS_DIAG_CONNECT=$BIN/diag-connect
+# shellcheck source=connect_cases.sh
+source "$here/connect_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 check_schemas

@@ -15,7 +15,8 @@ import schema_check  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "doc" / "schema"
 SAMPLES = ROOT / "tests" / "schema" / "samples"
-TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind", "rdma_mesh"]
+TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind", "rdma_mesh",
+         "diag-connect"]
 
 # Draft 2020-12 keywords the schemas may use. jsonschema ignores a keyword it does not know,
 # so a misspelt one ("additionalProperty") would loosen a schema without a word: refuse it.
@@ -314,6 +315,56 @@ class Schemas(unittest.TestCase):
         self.assertRefused("rdma_mesh", changed(lambda d: d["summary"]["lat"].update(unit="ms")))
         # Once the run started the mesh's keys are in the report.
         self.assertRefused("rdma_mesh", changed(lambda d: d.pop("pairs")))
+
+    def test_connect_client_agent_and_diagnosis(self):
+        replay = schema_check.load(SAMPLES / "diag-connect-replay-firewall_roce.json")
+        self.assertAccepted("diag-connect", replay)
+
+        def changed(edit, document=replay):
+            document = copy.deepcopy(document)
+            edit(document)
+            return document
+
+        # The outcome, the exit status and the verdict's cause belong to one class of cause.
+        self.assertRefused("diag-connect", changed(lambda d: d.update(exit_code=0)))
+        self.assertRefused("diag-connect", changed(lambda d: d["verdict"].update(exit_code=3)))
+        self.assertRefused("diag-connect", changed(lambda d: d["verdict"].update(cause="ok")))
+        self.assertRefused("diag-connect", changed(lambda d: d.pop("capture")))
+        # Optional members are null, never absent; the agent's answer is one.
+        self.assertAccepted("diag-connect", changed(lambda d: d["capture"].update(peer=None)))
+        self.assertRefused("diag-connect", changed(lambda d: d["capture"].pop("peer")))
+        self.assertRefused("diag-connect", changed(lambda d: d["capture"]["attempt"].pop("rejection")))
+        self.assertRefused("diag-connect", changed(lambda d: d["capture"]["agent"].update(status="maybe")))
+        self.assertRefused("diag-connect", changed(
+            lambda d: d["capture"]["peer"]["view"]["netdevs"][0].update(mtu="1500")))
+        # A step interrupted by Ctrl-C: exit 130 with the partial capture and an error.
+        interrupted = changed(lambda d: d.update(role="client", exit_code=130,
+                                                 errors=[{"message": "interrupted during connect"}]))
+        self.assertAccepted("diag-connect", interrupted)
+        self.assertRefused("diag-connect", dict(interrupted, errors=[]))
+
+        # The agent (--serve) reports what it served, and nothing of a client's.
+        agent = changed(lambda d: (d.pop("capture"), d.pop("verdict"), d.update(
+            role="agent", outcome="completed", exit_code=0, local_address="", peer_address="", cm_timings_ms={},
+            agent={"answers": 2, "bad_requests": 2, "connections": 3, "rejected": 1, "expired": 0})))
+        agent["arguments"].update(serve=True, replay="")
+        self.assertAccepted("diag-connect", agent)
+        self.assertRefused("diag-connect", changed(lambda d: d.update(capture=replay["capture"]), agent))
+        self.assertRefused("diag-connect", changed(lambda d: d["agent"].pop("expired"), agent))
+        self.assertRefused("diag-connect", changed(lambda d: d.update(outcome="ok"), agent))
+        # An agent whose listener could not be set up: failed, no tally.
+        self.assertAccepted("diag-connect", changed(lambda d: (d.pop("agent"), d.update(
+            outcome="failed", exit_code=1, errors=[{"message": "binding the side channel to TCP [::]:7472: ..."}])),
+            agent))
+
+        # The other tools' --diagnose of a failure to reach the peer: diag-connect's diagnosis.
+        rping = first_sample("rping")
+        diagnosis = {"tool": "diag-connect", "capture": replay["capture"], "verdict": replay["verdict"]}
+        rping_with = dict(rping, outcome="failed", exit_code=1, diagnosis=diagnosis,
+                          errors=[{"message": "rdma_connect(10.57.0.1:7471): Connection timed out",
+                                   "call": "rdma_connect", "errno": 110, "errno_name": "ETIMEDOUT"}])
+        self.assertAccepted("rping", rping_with)
+        self.assertRefused("rping", dict(rping_with, diagnosis=dict(diagnosis, tool="diag-bind")))
 
 
 class Checker(unittest.TestCase):

@@ -1,0 +1,147 @@
+// diag-connect: explains why this host cannot talk to another over rdma_cm, by making the
+// real attempt step by step (route, address and route resolution, connect, a short data
+// check) and comparing this host's view with the one the agent on the other host
+// (`diag-connect --serve`) answers over a TCP side channel.
+
+#include <fstream>
+#include <iostream>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "lib/core/cli.hpp"
+#include "lib/diag/connect_report.hpp"
+#include "lib/probe/connect_agent.hpp"
+#include "lib/probe/connect_probe.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/wire/agent_protocol.hpp"
+
+namespace {
+
+struct Options {
+  std::string address;
+  std::uint16_t port = rdmakit::agent::default_probe_port;
+  std::string port_space = "tcp";
+  std::string bind;
+  std::string agent_host;
+  std::uint16_t agent_port = rdmakit::agent::default_agent_port;
+  bool no_agent = false;
+  bool serve = false;
+  bool no_listen = false;
+  std::size_t max_connections = 4;
+  std::string replay_file;
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("address", o.address, "The other host's address (the client side); with --serve, none");
+  app.add_option("-p,--port", o.port, "rdma_cm port to probe (or, with --serve, to listen on)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--ps", o.port_space, "Port space: tcp, udp or ib")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"tcp", "udp", "ib"}));
+  app.add_option("-b,--bind", o.bind,
+                 "Client: the source address to connect from; --serve: the one address to listen on (both ports)");
+  app.add_option("--agent", o.agent_host,
+                 "Where the agent's side channel is, when not at ADDRESS (a management address)");
+  app.add_option("--agent-port", o.agent_port, "TCP port of the agent's side channel")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_flag("--no-agent", o.no_agent, "Do not ask the other host's agent; run only this host's steps");
+  app.add_flag("--serve", o.serve,
+               "Be the agent: listen on rdma_cm (-p) for probes and on TCP (--agent-port) for view requests, until "
+               "Ctrl-C or SIGTERM");
+  app.add_flag("--no-listen", o.no_listen, "--serve without the rdma_cm listener (the side channel only)");
+  app.add_option("--max-connections", o.max_connections, "--serve: probe connections held at once; more are rejected")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--replay", o.replay_file,
+                 "Diagnose a captured attempt instead of making one: a --json report or a fixture "
+                 "(tests/fixtures/connect/*.json)");
+}
+
+void validate(const Options& o) {
+  if (o.serve) {
+    if (!o.address.empty()) throw rdmakit::UsageError("--serve takes no ADDRESS; use --bind to listen on one address");
+    if (!o.replay_file.empty()) throw rdmakit::UsageError("--serve and --replay do not go together");
+    if (!o.bind.empty()) rdmakit::check_resolvable(o.bind, AF_UNSPEC, true);
+    return;
+  }
+  if (o.no_listen) throw rdmakit::UsageError("--no-listen goes with --serve");
+  if (!o.replay_file.empty()) return;
+  if (o.address.empty()) throw rdmakit::UsageError("ADDRESS is required (the other host), or --serve to be the agent");
+  rdmakit::check_resolvable(o.address);
+  if (!o.bind.empty()) rdmakit::check_resolvable(o.bind, AF_UNSPEC, true);
+  if (!o.agent_host.empty()) rdmakit::check_resolvable(o.agent_host);
+}
+
+rdmakit::diag::ConnectCase replay(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw rdmakit::UsageError("--replay: cannot read " + file);
+  const auto document = nlohmann::json::parse(in, nullptr, false);
+  if (document.is_discarded()) throw rdmakit::UsageError("--replay: " + file + " is not JSON");
+  try {
+    return rdmakit::diag::connect_case_from_json(document.contains("capture") ? document["capture"] : document);
+  } catch (const rdmakit::ProtocolError& bad) {
+    throw rdmakit::UsageError("--replay: " + file + ": " + bad.what());
+  }
+}
+
+std::string numeric(const std::string& host) {
+  return host.empty() ? host : rdmakit::parse_address(host, 0).host_string();
+}
+
+void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report& report) {
+  report.role = "agent";
+  const rdmakit::StopSignal stop;
+  rdmakit::diag::AgentOptions agent{.bind = numeric(o.bind),
+                                    .probe_port = o.port,
+                                    .port_space = o.port_space,
+                                    .agent_port = o.agent_port,
+                                    .listen_rdma = !o.no_listen,
+                                    .max_connections = o.max_connections,
+                                    .client_timeout = runner.common().timeout(),
+                                    .stop_fd = stop.fd(),
+                                    .view = {}};
+  const auto tally = rdmakit::diag::serve_agent(
+      agent, [](const std::string& where) { std::cerr << where << std::endl; },
+      [](const std::string& line) { spdlog::info("{}", line); });
+  report.add(rdmakit::diag::AgentTallyResult(tally));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rdmakit::ToolRunner runner("diag-connect", "Explain why two hosts cannot talk over rdma_cm, with both sides' views");
+  Options options;
+  runner.rename_argument("ps", "port_space");
+  runner.rename_argument("agent", "agent_host");
+  add_options(runner.app(), options);
+  runner.app().footer(
+      "Exit status: 0 the connection and the data check work, 1 a cause was found (see 'verdict'), 2 usage error, 3 "
+      "the failure could not be explained (the raw data is printed). The agent (--serve) exits 0 when stopped.");
+  return runner.run(
+      argc, argv, [&] { validate(options); },
+      [&](rdmakit::Report& report) {
+        if (options.serve) return serve(options, runner, report);
+        rdmakit::diag::ConnectCase connect_case;
+        if (!options.replay_file.empty()) {
+          connect_case = replay(options.replay_file);
+        } else {
+          report.role = "client";
+          const rdmakit::StopSignal stop;
+          rdmakit::diag::ConnectProbeOptions probe{
+              .target = numeric(options.address),
+              .port = options.port,
+              .port_space = options.port_space,
+              .bind = numeric(options.bind),
+              .agent_host = numeric(options.agent_host),
+              .agent_port = options.agent_port,
+              .ask_agent = !options.no_agent,
+              .limits = {.stop_fd = stop.fd(), .timeout = runner.common().timeout()},
+              .view = {}};
+          connect_case = rdmakit::diag::probe_connect(probe);
+        }
+        rdmakit::diag::add_connect_result(std::move(connect_case), report);
+      });
+}

@@ -1,0 +1,60 @@
+#include "lib/diag/connect_report.hpp"
+
+#include <optional>
+
+namespace rdmakit::diag {
+
+namespace {
+
+// The first part of the run that Ctrl-C cut short, if any.
+std::optional<std::string> interrupted_during(const ConnectCase& connect_case) {
+  for (const auto& step : connect_case.attempt.steps) {
+    if (step.status == "interrupted") return step.name;
+  }
+  for (const auto& check : connect_case.attempt.data) {
+    if (check.status == "interrupted") return "the data check (" + check.operation + ")";
+  }
+  if (connect_case.agent.status == "interrupted") return std::string("the agent's answer");
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ConnectResult::add_to(nlohmann::json& document) const {
+  document["capture"] = to_json(case_);
+  document["verdict"] = to_json(verdict_);
+}
+
+std::string render_connect_verdict(const ConnectVerdict& verdict) {
+  std::string text = "diag-connect: " + verdict.cause + ": " + verdict.summary + "\n";
+  for (const auto& line : verdict.evidence) text += "  " + line + "\n";
+  if (!verdict.fix.empty()) {
+    text += "  fix" + (verdict.fix_host.empty() ? std::string() : " (on the " + verdict.fix_host + ")") + ": " +
+            verdict.fix + "\n";
+  }
+  if (!verdict.candidates.empty()) {
+    text += "  could not tell apart:";
+    for (const auto& candidate : verdict.candidates) text += " " + candidate;
+    text += "\n";
+  }
+  return text;
+}
+
+void add_connect_result(ConnectCase connect_case, Report& report) {
+  const auto& attempt = connect_case.attempt;
+  report.local_address = attempt.source_address.empty() ? attempt.bind : attempt.source_address;
+  report.peer_address = attempt.target;
+  for (const auto& step : attempt.steps) {
+    if (step.status != "skipped") report.add_timing(step.name, step.ms);
+  }
+  auto verdict = diagnose_connect(connect_case);
+  const auto cut_short = interrupted_during(connect_case);
+  if (cut_short) {
+    report.stop(StopReason::interrupted, "interrupted during " + *cut_short);
+  } else {
+    report.exit_code = verdict.exit_code;
+  }
+  report.add(ConnectResult(std::move(connect_case), std::move(verdict), cut_short.has_value()));
+}
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,771 @@
+// The connect verdict: the rules that name why a client could not talk to a server over
+// rdma_cm, tried in the order below; the first that fits wins.
+//
+// clang-format off
+// | code                    | exit | the facts that name it                                                          |
+// |-------------------------|------|---------------------------------------------------------------------------------|
+// | ok                      | 0    | resolve_addr, resolve_route, connect ok and no data check failed               |
+// | source_not_rdma         | 1    | the client's source netdev has no RDMA device; resolve_addr ENODEV/EADDRNOTAVAIL |
+// | no_route                | 1    | the route (or resolve_addr) ends in ENETUNREACH/EHOSTUNREACH                   |
+// | neighbour_unresolved    | 1    | resolve_addr timed out / ADDR_ERROR, the neighbour INCOMPLETE/FAILED/none      |
+// | neighbour_wrong         | 1    | a static neighbour, connect unanswered, the agent silent or its MAC another    |
+// | wrong_port_space        | 1    | REJ reason 8 and the server listens on the port in another port space          |
+// | no_listener             | 1    | REJ reason 8 and nothing listens there (without the agent: the REJ alone)      |
+// | rejected_by_application | 1    | a consumer REJ (reason 28), with its private data                              |
+// | peer_not_rdma           | 1    | the agent's netdev owning the target has no RDMA device                        |
+// | peer_port_down          | 1    | that netdev is down, or the port serving the target is not ACTIVE              |
+// | firewall_roce           | 1    | connect unanswered (or data died) and a firewall drops UDP 4791                |
+// | rp_filter               | 1    | the route back leaves by another netdev than packets arrive on, strict filter  |
+// | gid_type_mismatch       | 1    | the two ports' default RoCE modes differ (a warning when the run passed)       |
+// | mtu_mismatch            | 1    | small transfers pass, those >= path MTU or 64 KiB die, and the MTUs differ     |
+// | no_rdma_answer          | 1    | no agent, connect unanswered after resolution: candidates listed               |
+// | unknown                 | 3    | nothing above fits: the raw steps as evidence                                  |
+// clang-format on
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/core/report.hpp"
+#include "lib/diag/connect_diagnosis.hpp"
+#include "lib/diag/host_queries.hpp"
+
+namespace rdmakit::diag {
+
+const ConnectStep* ConnectAttempt::find(std::string_view name) const {
+  // The last one: a step may be retried.
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (it->name == name) return &*it;
+  }
+  return nullptr;
+}
+
+namespace {
+
+constexpr std::size_t large_transfer = 64 * 1024;
+constexpr int reject_invalid_service_id = 8;
+constexpr int reject_consumer_defined = 28;
+
+// ---- Questions on one host's view ----
+
+std::string lower(std::string text) {
+  std::ranges::transform(text, text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+const ViewNetdev* netdev_named(const HostView& view, const std::string& name) {
+  const auto it = std::ranges::find(view.netdevs, name, &ViewNetdev::name);
+  return it == view.netdevs.end() ? nullptr : &*it;
+}
+
+const ViewNetdev* netdev_with_address(const HostView& view, const std::string& address) {
+  if (address.empty()) return nullptr;
+  const auto host = canonical(address);
+  for (const auto& netdev : view.netdevs) {
+    for (const auto& own : netdev.addresses) {
+      if (canonical(without_prefix(own)) == host) return &netdev;
+    }
+  }
+  return nullptr;
+}
+
+bool holds_gid_on(const ViewDevice& device, const std::string& netdev) {
+  return std::ranges::any_of(device.ports, [&netdev](const ViewPort& port) {
+    return std::ranges::any_of(port.gids, [&netdev](const GidEntry& gid) { return gid.netdev == netdev; });
+  });
+}
+
+const ViewDevice* rdma_device_on(const HostView& view, const std::string& netdev) {
+  if (netdev.empty()) return nullptr;
+  for (const auto& device : view.devices) {
+    if (device.netdev == netdev || holds_gid_on(device, netdev)) return &device;
+  }
+  return nullptr;
+}
+
+struct PortRef {
+  const ViewDevice* device = nullptr;
+  const ViewPort* port = nullptr;
+};
+
+// The port holding a GID for the address, else the first port of a device on its netdev.
+PortRef port_serving(const HostView& view, const std::string& address, const std::string& netdev) {
+  const auto gid = address.empty() ? std::string() : gid_for_address(address);
+  for (const auto& device : view.devices) {
+    for (const auto& port : device.ports) {
+      if (std::ranges::any_of(port.gids, [&gid](const GidEntry& entry) { return !gid.empty() && entry.gid == gid; })) {
+        return {&device, &port};
+      }
+    }
+  }
+  const auto* device = rdma_device_on(view, netdev);
+  if (device == nullptr || device->ports.empty()) return {device, nullptr};
+  return {device, &device->ports.front()};
+}
+
+PortRef port_named(const HostView& view, const std::string& device_name, int number) {
+  for (const auto& device : view.devices) {
+    if (device.name != device_name) continue;
+    for (const auto& port : device.ports) {
+      if (port.number == number) return {&device, &port};
+    }
+  }
+  return {};
+}
+
+// An RDMA netdev with an address: what the client could bind or route through instead.
+std::pair<const ViewNetdev*, std::string> rdma_address(const HostView& view) {
+  for (const auto& netdev : view.netdevs) {
+    if (rdma_device_on(view, netdev.name) != nullptr && !netdev.addresses.empty()) {
+      return {&netdev, without_prefix(netdev.addresses.front())};
+    }
+  }
+  return {nullptr, {}};
+}
+
+bool is_down(const ViewNetdev& netdev) {
+  return !netdev.up || lower(netdev.operstate) == "down";
+}
+
+bool is_wildcard(const std::string& address) {
+  return address.empty() || address == "0.0.0.0" || address == "::";
+}
+
+// "v1", "v2" or "" from "IB/RoCE v1", "RoCE v2", ...
+std::string roce_version(const std::string& mode) {
+  if (mode.find("v1") != std::string::npos) return "v1";
+  if (mode.find("v2") != std::string::npos) return "v2";
+  return {};
+}
+
+// ---- The facts of one case, gathered once ----
+
+struct Facts {
+  const ConnectCase& c;
+  const ConnectAttempt& attempt;
+  const HostView& local;
+  const PeerAnswer* peer;  // only when the agent answered
+  const ConnectStep* route;
+  const ConnectStep* resolve_addr;
+  const ConnectStep* resolve_route;
+  const ConnectStep* connect;
+
+  explicit Facts(const ConnectCase& connect_case)
+      : c(connect_case),
+        attempt(connect_case.attempt),
+        local(connect_case.local),
+        peer(connect_case.agent.status == "ok" && connect_case.peer ? &*connect_case.peer : nullptr),
+        route(attempt.find("route")),
+        resolve_addr(attempt.find("resolve_addr")),
+        resolve_route(attempt.find("resolve_route")),
+        connect(attempt.find("connect")) {}
+
+  // The netdev that owns the target on the server, from the agent's view.
+  const ViewNetdev* peer_owner() const { return peer ? netdev_with_address(peer->view, attempt.target) : nullptr; }
+  PortRef peer_port() const {
+    const auto* owner = peer_owner();
+    return peer ? port_serving(peer->view, attempt.target, owner ? owner->name : "") : PortRef{};
+  }
+  std::string client_netdev() const {
+    if (!attempt.source_netdev.empty()) return attempt.source_netdev;
+    const auto* owner = netdev_with_address(local, attempt.source_address);
+    return owner ? owner->name : "";
+  }
+  PortRef client_port() const {
+    const auto named = port_named(local, attempt.device, attempt.device_port);
+    return named.port ? named : port_serving(local, attempt.source_address, client_netdev());
+  }
+};
+
+bool ok(const ConnectStep* step) {
+  return step != nullptr && step->status == "ok";
+}
+bool ended_badly(const ConnectStep* step) {
+  return step != nullptr && (step->status == "failed" || step->status == "timeout");
+}
+
+// No answer at all from the server's RDMA CM: the REQ (or its reply) was lost.
+bool unanswered(const ConnectStep* connect) {
+  if (!ended_badly(connect)) return false;
+  return connect->status == "timeout" || connect->errnum == ETIMEDOUT ||
+         (connect->event == "RDMA_CM_EVENT_UNREACHABLE" && connect->errnum != ECONNREFUSED);
+}
+
+bool data_failed(const ConnectAttempt& attempt) {
+  return std::ranges::any_of(
+      attempt.data, [](const DataCheck& check) { return check.status == "failed" || check.status == "timeout"; });
+}
+
+// A REJ with "invalid service ID": nothing listens on that service (port and port space).
+bool no_service(const ConnectAttempt& attempt) {
+  return attempt.rejection && !attempt.rejection->consumer && attempt.rejection->reason == reject_invalid_service_id;
+}
+
+std::string step_text(const ConnectStep& step) {
+  std::string text = fmt::format("{}: {}", step.name, step.status);
+  if (step.errnum != 0) text += ", " + errno_text(step.errnum);
+  if (!step.event.empty()) text += ", " + step.event;
+  if (!step.detail.empty()) text += ", " + step.detail;
+  return text + fmt::format(" ({:.1f} ms)", step.ms);
+}
+
+std::string rejection_text(const Rejection& rejection) {
+  return fmt::format("reject reason {}{}", rejection.reason,
+                     rejection.reason_text.empty() ? "" : " (" + rejection.reason_text + ")");
+}
+
+std::string agent_text(const AgentContact& agent) {
+  return fmt::format("client: the agent at {} answered {}{}", agent.address.empty() ? "(not asked)" : agent.address,
+                     agent.status, agent.detail.empty() ? "" : ": " + agent.detail);
+}
+
+ConnectVerdict found(std::string cause, std::string summary, std::vector<std::string> evidence, std::string fix = {},
+                     std::string fix_host = {}) {
+  ConnectVerdict v;
+  v.cause = std::move(cause);
+  v.exit_code = ExitCode::cause_found;
+  v.summary = std::move(summary);
+  v.evidence = std::move(evidence);
+  // Where the fix runs means nothing without a fix.
+  v.fix_host = fix.empty() ? std::string() : std::move(fix_host);
+  v.fix = std::move(fix);
+  return v;
+}
+
+using Rule = std::optional<ConnectVerdict> (*)(const Facts&);
+
+// ---- The rules, in the order they are tried ----
+
+std::optional<ConnectVerdict> works(const Facts& f) {
+  if ((f.route != nullptr && !ok(f.route)) || !ok(f.resolve_addr) || !ok(f.resolve_route) || !ok(f.connect) ||
+      data_failed(f.attempt)) {
+    return std::nullopt;
+  }
+  const auto& a = f.attempt;
+  ConnectVerdict v;
+  v.cause = "ok";
+  v.exit_code = ExitCode::ok;
+  std::size_t largest = 0;
+  for (const auto& check : a.data) largest = std::max(largest, check.bytes);
+  v.summary =
+      fmt::format("connected to {}:{} ({}) from {} on {} ({} port {}, {}, path MTU {}){}", a.target, a.port,
+                  a.port_space, a.source_address, a.source_netdev, a.device, a.device_port, a.gid_type, a.path_mtu,
+                  a.data.empty() ? "; no data check (the server is no diag-connect agent)"
+                                 : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
+  for (const auto* step : {f.resolve_addr, f.resolve_route, f.connect}) {
+    v.evidence.push_back("client: " + step_text(*step));
+  }
+  return v;
+}
+
+std::optional<ConnectVerdict> source_not_rdma(const Facts& f) {
+  const auto& a = f.attempt;
+  std::string source = a.source_netdev;
+  if (source.empty() && f.local.route && f.local.route->errnum == 0) source = f.local.route->netdev;
+  const bool routed_off_rdma = !source.empty() && rdma_device_on(f.local, source) == nullptr;
+  const bool refused =
+      ended_badly(f.resolve_addr) && (f.resolve_addr->errnum == ENODEV || f.resolve_addr->errnum == EADDRNOTAVAIL);
+  if (!routed_off_rdma && !refused) return std::nullopt;
+  std::vector<std::string> evidence;
+  if (routed_off_rdma) {
+    evidence.push_back(fmt::format("client: the route to {} leaves by {}{}, which has no RDMA device", a.target, source,
+                                   f.local.route ? " (source " + f.local.route->source + ")" : ""));
+  }
+  if (refused) evidence.push_back("client: " + step_text(*f.resolve_addr));
+  const auto [rdma_netdev, address] = rdma_address(f.local);
+  if (rdma_netdev == nullptr) {
+    return found("source_not_rdma",
+                 fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device",
+                             a.target, source.empty() ? "a netdev" : source),
+                 std::move(evidence), source.empty() ? "" : rxe_link_command(source), "client");
+  }
+  const auto* device = rdma_device_on(f.local, rdma_netdev->name);
+  evidence.push_back(fmt::format("client: {} is on {}, served by {}", address, rdma_netdev->name, device->name));
+  return found("source_not_rdma",
+               fmt::format("the client reaches {} through {}, which has no RDMA device; bind to {} (--bind {}) or "
+                           "route through {}",
+                           a.target, source.empty() ? "a netdev" : source, address, address, rdma_netdev->name),
+               std::move(evidence),
+               fmt::format("ip route add {}/32 dev {} src {}", a.target, rdma_netdev->name, address), "client");
+}
+
+bool unreachable_errno(int errnum) {
+  return errnum == ENETUNREACH || errnum == EHOSTUNREACH;
+}
+
+std::optional<ConnectVerdict> no_route(const Facts& f) {
+  std::vector<std::string> evidence;
+  if (f.local.route && unreachable_errno(f.local.route->errnum)) {
+    evidence.push_back(
+        fmt::format("client: ip route get {}: {}", f.local.route->destination, errno_text(f.local.route->errnum)));
+  }
+  if (ended_badly(f.route) && unreachable_errno(f.route->errnum)) evidence.push_back("client: " + step_text(*f.route));
+  if (ended_badly(f.resolve_addr) && f.resolve_addr->errnum == ENETUNREACH) {
+    evidence.push_back("client: " + step_text(*f.resolve_addr));
+  }
+  if (evidence.empty()) return std::nullopt;
+  const auto& target = f.attempt.target;
+  const auto [rdma_netdev, address] = rdma_address(f.local);
+  if (rdma_netdev == nullptr) {
+    return found("no_route", fmt::format("the client has no route to {}", target), std::move(evidence),
+                 fmt::format("ip route add {}/32 dev <an RDMA netdev>", target), "client");
+  }
+  evidence.push_back(
+      fmt::format("client: {} ({}) has an RDMA device", rdma_netdev->name, join(rdma_netdev->addresses)));
+  return found("no_route",
+               fmt::format("the client has no route to {}; add one through {} or an address in {}'s subnet", target,
+                           rdma_netdev->name, target),
+               std::move(evidence), fmt::format("ip route add {}/32 dev {}", target, rdma_netdev->name), "client");
+}
+
+std::string neighbour_text(const Neighbour& n) {
+  return fmt::format("neighbour {} dev {}: {}{}", n.address, n.netdev, n.state,
+                     n.lladdr.empty() ? ", no link-layer address" : " lladdr " + n.lladdr);
+}
+
+std::optional<ConnectVerdict> neighbour_unresolved(const Facts& f) {
+  const auto* step = f.resolve_addr;
+  if (!ended_badly(step)) return std::nullopt;
+  const bool unanswered_resolution = step->status == "timeout" || step->errnum == ETIMEDOUT ||
+                                     step->errnum == EHOSTUNREACH || step->event == "RDMA_CM_EVENT_ADDR_ERROR";
+  const auto& n = f.local.neighbour;
+  const bool unresolved = !n || n->state == "INCOMPLETE" || n->state == "FAILED" || n->state == "none";
+  if (!unanswered_resolution || !unresolved) return std::nullopt;
+  const auto& target = f.attempt.target;
+  std::string netdev = n ? n->netdev : "";
+  if (netdev.empty() && f.local.route) netdev = f.local.route->netdev;
+  std::vector<std::string> evidence{"client: " + step_text(*step)};
+  evidence.push_back(n ? "client: " + neighbour_text(*n) : fmt::format("client: no neighbour entry for {}", target));
+  const std::string address = n && !n->address.empty() ? n->address : target;
+  return found("neighbour_unresolved",
+               fmt::format("{} does not answer ARP/ND on {}: is the server up and on that link and subnet?", address,
+                           netdev.empty() ? "the client's link" : netdev),
+               std::move(evidence), netdev.empty() ? "" : fmt::format("arping -c 3 -I {} {}", netdev, address),
+               "client");
+}
+
+std::optional<ConnectVerdict> neighbour_wrong(const Facts& f) {
+  const auto& n = f.local.neighbour;
+  if (!n || n->state != "PERMANENT" || !unanswered(f.connect)) return std::nullopt;
+  std::vector<std::string> evidence{"client: static " + neighbour_text(*n), "client: " + step_text(*f.connect)};
+  if (f.peer != nullptr) {
+    const auto* owner = netdev_with_address(f.peer->view, n->address);
+    if (owner == nullptr || owner->mac.empty() || lower(owner->mac) == lower(n->lladdr)) return std::nullopt;
+    evidence.push_back(fmt::format("server: {} owns {} with MAC {}", owner->name, n->address, owner->mac));
+  } else {
+    evidence.push_back(agent_text(f.c.agent));
+  }
+  return found("neighbour_wrong",
+               fmt::format("the client's static neighbour entry sends {}'s packets to {}, which does not answer",
+                           n->address, n->lladdr.empty() ? "nowhere" : n->lladdr),
+               std::move(evidence), fmt::format("ip neigh del {} dev {}", n->address, n->netdev), "client");
+}
+
+bool serves(const CmListener& listener, const ConnectAttempt& a, bool same_space) {
+  return listener.port == a.port && (listener.port_space == a.port_space) == same_space &&
+         (is_wildcard(listener.address) || canonical(listener.address) == canonical(a.target));
+}
+
+// The server's rdma_cm listeners, from the cm_id dump when it was readable, else the agent's own.
+std::vector<CmListener> peer_listeners(const PeerAnswer& peer) {
+  if (peer.view.listeners_known) return peer.view.listeners;
+  if (!peer.serving) return {};
+  return {CmListener{
+      .port = peer.serving_port, .port_space = peer.serving_port_space, .address = peer.serving_address, .device = {}}};
+}
+
+std::string listener_text(const CmListener& l) {
+  return fmt::format("{} {}/{}{}", is_wildcard(l.address) ? "*" : l.address, l.port, l.port_space,
+                     l.device.empty() ? "" : " on " + l.device);
+}
+
+std::string listeners_text(const std::vector<CmListener>& listeners) {
+  if (listeners.empty()) return "server: nothing listens on rdma_cm";
+  std::vector<std::string> items;
+  for (const auto& listener : listeners) items.push_back(listener_text(listener));
+  return "server: rdma_cm listeners: " + join(items);
+}
+
+std::optional<ConnectVerdict> wrong_port_space(const Facts& f) {
+  if (!no_service(f.attempt) || f.peer == nullptr) return std::nullopt;
+  const auto listeners = peer_listeners(*f.peer);
+  const auto& a = f.attempt;
+  const auto same = std::ranges::any_of(listeners, [&a](const CmListener& l) { return serves(l, a, true); });
+  const auto other = std::ranges::find_if(listeners, [&a](const CmListener& l) { return serves(l, a, false); });
+  if (same || other == listeners.end()) return std::nullopt;
+  return found(
+      "wrong_port_space",
+      fmt::format("the server listens on port {} in port space {}, the client asked in {}", a.port, other->port_space,
+                  a.port_space),
+      {"client: " + rejection_text(*a.rejection) + fmt::format(" for {}:{}/{}", a.target, a.port, a.port_space),
+       listeners_text(listeners)},
+      "--ps " + other->port_space, "client");
+}
+
+std::optional<ConnectVerdict> no_listener(const Facts& f) {
+  if (!no_service(f.attempt)) return std::nullopt;
+  const auto& a = f.attempt;
+  std::vector<std::string> evidence{"client: " + rejection_text(*a.rejection) +
+                                    fmt::format(" for {}:{}/{}", a.target, a.port, a.port_space)};
+  if (f.peer != nullptr) {
+    const auto listeners = peer_listeners(*f.peer);
+    if (std::ranges::any_of(listeners, [&a](const CmListener& l) { return serves(l, a, true); })) return std::nullopt;
+    evidence.push_back(listeners_text(listeners));
+  } else {
+    evidence.push_back(agent_text(f.c.agent) + "; a REJ came back, so the host and the RDMA path work");
+  }
+  return found("no_listener", fmt::format("nothing listens on {}:{} in port space {}", a.target, a.port, a.port_space),
+               std::move(evidence), fmt::format("diag-connect --serve -p {}", a.port), "server");
+}
+
+std::optional<ConnectVerdict> rejected_by_application(const Facts& f) {
+  const auto& r = f.attempt.rejection;
+  if (!r || (!r->consumer && r->reason != reject_consumer_defined)) return std::nullopt;
+  std::vector<std::string> evidence{"client: " + rejection_text(*r)};
+  evidence.push_back(r->private_data.empty() ? "server: the application sent no private data"
+                                             : "server: the application said: \"" + r->private_data + "\"");
+  return found("rejected_by_application",
+               fmt::format("the server application on {}:{} rejected the connection{}", f.attempt.target,
+                           f.attempt.port, r->private_data.empty() ? "" : ": \"" + r->private_data + "\""),
+               std::move(evidence), "", "server");
+}
+
+std::optional<ConnectVerdict> peer_not_rdma(const Facts& f) {
+  const auto* owner = f.peer_owner();
+  if (owner == nullptr || f.peer_port().device != nullptr) return std::nullopt;
+  std::vector<std::string> devices;
+  for (const auto& device : f.peer->view.devices) {
+    devices.push_back(device.netdev.empty() ? device.name : device.name + " on " + device.netdev);
+  }
+  return found("peer_not_rdma",
+               fmt::format("the server's {} is on {}, which has no RDMA device", f.attempt.target, owner->name),
+               {fmt::format("server: {} owns {}; RDMA devices: {}", owner->name, f.attempt.target,
+                            devices.empty() ? "none" : join(devices)),
+                "server: a RoCE NIC needs RoCE enabled instead of a soft-RoCE device"},
+               rxe_link_command(owner->name), "server");
+}
+
+std::optional<ConnectVerdict> peer_port_down(const Facts& f) {
+  const auto* owner = f.peer_owner();
+  if (owner == nullptr) return std::nullopt;
+  if (is_down(*owner)) {
+    return found("peer_port_down", fmt::format("the server's {} (holding {}) is down", owner->name, f.attempt.target),
+                 {fmt::format("server: {}: {}, operstate {}", owner->name, owner->up ? "up" : "not up (IFF_UP off)",
+                              owner->operstate)},
+                 fmt::format("ip link set {} up", owner->name), "server");
+  }
+  const auto ref = f.peer_port();
+  if (ref.port == nullptr || ref.port->state.find("ACTIVE") != std::string::npos) return std::nullopt;
+  return found("peer_port_down",
+               fmt::format("the server's {} port {} (serving {}) is {}: check {}'s carrier", ref.device->name,
+                           ref.port->number, f.attempt.target, ref.port->state, owner->name),
+               {fmt::format("server: {} port {}: {}; {} is up, operstate {}", ref.device->name, ref.port->number,
+                            ref.port->state, owner->name, owner->operstate)},
+               "", "server");
+}
+
+struct Block {
+  std::string evidence;
+  std::string fix;
+};
+
+// The first thing in the ruleset that stops RoCE v2 (UDP 4791).
+std::optional<Block> blocking(const Firewall& firewall) {
+  if (!firewall.readable) return std::nullopt;
+  for (const auto& rule : firewall.rules) {
+    if ((rule.verdict == "drop" || rule.verdict == "reject") && rule.hook != "forward") {
+      return Block{
+          fmt::format("nftables {} {} {} handle {}: {}", rule.family, rule.table, rule.chain, rule.handle, rule.text),
+          fmt::format("nft delete rule {} {} {} handle {}", rule.family, rule.table, rule.chain, rule.handle)};
+    }
+  }
+  for (const auto& chain : firewall.drop_policy_chains) {
+    const bool accepted = std::ranges::any_of(firewall.rules, [&chain](const FirewallRule& rule) {
+      return rule.verdict == "accept" && fmt::format("{} {} {}", rule.family, rule.table, rule.chain) == chain;
+    });
+    if (!accepted) {
+      return Block{fmt::format("nftables chain {} has policy drop and accepts no UDP 4791", chain),
+                   fmt::format("nft insert rule {} udp dport 4791 accept", chain)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ConnectVerdict> firewall_roce(const Facts& f) {
+  if (!unanswered(f.connect) && !data_failed(f.attempt)) return std::nullopt;
+  const auto peer_block = f.peer != nullptr ? blocking(f.peer->view.firewall) : std::nullopt;
+  const auto local_block = blocking(f.local.firewall);
+  if (!peer_block && !local_block) return std::nullopt;
+  const bool on_server = peer_block.has_value();
+  const auto& block = on_server ? *peer_block : *local_block;
+  std::vector<std::string> evidence{std::string(on_server ? "server: " : "client: ") + block.evidence};
+  if (f.connect != nullptr) evidence.push_back("client: " + step_text(*f.connect));
+  return found("firewall_roce",
+               fmt::format("the {}'s firewall drops RoCE v2 (UDP 4791)", on_server ? "server" : "client"),
+               std::move(evidence), block.fix, on_server ? "server" : "client");
+}
+
+std::string rp_filter_fix(const std::string& netdev) {
+  return fmt::format("sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.{}.rp_filter=2", netdev);
+}
+
+// Packets for `arrival` come in on it; strict reverse-path filtering drops them when the route
+// back to their source leaves by another netdev.
+std::optional<ConnectVerdict> strict_reverse_path(const HostView& view, const ViewNetdev* arrival,
+                                                  const std::string& side, const std::string& arrival_address) {
+  if (arrival == nullptr || !view.route || view.route->netdev.empty() || view.route->netdev == arrival->name) {
+    return std::nullopt;
+  }
+  if (std::max(view.rp_filter_all, arrival->rp_filter) != 1) return std::nullopt;
+  return found(
+      "rp_filter",
+      fmt::format("the {}'s strict rp_filter drops what arrives on {}: the route back to {} leaves by {}", side,
+                  arrival->name, view.route->destination, view.route->netdev),
+      {fmt::format("{}: packets for {} arrive on {}; ip route get {}: dev {}", side, arrival_address, arrival->name,
+                   view.route->destination, view.route->netdev),
+       fmt::format("{}: rp_filter all={}, {}={}: strict", side, view.rp_filter_all, arrival->name, arrival->rp_filter)},
+      rp_filter_fix(arrival->name), side);
+}
+
+std::optional<ConnectVerdict> rp_filter(const Facts& f) {
+  if (f.peer != nullptr) {
+    if (auto v = strict_reverse_path(f.peer->view, f.peer_owner(), "server", f.attempt.target)) return v;
+  }
+  const auto* arrival = netdev_named(f.local, f.client_netdev());
+  return strict_reverse_path(f.local, arrival, "client", f.attempt.source_address);
+}
+
+struct RoceModes {
+  PortRef client;
+  PortRef server;
+  std::string client_mode;  // the port's default, else the GID type the attempt used
+  std::string server_mode;
+};
+
+std::optional<RoceModes> differing_roce_modes(const Facts& f) {
+  if (f.peer == nullptr) return std::nullopt;
+  RoceModes modes{.client = f.client_port(), .server = f.peer_port(), .client_mode = {}, .server_mode = {}};
+  modes.client_mode =
+      modes.client.port && !modes.client.port->roce_mode.empty() ? modes.client.port->roce_mode : f.attempt.gid_type;
+  if (modes.server.port != nullptr) modes.server_mode = modes.server.port->roce_mode;
+  const auto client = roce_version(modes.client_mode);
+  const auto server = roce_version(modes.server_mode);
+  if (client.empty() || server.empty() || client == server) return std::nullopt;
+  return modes;
+}
+
+std::string roce_mode_fix(const std::string& device, int port) {
+  const auto folder = "/sys/kernel/config/rdma_cm/" + device;
+  return fmt::format("mkdir -p {} && echo \"RoCE v2\" > {}/ports/{}/default_roce_mode", folder, folder, port);
+}
+
+std::string roce_mode_difference(const RoceModes& m) {
+  return fmt::format("client {} port {}: {}; server {} port {}: {}", m.client.device ? m.client.device->name : "?",
+                     m.client.port ? m.client.port->number : 0, m.client_mode, m.server.device->name,
+                     m.server.port->number, m.server_mode);
+}
+
+std::optional<ConnectVerdict> gid_type_mismatch(const Facts& f) {
+  const auto modes = differing_roce_modes(f);
+  if (!modes) return std::nullopt;
+  // The kernel's default is RoCE v2: the side that left it is the one to set back.
+  const bool client_differs = roce_version(modes->client_mode) != "v2";
+  const auto& a = f.attempt;
+  std::string fix;
+  if (!client_differs) {
+    fix = roce_mode_fix(modes->server.device->name, modes->server.port->number);
+  } else if (modes->client.port != nullptr) {
+    fix = roce_mode_fix(modes->client.device->name, modes->client.port->number);
+  } else if (!a.device.empty()) {
+    fix = roce_mode_fix(a.device, a.device_port);
+  }
+  return found("gid_type_mismatch",
+               fmt::format("the two sides use different RoCE versions: client {}, server {}", modes->client_mode,
+                           modes->server_mode),
+               {fmt::format("client: {} port {}: default RoCE mode {}", a.device, a.device_port, modes->client_mode),
+                fmt::format("server: {} port {} (serving {}): default RoCE mode {}", modes->server.device->name,
+                            modes->server.port->number, a.target, modes->server_mode)},
+               fix, client_differs ? "client" : "server");
+}
+
+struct MtuPair {
+  const ViewNetdev* client = nullptr;
+  const ViewNetdev* server = nullptr;
+  int client_active = 0;
+  int server_active = 0;
+  bool differ() const {
+    const bool netdevs = client && server && client->mtu > 0 && server->mtu > 0 && client->mtu != server->mtu;
+    return netdevs || (client_active > 0 && server_active > 0 && client_active != server_active);
+  }
+  std::string text() const {
+    return fmt::format("client {} MTU {} (active MTU {}), server {} MTU {} (active MTU {})",
+                       client ? client->name : "?", client ? client->mtu : 0, client_active,
+                       server ? server->name : "?", server ? server->mtu : 0, server_active);
+  }
+};
+
+MtuPair mtus(const Facts& f) {
+  MtuPair pair;
+  pair.client = netdev_named(f.local, f.client_netdev());
+  if (const auto ref = f.client_port(); ref.port) pair.client_active = ref.port->active_mtu;
+  pair.server = f.peer_owner();
+  if (const auto ref = f.peer_port(); ref.port) pair.server_active = ref.port->active_mtu;
+  return pair;
+}
+
+// Small transfers passed, every failed one was at least the path MTU (or 64 KiB).
+bool large_transfers_die(const ConnectAttempt& a) {
+  const std::size_t threshold =
+      a.path_mtu > 0 ? std::min(static_cast<std::size_t>(a.path_mtu), large_transfer) : large_transfer;
+  bool small_ok = false;
+  bool large_failed = false;
+  for (const auto& check : a.data) {
+    const bool failed = check.status == "failed" || check.status == "timeout";
+    if (failed && check.bytes < threshold) return false;
+    small_ok = small_ok || (check.status == "ok" && check.bytes < threshold);
+    large_failed = large_failed || failed;
+  }
+  return small_ok && large_failed;
+}
+
+// The largest transfer that passed and the smallest that died.
+std::string data_pattern(const ConnectAttempt& a) {
+  const DataCheck* passed = nullptr;
+  const DataCheck* died = nullptr;
+  for (const auto& check : a.data) {
+    if (check.status == "ok" && (passed == nullptr || check.bytes > passed->bytes)) passed = &check;
+    if (check.status != "ok" && check.status != "skipped" && (died == nullptr || check.bytes < died->bytes)) {
+      died = &check;
+    }
+  }
+  if (passed == nullptr || died == nullptr) return "client: data check: nothing to compare";
+  return fmt::format("client: data check: {} {} passed, {} {} {}{}", passed->operation, human_bytes(passed->bytes),
+                     died->operation, human_bytes(died->bytes), died->status,
+                     died->detail.empty() ? "" : " (" + died->detail + ")");
+}
+
+std::optional<ConnectVerdict> mtu_mismatch(const Facts& f) {
+  if (!large_transfers_die(f.attempt)) return std::nullopt;
+  std::vector<std::string> evidence{data_pattern(f.attempt)};
+  if (f.peer == nullptr) {
+    return found("mtu_mismatch", "large transfers die while small ones pass; the server's MTU is unknown (no agent)",
+                 std::move(evidence), "", "");
+  }
+  const auto pair = mtus(f);
+  if (!pair.differ() || pair.client == nullptr || pair.server == nullptr) return std::nullopt;
+  evidence.push_back(
+      fmt::format("client: {} MTU {}, active MTU {}", pair.client->name, pair.client->mtu, pair.client_active));
+  evidence.push_back(
+      fmt::format("server: {} MTU {}, active MTU {}", pair.server->name, pair.server->mtu, pair.server_active));
+  const bool client_lower = pair.client->mtu < pair.server->mtu ||
+                            (pair.client->mtu == pair.server->mtu && pair.client_active < pair.server_active);
+  const auto* lower_side = client_lower ? pair.client : pair.server;
+  const auto* higher_side = client_lower ? pair.server : pair.client;
+  return found("mtu_mismatch",
+               fmt::format("large transfers die: the MTUs differ (client {} {}, server {} {})", pair.client->name,
+                           pair.client->mtu, pair.server->name, pair.server->mtu),
+               std::move(evidence), fmt::format("ip link set {} mtu {}", lower_side->name, higher_side->mtu),
+               client_lower ? "client" : "server");
+}
+
+std::optional<ConnectVerdict> no_rdma_answer(const Facts& f) {
+  if (f.peer != nullptr || !ok(f.resolve_addr) || !ok(f.resolve_route) || !unanswered(f.connect)) {
+    return std::nullopt;
+  }
+  const auto& a = f.attempt;
+  const auto& n = f.local.neighbour;
+  std::vector<std::string> candidates;
+  if (n && n->state == "PERMANENT") candidates.emplace_back("neighbour_wrong");
+  const auto client = f.client_port();
+  if (client.port && roce_version(client.port->roce_mode) == "v1") candidates.emplace_back("gid_type_mismatch");
+  for (const char* cause : {"firewall_roce", "peer_not_rdma", "peer_port_down", "rp_filter", "gid_type_mismatch"}) {
+    if (std::ranges::find(candidates, cause) == candidates.end()) candidates.emplace_back(cause);
+  }
+  std::vector<std::string> evidence{"client: " + step_text(*f.resolve_addr), "client: " + step_text(*f.connect)};
+  if (n) evidence.push_back("client: " + neighbour_text(*n));
+  evidence.push_back(agent_text(f.c.agent));
+  auto v =
+      found("no_rdma_answer",
+            fmt::format("{} answers ARP but no RDMA CM answer came back, and no agent answered to tell why", a.target),
+            std::move(evidence), "diag-connect --serve", "server");
+  v.candidates = std::move(candidates);
+  return v;
+}
+
+ConnectVerdict unexplained(const Facts& f) {
+  ConnectVerdict v;
+  v.cause = "unknown";
+  v.exit_code = ExitCode::unexplained;
+  v.summary = fmt::format("the connection to {}:{} failed and diag-connect cannot name the cause", f.attempt.target,
+                          f.attempt.port);
+  for (const auto& step : f.attempt.steps) v.evidence.push_back("client: " + step_text(step));
+  if (f.attempt.rejection) v.evidence.push_back("client: " + rejection_text(*f.attempt.rejection));
+  for (const auto& check : f.attempt.data) {
+    if (check.status != "ok") {
+      v.evidence.push_back(
+          fmt::format("client: data check {} {} B: {}, {}", check.operation, check.bytes, check.status, check.detail));
+    }
+  }
+  if (f.peer == nullptr) {
+    v.evidence.push_back(agent_text(f.c.agent));
+  } else if (!f.peer->view.firewall.readable) {
+    v.evidence.push_back("server: firewall not readable: " + f.peer->view.firewall.error);
+    v.candidates.emplace_back("firewall_roce");
+  }
+  return v;
+}
+
+// Differences that did not decide this verdict, tagged with the cause they would be.
+void add_warnings(const Facts& f, ConnectVerdict& v) {
+  const auto add = [&v](const char* cause, const std::string& text) {
+    if (v.cause != cause) v.warnings.push_back(text);
+  };
+  if (const auto pair = mtus(f); f.peer != nullptr && pair.differ()) add("mtu_mismatch", "MTU differs: " + pair.text());
+  if (const auto modes = differing_roce_modes(f)) {
+    add("gid_type_mismatch", "default RoCE mode differs: " + roce_mode_difference(*modes));
+  }
+  if (const auto block = blocking(f.local.firewall)) add("firewall_roce", "client: " + block->evidence);
+  if (f.peer != nullptr) {
+    if (const auto block = blocking(f.peer->view.firewall)) add("firewall_roce", "server: " + block->evidence);
+  }
+}
+
+}  // namespace
+
+ConnectVerdict diagnose_connect(const ConnectCase& connect_case) {
+  static constexpr Rule rules[] = {works,
+                                   source_not_rdma,
+                                   no_route,
+                                   neighbour_unresolved,
+                                   neighbour_wrong,
+                                   wrong_port_space,
+                                   no_listener,
+                                   rejected_by_application,
+                                   peer_not_rdma,
+                                   peer_port_down,
+                                   firewall_roce,
+                                   rp_filter,
+                                   gid_type_mismatch,
+                                   mtu_mismatch,
+                                   no_rdma_answer};
+  const Facts facts(connect_case);
+  ConnectVerdict verdict = unexplained(facts);
+  for (const auto rule : rules) {
+    if (auto named = rule(facts)) {
+      verdict = std::move(*named);
+      break;
+    }
+  }
+  add_warnings(facts, verdict);
+  return verdict;
+}
+
+}  // namespace rdmakit::diag

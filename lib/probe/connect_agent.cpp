@@ -1,0 +1,337 @@
+#include "lib/probe/connect_agent.hpp"
+
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#include <array>
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/probe/check_connection.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/wire/agent_protocol.hpp"
+
+namespace rdmakit::diag {
+
+namespace {
+
+// SENDs a client may make: one each at 64 B, at the path MTU and at 64 KiB.
+constexpr std::uint16_t receives_per_connection = 3;
+constexpr int tcp_backlog = 4;
+constexpr int cm_backlog = 8;
+constexpr std::chrono::milliseconds housekeeping_interval{250};
+
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {
+    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  }
+  ~Descriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Descriptor(Descriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  Descriptor& operator=(Descriptor&&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+template <typename Items>
+void cap(Items& items) {
+  if (items.size() > max_list_entries) items.resize(max_list_entries);
+}
+
+void cap(std::string& text) {
+  if (text.size() > max_text_bytes) text.resize(max_text_bytes);
+}
+
+// Keeps the answer within what the client reads (lists and strings of bounded size).
+void bound(HostView& view) {
+  cap(view.devices);
+  for (auto& device : view.devices) {
+    cap(device.ports);
+    for (auto& port : device.ports) cap(port.gids);
+  }
+  cap(view.netdevs);
+  for (auto& netdev : view.netdevs) cap(netdev.addresses);
+  cap(view.firewall.rules);
+  for (auto& rule : view.firewall.rules) cap(rule.text);
+  cap(view.firewall.drop_policy_chains);
+  cap(view.listeners);
+}
+
+std::string plain_address(const sockaddr* address) {
+  auto text = address_of(address).host_string();
+  constexpr std::string_view mapped = "::ffff:";
+  if (text.starts_with(mapped) && text.find('.') != std::string::npos) text.erase(0, mapped.size());
+  return text;
+}
+
+// Reads the request line within the deadline; "" when the client sent nothing usable in time.
+std::string read_request(int fd, Clock::time_point deadline) {
+  std::string line;
+  std::array<char, 512> chunk{};
+  while (line.find('\n') == std::string::npos) {
+    const auto ready = wait_readable({fd}, deadline);
+    if (!ready) throw ProtocolError("the request did not arrive in time");
+    const auto got = ::recv(fd, chunk.data(), chunk.size(), MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (got <= 0) throw ProtocolError("the client closed before a whole request");
+    line.append(chunk.data(), static_cast<std::size_t>(got));
+    if (line.size() > agent::max_request_bytes) throw ProtocolError("the request is too long");
+  }
+  return line.substr(0, line.find('\n'));
+}
+
+void write_all(int fd, const std::string& bytes, Clock::time_point deadline) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    std::array<pollfd, 1> out{pollfd{.fd = fd, .events = POLLOUT, .revents = 0}};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0 || poll(out.data(), 1, static_cast<int>(left)) <= 0) {
+      throw ProtocolError("the client did not read the answer in time");
+    }
+    const auto wrote = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (wrote < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (wrote < 0) throw ProtocolError(fmt::format("sending the answer: {}", std::strerror(errno)));
+    sent += static_cast<std::size_t>(wrote);
+  }
+}
+
+class Agent {
+ public:
+  Agent(const AgentOptions& options, const std::function<void(const std::string&)>& log)
+      : options_(options), log_(log), tcp_(open_tcp()) {
+    if (options_.listen_rdma) open_rdma();
+  }
+
+  std::string where() const {
+    return fmt::format("diag-connect agent: side channel on TCP {}{}", tcp_address_,
+                       options_.listen_rdma
+                           ? fmt::format(", probes on rdma_cm {} ({})", cm_address_, options_.port_space)
+                           : std::string(", no rdma_cm listener (--no-listen)"));
+  }
+
+  AgentTally run() {
+    for (;;) {
+      std::vector<int> fds = {tcp_.fd()};
+      if (channel_) fds.push_back(channel_->fd());
+      if (options_.stop_fd >= 0) fds.push_back(options_.stop_fd);
+      std::vector<pollfd> polled;
+      for (const int fd : fds) polled.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+      const int ready = poll(polled.data(), polled.size(), static_cast<int>(housekeeping_interval.count()));
+      if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
+      if (options_.stop_fd >= 0 && (polled.back().revents & POLLIN) != 0) break;
+      if ((polled[0].revents & POLLIN) != 0) serve_client();
+      if (channel_ && (polled[1].revents & POLLIN) != 0) drain_cm_events();
+      expire_connections();
+    }
+    held_.clear();
+    return tally_;
+  }
+
+ private:
+  struct Held {
+    std::unique_ptr<CheckConnection> connection;
+    Clock::time_point since;
+    bool disconnecting = false;
+  };
+
+  Descriptor open_tcp() {
+    const bool any = options_.bind.empty();
+    auto address = parse_address(any ? "::" : options_.bind, options_.agent_port);
+    Descriptor socket(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const int on = 1;
+    const int off = 0;
+    setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (any) setsockopt(socket.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    const auto length = address.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    if (::bind(socket.fd(), address.get(), static_cast<socklen_t>(length)) != 0) {
+      throw std::system_error(errno, std::generic_category(),
+                              fmt::format("binding the side channel to TCP {}", address.to_string()));
+    }
+    if (::listen(socket.fd(), tcp_backlog) != 0) throw std::system_error(errno, std::generic_category(), "listen");
+    tcp_address_ = address.to_string();
+    return socket;
+  }
+
+  void open_rdma() {
+    channel_ = std::make_unique<EventChannel>();
+    const rdma_port_space space = options_.port_space == "udp"  ? RDMA_PS_UDP
+                                  : options_.port_space == "ib" ? RDMA_PS_IB
+                                                                : RDMA_PS_TCP;
+    listener_ = CmId(*channel_, space);
+    // "::" takes IPv4 too (rdma_cm follows net.ipv6.bindv6only, 0 by default).
+    auto address = parse_address(options_.bind.empty() ? "::" : options_.bind, options_.probe_port);
+    cm_address_ = address.to_string();
+    check_errno(rdma_bind_addr(listener_.get(), address.get()), "rdma_bind_addr", cm_address_, address.host_string());
+    check_errno(rdma_listen(listener_.get(), cm_backlog), "rdma_listen", cm_address_);
+  }
+
+  void serve_client() {
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof(peer);
+    Descriptor client(accept4(tcp_.fd(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC));
+    const auto client_address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
+    const auto deadline = Clock::now() + options_.client_timeout;
+    try {
+      const auto request = agent::decode_request(read_request(client.fd(), deadline));
+      auto answer = answer_for(options_, client_address, request.source);
+      write_all(client.fd(), to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline);
+      ++tally_.answers;
+      log_(fmt::format("answered {} (probing {} port {})", client_address, request.address, request.port));
+    } catch (const ProtocolError& bad) {
+      ++tally_.bad_requests;
+      log_(fmt::format("refused {}: {}", client_address, bad.what()));
+    }
+  }
+
+  void drain_cm_events() {
+    while (auto event = poll_cm_event(*channel_)) {
+      handle(*event);
+      event.reset();  // acked: the ids it named may now be destroyed
+      graveyard_.clear();
+    }
+  }
+
+  void reject(rdma_cm_id* id, const std::string& why) {
+    ++tally_.rejected;
+    log_(fmt::format("rejected a connection: {}", why));
+    rdma_reject(id, why.c_str(), static_cast<std::uint8_t>(std::min<std::size_t>(why.size() + 1, 148)));
+    auto dead = std::make_unique<CheckConnection>();
+    dead->id = CmId(id);
+    graveyard_.push_back(std::move(dead));
+  }
+
+  void take_request(const rdma_cm_event& event) {
+    const auto& conn = event.param.conn;
+    if (!agent::is_hello({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len})) {
+      reject(event.id, "diag-connect agent: not a diag-connect client");
+      return;
+    }
+    if (held_.size() >= options_.max_connections) {
+      reject(event.id, fmt::format("diag-connect agent: busy, {} probes at once", held_.size()));
+      return;
+    }
+    auto connection = std::make_unique<CheckConnection>();
+    connection->id = CmId(event.id);
+    try {
+      connection->create(receives_per_connection);
+      const auto offer = agent::encode_offer({.address = connection->buffer->address(),
+                                              .rkey = connection->buffer->rkey(),
+                                              .length = agent::check_buffer_bytes,
+                                              .receives = receives_per_connection});
+      ConnectOffer accept_offer;
+      accept_offer.private_data = offer;
+      auto parameters = connection_parameters(accept_offer);
+      check_errno(rdma_accept(event.id, &parameters), "rdma_accept", "diag-connect agent");
+      held_[event.id] = Held{.connection = std::move(connection), .since = Clock::now()};
+    } catch (const RdmaError& failed) {
+      log_(fmt::format("could not accept a probe: {}", failed.what()));
+      graveyard_.push_back(std::move(connection));
+    }
+  }
+
+  void handle(const rdma_cm_event& event) {
+    switch (event.event) {
+      case RDMA_CM_EVENT_CONNECT_REQUEST: take_request(event); return;
+      case RDMA_CM_EVENT_ESTABLISHED:
+        ++tally_.connections;
+        log_("probe connection established");
+        return;
+      case RDMA_CM_EVENT_DISCONNECTED:
+      case RDMA_CM_EVENT_CONNECT_ERROR:
+      case RDMA_CM_EVENT_UNREACHABLE:
+      case RDMA_CM_EVENT_REJECTED:
+      case RDMA_CM_EVENT_DEVICE_REMOVAL: release(event.id); return;
+      default: return;
+    }
+  }
+
+  void release(rdma_cm_id* id) {
+    const auto found = held_.find(id);
+    if (found == held_.end()) return;
+    if (!found->second.disconnecting) rdma_disconnect(id);
+    graveyard_.push_back(std::move(found->second.connection));
+    held_.erase(found);
+  }
+
+  void expire_connections() {
+    for (auto& [id, held] : held_) {
+      if (held.disconnecting || Clock::now() - held.since < options_.connection_lifetime) continue;
+      ++tally_.expired;
+      log_("dropped a probe connection held past its lifetime");
+      rdma_disconnect(id);
+      held.disconnecting = true;
+    }
+  }
+
+  const AgentOptions& options_;
+  const std::function<void(const std::string&)>& log_;
+  std::string tcp_address_;  // before tcp_: open_tcp() sets it
+  std::string cm_address_;
+  Descriptor tcp_;
+  std::unique_ptr<EventChannel> channel_;
+  CmId listener_;
+  std::map<rdma_cm_id*, Held> held_;
+  std::vector<std::unique_ptr<CheckConnection>> graveyard_;
+  AgentTally tally_;
+};
+
+}  // namespace
+
+PeerAnswer answer_for(const AgentOptions& options, const std::string& client_address, const std::string& source) {
+  PeerAnswer answer;
+  answer.view = read_host_view(options.view);
+  answer.client_address = client_address;
+  const auto back_to = source.empty() ? client_address : source;
+  answer.view.route = route_to(back_to, "");
+  const auto& route = *answer.view.route;
+  if (route.errnum == 0) {
+    answer.view.neighbour = neighbour_of(route.gateway.empty() ? back_to : route.gateway, route.netdev);
+  }
+  answer.serving = options.listen_rdma;
+  answer.serving_port = options.probe_port;
+  answer.serving_port_space = options.port_space;
+  answer.serving_address = options.bind.empty() ? "::" : options.bind;
+  bound(answer.view);
+  return answer;
+}
+
+void AgentTallyResult::add_to(nlohmann::json& document) const {
+  document["agent"] = {{"answers", tally_.answers},
+                       {"bad_requests", tally_.bad_requests},
+                       {"connections", tally_.connections},
+                       {"rejected", tally_.rejected},
+                       {"expired", tally_.expired}};
+}
+
+std::string AgentTallyResult::text() const {
+  return fmt::format(
+      "agent stopped: {} views answered, {} requests refused, {} probe connections, {} rejected, {} "
+      "dropped at their lifetime\n",
+      tally_.answers, tally_.bad_requests, tally_.connections, tally_.rejected, tally_.expired);
+}
+
+AgentTally serve_agent(const AgentOptions& options, const std::function<void(const std::string&)>& ready,
+                       const std::function<void(const std::string&)>& log) {
+  Agent agent(options, log);
+  ready(agent.where());
+  return agent.run();
+}
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,494 @@
+#include "lib/probe/connect_probe.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/diag/connect_report.hpp"
+#include "lib/probe/check_connection.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/verbs.hpp"
+#include "lib/wire/agent_protocol.hpp"
+
+namespace rdmakit::diag {
+
+namespace {
+
+// A step under way: its name and when it started.
+class StepClock {
+ public:
+  explicit StepClock(std::string name) : name_(std::move(name)) {}
+  ConnectStep done(std::string status, std::string detail = {}, int errnum = 0, std::string event = {}) const {
+    ConnectStep step;
+    step.name = name_;
+    step.status = std::move(status);
+    step.errnum = errnum;
+    step.event = std::move(event);
+    step.detail = std::move(detail);
+    step.ms = elapsed_ms(started_);
+    return step;
+  }
+
+ private:
+  std::string name_;
+  Clock::time_point started_ = Clock::now();
+};
+
+ConnectStep skipped(std::string name, std::string why) {
+  ConnectStep step;
+  step.name = std::move(name);
+  step.status = "skipped";
+  step.detail = std::move(why);
+  return step;
+}
+
+rdma_port_space port_space_named(const std::string& name) {
+  if (name == "udp") return RDMA_PS_UDP;
+  if (name == "ib") return RDMA_PS_IB;
+  return RDMA_PS_TCP;
+}
+
+std::string printable(std::span<const std::uint8_t> bytes) {
+  std::string text;
+  for (const auto byte : bytes) {
+    if (byte == 0) break;
+    text += std::isprint(byte) != 0 ? static_cast<char>(byte) : '.';
+  }
+  return text.substr(0, max_text_bytes);
+}
+
+std::string strip_prefix(const std::string& address) {
+  return address.substr(0, address.find('/'));
+}
+
+std::string netdev_holding(const HostView& view, const std::string& address) {
+  for (const auto& netdev : view.netdevs) {
+    for (const auto& held : netdev.addresses) {
+      if (strip_prefix(held) == address) return netdev.name;
+    }
+  }
+  return {};
+}
+
+std::string gid_type_of(const HostView& view, const std::string& device, int port) {
+  for (const auto& d : view.devices) {
+    if (d.name != device) continue;
+    for (const auto& p : d.ports) {
+      if (p.number == port) return p.roce_mode.empty() ? p.link_layer : p.roce_mode;
+    }
+  }
+  return {};
+}
+
+// The outcome of awaiting one CM event: the event, or why none came.
+struct Awaited {
+  CmEventPtr event;
+  std::string status = "ok";  // "timeout", "interrupted"
+  std::string detail;
+};
+
+Awaited await_event(EventChannel& channel, const RunLimits& limits, const std::string& awaiting) {
+  try {
+    Awaited awaited;
+    awaited.event = next_cm_event(channel, Clock::now() + limits.timeout, limits.stop_fd, awaiting);
+    return awaited;
+  } catch (const RunStopped& stopped) {
+    Awaited awaited;
+    awaited.status = stopped.reason() == StopReason::timed_out ? "timeout" : "interrupted";
+    awaited.detail = stopped.what();
+    return awaited;
+  }
+}
+
+// The step an awaited event ends: ok when it is `wanted`, else failed with the event's errno.
+ConnectStep finish_step(const StepClock& clock, const Awaited& awaited, rdma_cm_event_type wanted) {
+  if (!awaited.event) return clock.done(awaited.status, awaited.detail);
+  const auto& event = *awaited.event;
+  const std::string name = rdma_event_str(event.event);
+  if (event.event == wanted) return clock.done("ok", {}, 0, name);
+  const int errnum = event.status < 0 ? -event.status : 0;
+  // The errno speaks for itself in the report; a status that is none (a reject reason) is kept.
+  return clock.done("failed", errnum != 0 ? std::string() : fmt::format("status {}", event.status), errnum, name);
+}
+
+void record_source(const ConnectCase& connect_case, const rdma_cm_id* id, ConnectAttempt& attempt) {
+  attempt.source_address = address_of(rdma_get_local_addr(const_cast<rdma_cm_id*>(id))).host_string();
+  attempt.source_netdev = netdev_holding(connect_case.local, attempt.source_address);
+  if (id->verbs != nullptr) attempt.device = ibv_get_device_name(id->verbs->device);
+  attempt.device_port = id->port_num;
+  attempt.source_gid = gid_text(id->route.addr.addr.ibaddr.sgid);
+  attempt.gid_type = gid_type_of(connect_case.local, attempt.device, attempt.device_port);
+}
+
+Rejection rejection_of(const rdma_cm_event& event) {
+  Rejection rejection;
+  rejection.reason = event.status;
+  rejection.reason_text = agent::reject_reason_text(event.status);
+  rejection.consumer = event.status == agent::reject_consumer_defined;
+  const auto& conn = event.param.conn;
+  if (rejection.consumer && conn.private_data != nullptr) {
+    rejection.private_data = printable({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len});
+  }
+  return rejection;
+}
+
+// The transfer's completion, or why none came within the bound.
+DataCheck await_completion(ibv_cq* cq, DataCheck check, const RunLimits& limits, Clock::time_point started) {
+  const auto deadline = started + limits.timeout;
+  for (;;) {
+    ibv_wc completion{};
+    const int polled = ibv_poll_cq(cq, 1, &completion);
+    if (polled < 0) {
+      check.status = "failed";
+      check.detail = "ibv_poll_cq failed";
+      return check;
+    }
+    if (polled == 1) {
+      check.us = elapsed_ms(started) * 1000.0;
+      check.status = completion.status == IBV_WC_SUCCESS ? "ok" : "failed";
+      if (completion.status != IBV_WC_SUCCESS) check.detail = ibv_wc_status_str(completion.status);
+      return check;
+    }
+    if (Clock::now() >= deadline) {
+      check.status = "timeout";
+      check.detail = fmt::format("no completion within {} ms", limits.timeout.count());
+      return check;
+    }
+    if (wait_readable({limits.stop_fd}, Clock::now() + std::chrono::microseconds(200)).has_value()) {
+      check.status = "interrupted";
+      return check;
+    }
+  }
+}
+
+DataCheck transfer(CheckConnection& connection, const agent::Offer& offer, const char* operation, std::size_t bytes,
+                   const RunLimits& limits) {
+  DataCheck check;
+  check.operation = operation;
+  check.bytes = bytes;
+  ibv_sge sge{.addr = connection.buffer->address(),
+              .length = static_cast<std::uint32_t>(bytes),
+              .lkey = connection.buffer->lkey()};
+  ibv_send_wr request{};
+  request.sg_list = &sge;
+  request.num_sge = 1;
+  request.send_flags = IBV_SEND_SIGNALED;
+  const std::string_view name = operation;
+  request.opcode = name == "send" ? IBV_WR_SEND : name == "write" ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+  request.wr.rdma.remote_addr = offer.address;
+  request.wr.rdma.rkey = offer.rkey;
+  ibv_send_wr* bad = nullptr;
+  const auto started = Clock::now();
+  if (const int rc = ibv_post_send(connection.id->qp, &request, &bad); rc != 0) {
+    check.status = "failed";
+    check.detail = fmt::format("ibv_post_send: {}", std::strerror(rc));
+    return check;
+  }
+  return await_completion(connection.cq->get(), check, limits, started);
+}
+
+// SEND, WRITE and READ at 64 B, at the path MTU and at 64 KiB; after the first failure the QP
+// is in error and the rest are skipped.
+std::vector<DataCheck> check_data(CheckConnection& connection, const agent::Offer& offer, int path_mtu,
+                                  const RunLimits& limits) {
+  std::vector<DataCheck> checks;
+  std::vector<std::size_t> sizes = {64};
+  if (path_mtu > 64) sizes.push_back(static_cast<std::size_t>(path_mtu));
+  sizes.push_back(agent::check_buffer_bytes);
+  std::string failed;
+  std::size_t sends = 0;
+  for (const auto bytes : sizes) {
+    for (const char* operation : {"send", "write", "read"}) {
+      const bool is_send = std::string_view(operation) == "send";
+      if (!failed.empty() || (is_send && sends >= offer.receives)) {
+        DataCheck skipped_check;
+        skipped_check.operation = operation;
+        skipped_check.bytes = bytes;
+        skipped_check.status = "skipped";
+        skipped_check.detail = failed.empty() ? "the agent posted no more receives" : failed;
+        checks.push_back(skipped_check);
+        continue;
+      }
+      if (is_send) ++sends;
+      checks.push_back(transfer(connection, offer, operation, bytes, limits));
+      if (checks.back().status != "ok") {
+        failed = fmt::format("after the {} of {} bytes failed", operation, bytes);
+      }
+    }
+  }
+  return checks;
+}
+
+void disconnect(CheckConnection& connection, EventChannel& channel, const RunLimits& limits, ConnectAttempt& attempt) {
+  StepClock clock("disconnect");
+  if (rdma_disconnect(connection.id.get()) != 0) {
+    attempt.steps.push_back(clock.done("failed", {}, errno));
+    return;
+  }
+  const auto awaited = await_event(channel, limits, "the disconnect to complete");
+  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_DISCONNECTED));
+}
+
+bool stopped(const ConnectAttempt& attempt) {
+  return attempt.steps.back().status != "ok";
+}
+
+// Connects and, when the agent answered, checks the data path; the attempt holds each step.
+void connect_and_check(ConnectCase& connect_case, CheckConnection& connection, EventChannel& channel,
+                       const ConnectProbeOptions& options) {
+  auto& attempt = connect_case.attempt;
+  connection.create(0);
+  const auto hello = agent::encode_hello();
+  ConnectOffer offer_to_agent;
+  offer_to_agent.private_data = hello;
+  auto parameters = connection_parameters(offer_to_agent);
+  StepClock clock("connect");
+  if (rdma_connect(connection.id.get(), &parameters) != 0) {
+    attempt.steps.push_back(clock.done("failed", {}, errno));
+    return;
+  }
+  const auto awaited = await_event(channel, options.limits, "the connection to be accepted or rejected");
+  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_ESTABLISHED));
+  if (awaited.event && awaited.event->event == RDMA_CM_EVENT_REJECTED) {
+    attempt.rejection = rejection_of(*awaited.event);
+    attempt.steps.back().detail = attempt.rejection->reason_text;
+  }
+  if (stopped(attempt)) return;
+  const auto& conn = awaited.event->param.conn;
+  std::optional<agent::Offer> offer;
+  try {
+    offer = agent::decode_offer({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len});
+  } catch (const ProtocolError& bad) {
+    attempt.steps.back().detail = fmt::format("the agent's offer is unusable: {}", bad.what());
+  }
+  attempt.peer_is_agent = offer.has_value();
+  if (offer) attempt.data = check_data(connection, *offer, attempt.path_mtu, options.limits);
+  disconnect(connection, channel, options.limits, attempt);
+}
+
+SocketAddress numeric_address(const std::string& host, std::uint16_t port) {
+  return parse_address(host, port);
+}
+
+// What `ip route get` would print of it.
+std::string route_text(const RouteInfo& route) {
+  std::string text = "dev " + route.netdev;
+  if (!route.gateway.empty()) text += " via " + route.gateway;
+  if (!route.source.empty()) text += " src " + route.source;
+  return text;
+}
+
+void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& options) {
+  auto& attempt = connect_case.attempt;
+  EventChannel channel;
+  CheckConnection connection;
+  connection.id = CmId(channel, port_space_named(options.port_space));
+  const auto destination = numeric_address(options.target, options.port);
+  std::optional<SocketAddress> source;
+  if (!options.bind.empty()) source = numeric_address(options.bind, 0);
+  StepClock resolve_clock("resolve_addr");
+  if (rdma_resolve_addr(connection.id.get(), source ? const_cast<sockaddr*>(source->get()) : nullptr,
+                        const_cast<sockaddr*>(destination.get()), timeout_ms(options.limits.timeout)) != 0) {
+    attempt.steps.push_back(resolve_clock.done("failed", {}, errno));
+    return;
+  }
+  const auto resolved = await_event(channel, options.limits, "address resolution");
+  attempt.steps.push_back(finish_step(resolve_clock, resolved, RDMA_CM_EVENT_ADDR_RESOLVED));
+  const auto& route = connect_case.local.route;
+  const std::string next_hop = route && !route->gateway.empty() ? route->gateway : options.target;
+  connect_case.local.neighbour = neighbour_of(next_hop, route ? route->netdev : std::string());
+  if (stopped(attempt)) return;
+  record_source(connect_case, connection.id.get(), attempt);
+  StepClock route_clock("resolve_route");
+  if (rdma_resolve_route(connection.id.get(), timeout_ms(options.limits.timeout)) != 0) {
+    attempt.steps.push_back(route_clock.done("failed", {}, errno));
+    return;
+  }
+  const auto routed = await_event(channel, options.limits, "route resolution");
+  attempt.steps.push_back(finish_step(route_clock, routed, RDMA_CM_EVENT_ROUTE_RESOLVED));
+  if (stopped(attempt)) return;
+  if (connection.id->route.num_paths > 0) {
+    attempt.path_mtu = static_cast<int>(mtu_bytes(static_cast<ibv_mtu>(connection.id->route.path_rec->mtu)));
+  }
+  connect_and_check(connect_case, connection, channel, options);
+}
+
+// ---- the side channel ----
+
+class Socket {
+ public:
+  explicit Socket(int fd) : fd_(fd) {}
+  ~Socket() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string contact_status(int errnum) {
+  switch (errnum) {
+    case ECONNREFUSED: return "refused";
+    case ETIMEDOUT: return "timeout";
+    case EHOSTUNREACH:
+    case ENETUNREACH: return "unreachable";
+    default: return "failed";
+  }
+}
+
+// Waits for `events` on `fd` until the deadline; false when it passed (errno ETIMEDOUT).
+bool await_socket(int fd, short events, Clock::time_point deadline, int stop_fd) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      errno = ETIMEDOUT;
+      return false;
+    }
+    std::array<pollfd, 2> fds{pollfd{.fd = fd, .events = events, .revents = 0},
+                              pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0}};
+    const int ready = poll(fds.data(), stop_fd >= 0 ? 2 : 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return false;
+    if (stop_fd >= 0 && (fds[1].revents & POLLIN) != 0) {
+      errno = EINTR;
+      return false;
+    }
+    if (ready > 0) return true;
+  }
+}
+
+// Fails with the errno of what went wrong; the deadline bounds it all.
+std::string fetch_answer(const SocketAddress& agent, const std::string& request, Clock::time_point deadline,
+                         int stop_fd) {
+  Socket socket(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (socket.fd() < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  const auto length = agent.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (::connect(socket.fd(), agent.get(), static_cast<socklen_t>(length)) != 0 && errno != EINPROGRESS) {
+    throw std::system_error(errno, std::generic_category(), "connect");
+  }
+  if (!await_socket(socket.fd(), POLLOUT, deadline, stop_fd)) {
+    throw std::system_error(errno, std::generic_category(), "connect");
+  }
+  int error = 0;
+  socklen_t error_length = sizeof(error);
+  getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &error, &error_length);
+  if (error != 0) throw std::system_error(error, std::generic_category(), "connect");
+  if (::send(socket.fd(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+    throw std::system_error(errno, std::generic_category(), "send");
+  }
+  std::string answer;
+  std::array<char, 16384> chunk{};
+  for (;;) {
+    if (!await_socket(socket.fd(), POLLIN, deadline, stop_fd)) {
+      throw std::system_error(errno, std::generic_category(), "the answer");
+    }
+    const auto got = ::recv(socket.fd(), chunk.data(), chunk.size(), 0);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (got < 0) throw std::system_error(errno, std::generic_category(), "recv");
+    if (got == 0) return answer;
+    answer.append(chunk.data(), static_cast<std::size_t>(got));
+    if (answer.size() > max_answer_bytes) {
+      throw ProtocolError(fmt::format("the agent sent more than {} bytes", max_answer_bytes));
+    }
+  }
+}
+
+}  // namespace
+
+AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& source,
+                       std::optional<PeerAnswer>& answer) {
+  const auto agent =
+      numeric_address(options.agent_host.empty() ? options.target : options.agent_host, options.agent_port);
+  AgentContact contact;
+  contact.address = agent.to_string();
+  const auto started = Clock::now();
+  const auto request = agent::encode_request(
+      {.address = options.target, .port = options.port, .port_space = options.port_space, .source = source});
+  try {
+    answer = parse_peer_answer(fetch_answer(agent, request, started + options.limits.timeout, options.limits.stop_fd));
+    contact.status = "ok";
+  } catch (const std::system_error& failed) {
+    contact.status = failed.code().value() == EINTR ? "interrupted" : contact_status(failed.code().value());
+    contact.detail = failed.what();
+  } catch (const ProtocolError& invalid) {
+    contact.status = "invalid";
+    contact.detail = invalid.what();
+  }
+  contact.ms = elapsed_ms(started);
+  return contact;
+}
+
+ConnectCase probe_connect(const ConnectProbeOptions& options) {
+  ConnectCase connect_case;
+  auto& attempt = connect_case.attempt;
+  attempt.target = options.target;
+  attempt.port = options.port;
+  attempt.port_space = options.port_space;
+  attempt.bind = options.bind;
+  connect_case.local = read_host_view(options.view);
+  StepClock route_clock("route");
+  connect_case.local.route = route_to(options.target, options.bind);
+  const auto& route = *connect_case.local.route;
+  attempt.steps.push_back(route.errnum == 0 ? route_clock.done("ok", route_text(route))
+                                            : route_clock.done("failed", {}, route.errnum));
+  if (route.errnum == 0) {
+    try {
+      run_rdma_steps(connect_case, options);
+    } catch (const RdmaError& failed) {
+      // No device, no rdma_cm, a QP or memory the device refused: the step under way
+      // failed with the call's errno; the verdict still gets everything before it.
+      const char* under_way = attempt.find("resolve_addr") == nullptr ? "resolve_addr" : "connect";
+      ConnectStep step;
+      step.name = under_way;
+      step.status = "failed";
+      step.errnum = failed.errnum();
+      step.detail = failed.call();
+      attempt.steps.push_back(step);
+    }
+  }
+  for (const char* later : {"resolve_addr", "resolve_route", "connect"}) {
+    if (attempt.find(later) == nullptr) attempt.steps.push_back(skipped(later, "an earlier step did not succeed"));
+  }
+  const bool interrupted = std::any_of(attempt.steps.begin(), attempt.steps.end(),
+                                       [](const ConnectStep& step) { return step.status == "interrupted"; });
+  if (options.ask_agent && !interrupted) {
+    const auto source = !attempt.source_address.empty() ? attempt.source_address
+                        : !options.bind.empty()         ? options.bind
+                                                        : route.source;
+    connect_case.agent = ask_agent(options, source, connect_case.peer);
+  }
+  return connect_case;
+}
+
+nlohmann::json diagnose_connect_failure(const std::string& address, std::uint16_t port,
+                                        std::chrono::milliseconds timeout, std::string& text) {
+  ConnectProbeOptions options;
+  options.target = parse_address(address, 0).host_string();
+  options.port = port != 0 ? port : agent::default_probe_port;
+  options.agent_port = agent::default_agent_port;
+  options.limits.timeout = timeout;
+  const auto connect_case = probe_connect(options);
+  const auto verdict = diagnose_connect(connect_case);
+  text = render_connect_verdict(verdict);
+  return {{"tool", "diag-connect"}, {"capture", to_json(connect_case)}, {"verdict", to_json(verdict)}};
+}
+
+}  // namespace rdmakit::diag

@@ -1,0 +1,51 @@
+#pragma once
+// One host's view for diag-connect, read live: diag-bind's inventory mapped into the view
+// (lib/diag/host_view_read.hpp), the files beside sysfs, the nftables ruleset (through
+// libnftables, where the build found it), rdma_cm's listeners (RDMA netlink's cm_id dump),
+// and the kernel's route and neighbour entry for an address (rtnetlink). Read-only.
+
+#include <linux/netlink.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "lib/diag/connect_diagnosis.hpp"
+
+namespace rdmakit::diag {
+
+struct HostViewOptions {
+  std::filesystem::path sysfs_root = "/sys";
+  std::filesystem::path procfs_root = "/proc";
+  std::filesystem::path configfs_root = "/sys/kernel/config";
+  bool read_firewall = true;
+};
+
+// Everything but the route and the neighbour, which depend on the peer. Never throws for
+// what it cannot read: that stays unknown (-1, "", listeners_known false, firewall not
+// readable with the reason).
+HostView read_host_view(const HostViewOptions& options);
+
+// What `ip route get DESTINATION [from SOURCE]` answers, for numeric IPv4 or IPv6
+// addresses; SOURCE "" lets the kernel choose. No route: netdev "" and the errno (a
+// destination that is not numeric: EINVAL).
+RouteInfo route_to(const std::string& destination, const std::string& source);
+
+// The kernel's neighbour entry for a numeric address on `netdev` ("" for any netdev);
+// state "none" when there is none.
+Neighbour neighbour_of(const std::string& address, const std::string& netdev);
+
+// The rdma_cm ids in LISTEN state on every RDMA device, from RDMA netlink's per-device
+// cm_id dumps. A listener on a wildcard address shows once per device (the kernel listens
+// on each device for it); one bound to an address, on that address's device. False when
+// a dump could not be read (no RDMA core, a device without a netlink index, an error).
+bool read_cm_listeners(HostView& view);
+
+// The listening cm_ids in one message of that dump.
+std::vector<CmListener> listeners_in(const nlmsghdr& message);
+
+// The nftables ruleset's rules that touch UDP 4791 (lib/diag/host_view_read.hpp). Not
+// readable, with the reason, without permission (CAP_NET_ADMIN) or without libnftables.
+Firewall read_firewall();
+
+}  // namespace rdmakit::diag

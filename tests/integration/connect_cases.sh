@@ -1,0 +1,312 @@
+# diag-connect: the agent and the client in one guest, bad agents and bad input, and (in two
+# guests, scripts/rxe-vm.sh --pair) each cause broken for real, named, fixed with the fix
+# the tool printed, and then gone.
+
+# connect NAME SECONDS ARGS...: diag-connect ARGS --json into $T/NAME.out; sets RC.
+connect() {
+  local name=$1 seconds=$2
+  shift 2
+  run "$name" "$seconds" "$OURS_DIAG_CONNECT" "$@" --json
+  [[ -s $T/$name.out ]] || fail "$name: no report (exit $RC): $(head -c 400 "$T/$name.err")"
+  if [[ -n ${RDMAKIT_CAPTURE_DIR:-} ]]; then cp "$T/$name.out" "$RDMAKIT_CAPTURE_DIR/$name.json"; fi
+}
+
+# expect_cause NAME CAUSE EXIT: the report names CAUSE and diag-connect exited EXIT.
+expect_cause() {
+  local name=$1 cause=$2 exit_code=$3
+  local seen
+  seen=$(jq -r '.verdict.cause' "$T/$name.out")
+  [[ $seen == "$cause" && $RC -eq $exit_code ]] ||
+    fail "$name: cause $seen, exit $RC; expected $cause, exit $exit_code: $(jq -c '.verdict' "$T/$name.out")"
+  expect_schema diag-connect "$name.out"
+  note "$name: $cause: $(jq -r '.verdict.summary' "$T/$name.out")"
+}
+
+# printed_fix NAME: the fix the verdict printed.
+printed_fix() { jq -r '.verdict.fix' "$T/$name.out"; }
+
+case_connect_self() {
+  require_device
+  next_port
+  local probe=$PORT
+  next_port
+  local aport=$PORT
+  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" --json
+  wait_listening "$probe"
+  connect works 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" -b "$RXE_ADDR2"
+  expect_cause works ok 0
+  expect_jq '.capture.agent.status == "ok" and .capture.attempt.peer_is_agent' works.out
+  expect_jq '[.capture.attempt.data[] | select(.status == "ok")] | length == 9' works.out
+  expect_jq '[.capture.attempt.steps[] | select(.status == "ok") | .name] | index("connect") != null' works.out
+  note "steps (ms): $(jq -c '[.capture.attempt.steps[] | {(.name): .ms}] | add' "$T/works.out")"
+  # Without the agent: the local steps and the data check (the listener is still an agent).
+  connect no_agent 30 "$RXE_ADDR" -p "$probe" --no-agent
+  expect_cause no_agent ok 0
+  expect_jq '.capture.agent.status == "not_tried"' no_agent.out
+  # Human output: the steps, the verdict.
+  run human 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$probe" --agent-port "$aport"
+  expect_rc 0 "diag-connect, human output"
+  expect_grep "verdict" human.out
+  # The agent stops cleanly on SIGTERM with its tally.
+  kill -TERM "$PID_agent"
+  finish agent 10
+  expect_rc 0 "the agent, stopped with SIGTERM"
+  expect_jq '.agent.answers >= 2 and .agent.connections >= 3' agent.out
+  expect_schema diag-connect agent.out
+  # A stock listener (rping -s) is not an agent: the connection is the check, no data check.
+  next_port
+  start stock_server rping -s -a "$RXE_ADDR" -p "$PORT" -C 1
+  wait_listening "$PORT"
+  connect stock 30 "$RXE_ADDR" -p "$PORT" --no-agent
+  expect_cause stock ok 0
+  expect_jq '.capture.attempt.peer_is_agent == false and (.capture.attempt.data | length) == 0' stock.out
+  kill "$PID_stock_server" 2> /dev/null
+  finish stock_server 10
+}
+
+case_connect_no_listener() {
+  require_device
+  next_port
+  local probe=$PORT
+  next_port
+  connect nobody 30 "$RXE_ADDR" -p "$probe" --agent-port "$PORT" --timeout 3
+  expect_cause nobody no_listener 1
+  expect_jq '.capture.attempt.rejection.reason == 8 and .capture.agent.status == "refused"' nobody.out
+  # Other tools: the hint names diag-connect; --diagnose runs it in-process.
+  run rping_client 30 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$probe" -C 1 --json --diagnose
+  [[ $RC -ne 0 ]] || fail "rping to nobody exited 0"
+  expect_jq '.errors[0].hint | test("diag-connect")' rping_client.out
+  expect_jq '.diagnosis.tool == "diag-connect" and .diagnosis.verdict.cause == "no_listener"' rping_client.out
+  expect_grep "diag-connect: no_listener" rping_client.err
+}
+
+# A fake agent: python3 answering ANSWER (garbage, oversize, silent) on PORT.
+fake_agent() {
+  local name=$1 port=$2 kind=$3
+  start "$name" python3 -c '
+import socket, sys, time
+kind = sys.argv[2]
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[3], int(sys.argv[1]))); s.listen(1)
+print("ready", flush=True)
+c, _ = s.accept(); c.recv(2048)
+if kind == "garbage": c.sendall(b"{\"version\": 1, \"view\": {\"netdevs\": 7}}")
+elif kind == "oversize": c.sendall(b"[" + b"1," * 200000 + b"1]")
+elif kind == "silent": time.sleep(30)
+c.close()' "$port" "$kind" "$RXE_ADDR"
+  wait_for_line "$name.out" ready 20
+}
+
+case_connect_bad_agent() {
+  require_device
+  local kind
+  for kind in garbage oversize silent; do
+    next_port
+    local probe=$PORT
+    next_port
+    fake_agent "fake_$kind" "$PORT" "$kind"
+    connect "bad_$kind" 30 "$RXE_ADDR" -p "$probe" --agent-port "$PORT" --timeout 3
+    expect_jq '.capture.agent.status == "'"$([[ $kind == silent ]] && echo timeout || echo invalid)"'"' "bad_$kind.out"
+    expect_cause "bad_$kind" no_listener 1
+    note "agent $kind: $(jq -r '.capture.agent.detail' "$T/bad_$kind.out")"
+    eval "kill \"\$PID_fake_$kind\"" 2> /dev/null
+    finish "fake_$kind" 5
+  done
+}
+
+case_connect_agent_safety() {
+  require_device
+  next_port
+  local probe=$PORT
+  next_port
+  local aport=$PORT
+  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" --json
+  wait_listening "$probe"
+  # Not a diag-connect client: rping's connect is rejected by the agent.
+  run rping_client 20 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$probe" -C 1
+  [[ $RC -ne 0 ]] || fail "rping's connect to the agent was accepted"
+  # Garbage and an over-long request on the side channel: refused, the agent goes on.
+  exec {garbage}<> "/dev/tcp/$RXE_ADDR/$aport" && printf 'GET / HTTP/1.0\n' >&"$garbage"
+  exec {garbage}>&-
+  exec {long}<> "/dev/tcp/$RXE_ADDR/$aport" && head -c 5000 /dev/zero | tr '\0' x >&"$long"
+  exec {long}>&-
+  connect after 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport"
+  expect_cause after ok 0
+  # It binds only where told: the side channel is not on the other address.
+  connect elsewhere 30 "$RXE_ADDR2" -p "$probe" --agent-port "$aport" --timeout 2
+  expect_jq '.capture.agent.status == "refused"' elsewhere.out
+  kill -TERM "$PID_agent"
+  finish agent 10
+  expect_rc 0 "the agent, stopped with SIGTERM"
+  expect_jq '.agent.rejected >= 1 and .agent.bad_requests >= 2 and .agent.answers >= 1' agent.out
+}
+
+case_connect_bad_flags() {
+  local args
+  for args in "nohost.invalid" "10.0.0.1 -p 0" "10.0.0.1 -p 70000" "10.0.0.1 --ps sdp" "--serve 10.0.0.1" \
+    "10.0.0.1 --no-listen" "--serve --bind nohost.invalid" "" "--replay /nonexistent.json" \
+    "10.0.0.1 --agent nohost.invalid" "10.0.0.1 --agent-port 0"; do
+    # shellcheck disable=SC2086  # the words are the arguments
+    run bad 10 "$OURS_DIAG_CONNECT" $args --json
+    expect_rc 2 "diag-connect $args"
+    expect_jq '.outcome == "usage_error"' bad.out
+  done
+}
+
+# Every fixture replays to the cause it is named after (a file "CAUSE.json" or "CAUSE-variant.json").
+case_connect_replay() {
+  local fixture cause
+  for fixture in "$here/../fixtures/connect"/*.json; do
+    cause=$(basename "$fixture" .json)
+    cause=${cause%%-*}
+    run replay 10 "$OURS_DIAG_CONNECT" --replay "$fixture" --json
+    [[ $(jq -r .verdict.cause "$T/replay.out") == "$cause" ]] || fail "$fixture replays to $(jq -r .verdict.cause "$T/replay.out")"
+    expect_schema diag-connect replay.out
+  done
+}
+
+# ---- two guests: each cause for real ----
+
+# peer_agent NAME ARGS...: (re)start the agent on the peer with ARGS, its side channel on the
+# management network too (it listens on every address).
+peer_agent() {
+  local name=$1
+  shift
+  [[ -n ${PEER_AGENT:-} ]] && remote_stop "$PEER_AGENT"
+  PEER_AGENT=$name
+  remote_start "$name" "$OURS_DIAG_CONNECT" --serve "$@" --log-level info
+  remote_wait_line "$name" "side channel" 30
+}
+
+# fix_on_peer NAME: run the fix NAME's verdict printed, on the peer.
+fix_on_peer() {
+  local fix
+  fix=$(printed_fix "$1")
+  [[ $(jq -r .verdict.fix_host "$T/$1.out") == server ]] || fail "$1: the fix is not for the server: $fix"
+  remote_run "fix_$1" 20 bash -c "$fix"
+  [[ $RC -eq 0 ]] || fail "$1: the printed fix failed on the peer: $fix: $(cat "$T/fix_$1.err")"
+  note "$1: fixed on the server with: $fix"
+}
+
+# fix_here NAME: run the fix NAME's verdict printed, here.
+fix_here() {
+  local fix
+  fix=$(printed_fix "$1")
+  [[ $(jq -r .verdict.fix_host "$T/$1.out") == client ]] || fail "$1: the fix is not for the client: $fix"
+  bash -c "$fix" || fail "$1: the printed fix failed here: $fix"
+  note "$1: fixed on the client with: $fix"
+}
+
+case_pair_connect() {
+  require_peer
+  local agent=(--agent "$PEER_MGMT_ADDR" --timeout 3)
+  peer_agent agent_listening
+  connect baseline 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause baseline ok 0
+
+  # Nobody listens: the agent runs without its rdma_cm listener.
+  peer_agent agent_quiet --no-listen
+  connect no_listener 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause no_listener no_listener 1
+  peer_agent agent_listening2
+  connect no_listener_fixed 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause no_listener_fixed ok 0
+
+  # The wrong port space.
+  connect wrong_port_space 30 "$PEER_ADDR" --ps udp "${agent[@]}"
+  expect_cause wrong_port_space wrong_port_space 1
+
+  # nftables drops RoCE v2 (UDP 4791) on the server.
+  remote_run nft 20 nft add table inet rdmakit_dc \; add chain inet rdmakit_dc input \
+    '{ type filter hook input priority 0; }' \; add rule inet rdmakit_dc input udp dport 4791 drop
+  [[ $RC -eq 0 ]] || fail "nft on the peer: $(cat "$T/nft.err")"
+  restore "remote_run nft_undo 20 nft delete table inet rdmakit_dc"
+  connect firewall 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause firewall firewall_roce 1
+  fix_on_peer firewall
+  connect firewall_fixed 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause firewall_fixed ok 0
+
+  # Large messages die: the server's MTU lowered to 1000. rxe's UDP packets would be
+  # fragmented and reassembled, so a NIC that cannot take frames beyond its MTU is emulated
+  # with an nftables rule dropping longer packets.
+  remote_run mtu 20 bash -c 'ip link set dev "$WIRE_NETDEV" mtu 1000 && nft add table inet rdmakit_mtu \; add chain inet rdmakit_mtu input "{ type filter hook input priority 0; }" \; add rule inet rdmakit_mtu input ip length \> 1000 drop'
+  [[ $RC -eq 0 ]] || fail "lowering the MTU on the peer: $(cat "$T/mtu.err")"
+  restore "remote_run mtu_undo 20 bash -c 'ip link set dev \"\$WIRE_NETDEV\" mtu 1500; nft delete table inet rdmakit_mtu'"
+  connect mtu 60 "$PEER_ADDR" "${agent[@]}"
+  expect_cause mtu mtu_mismatch 1
+  fix_on_peer mtu
+  remote_run mtu_emulation_off 20 nft delete table inet rdmakit_mtu
+  connect mtu_fixed 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause mtu_fixed ok 0
+
+  # The peer address sits on a netdev without RDMA: the server's rxe1 deleted.
+  peer_agent agent_quiet2 --no-listen
+  remote_run rxe_delete 20 rdma link delete rxe1
+  [[ $RC -eq 0 ]] || fail "rdma link delete rxe1 on the peer: $(cat "$T/rxe_delete.err")"
+  restore "remote_run rxe_undo 20 bash -c 'rdma link show rxe1 || rdma link add rxe1 type rxe netdev \"\$WIRE_NETDEV\"'"
+  connect peer_not_rdma 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause peer_not_rdma peer_not_rdma 1
+  fix_on_peer peer_not_rdma
+  peer_agent agent_listening3
+  connect peer_not_rdma_fixed 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause peer_not_rdma_fixed ok 0
+
+  # A wrong static neighbour entry here.
+  ip neigh replace "$PEER_ADDR" lladdr 02:de:ad:be:ef:00 dev "$WIRE_NETDEV" nud permanent
+  restore "ip neigh del $PEER_ADDR dev $WIRE_NETDEV"
+  connect neighbour 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause neighbour neighbour_wrong 1
+  fix_here neighbour
+  connect neighbour_fixed 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause neighbour_fixed ok 0
+
+  # A host on the subnet that does not answer.
+  connect unresolved 30 "${PEER_ADDR%.*}.99" --no-agent --timeout 3
+  expect_cause unresolved neighbour_unresolved 1
+
+  # An address outside this host's subnets: no route.
+  remote_run outside 20 bash -c 'ip addr add 10.59.0.1/24 dev "$WIRE_NETDEV"'
+  restore "remote_run outside_undo 20 bash -c 'ip addr del 10.59.0.1/24 dev \"\$WIRE_NETDEV\"'"
+  connect no_route 30 10.59.0.1 "${agent[@]}"
+  expect_cause no_route no_route 1
+  fix_here no_route
+  connect no_route_fixed 30 10.59.0.1 "${agent[@]}"
+  expect_cause no_route_fixed ok 0
+
+  # The source this host routes from has no RDMA: the peer's management address.
+  connect source 30 "$PEER_MGMT_ADDR" "${agent[@]}"
+  expect_cause source source_not_rdma 1
+
+  # Strict reverse-path filtering with an asymmetric route on the server.
+  ip addr add 10.57.0.12/24 dev "$WIRE_NETDEV"
+  restore "ip addr del 10.57.0.12/24 dev $WIRE_NETDEV"
+  remote_run rp 20 bash -c 'sysctl -qw net.ipv4.conf.all.rp_filter=1 "net.ipv4.conf.$WIRE_NETDEV.rp_filter=1" && ip route add 10.57.0.12/32 dev plainnet0'
+  [[ $RC -eq 0 ]] || fail "rp_filter on the peer: $(cat "$T/rp.err")"
+  restore "remote_run rp_undo 20 bash -c 'ip route del 10.57.0.12/32 dev plainnet0; sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.\$WIRE_NETDEV.rp_filter=0'"
+  connect rp_filter 30 "$PEER_ADDR" -b 10.57.0.12 "${agent[@]}"
+  expect_cause rp_filter rp_filter 1
+  fix_on_peer rp_filter
+  connect rp_filter_fixed 30 "$PEER_ADDR" -b 10.57.0.12 "${agent[@]}"
+  expect_cause rp_filter_fixed ok 0
+
+  # RoCE v1 cannot be forced on rxe: it has RoCE v2 GIDs only, and rdma_cm refuses the mode
+  # (tests/fixtures/connect/gid_type_mismatch.json is derived from a capture instead).
+  mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+  mkdir -p "/sys/kernel/config/rdma_cm/$WIRE_DEV"
+  restore "rmdir /sys/kernel/config/rdma_cm/$WIRE_DEV"
+  if echo "IB/RoCE v1" 2> /dev/null > "/sys/kernel/config/rdma_cm/$WIRE_DEV/ports/1/default_roce_mode"; then
+    fail "rxe accepted RoCE v1 as rdma_cm's default: make gid_type_mismatch a live reproduction"
+  fi
+
+  # Last (the link goes down): the server's link down; the agent answers over management.
+  remote_run link_down 20 bash -c 'ip link set dev "$WIRE_NETDEV" down'
+  restore "remote_run link_undo 20 bash -c 'ip link set dev \"\$WIRE_NETDEV\" up'"
+  connect port_down 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause port_down peer_port_down 1
+  fix_on_peer port_down
+  tick 2
+  connect port_down_fixed 30 "$PEER_ADDR" "${agent[@]}"
+  expect_cause port_down_fixed ok 0
+  remote_stop "$PEER_AGENT"
+}

@@ -1,0 +1,441 @@
+// The connect diagnoser fed from fixtures (tests/fixtures/connect: one ConnectCase per cause,
+// both hosts' views), its JSON forms and their strict readers, and single-fact edits that show
+// what each rule looks at.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/error.hpp"
+#include "lib/diag/connect_diagnosis.hpp"
+
+namespace rdmakit::diag {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path fixtures = RDMAKIT_CONNECT_FIXTURES;
+
+nlohmann::json fixture_json(const std::string& name) {
+  std::ifstream in(fixtures / (name + ".json"));
+  EXPECT_TRUE(in) << name;
+  return nlohmann::json::parse(in);
+}
+
+ConnectCase fixture(const std::string& name) {
+  return connect_case_from_json(fixture_json(name));
+}
+
+bool mentions(const ConnectVerdict& v, const std::string& text) {
+  if (v.summary.find(text) != std::string::npos || v.fix.find(text) != std::string::npos) return true;
+  for (const auto& line : v.evidence) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+struct Expectation {
+  const char* fixture;
+  const char* cause;
+  int exit_code;
+  const char* fix_host;
+  const char* must_mention;  // in summary, fix or evidence
+};
+
+const Expectation expectations[] = {
+    {"ok", "ok", 0, "", "path MTU 1024"},
+    {"source_not_rdma", "source_not_rdma", 1, "client", "ip route add 10.57.0.1/32 dev eth0 src 10.57.0.2"},
+    {"no_route", "no_route", 1, "client", "ip route add 10.99.0.1/32 dev eth0"},
+    {"neighbour_unresolved", "neighbour_unresolved", 1, "client", "neighbour 10.57.0.9 dev eth0: FAILED"},
+    {"neighbour_wrong", "neighbour_wrong", 1, "client", "ip neigh del 10.57.0.1 dev eth0"},
+    {"wrong_port_space", "wrong_port_space", 1, "client", "--ps udp"},
+    {"no_listener", "no_listener", 1, "server", "diag-connect --serve -p 7473"},
+    {"no_listener-no_agent", "no_listener", 1, "server", "a REJ came back"},
+    {"rejected_by_application", "rejected_by_application", 1, "server", "server busy: 16 connections at most"},
+    {"peer_not_rdma", "peer_not_rdma", 1, "server", "rdma link add rxe_eth0 type rxe netdev eth0"},
+    {"peer_port_down", "peer_port_down", 1, "server", "ip link set eth0 up"},
+    {"firewall_roce", "firewall_roce", 1, "server", "nft delete rule inet filter input handle 4"},
+    {"rp_filter", "rp_filter", 1, "server", "net.ipv4.conf.eth0.rp_filter=2"},
+    {"gid_type_mismatch", "gid_type_mismatch", 1, "server",
+     "echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_mode"},
+    {"mtu_mismatch", "mtu_mismatch", 1, "server", "ip link set eth0 mtu 1500"},
+    {"no_rdma_answer", "no_rdma_answer", 1, "server", "diag-connect --serve"},
+    {"unknown", "unknown", 3, "", "RDMA_CM_EVENT_CONNECT_ERROR"},
+};
+
+class ConnectFixture : public testing::TestWithParam<Expectation> {};
+
+TEST_P(ConnectFixture, NamesTheCause) {
+  const auto& e = GetParam();
+  const auto c = fixture(e.fixture);
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, e.cause) << v.summary;
+  EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
+  EXPECT_EQ(v.fix_host, e.fix_host);
+  EXPECT_TRUE(mentions(v, e.must_mention)) << to_json(v).dump(2);
+  EXPECT_FALSE(v.summary.empty());
+  EXPECT_EQ(v.summary.find('\n'), std::string::npos);
+  const auto text = render_connect_text(c, v);
+  EXPECT_NE(text.find("verdict: " + std::string(e.cause) + ": "), std::string::npos) << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ConnectFixture, testing::ValuesIn(expectations),
+                         [](const testing::TestParamInfo<Expectation>& param) {
+                           // gtest names take letters, digits and '_' only: "no_listener-no_agent".
+                           std::string name = param.param.fixture;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(ConnectFixtures, EveryFixtureHasAnExpectationAndSaysWhereItCameFrom) {
+  std::set<std::string> expected;
+  for (const auto& e : expectations) expected.insert(e.fixture);
+  std::size_t seen = 0;
+  for (const auto& entry : fs::directory_iterator(fixtures)) {
+    if (entry.path().extension() != ".json") continue;
+    ++seen;
+    const auto name = entry.path().stem().string();
+    EXPECT_TRUE(expected.contains(name)) << name << " has no expectation";
+    EXPECT_TRUE(fixture_json(name).contains("origin")) << name;
+  }
+  EXPECT_EQ(seen, expected.size());
+}
+
+TEST(ConnectFixtures, NoAgentVariantsListWhatTheyCannotTellApart) {
+  const auto v = diagnose_connect(fixture("no_rdma_answer"));
+  ASSERT_FALSE(v.candidates.empty());
+  EXPECT_EQ(v.candidates.front(), "firewall_roce");
+  EXPECT_NE(std::ranges::find(v.candidates, "peer_not_rdma"), v.candidates.end());
+}
+
+// ---- JSON ----
+
+TEST(ConnectJson, EveryFixtureRoundTrips) {
+  for (const auto& e : expectations) {
+    auto document = fixture_json(e.fixture);
+    document.erase("origin");
+    const auto c = connect_case_from_json(document);
+    EXPECT_EQ(to_json(c), document) << e.fixture;
+    EXPECT_EQ(to_json(connect_attempt_from_json(to_json(c.attempt))), to_json(c.attempt));
+    EXPECT_EQ(to_json(host_view_from_json(to_json(c.local))), to_json(c.local));
+    if (c.peer) {
+      EXPECT_EQ(to_json(peer_answer_from_json(to_json(*c.peer))), to_json(*c.peer));
+      EXPECT_EQ(to_json(parse_peer_answer(to_json(*c.peer).dump())), to_json(*c.peer));
+    }
+    const auto v = diagnose_connect(c);
+    EXPECT_EQ(to_json(connect_verdict_from_json(to_json(v))), to_json(v)) << e.fixture;
+  }
+}
+
+TEST(ConnectJson, KeysAreTheMemberNames) {
+  const auto document = to_json(fixture("firewall_roce"));
+  EXPECT_EQ(document.at("peer").at("view").at("firewall").at("rules").at(0).at("handle"), 4);
+  EXPECT_TRUE(document.at("attempt").at("rejection").is_null());
+  EXPECT_EQ(document.at("attempt").at("data").size(), 0U);
+  EXPECT_EQ(document.at("local").at("devices").at(0).at("ports").at(0).at("gids").at(3).at("type"), "RoCE v2");
+  const auto verdict = to_json(diagnose_connect(fixture("firewall_roce")));
+  EXPECT_EQ(verdict.at("exit_code"), 1);
+  EXPECT_EQ(verdict.at("fix_host"), "server");
+}
+
+TEST(ConnectJson, MissingMembersKeepTheirDefaults) {
+  const auto c = connect_case_from_json(nlohmann::json::object());
+  EXPECT_EQ(c.attempt.port_space, "tcp");
+  EXPECT_EQ(c.agent.status, "not_tried");
+  EXPECT_FALSE(c.peer.has_value());
+  EXPECT_EQ(host_view_from_json({{"host_name", "h"}}).rp_filter_all, -1);
+}
+
+// What a reader said when it refused, or "accepted".
+std::string refusal(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const ProtocolError& error) {
+    return error.what();
+  }
+  return "accepted";
+}
+
+std::string rejection_of(const nlohmann::json& document) {
+  return refusal([&document] { connect_case_from_json(document); });
+}
+
+TEST(ConnectJson, WrongTypesAreProtocolErrorsNamingTheMember) {
+  auto document = fixture_json("ok");
+  document["peer"]["view"]["netdevs"][1]["mtu"] = "1500";
+  EXPECT_EQ(rejection_of(document), "peer.view.netdevs[1].mtu: expected an integer");
+
+  document = fixture_json("ok");
+  document["attempt"]["steps"][2]["ms"] = "fast";
+  EXPECT_EQ(rejection_of(document), "attempt.steps[2].ms: expected a number");
+
+  document = fixture_json("ok");
+  document["local"]["devices"] = nlohmann::json::object();
+  EXPECT_EQ(rejection_of(document), "local.devices: expected an array");
+
+  document = fixture_json("ok");
+  document["peer"]["serving"] = 1;
+  EXPECT_EQ(rejection_of(document), "peer.serving: expected true or false");
+
+  document = fixture_json("ok");
+  document["agent"] = "ok";
+  EXPECT_EQ(rejection_of(document), "agent: expected an object");
+
+  EXPECT_EQ(rejection_of(nlohmann::json::array()), "the document: expected an object");
+
+  document = fixture_json("ok");
+  document["attempt"]["data"][0]["bytes"] = 1.5;
+  EXPECT_EQ(rejection_of(document), "attempt.data[0].bytes: expected an integer");
+}
+
+TEST(ConnectJson, NumbersOutOfRangeAreRefused) {
+  auto document = fixture_json("ok");
+  document["attempt"]["port"] = 70000;
+  EXPECT_EQ(rejection_of(document), "attempt.port: 70000 is out of range");
+  document = fixture_json("ok");
+  document["attempt"]["data"][0]["bytes"] = -1;
+  EXPECT_EQ(rejection_of(document), "attempt.data[0].bytes: -1 is out of range");
+  document = fixture_json("ok");
+  document["local"]["netdevs"][0]["mtu"] = 1ULL << 40;
+  EXPECT_NE(rejection_of(document).find("local.netdevs[0].mtu: "), std::string::npos);
+  EXPECT_THROW(connect_verdict_from_json({{"exit_code", 2}}), ProtocolError);
+}
+
+TEST(ConnectJson, BoundsOnTextAndLists) {
+  auto document = fixture_json("ok");
+  document["peer"]["view"]["host_name"] = std::string(max_text_bytes + 1, 'x');
+  EXPECT_EQ(rejection_of(document), "peer.view.host_name: 1025 bytes, more than the 1024 allowed");
+
+  document = fixture_json("ok");
+  auto& gids = document["peer"]["view"]["devices"][0]["ports"][0]["gids"];
+  while (gids.size() <= max_list_entries) gids.push_back(gids[0]);
+  EXPECT_EQ(rejection_of(document), "peer.view.devices[0].ports[0].gids: 513 entries, more than the 512 allowed");
+
+  document = fixture_json("ok");
+  document["attempt"]["rejection"] = {{"private_data", "\x1b[2Jgotcha"}};
+  EXPECT_EQ(rejection_of(document), "attempt.rejection.private_data: holds a control character");
+}
+
+std::string answer_rejection(std::string_view bytes) {
+  return refusal([bytes] { parse_peer_answer(bytes); });
+}
+
+TEST(ConnectJson, PeerAnswerIsNeverTrusted) {
+  const auto answer = to_json(*fixture("ok").peer).dump();
+  EXPECT_EQ(answer_rejection(answer), "accepted");
+  EXPECT_NE(answer_rejection(answer.substr(0, answer.size() / 2)).find("the agent's answer is not JSON: "),
+            std::string::npos);
+  EXPECT_NE(answer_rejection("").find("not JSON"), std::string::npos);
+  EXPECT_EQ(answer_rejection(std::string(max_answer_bytes + 1, ' ')),
+            "the agent's answer is 262145 bytes, more than the 262144 allowed");
+  EXPECT_EQ(answer_rejection(std::string(100, '[') + std::string(100, ']')),
+            "the agent's answer nests deeper than 32 levels");
+  EXPECT_EQ(answer_rejection(R"({"version": 0})"), "version: 0 is no agent protocol version");
+  EXPECT_EQ(answer_rejection(R"({"view": {"listeners": [{"port": -5}]}})"),
+            "view.listeners[0].port: -5 is out of range");
+  EXPECT_EQ(answer_rejection("[1]"), "the document: expected an object");
+  // Brackets inside strings do not count as nesting.
+  EXPECT_EQ(answer_rejection(R"({"client_address": ")" + std::string(100, '[') + R"("})"), "accepted");
+}
+
+// ---- One fact at a time ----
+
+ConnectCase timed_out(ConnectCase c) {
+  for (auto& step : c.attempt.steps) {
+    if (step.name == "connect") {
+      step.status = "timeout";
+      step.errnum = 110;
+      step.event = "RDMA_CM_EVENT_UNREACHABLE";
+    }
+  }
+  c.attempt.data.clear();
+  return c;
+}
+
+ViewNetdev second_netdev(const std::string& address) {
+  return ViewNetdev{.name = "eth1",
+                    .up = true,
+                    .operstate = "up",
+                    .mtu = 1500,
+                    .mac = "52:54:00:56:00:01",
+                    .addresses = {address},
+                    .rp_filter = 0};
+}
+
+TEST(ConnectRules, StrictRpFilterWithAnAsymmetricRouteOnThePeer) {
+  auto c = timed_out(fixture("ok"));
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+  auto& view = c.peer->view;
+  view.netdevs.push_back(second_netdev("10.56.0.1/24"));
+  view.route->netdev = "eth1";
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "loose (2) on eth0 lets it through";
+  view.netdevs[1].rp_filter = 1;
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "rp_filter");
+  EXPECT_EQ(v.fix, "sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.eth0.rp_filter=2");
+}
+
+TEST(ConnectRules, StrictRpFilterOnTheClient) {
+  auto c = timed_out(fixture("ok"));
+  c.local.netdevs.push_back(second_netdev("10.56.0.2/24"));
+  c.local.route->netdev = "eth1";
+  c.local.devices.push_back(ViewDevice{.name = "rxe2", .netdev = "eth1", .ports = {}});
+  c.local.rp_filter_all = 1;
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "the kernel takes max(all, eth0): 2 is loose";
+  c.local.netdevs[1].rp_filter = 0;
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "rp_filter");
+  EXPECT_EQ(v.fix_host, "client");
+}
+
+// A rule on UDP 4791 as the probe reads it from nftables.
+FirewallRule udp_4791(const std::string& chain, std::int64_t handle, const std::string& verdict) {
+  return FirewallRule{.family = "inet",
+                      .table = "filter",
+                      .chain = chain,
+                      .hook = chain,
+                      .handle = handle,
+                      .verdict = verdict,
+                      .text = "udp dport 4791 " + verdict};
+}
+
+TEST(ConnectRules, DifferencesThatDidNotStopTheRunAreWarnings) {
+  auto c = fixture("ok");
+  c.peer->view.devices[0].ports[0].roce_mode = "IB/RoCE v1";
+  c.peer->view.netdevs[1].mtu = 9000;
+  c.peer->view.firewall.rules.push_back(udp_4791("input", 9, "drop"));
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "ok");
+  EXPECT_EQ(v.exit_code, ExitCode::ok);
+  ASSERT_EQ(v.warnings.size(), 3U);
+  EXPECT_NE(v.warnings[0].find("MTU differs"), std::string::npos);
+  EXPECT_NE(v.warnings[1].find("IB/RoCE v1"), std::string::npos);
+  EXPECT_NE(v.warnings[2].find("server: nftables inet filter input handle 9"), std::string::npos);
+}
+
+TEST(ConnectRules, DropPolicyWithoutAnAcceptIsAFirewallCause) {
+  auto c = timed_out(fixture("ok"));
+  c.peer->view.firewall.drop_policy_chains = {"inet filter input"};
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "firewall_roce");
+  EXPECT_EQ(v.fix, "nft insert rule inet filter input udp dport 4791 accept");
+  c.peer->view.firewall.rules.push_back(udp_4791("input", 3, "accept"));
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+  c.peer->view.firewall.readable = false;
+  c.peer->view.firewall.error = "no permission";
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_EQ(v.candidates, std::vector<std::string>{"firewall_roce"});
+}
+
+TEST(ConnectRules, TheClientsOwnFirewallToo) {
+  auto c = timed_out(fixture("ok"));
+  c.agent.status = "timeout";
+  c.peer.reset();
+  c.local.firewall.rules.push_back(udp_4791("output", 12, "reject"));
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "firewall_roce");
+  EXPECT_EQ(v.fix, "nft delete rule inet filter output handle 12");
+  EXPECT_EQ(v.fix_host, "client");
+}
+
+TEST(ConnectRules, WrongNeighbourNeedsTheAgentsMacToDiffer) {
+  auto c = timed_out(fixture("ok"));
+  c.local.neighbour->state = "PERMANENT";
+  EXPECT_NE(diagnose_connect(c).cause, "neighbour_wrong") << "the entry holds the server's real MAC";
+  c.local.neighbour->lladdr = "52:54:00:57:00:99";
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "neighbour_wrong");
+  EXPECT_TRUE(mentions(v, "server: eth0 owns 10.57.0.1 with MAC 52:54:00:57:00:01"));
+}
+
+TEST(ConnectRules, ListenersFromTheAgentWhenTheCmDumpIsUnreadable) {
+  auto c = fixture("no_listener");
+  c.peer->view.listeners_known = false;
+  c.peer->view.listeners.clear();
+  EXPECT_EQ(diagnose_connect(c).cause, "no_listener");
+  c.peer->serving_port = 7473;
+  c.peer->serving_port_space = "ib";
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "wrong_port_space");
+  EXPECT_EQ(v.fix, "--ps ib");
+  c.peer->serving_port_space = "tcp";
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "a listener there contradicts the REJ";
+}
+
+TEST(ConnectRules, ResolveAddrEnodevAloneIsSourceNotRdma) {
+  auto c = fixture("source_not_rdma");
+  c.local.route.reset();
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "source_not_rdma");
+  EXPECT_TRUE(mentions(v, "ENODEV"));
+}
+
+TEST(ConnectRules, RoceV1OnTheClientIsFixedThere) {
+  auto c = timed_out(fixture("ok"));
+  c.local.devices[0].ports[0].roce_mode = "IB/RoCE v1";
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_type_mismatch");
+  EXPECT_EQ(v.fix_host, "client");
+  EXPECT_EQ(v.fix,
+            "mkdir -p /sys/kernel/config/rdma_cm/rxe1 && echo \"RoCE v2\" > "
+            "/sys/kernel/config/rdma_cm/rxe1/ports/1/default_roce_mode");
+}
+
+TEST(ConnectRules, LargeTransfersDyingWithoutAnAgentStillPointAtTheMtu) {
+  auto c = fixture("mtu_mismatch");
+  c.agent.status = "timeout";
+  c.peer.reset();
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "mtu_mismatch");
+  EXPECT_TRUE(v.fix.empty());
+  c.attempt.data[0].status = "failed";  // 64 B died too: not an MTU
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+}
+
+TEST(ConnectRules, APortNotActiveBehindAnUpNetdev) {
+  auto c = timed_out(fixture("ok"));
+  c.peer->view.devices[0].ports[0].state = "DOWN";
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "peer_port_down");
+  EXPECT_TRUE(mentions(v, "rxe0 port 1: DOWN"));
+}
+
+TEST(ConnectRules, AStaticNeighbourFirstAmongTheCandidates) {
+  auto c = fixture("no_rdma_answer");
+  c.local.neighbour->state = "PERMANENT";
+  c.local.neighbour->lladdr = "52:54:00:57:00:01";
+  c.agent.status = "refused";
+  // A static entry that the agent cannot confirm or deny: neighbour_wrong names it.
+  EXPECT_EQ(diagnose_connect(c).cause, "neighbour_wrong");
+}
+
+// ---- Text ----
+
+TEST(ConnectText, StepsSourceDataVerdictFixAndCandidates) {
+  auto c = fixture("mtu_mismatch");
+  auto text = render_connect_text(c, diagnose_connect(c));
+  for (const char* part :
+       {"connect to 10.57.0.1:7471 (tcp)", "resolve_addr", "source\n", "GID ::ffff:10.57.0.2 (RoCE v2)",
+        "path MTU 1024", "data check\n", "64 KiB", "transport retry counter exceeded",
+        "verdict: mtu_mismatch: ", "  fix (on the server): ip link set eth0 mtu 1500\n"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  }
+  c = fixture("no_rdma_answer");
+  text = render_connect_text(c, diagnose_connect(c));
+  EXPECT_NE(text.find("  candidates: firewall_roce, peer_not_rdma"), std::string::npos) << text;
+  EXPECT_NE(text.find("agent 10.57.0.1:7472: refused"), std::string::npos) << text;
+  c = fixture("rejected_by_application");
+  text = render_connect_text(c, diagnose_connect(c));
+  EXPECT_NE(text.find("rejected: reason 28 (consumer defined), by the application"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace rdmakit::diag

@@ -14,7 +14,7 @@ constexpr std::uint32_t send_depth = 4;
 
 }  // namespace
 
-void CheckConnection::create(std::uint16_t receive_count) {
+void CheckConnection::create(std::uint16_t receive_count, ibv_qp_type qp_type) {
   auto* verbs = id->verbs;
   pd = std::make_unique<ProtectionDomain>(verbs);
   completion_channel = std::make_unique<CompletionChannel>(verbs);
@@ -25,7 +25,7 @@ void CheckConnection::create(std::uint16_t receive_count) {
   ibv_qp_init_attr attributes{};
   attributes.send_cq = cq->get();
   attributes.recv_cq = cq->get();
-  attributes.qp_type = IBV_QPT_RC;
+  attributes.qp_type = qp_type;
   attributes.sq_sig_all = 1;
   attributes.cap.max_send_wr = send_depth;
   attributes.cap.max_recv_wr = receive_count > 0 ? receive_count : 1;

@@ -1,12 +1,14 @@
 #pragma once
 // The verbs side of one diag-connect probe connection, on either host: a PD, a CQ, the
 // 64 KiB buffer the client writes and reads (and sends from), on the agent the receives
-// its SENDs land in, and the RC QP on the cm_id. Torn down in order: the id with its QP
+// its SENDs land in, and the QP on the cm_id (RC; UD in the UDP port space). Torn down in order: the id with its QP
 // first, then the memory, the CQ and the PD.
 
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include <infiniband/verbs.h>
 
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -22,7 +24,7 @@ struct CheckConnection {
   CmId id;  // last: destroyed (with its QP) first
 
   // Creates everything on `id`'s device, with `receive_count` receives of the buffer's size posted.
-  void create(std::uint16_t receive_count);
+  void create(std::uint16_t receive_count, ibv_qp_type qp_type = IBV_QPT_RC);
 };
 
 }  // namespace rdmakit::diag

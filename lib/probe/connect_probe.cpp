@@ -248,10 +248,56 @@ bool stopped(const ConnectAttempt& attempt) {
   return attempt.steps.back().status != "ok";
 }
 
+// The SIDR reply's status (IBTA 12.11.2) when it is not success; the kernel passes it on as the
+// UNREACHABLE event's status.
+constexpr int sidr_service_unsupported = 1;  // nothing listens on that service ID
+constexpr int sidr_rejected = 2;
+
+// In the UDP port space "connect" is a service ID resolution (SIDR) for a UD QP: a reply
+// without a listener comes back as UNREACHABLE with status 1, the UD counterpart of REJ
+// reason 8, and is recorded as that rejection so the verdict treats both port spaces alike.
+// There is no connection to check data over, nor to disconnect.
+void resolve_service(CheckConnection& connection, EventChannel& channel, const ConnectProbeOptions& options,
+                     ConnectAttempt& attempt) {
+  connection.create(0, IBV_QPT_UD);
+  const auto hello = agent::encode_hello();
+  ConnectOffer offer_to_agent;
+  offer_to_agent.private_data = hello;
+  auto parameters = connection_parameters(offer_to_agent);
+  StepClock clock("connect");
+  if (rdma_connect(connection.id.get(), &parameters) != 0) {
+    attempt.steps.push_back(clock.done("failed", {}, errno));
+    return;
+  }
+  const auto awaited = await_event(channel, options.limits, "the service ID resolution (SIDR) reply");
+  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_ESTABLISHED));
+  if (!awaited.event) return;
+  const auto& event = *awaited.event;
+  if (event.event == RDMA_CM_EVENT_ESTABLISHED) {
+    attempt.steps.back().detail =
+        fmt::format("SIDR reply: UD QPN {}, qkey {:#x}", event.param.ud.qp_num, event.param.ud.qkey);
+    return;
+  }
+  if (event.event != RDMA_CM_EVENT_UNREACHABLE) return;
+  if (event.status == sidr_service_unsupported || event.status == sidr_rejected) {
+    Rejection rejection;
+    rejection.consumer = event.status == sidr_rejected;
+    rejection.reason = rejection.consumer ? agent::reject_consumer_defined : agent::reject_invalid_service_id;
+    rejection.reason_text = rejection.consumer ? "SIDR reply status 2: rejected by the application"
+                                               : "SIDR reply status 1: nothing listens on the service ID";
+    attempt.steps.back().detail = rejection.reason_text;
+    attempt.rejection = rejection;
+  }
+}
+
 // Connects and, when the agent answered, checks the data path; the attempt holds each step.
 void connect_and_check(ConnectCase& connect_case, CheckConnection& connection, EventChannel& channel,
                        const ConnectProbeOptions& options) {
   auto& attempt = connect_case.attempt;
+  if (connection.id->ps == RDMA_PS_UDP) {
+    resolve_service(connection, channel, options, attempt);
+    return;
+  }
   connection.create(0);
   const auto hello = agent::encode_hello();
   ConnectOffer offer_to_agent;

@@ -23,7 +23,7 @@ expect_cause() {
 }
 
 # printed_fix NAME: the fix the verdict printed.
-printed_fix() { jq -r '.verdict.fix' "$T/$name.out"; }
+printed_fix() { jq -r '.verdict.fix' "$T/$1.out"; }
 
 case_connect_self() {
   require_device

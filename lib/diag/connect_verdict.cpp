@@ -255,12 +255,12 @@ std::optional<ConnectVerdict> works(const Facts& f) {
   v.exit_code = ExitCode::ok;
   std::size_t largest = 0;
   for (const auto& check : a.data) largest = std::max(largest, check.bytes);
-  v.summary =
-      fmt::format("connected to {}:{} ({}) from {} on {} ({} port {}, {}, path MTU {}){}", a.target, a.port,
-                  a.port_space, a.source_address, a.source_netdev, a.device, a.device_port, a.gid_type, a.path_mtu,
-                  a.data.empty() ? (a.port_space == "udp" ? "; the SIDR reply came (no data check in the UDP port space)"
-                                                          : "; no data check (the server is no diag-connect agent)")
-                                 : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
+  v.summary = fmt::format(
+      "connected to {}:{} ({}) from {} on {} ({} port {}, {}, path MTU {}){}", a.target, a.port, a.port_space,
+      a.source_address, a.source_netdev, a.device, a.device_port, a.gid_type, a.path_mtu,
+      a.data.empty() ? (a.port_space == "udp" ? "; the SIDR reply came (no data check in the UDP port space)"
+                                              : "; no data check (the server is no diag-connect agent)")
+                     : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
   for (const auto* step : {f.resolve_addr, f.resolve_route, f.connect}) {
     v.evidence.push_back("client: " + step_text(*step));
   }

@@ -9,6 +9,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -93,6 +94,13 @@ std::string gid_type_of(const HostView& view, const std::string& device, int por
     }
   }
   return {};
+}
+
+// The kernel's resolution timeout: shorter than our wait for its event, so that an address
+// nobody answers ends in the kernel's ADDR_ERROR (with the neighbour's state) rather than in
+// our own timeout.
+int kernel_timeout_ms(const RunLimits& limits) {
+  return std::max(1, timeout_ms(limits.timeout) * 3 / 4);
 }
 
 // The outcome of awaiting one CM event: the event, or why none came.
@@ -349,7 +357,7 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   if (!options.bind.empty()) source = numeric_address(options.bind, 0);
   StepClock resolve_clock("resolve_addr");
   if (rdma_resolve_addr(connection.id.get(), source ? const_cast<sockaddr*>(source->get()) : nullptr,
-                        const_cast<sockaddr*>(destination.get()), timeout_ms(options.limits.timeout)) != 0) {
+                        const_cast<sockaddr*>(destination.get()), kernel_timeout_ms(options.limits)) != 0) {
     attempt.steps.push_back(resolve_clock.done("failed", {}, errno));
     return;
   }
@@ -361,7 +369,7 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   if (stopped(attempt)) return;
   record_source(connect_case, connection.id.get(), attempt);
   StepClock route_clock("resolve_route");
-  if (rdma_resolve_route(connection.id.get(), timeout_ms(options.limits.timeout)) != 0) {
+  if (rdma_resolve_route(connection.id.get(), kernel_timeout_ms(options.limits)) != 0) {
     attempt.steps.push_back(route_clock.done("failed", {}, errno));
     return;
   }

@@ -72,7 +72,9 @@ const Expectation expectations[] = {
 };
 
 // Names the case in test listings, instead of gtest's dump of the struct's bytes.
-void PrintTo(const Expectation& expectation, std::ostream* out) { *out << expectation.fixture; }
+void PrintTo(const Expectation& expectation, std::ostream* out) {
+  *out << expectation.fixture;
+}
 
 class ConnectFixture : public testing::TestWithParam<Expectation> {};
 
@@ -111,6 +113,54 @@ TEST(ConnectFixtures, EveryFixtureHasAnExpectationAndSaysWhereItCameFrom) {
   }
   EXPECT_EQ(seen, expected.size());
 }
+
+// Captured from the two-guest reproductions (tests/integration/connect_cases.sh, with
+// RDMAKIT_CAPTURE_DIR): each cause broken for real, as the probe and the agent saw it. The
+// verdict must stay what it was live: cause, exit code, the host the fix is for, and the fix.
+struct Captured {
+  const char* cause;
+  int exit_code;
+  const char* fix_host;
+  const char* fix;
+};
+
+const Captured captured[] = {
+    {"ok", 0, "", ""},
+    {"firewall_roce", 1, "server", "nft delete rule inet rdmakit_dc input handle 2"},
+    {"mtu_mismatch", 1, "server", "ip link set eth0 mtu 1500"},
+    {"neighbour_unresolved", 1, "client", "arping -c 3 -I eth0 10.57.0.99"},
+    {"neighbour_wrong", 1, "client", "ip neigh del 10.57.0.1 dev eth0"},
+    {"no_listener", 1, "server", "diag-connect --serve -p 7471"},
+    {"no_route", 1, "client", "ip route add 10.59.0.1/32 dev eth0"},
+    {"peer_not_rdma", 1, "server", "rdma link add rxe_eth0 type rxe netdev eth0"},
+    {"peer_port_down", 1, "server", "ip link set eth0 up"},
+    {"rp_filter", 1, "server", "sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.eth0.rp_filter=2"},
+    {"source_not_rdma", 1, "client", "ip route add 10.58.0.1/32 dev eth0 src 10.57.0.2"},
+    {"wrong_port_space", 1, "client", "--ps tcp"},
+};
+
+void PrintTo(const Captured& capture, std::ostream* out) {
+  *out << capture.cause;
+}
+
+class CapturedCase : public testing::TestWithParam<Captured> {};
+
+TEST_P(CapturedCase, GivesTheVerdictItGaveLive) {
+  const auto& e = GetParam();
+  auto document = fixture_json(std::string("captured/") + e.cause);
+  EXPECT_TRUE(document.contains("origin"));
+  document.erase("origin");
+  const auto c = connect_case_from_json(document);
+  EXPECT_EQ(to_json(c), document);
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, e.cause) << to_json(v).dump(2);
+  EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
+  EXPECT_EQ(v.fix_host, e.fix_host);
+  EXPECT_EQ(v.fix, e.fix);
+}
+
+INSTANTIATE_TEST_SUITE_P(Captured, CapturedCase, testing::ValuesIn(captured),
+                         [](const testing::TestParamInfo<Captured>& param) { return std::string(param.param.cause); });
 
 TEST(ConnectFixtures, NoAgentVariantsListWhatTheyCannotTellApart) {
   const auto v = diagnose_connect(fixture("no_rdma_answer"));

@@ -107,21 +107,10 @@ void throw_null_result(const char* call, const std::string& subject) {
   throw RdmaError(call, subject, errnum);
 }
 
-std::string hint_for(const std::string& call, const std::string& address, int errnum) {
-  const bool addressing = is_addressing(call);
-  if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
-    if (address.empty()) return "no RDMA device serves this address; run 'diag-bind' (or add --diagnose) to see why";
-    return "no RDMA device serves " + address + "; run 'diag-bind " + address + "' (or add --diagnose) to see why";
-  }
-  if (call == "rdma_create_event_channel" && errnum == ENODEV) {
-    return "no RDMA device or rdma_ucm module; run 'diag-bind' (or add --diagnose) to see why";
-  }
-  if (call == "rdma_create_event_channel" && (errnum == ENOENT || errnum == EACCES)) {
-    return "cannot open /dev/infiniband/rdma_cm; is rdma_ucm loaded and are you allowed to open it?";
-  }
-  if (call == "ibv_reg_mr" && (errnum == ENOMEM || errnum == EPERM || errnum == EAGAIN)) {
-    return "memory registration refused; raise the locked-memory limit (ulimit -l)";
-  }
+namespace {
+
+// Hints for the calls that reach the peer: those diag-connect can explain.
+std::string peer_hint(const std::string& call, const std::string& address, int errnum) {
   const std::string ask_diag_connect =
       address.empty() ? std::string()
                       : "; run 'diag-connect " + address +
@@ -143,6 +132,26 @@ std::string hint_for(const std::string& call, const std::string& address, int er
     return "no route to the peer or it does not answer" + ask_diag_connect;
   }
   return {};
+}
+
+}  // namespace
+
+std::string hint_for(const std::string& call, const std::string& address, int errnum) {
+  const bool addressing = is_addressing(call);
+  if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
+    if (address.empty()) return "no RDMA device serves this address; run 'diag-bind' (or add --diagnose) to see why";
+    return "no RDMA device serves " + address + "; run 'diag-bind " + address + "' (or add --diagnose) to see why";
+  }
+  if (call == "rdma_create_event_channel" && errnum == ENODEV) {
+    return "no RDMA device or rdma_ucm module; run 'diag-bind' (or add --diagnose) to see why";
+  }
+  if (call == "rdma_create_event_channel" && (errnum == ENOENT || errnum == EACCES)) {
+    return "cannot open /dev/infiniband/rdma_cm; is rdma_ucm loaded and are you allowed to open it?";
+  }
+  if (call == "ibv_reg_mr" && (errnum == ENOMEM || errnum == EPERM || errnum == EAGAIN)) {
+    return "memory registration refused; raise the locked-memory limit (ulimit -l)";
+  }
+  return peer_hint(call, address, errnum);
 }
 
 }  // namespace rdmakit

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/file_descriptor.hpp"
 #include "lib/diag/connect_report.hpp"
 #include "lib/probe/check_connection.hpp"
 #include "lib/rdma/cm.hpp"
@@ -256,6 +257,23 @@ bool stopped(const ConnectAttempt& attempt) {
   return attempt.steps.back().status != "ok";
 }
 
+// rdma_connect with the agent's hello, and the step it ends in; no event when it failed at once.
+Awaited connect_step(CheckConnection& connection, EventChannel& channel, const ConnectProbeOptions& options,
+                     ConnectAttempt& attempt, const std::string& awaiting) {
+  const auto hello = agent::encode_hello();
+  ConnectOffer offer_to_agent;
+  offer_to_agent.private_data = hello;
+  auto parameters = connection_parameters(offer_to_agent);
+  StepClock clock("connect");
+  if (rdma_connect(connection.id.get(), &parameters) != 0) {
+    attempt.steps.push_back(clock.done("failed", {}, errno));
+    return Awaited{.event = {}, .status = "failed", .detail = {}};
+  }
+  auto awaited = await_event(channel, options.limits, awaiting);
+  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_ESTABLISHED));
+  return awaited;
+}
+
 // The SIDR reply's status (IBTA 12.11.2) when it is not success; the kernel passes it on as the
 // UNREACHABLE event's status.
 constexpr int sidr_service_unsupported = 1;  // nothing listens on that service ID
@@ -268,17 +286,7 @@ constexpr int sidr_rejected = 2;
 void resolve_service(CheckConnection& connection, EventChannel& channel, const ConnectProbeOptions& options,
                      ConnectAttempt& attempt) {
   connection.create(0, IBV_QPT_UD);
-  const auto hello = agent::encode_hello();
-  ConnectOffer offer_to_agent;
-  offer_to_agent.private_data = hello;
-  auto parameters = connection_parameters(offer_to_agent);
-  StepClock clock("connect");
-  if (rdma_connect(connection.id.get(), &parameters) != 0) {
-    attempt.steps.push_back(clock.done("failed", {}, errno));
-    return;
-  }
-  const auto awaited = await_event(channel, options.limits, "the service ID resolution (SIDR) reply");
-  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_ESTABLISHED));
+  const auto awaited = connect_step(connection, channel, options, attempt, "the service ID resolution (SIDR) reply");
   if (!awaited.event) return;
   const auto& event = *awaited.event;
   if (event.event == RDMA_CM_EVENT_ESTABLISHED) {
@@ -307,17 +315,7 @@ void connect_and_check(ConnectCase& connect_case, CheckConnection& connection, E
     return;
   }
   connection.create(0);
-  const auto hello = agent::encode_hello();
-  ConnectOffer offer_to_agent;
-  offer_to_agent.private_data = hello;
-  auto parameters = connection_parameters(offer_to_agent);
-  StepClock clock("connect");
-  if (rdma_connect(connection.id.get(), &parameters) != 0) {
-    attempt.steps.push_back(clock.done("failed", {}, errno));
-    return;
-  }
-  const auto awaited = await_event(channel, options.limits, "the connection to be accepted or rejected");
-  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_ESTABLISHED));
+  const auto awaited = connect_step(connection, channel, options, attempt, "the connection to be accepted or rejected");
   if (awaited.event && awaited.event->event == RDMA_CM_EVENT_REJECTED) {
     attempt.rejection = rejection_of(*awaited.event);
     attempt.steps.back().detail = attempt.rejection->reason_text;
@@ -384,20 +382,6 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
 
 // ---- the side channel ----
 
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string contact_status(int errnum) {
   switch (errnum) {
     case ECONNREFUSED: return "refused";
@@ -432,29 +416,29 @@ bool await_socket(int fd, short events, Clock::time_point deadline, int stop_fd)
 // Fails with the errno of what went wrong; the deadline bounds it all.
 std::string fetch_answer(const SocketAddress& agent, const std::string& request, Clock::time_point deadline,
                          int stop_fd) {
-  Socket socket(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (socket.fd() < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  FileDescriptor socket(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (socket.get() < 0) throw std::system_error(errno, std::generic_category(), "socket");
   const auto length = agent.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::connect(socket.fd(), agent.get(), static_cast<socklen_t>(length)) != 0 && errno != EINPROGRESS) {
+  if (::connect(socket.get(), agent.get(), static_cast<socklen_t>(length)) != 0 && errno != EINPROGRESS) {
     throw std::system_error(errno, std::generic_category(), "connect");
   }
-  if (!await_socket(socket.fd(), POLLOUT, deadline, stop_fd)) {
+  if (!await_socket(socket.get(), POLLOUT, deadline, stop_fd)) {
     throw std::system_error(errno, std::generic_category(), "connect");
   }
   int error = 0;
   socklen_t error_length = sizeof(error);
-  getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &error, &error_length);
+  getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &error_length);
   if (error != 0) throw std::system_error(error, std::generic_category(), "connect");
-  if (::send(socket.fd(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
+  if (::send(socket.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
     throw std::system_error(errno, std::generic_category(), "send");
   }
   std::string answer;
   std::array<char, 16384> chunk{};
   for (;;) {
-    if (!await_socket(socket.fd(), POLLIN, deadline, stop_fd)) {
+    if (!await_socket(socket.get(), POLLIN, deadline, stop_fd)) {
       throw std::system_error(errno, std::generic_category(), "the answer");
     }
-    const auto got = ::recv(socket.fd(), chunk.data(), chunk.size(), 0);
+    const auto got = ::recv(socket.get(), chunk.data(), chunk.size(), 0);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (got < 0) throw std::system_error(errno, std::generic_category(), "recv");
     if (got == 0) return answer;

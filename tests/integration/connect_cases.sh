@@ -153,10 +153,11 @@ case_connect_bad_flags() {
   done
 }
 
-# Every fixture replays to the cause it is named after (a file "CAUSE.json" or "CAUSE-variant.json").
+# Every fixture, hand-made or captured, replays to the cause it is named after (a file
+# "CAUSE.json" or "CAUSE-variant.json").
 case_connect_replay() {
   local fixture cause
-  for fixture in "$here/../fixtures/connect"/*.json; do
+  for fixture in "$here/../fixtures/connect"/*.json "$here/../fixtures/connect/captured"/*.json; do
     cause=$(basename "$fixture" .json)
     cause=${cause%%-*}
     run replay 10 "$OURS_DIAG_CONNECT" --replay "$fixture" --json

@@ -95,4 +95,19 @@ case_valgrind_tools() {
   memcheck diag_bind
   run diag_bind "$wait" "${MEMCHECK[@]}" "$OURS_DIAG" "$RXE_ADDR" --json
   memcheck_verdict diag_bind 0 "diag-bind"
+
+  next_port  # diag-connect: the agent and the probe (every step and data check), both under memcheck
+  local probe_port=$PORT
+  next_port
+  memcheck diag_connect_agent
+  start diag_connect_agent "${MEMCHECK[@]}" "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe_port" \
+    --agent-port "$PORT" --timeout 60 --json
+  wait_listening "$probe_port" "$wait"
+  memcheck diag_connect
+  run diag_connect "$wait" "${MEMCHECK[@]}" "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$probe_port" --agent-port "$PORT" \
+    --timeout 60 --json
+  memcheck_verdict diag_connect 0 "diag-connect"
+  kill -TERM "$PID_diag_connect_agent"
+  finish diag_connect_agent "$wait"
+  memcheck_verdict diag_connect_agent 0 "diag-connect --serve"
 }

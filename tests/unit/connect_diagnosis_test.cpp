@@ -65,7 +65,7 @@ const Expectation expectations[] = {
     {"firewall_roce", "firewall_roce", 1, "server", "nft delete rule inet filter input handle 4"},
     {"rp_filter", "rp_filter", 1, "server", "net.ipv4.conf.eth0.rp_filter=2"},
     {"gid_type_mismatch", "gid_type_mismatch", 1, "server",
-     "echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_mode"},
+     "echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/rxe1/ports/1/default_roce_mode"},
     {"mtu_mismatch", "mtu_mismatch", 1, "server", "ip link set eth0 mtu 1500"},
     {"no_rdma_answer", "no_rdma_answer", 1, "server", "diag-connect --serve"},
     {"unknown", "unknown", 3, "", "RDMA_CM_EVENT_CONNECT_ERROR"},

@@ -24,7 +24,7 @@ RdmaError::RdmaError(std::string call, std::string subject, int errnum, std::str
       subject_(std::move(subject)),
       address_(std::move(address)),
       errnum_(errnum),
-      hint_(hint_for(call_, address_, errnum)) {}
+      hint_(hint_for(call_, address_, errnum, port_in_subject(subject_))) {}
 
 RdmaError RdmaError::without_errno(std::string call, std::string subject, const std::string& detail,
                                    std::string address) {
@@ -110,10 +110,12 @@ void throw_null_result(const char* call, const std::string& subject) {
 namespace {
 
 // Hints for the calls that reach the peer: those diag-connect can explain.
-std::string peer_hint(const std::string& call, const std::string& address, int errnum) {
+std::string peer_hint(const std::string& call, const std::string& address, int errnum, std::uint16_t port) {
+  // The port the tool used: diag-connect probes its own default otherwise, not the failing one.
+  const std::string probe = address + (port != 0 ? " -p " + std::to_string(port) : std::string());
   const std::string ask_diag_connect =
       address.empty() ? std::string()
-                      : "; run 'diag-connect " + address +
+                      : "; run 'diag-connect " + probe +
                             "' (with 'diag-connect --serve' on the peer, or add --diagnose) to see why";
   if (errnum == ETIMEDOUT && call.starts_with("rdma_")) {
     return "no answer from the peer; is the server running and reachable over RDMA?" +
@@ -136,7 +138,7 @@ std::string peer_hint(const std::string& call, const std::string& address, int e
 
 }  // namespace
 
-std::string hint_for(const std::string& call, const std::string& address, int errnum) {
+std::string hint_for(const std::string& call, const std::string& address, int errnum, std::uint16_t port) {
   const bool addressing = is_addressing(call);
   if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
     if (address.empty()) return "no RDMA device serves this address; run 'diag-bind' (or add --diagnose) to see why";
@@ -151,7 +153,7 @@ std::string hint_for(const std::string& call, const std::string& address, int er
   if (call == "ibv_reg_mr" && (errnum == ENOMEM || errnum == EPERM || errnum == EAGAIN)) {
     return "memory registration refused; raise the locked-memory limit (ulimit -l)";
   }
-  return peer_hint(call, address, errnum);
+  return peer_hint(call, address, errnum, port);
 }
 
 }  // namespace rdmakit

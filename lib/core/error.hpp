@@ -124,8 +124,9 @@ Object* check_pointer(Object* object, const char* call, const std::string& subje
 }
 
 // The hint for a failed call, or "" when there is nothing useful to add. ENODEV and
-// EADDRNOTAVAIL from address binding/resolution point at diag-bind with the address.
-std::string hint_for(const std::string& call, const std::string& address, int errnum);
+// EADDRNOTAVAIL from address binding/resolution point at diag-bind with the address; failures
+// to reach the peer point at diag-connect with the address and, when known, the port.
+std::string hint_for(const std::string& call, const std::string& address, int errnum, std::uint16_t port = 0);
 
 // True when diag-bind can explain this failure (the cases whose hint points at it).
 bool explained_by_diag_bind(const std::string& call, int errnum);

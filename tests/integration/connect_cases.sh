@@ -75,7 +75,7 @@ case_connect_no_listener() {
   # Other tools: the hint names diag-connect; --diagnose runs it in-process.
   run rping_client 30 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$probe" -C 1 --json --diagnose
   [[ $RC -ne 0 ]] || fail "rping to nobody exited 0"
-  expect_jq '.errors[0].hint | test("diag-connect")' rping_client.out
+  expect_jq ".errors[0].hint | contains(\"diag-connect $RXE_ADDR -p $probe\")" rping_client.out
   expect_jq '.diagnosis.tool == "diag-connect" and .diagnosis.verdict.cause == "no_listener"' rping_client.out
   expect_grep "diag-connect: no_listener" rping_client.err
 }

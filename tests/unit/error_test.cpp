@@ -22,6 +22,18 @@ TEST(RdmaError, HintNamesTheAddressFieldNotTheSubjectText) {
   EXPECT_NE(e.hint().find("diag-bind fd00::9'"), std::string::npos) << e.hint();
 }
 
+TEST(RdmaError, ConnectFailuresPointAtDiagConnectWithTheFailingPort) {
+  const RdmaError timed_out("rdma_connect", "10.0.0.9:7174", ETIMEDOUT, "10.0.0.9");
+  EXPECT_NE(timed_out.hint().find("run 'diag-connect 10.0.0.9 -p 7174'"), std::string::npos) << timed_out.hint();
+  const RdmaError refused("rdma_connect", "[fd00::9]:18515", ECONNREFUSED, "fd00::9");
+  EXPECT_NE(refused.hint().find("run 'diag-connect fd00::9 -p 18515'"), std::string::npos) << refused.hint();
+  // No port in the subject: the address alone.
+  const RdmaError unreachable("rdma_resolve_addr", "the server", EHOSTUNREACH, "10.0.0.9");
+  EXPECT_NE(unreachable.hint().find("run 'diag-connect 10.0.0.9'"), std::string::npos) << unreachable.hint();
+  // A local failure names no peer.
+  EXPECT_EQ(RdmaError("rdma_connect", "10.0.0.9:7174", ETIMEDOUT).hint().find("diag-connect"), std::string::npos);
+}
+
 TEST(RdmaError, NoHintWhereNothingUseful) {
   EXPECT_EQ(RdmaError("ibv_post_send", "", EINVAL).hint(), "");
 }

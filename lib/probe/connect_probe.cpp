@@ -174,6 +174,7 @@ DataCheck await_completion(ibv_cq* cq, DataCheck check, const RunLimits& limits,
       return check;
     }
     if (Clock::now() >= deadline) {
+      check.us = elapsed_ms(started) * 1000.0;
       check.status = "timeout";
       check.detail = fmt::format("no completion within {} ms", limits.timeout.count());
       return check;

@@ -13,6 +13,8 @@ packages=(
   # libFuzzer targets (scripts/fuzz.sh)
   clang libclang-rt-dev
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
+  # rdma_smoke writes JUnit XML with pugixml; the tests validate it with xmllint
+  libpugixml-dev libxml2-utils
   # rdma_mesh: its ranks are started by mpirun (or srun) and meet through MPI
   openmpi-bin libopenmpi-dev
   # the .deb (scripts/package.sh): CPack picks the programs for dpkg-shlibdeps with file(1)

@@ -85,4 +85,23 @@ AddressChoice choose_address(const Inventory& inventory, const std::string& netd
                          : "no RDMA device has an ACTIVE port on a netdev with an address"};
 }
 
+std::vector<AddressChoice> every_port_address(const Inventory& inventory) {
+  std::vector<AddressChoice> choices;
+  for (const auto& device : inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      for (const auto& name : netdevs_of(device, port)) {
+        const auto* netdev = netdev_named(inventory, name);
+        const auto address = netdev != nullptr ? address_of(*netdev) : std::nullopt;
+        if (!address || std::ranges::any_of(choices, [&](const AddressChoice& c) { return c.address == *address; })) {
+          continue;
+        }
+        choices.push_back({.address = *address,
+                           .how = fmt::format("{} port {} ({}, {})", device.name, port.number, name, port.state),
+                           .problem = {}});
+      }
+    }
+  }
+  return choices;
+}
+
 }  // namespace rdmakit::diag

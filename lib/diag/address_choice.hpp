@@ -4,6 +4,7 @@
 // port that has one. Pure over the host model, so fixtures test it.
 
 #include <string>
+#include <vector>
 
 #include "lib/diag/diagnosis.hpp"
 
@@ -19,5 +20,9 @@ struct AddressChoice {
 // not an RDMA device serves it (binding then tells why not). `device`: the first ACTIVE
 // port of that device with an address. Neither: the first ACTIVE port of any device.
 AddressChoice choose_address(const Inventory& inventory, const std::string& netdev, const std::string& device);
+
+// Every port's address, ACTIVE or not, in device and port order and without repeats: what
+// rdma_smoke tests when it is given none (a port that is down then fails with its cause).
+std::vector<AddressChoice> every_port_address(const Inventory& inventory);
 
 }  // namespace rdmakit::diag

@@ -1,0 +1,209 @@
+#include "lib/smoke/run.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace rdmakit::smoke {
+
+namespace {
+
+constexpr int exit_unsupported = 77;
+constexpr auto ready_poll = std::chrono::milliseconds(100);
+
+std::vector<std::string> command_line(const Command& command, const RunEnvironment& environment) {
+  std::vector<std::string> argv{environment.program(command.tool)};
+  argv.insert(argv.end(), command.args.begin(), command.args.end());
+  return argv;
+}
+
+nlohmann::json report_of(const std::string& out) {
+  auto report = nlohmann::json::parse(out, nullptr, false);
+  return report.is_object() ? report : nlohmann::json();
+}
+
+std::string last_line(const std::string& text) {
+  auto end = text.find_last_not_of("\n\r ");
+  if (end == std::string::npos) return {};
+  const auto start = text.rfind('\n', end);
+  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+std::string string_at(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return {};
+  const auto found = object.find(key);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+const nlohmann::json* first_error(const nlohmann::json& report) {
+  if (!report.is_object() || !report.contains("errors") || !report["errors"].is_array() || report["errors"].empty()) {
+    return nullptr;
+  }
+  return &report["errors"][0];
+}
+
+ToolRun finished(std::string role, std::vector<std::string> command, ChildOutcome outcome) {
+  ToolRun run{.role = std::move(role), .command = std::move(command), .outcome = std::move(outcome), .report = {}};
+  run.report = report_of(run.outcome.out);
+  return run;
+}
+
+std::string hint_of(const ToolRun& run) {
+  const auto* error = first_error(run.report);
+  return error != nullptr ? string_at(*error, "hint") : std::string();
+}
+
+// What a passing client measured, for the table.
+std::string measured(const ToolRun& client) {
+  const auto& r = client.report;
+  if (!r.is_object()) return {};
+  std::string text;
+  if (r.contains("iterations") && r["iterations"].is_object() && r["iterations"].value("completed", 0) > 0) {
+    text = fmt::format("{} iterations", r["iterations"].value("completed", 0));
+  }
+  if (r.contains("rtt_us") && r["rtt_us"].is_object() && r["rtt_us"].contains("median")) {
+    text += fmt::format("{}rtt median {:.1f} us", text.empty() ? "" : ", ", r["rtt_us"].value("median", 0.0));
+  }
+  const auto bytes = r.value("bytes", std::uint64_t{0});
+  const auto duration = r.value("duration_s", 0.0);
+  if (bytes > 0 && duration > 0) {
+    text += fmt::format("{}{:.1f} MB/s", text.empty() ? "" : ", ", static_cast<double>(bytes) / duration / 1e6);
+  }
+  return text;
+}
+
+// Starts the case's servers, each awaited until ready; the failure that stopped it, or "".
+std::string start_servers(const SmokeCase& c, const RunEnvironment& environment, Clock::time_point deadline,
+                          std::vector<std::pair<std::vector<std::string>, std::unique_ptr<ChildProcess>>>& servers) {
+  for (const auto& command : c.servers) {
+    auto argv = command_line(command, environment);
+    auto& [started_argv, child] = servers.emplace_back(argv, std::make_unique<ChildProcess>(argv));
+    if (!child->started()) return "";
+    for (;;) {
+      const bool running = child->pump(std::min(deadline, Clock::now() + ready_poll), environment.stop_fd);
+      if (!running) return "";  // it ended before it was ready: its outcome says why
+      const bool ready = c.ready_line.empty() ? environment.listening(c.port)
+                                              : child->err_so_far().find(c.ready_line) != std::string::npos;
+      if (ready) break;
+      if (Clock::now() >= deadline) {
+        return c.ready_line.empty()
+                   ? fmt::format("{} did not listen on port {} within {:g} s", command.tool, c.port, c.seconds)
+                   : fmt::format("{} did not say '{}' within {:g} s", command.tool, c.ready_line, c.seconds);
+      }
+      if (environment.stop_fd >= 0 && wait_readable({environment.stop_fd}, Clock::now()).has_value()) {
+        return "interrupted";
+      }
+    }
+  }
+  return "";
+}
+
+std::string program_name(const ToolRun& run) {
+  return run.command.empty() ? std::string() : std::filesystem::path(run.command.front()).filename().string();
+}
+
+void judge(CaseResult& result, const std::string& start_failure) {
+  const auto client = std::ranges::find_if(result.runs, [](const ToolRun& r) { return r.role == "client"; });
+  result.interrupted = std::ranges::any_of(result.runs, [](const ToolRun& r) { return r.outcome.interrupted; });
+  if (client != result.runs.end() && client->outcome.exit_code == exit_unsupported) {
+    result.outcome = CaseOutcome::skipped;
+    result.reason = failure_of(*client);
+    return;
+  }
+  if (!start_failure.empty()) {
+    result.outcome = CaseOutcome::failed;
+    result.reason = start_failure;
+    return;
+  }
+  // The client's failure first: a server that lost its client says less about the cause.
+  std::vector<const ToolRun*> order;
+  if (client != result.runs.end()) order.push_back(&*client);
+  for (const auto& run : result.runs) {
+    if (run.role != "client") order.push_back(&run);
+  }
+  for (const auto* run : order) {
+    if (auto failure = failure_of(*run); !failure.empty()) {
+      result.outcome = CaseOutcome::failed;
+      const bool alone = result.runs.size() == 1;
+      result.reason = fmt::format("{}{}: {}", program_name(*run), alone ? "" : " (" + run->role + ")", failure);
+      result.hint = hint_of(*run);
+      return;
+    }
+  }
+  result.outcome = CaseOutcome::passed;
+  if (client != result.runs.end()) result.reason = measured(*client);
+}
+
+}  // namespace
+
+std::string to_string(CaseOutcome outcome) {
+  switch (outcome) {
+    case CaseOutcome::passed: return "passed";
+    case CaseOutcome::skipped: return "skipped";
+    case CaseOutcome::failed: break;
+  }
+  return "failed";
+}
+
+std::string failure_of(const ToolRun& run) {
+  const auto& o = run.outcome;
+  if (!o.start_error.empty()) return "could not start: " + o.start_error;
+  if (o.exit_code == 0 && !o.timed_out && !o.interrupted) return {};
+  std::string why;
+  if (const auto* error = first_error(run.report)) why = string_at(*error, "message");
+  if (why.empty() && run.report.is_object() && run.report.contains("verdict")) {
+    const auto& verdict = run.report["verdict"];
+    const auto cause = string_at(verdict, "cause");
+    const auto summary = string_at(verdict, "summary");
+    if (!cause.empty()) why = cause + (summary.empty() ? "" : ": " + summary);
+  }
+  if (why.empty()) why = last_line(o.err);
+  std::string ended;
+  if (o.interrupted) {
+    ended = "interrupted";
+  } else if (o.timed_out) {
+    ended = fmt::format("still running after {:.0f} s, ended", o.seconds);
+  } else if (o.signal != 0) {
+    ended = fmt::format("killed by signal {} ({})", o.signal, sigabbrev_np(o.signal) ? sigabbrev_np(o.signal) : "?");
+  } else {
+    ended = fmt::format("exit {}", o.exit_code);
+  }
+  return why.empty() ? ended : why + " (" + ended + ")";
+}
+
+CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
+  CaseResult result;
+  result.name = c.name;
+  result.tool = c.tool;
+  result.address = c.address;
+  const auto started = Clock::now();
+  const auto deadline = started + std::chrono::milliseconds(static_cast<long long>(c.seconds * 1000));
+  std::vector<std::pair<std::vector<std::string>, std::unique_ptr<ChildProcess>>> servers;
+  auto start_failure = start_servers(c, environment, deadline, servers);
+  const bool servers_up = start_failure.empty() && std::ranges::all_of(servers, [](const auto& server) {
+    return server.second->started() && server.second->pump(Clock::now(), -1);
+  });
+  if (servers_up) {
+    auto argv = command_line(c.client, environment);
+    ChildProcess client(argv);
+    result.runs.push_back(finished("client", argv, client.finish(deadline, environment.stop_fd)));
+  }
+  for (auto& [argv, server] : servers) {
+    // A server that is still waiting for its client after the client failed is ended now;
+    // after a passing client it has until the deadline to end on its own.
+    const bool client_passed = servers_up && result.runs.front().outcome.exit_code == 0;
+    const auto outcome =
+        client_passed ? server->finish(deadline, environment.stop_fd) : server->end();
+    result.runs.push_back(finished("server", argv, outcome));
+  }
+  judge(result, start_failure);
+  result.seconds = elapsed_ms(started) / 1000.0;
+  return result;
+}
+
+}  // namespace rdmakit::smoke

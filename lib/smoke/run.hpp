@@ -1,0 +1,55 @@
+#pragma once
+// Carries out rdma_smoke's cases: each server started and awaited until it is ready, the
+// client run, every process bounded by the case's time and ended if it outlives it, and the
+// outcome judged from exit codes and the tools' own JSON reports.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/smoke/child.hpp"
+#include "lib/smoke/plan.hpp"
+
+namespace rdmakit::smoke {
+
+// One process of a case, as it ran.
+struct ToolRun {
+  std::string role;  // "server" or "client"
+  std::vector<std::string> command;
+  ChildOutcome outcome;
+  nlohmann::json report;  // its --json report; null when it printed none that parses
+};
+
+enum class CaseOutcome { passed, failed, skipped };
+std::string to_string(CaseOutcome outcome);
+
+struct CaseResult {
+  std::string name;
+  std::string tool;
+  std::string address;
+  CaseOutcome outcome = CaseOutcome::failed;
+  std::string reason;  // one line: why it failed or was skipped; for a pass, what it measured
+  std::string hint;    // the failing tool's hint, "" when none
+  bool interrupted = false;
+  double seconds = 0;
+  std::vector<ToolRun> runs;
+};
+
+// What the runner needs from the host, given by the app so that this layer needs no RDMA.
+struct RunEnvironment {
+  std::function<std::string(const std::string& tool)> program;  // the tool's executable path
+  std::function<bool(std::uint16_t port)> listening;            // an rdma_cm id listens on port
+  int stop_fd = -1;                                              // Ctrl-C
+};
+
+CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment);
+
+// The verdict over one process's run: "" when it did what it should (exit 0), else the line
+// that says why, from its report's first error, its verdict, its last line on stderr, or
+// how it ended. Pure, for the unit tests.
+std::string failure_of(const ToolRun& run);
+
+}  // namespace rdmakit::smoke

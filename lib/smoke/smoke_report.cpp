@@ -1,0 +1,170 @@
+#include "lib/smoke/smoke_report.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <pugixml.hpp>
+
+namespace rdmakit::smoke {
+
+namespace {
+
+// What a tool wrote on stderr, as much of it as a report should carry: its end.
+constexpr std::size_t stderr_tail_bytes = 4096;
+
+std::string tail(const std::string& text) {
+  return text.size() <= stderr_tail_bytes ? text : text.substr(text.size() - stderr_tail_bytes);
+}
+
+nlohmann::json to_json(const ToolRun& run) {
+  const auto& o = run.outcome;
+  nlohmann::json item = {{"role", run.role},
+                         {"command", run.command},
+                         {"exit_code", o.exit_code},
+                         {"signal", o.signal},
+                         {"timed_out", o.timed_out},
+                         {"seconds", o.seconds},
+                         {"report", run.report},
+                         {"stderr", tail(o.err)}};
+  if (!o.start_error.empty()) item["start_error"] = o.start_error;
+  return item;
+}
+
+std::string shell_words(const std::vector<std::string>& command) {
+  std::string text;
+  for (const auto& word : command) {
+    if (!text.empty()) text += ' ';
+    text += word;
+  }
+  return text;
+}
+
+// XML 1.0 cannot carry most control characters, even escaped; a tool's stderr may hold some.
+std::string xml_safe(const std::string& text) {
+  std::string safe = text;
+  for (auto& c : safe) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 && c != '\n' && c != '\t' && c != '\r') c = '?';
+  }
+  return safe;
+}
+
+}  // namespace
+
+std::size_t SmokeRun::count(CaseOutcome outcome) const {
+  return static_cast<std::size_t>(std::ranges::count_if(cases, [outcome](const CaseResult& c) { return c.outcome == outcome; }));
+}
+
+nlohmann::json to_json(const CaseResult& result) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& run : result.runs) runs.push_back(to_json(run));
+  return {{"name", result.name},     {"tool", result.tool},       {"address", result.address},
+          {"outcome", to_string(result.outcome)}, {"reason", result.reason}, {"hint", result.hint},
+          {"seconds", result.seconds}, {"runs", runs}};
+}
+
+nlohmann::json to_json(const SmokeRun& run) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : run.cases) cases.push_back(to_json(c));
+  return {{"addresses", run.addresses},
+          {"cases", cases},
+          {"passed", run.count(CaseOutcome::passed)},
+          {"failed", run.count(CaseOutcome::failed)},
+          {"skipped", run.count(CaseOutcome::skipped)},
+          {"no_device", run.no_device ? *run.no_device : nlohmann::json(nullptr)},
+          {"seconds", run.seconds}};
+}
+
+std::string render_table(const SmokeRun& run) {
+  std::ostringstream out;
+  std::size_t name_width = 4;
+  std::size_t address_width = 7;
+  for (const auto& c : run.cases) {
+    name_width = std::max(name_width, c.name.size());
+    address_width = std::max(address_width, c.address.size());
+  }
+  out << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>7}  {}\n", "case", name_width, "address", address_width, "outcome",
+                     "time", "reason");
+  for (const auto& c : run.cases) {
+    out << fmt::format("{:<{}}  {:<{}}  {:<7}  {:>5.1f} s  {}\n", c.name, name_width, c.address, address_width,
+                       to_string(c.outcome), c.seconds, c.reason);
+    if (!c.hint.empty()) out << fmt::format("{:<{}}  hint: {}\n", "", name_width + address_width + 22, c.hint);
+  }
+  if (run.no_device && run.no_device->contains("verdict")) {
+    const auto& verdict = (*run.no_device)["verdict"];
+    out << fmt::format("no RDMA device: {}: {}\n", verdict.value("cause", ""), verdict.value("summary", ""));
+  }
+  out << fmt::format("{} passed, {} failed, {} skipped in {:.1f} s\n", run.count(CaseOutcome::passed),
+                     run.count(CaseOutcome::failed), run.count(CaseOutcome::skipped), run.seconds);
+  return out.str();
+}
+
+std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
+  pugi::xml_document document;
+  auto declaration = document.append_child(pugi::node_declaration);
+  declaration.append_attribute("version") = "1.0";
+  declaration.append_attribute("encoding") = "UTF-8";
+  auto suites = document.append_child("testsuites");
+  suites.append_attribute("name") = "rdma_smoke";
+  suites.append_attribute("tests") = static_cast<unsigned long long>(run.cases.size());
+  suites.append_attribute("failures") = static_cast<unsigned long long>(run.count(CaseOutcome::failed));
+  suites.append_attribute("errors") = 0;
+  suites.append_attribute("skipped") = static_cast<unsigned long long>(run.count(CaseOutcome::skipped));
+  suites.append_attribute("time") = fmt::format("{:.3f}", run.seconds).c_str();
+  // The suites as the cases ran: one per address (a run without a device has one case).
+  std::vector<std::string> addresses;
+  for (const auto& c : run.cases) {
+    if (std::ranges::find(addresses, c.address) == addresses.end()) addresses.push_back(c.address);
+  }
+  for (const auto& address : addresses) {
+    auto suite = suites.append_child("testsuite");
+    std::vector<const CaseResult*> mine;
+    for (const auto& c : run.cases) {
+      if (c.address == address) mine.push_back(&c);
+    }
+    auto counted = [&mine](CaseOutcome outcome) {
+      return static_cast<unsigned long long>(
+          std::ranges::count_if(mine, [outcome](const CaseResult* c) { return c->outcome == outcome; }));
+    };
+    double seconds = 0;
+    for (const auto* c : mine) seconds += c->seconds;
+    suite.append_attribute("name") = (address.empty() ? std::string("rdma_smoke") : "rdma_smoke " + address).c_str();
+    suite.append_attribute("tests") = static_cast<unsigned long long>(mine.size());
+    suite.append_attribute("failures") = counted(CaseOutcome::failed);
+    suite.append_attribute("errors") = 0;
+    suite.append_attribute("skipped") = counted(CaseOutcome::skipped);
+    suite.append_attribute("time") = fmt::format("{:.3f}", seconds).c_str();
+    suite.append_attribute("hostname") = host_name.c_str();
+    for (const auto* c : mine) {
+      auto test = suite.append_child("testcase");
+      test.append_attribute("name") = c->name.c_str();
+      test.append_attribute("classname") = ("rdma_smoke." + c->tool).c_str();
+      test.append_attribute("time") = fmt::format("{:.3f}", c->seconds).c_str();
+      if (c->outcome == CaseOutcome::skipped) {
+        test.append_child("skipped").append_attribute("message") = xml_safe(c->reason).c_str();
+      } else if (c->outcome == CaseOutcome::failed) {
+        auto failure = test.append_child("failure");
+        failure.append_attribute("message") = xml_safe(c->reason).c_str();
+        failure.append_attribute("type") = c->interrupted ? "interrupted" : "failed";
+        failure.text().set(xml_safe(c->reason + (c->hint.empty() ? "" : "\nhint: " + c->hint)).c_str());
+      }
+      std::string out;
+      std::string err;
+      for (const auto& r : c->runs) {
+        out += fmt::format("# {}: {}\n{}\n", r.role, shell_words(r.command),
+                           r.report.is_null() ? r.outcome.out : r.report.dump(2));
+        if (!r.outcome.err.empty()) err += fmt::format("# {}: {}\n{}", r.role, shell_words(r.command), tail(r.outcome.err));
+      }
+      test.append_child("system-out").text().set(xml_safe(out).c_str());
+      if (!err.empty()) test.append_child("system-err").text().set(xml_safe(err).c_str());
+    }
+    // The schema puts a suite's own output after its cases.
+    if (run.no_device) suite.append_child("system-out").text().set(xml_safe(run.no_device->dump(2)).c_str());
+  }
+  std::ostringstream text;
+  document.save(text, "  ", pugi::format_default, pugi::encoding_utf8);
+  return text.str();
+}
+
+}  // namespace rdmakit::smoke

@@ -39,12 +39,13 @@ struct Options {
 };
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("address", o.addresses,
-                 "Addresses to test, each on its own (default: every RDMA port's address)");
+  app.add_option("address", o.addresses, "Addresses to test, each on its own (default: every RDMA port's address)");
   app.add_option("-p,--port", o.first_port, "First rdma_cm port; each case that listens takes the next one")
       ->capture_default_str()
       ->check(CLI::Range(1, 65000));
-  app.add_option("--tools", o.tools, "Only these tools (comma-separated): " + fmt::format("{}", fmt::join(rdmakit::smoke::smoke_tools(), ",")))
+  app.add_option(
+         "--tools", o.tools,
+         "Only these tools (comma-separated): " + fmt::format("{}", fmt::join(rdmakit::smoke::smoke_tools(), ",")))
       ->delimiter(',');
   app.add_option("--skip", o.skip, "Not these tools (comma-separated)")->delimiter(',');
   app.add_flag("--quick", o.quick, "The smallest meaningful run: diag-bind, rping, udaddy, send_bw, few iterations");
@@ -63,8 +64,13 @@ fs::path tools_dir(const Options& o) {
 }
 
 void validate(const Options& o) {
-  rdmakit::smoke::PlanOptions plan{.address = "192.0.2.1", .first_port = o.first_port, .quick = o.quick,
-                                   .timeout_s = 5, .case_seconds = o.case_seconds, .tools = o.tools, .skip = o.skip};
+  rdmakit::smoke::PlanOptions plan{.address = "192.0.2.1",
+                                   .first_port = o.first_port,
+                                   .quick = o.quick,
+                                   .timeout_s = 5,
+                                   .case_seconds = o.case_seconds,
+                                   .tools = o.tools,
+                                   .skip = o.skip};
   // Any address will do: the plan is made only to refuse unknown tool names now.
   (void)rdmakit::smoke::plan_cases(plan);
   for (const auto& address : o.addresses) rdmakit::parse_address(address, 0);
@@ -74,10 +80,12 @@ void validate(const Options& o) {
   }
 }
 
-bool listening_on(std::uint16_t port) {
+bool listening_on(std::uint16_t port, pid_t pid) {
   rdmakit::diag::HostView view;
   if (!rdmakit::diag::read_cm_listeners(view)) return false;
-  return std::ranges::any_of(view.listeners, [port](const rdmakit::diag::CmListener& l) { return l.port == port; });
+  return std::ranges::any_of(view.listeners, [port, pid](const rdmakit::diag::CmListener& l) {
+    return l.port == port && l.pid == static_cast<std::uint32_t>(pid);
+  });
 }
 
 std::string host_name() {
@@ -118,14 +126,19 @@ int main(int argc, char** argv) {
         const auto inventory = rdmakit::diag::collect_inventory(probe);
         run.addresses = options.addresses;
         if (run.addresses.empty()) {
-          for (const auto& choice : rdmakit::diag::every_port_address(inventory)) run.addresses.push_back(choice.address);
+          for (const auto& choice : rdmakit::diag::every_port_address(inventory))
+            run.addresses.push_back(choice.address);
         }
         const auto timeout_s = runner.common().timeout_s;
         if (inventory.kernel_devices.empty() || run.addresses.empty()) {
           // Nothing to test: diag-bind alone, whose verdict says why.
           rdmakit::smoke::PlanOptions plan{.address = run.addresses.empty() ? "" : run.addresses.front(),
-                                           .first_port = options.first_port, .quick = true, .timeout_s = timeout_s,
-                                           .case_seconds = options.case_seconds, .tools = {"diag-bind"}, .skip = {}};
+                                           .first_port = options.first_port,
+                                           .quick = true,
+                                           .timeout_s = timeout_s,
+                                           .case_seconds = options.case_seconds,
+                                           .tools = {"diag-bind"},
+                                           .skip = {}};
           auto result = rdmakit::smoke::run_case(rdmakit::smoke::plan_cases(plan).front(), environment);
           run.no_device = result.runs.empty() ? nlohmann::json() : result.runs.front().report;
           run.cases.push_back(std::move(result));
@@ -133,8 +146,11 @@ int main(int argc, char** argv) {
           std::uint16_t port = options.first_port;
           for (const auto& address : run.addresses) {
             rdmakit::smoke::PlanOptions plan{.address = rdmakit::parse_address(address, 0).host_string(),
-                                             .first_port = port, .quick = options.quick, .timeout_s = timeout_s,
-                                             .case_seconds = options.case_seconds, .tools = options.tools,
+                                             .first_port = port,
+                                             .quick = options.quick,
+                                             .timeout_s = timeout_s,
+                                             .case_seconds = options.case_seconds,
+                                             .tools = options.tools,
                                              .skip = options.skip};
             for (const auto& smoke_case : rdmakit::smoke::plan_cases(plan)) {
               run.cases.push_back(rdmakit::smoke::run_case(smoke_case, environment));
@@ -153,8 +169,12 @@ int main(int argc, char** argv) {
         } else if (interrupted) {
           report.stop(rdmakit::StopReason::interrupted, "stopped by a signal");
         } else if (run.count(CaseOutcome::failed) > 0) {
-          report.fail({.message = fmt::format("{} of {} cases failed", run.count(CaseOutcome::failed), run.cases.size()),
-                       .call = "", .errnum = 0, .hint = "", .completion = {}});
+          report.fail(
+              {.message = fmt::format("{} of {} cases failed", run.count(CaseOutcome::failed), run.cases.size()),
+               .call = "",
+               .errnum = 0,
+               .hint = "",
+               .completion = {}});
         }
         report.iterations_requested = run.cases.size();
         report.iterations_completed = run.count(CaseOutcome::passed);

@@ -1,6 +1,7 @@
 #include "lib/core/error.hpp"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -54,6 +55,15 @@ bool peer_unreachable(int errnum) {
          errnum == ECONNRESET;
 }
 
+// A multicast group (mckey's) is no peer diag-connect could probe.
+bool is_multicast(const std::string& address) {
+  if (address.find(':') != std::string::npos)
+    return address.size() >= 2 && (address.starts_with("ff") || address.starts_with("FF"));
+  const auto dot = address.find('.');
+  const int first = dot == std::string::npos ? -1 : std::atoi(address.substr(0, dot).c_str());
+  return first >= 224 && first <= 239;
+}
+
 bool is_addressing(const std::string& call) {
   return call == "rdma_bind_addr" || call == "rdma_resolve_addr" || call == "rdma_resolve_route" ||
          call == "rdma_getaddrinfo" || call == "rdma_create_ep";
@@ -67,22 +77,30 @@ bool explained_by_diag_bind(const std::string& call, int errnum) {
 }
 
 bool explained_by_diag_connect(const RdmaError& error) {
-  return !error.address().empty() && reaches_peer(error.call()) && peer_unreachable(error.errnum());
+  return !error.address().empty() && !is_multicast(error.address()) && reaches_peer(error.call()) &&
+         peer_unreachable(error.errnum());
 }
 
 std::uint16_t port_in_subject(const std::string& subject) {
-  const auto colon = subject.rfind(':');
-  if (colon == std::string::npos || colon + 1 >= subject.size()) return 0;
-  // A bare IPv6 address has colons too; only "[v6]:port" and "v4:port" carry a port.
-  const bool bracketed = colon > 0 && subject[colon - 1] == ']';
-  if (!bracketed && subject.find(':') != colon) return 0;
+  // The subject starts with "v4:port" or "[v6]:port" and may go on with words of its own
+  // ("10.0.0.9:7174: the peer is unreachable"); a bare IPv6 address carries no port.
+  std::size_t colon = std::string::npos;
+  if (subject.starts_with('[')) {
+    const auto close = subject.find("]:");
+    if (close != std::string::npos) colon = close + 1;
+  } else {
+    colon = subject.find(':');
+    if (colon != std::string::npos && subject.find_first_of(" :", 0) != colon) return 0;
+  }
+  if (colon == std::string::npos) return 0;
   unsigned port = 0;
-  for (std::size_t i = colon + 1; i < subject.size(); ++i) {
-    if (subject[i] < '0' || subject[i] > '9') return 0;
+  std::size_t i = colon + 1;
+  for (; i < subject.size() && subject[i] >= '0' && subject[i] <= '9'; ++i) {
     port = port * 10 + static_cast<unsigned>(subject[i] - '0');
     if (port > 65535) return 0;
   }
-  return static_cast<std::uint16_t>(port);
+  const bool ends_there = i == subject.size() || subject[i] == ' ' || subject[i] == ':' || subject[i] == ')';
+  return i > colon + 1 && ends_there ? static_cast<std::uint16_t>(port) : 0;
 }
 
 void check_errno(int rc, const char* call, const std::string& subject, const std::string& address) {
@@ -114,9 +132,10 @@ std::string peer_hint(const std::string& call, const std::string& address, int e
   // The port the tool used: diag-connect probes its own default otherwise, not the failing one.
   const std::string probe = address + (port != 0 ? " -p " + std::to_string(port) : std::string());
   const std::string ask_diag_connect =
-      address.empty() ? std::string()
-                      : "; run 'diag-connect " + probe +
-                            "' (with 'diag-connect --serve' on the peer, or add --diagnose) to see why";
+      address.empty() || is_multicast(address)
+          ? std::string()
+          : "; run 'diag-connect " + probe +
+                "' (with 'diag-connect --serve' on the peer, or add --diagnose) to see why";
   if (errnum == ETIMEDOUT && call.starts_with("rdma_")) {
     return "no answer from the peer; is the server running and reachable over RDMA?" +
            (reaches_peer(call) ? ask_diag_connect : std::string());

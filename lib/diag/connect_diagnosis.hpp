@@ -73,6 +73,7 @@ struct CmListener {
   std::string port_space;  // "tcp", "udp", "ib", "ipoib"
   std::string address;     // "0.0.0.0", "10.57.0.1"
   std::string device;      // "" when bound to no device (wildcard)
+  std::uint32_t pid = 0;   // the process that listens, on this host only (not in the JSON)
 };
 
 struct Neighbour {

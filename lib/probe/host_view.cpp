@@ -59,8 +59,11 @@ std::optional<CmListener> listener_from(const NetlinkAttribute& entry, const std
   std::optional<std::uint8_t> state;
   std::uint32_t port_space = 0;
   std::optional<SocketAddress> source;
+  std::uint32_t pid = 0;
   for (const auto& attribute : entry.nested()) {
-    if (attribute.type == RDMA_NLDEV_ATTR_RES_STATE) {
+    if (attribute.type == RDMA_NLDEV_ATTR_RES_PID) {
+      pid = attribute.u32().value_or(0);
+    } else if (attribute.type == RDMA_NLDEV_ATTR_RES_STATE) {
       state = attribute.u8();
     } else if (attribute.type == RDMA_NLDEV_ATTR_RES_PS) {
       port_space = attribute.u32().value_or(0);
@@ -74,7 +77,8 @@ std::optional<CmListener> listener_from(const NetlinkAttribute& entry, const std
   return CmListener{.port = source ? source->port() : std::uint16_t{0},
                     .port_space = port_space_name(port_space),
                     .address = source ? source->host_string() : std::string{},
-                    .device = device};
+                    .device = device,
+                    .pid = pid};
 }
 
 // A numeric address as the kernel takes it in RTA_DST, RTA_SRC or NDA_DST.

@@ -12,13 +12,13 @@
 namespace rdmakit::smoke {
 
 struct ChildOutcome {
-  int exit_code = -1;         // -1 when a signal ended it or it never started
-  int signal = 0;             // the signal that ended it, 0 for none
-  bool timed_out = false;     // it outlived its deadline and was ended
-  bool interrupted = false;   // Ctrl-C reached us while it ran; it was ended
-  std::string start_error;    // why it could not start ("" when it did)
-  std::string out;            // stdout, at most output_cap bytes
-  std::string err;            // stderr, likewise
+  int exit_code = -1;        // -1 when a signal ended it or it never started
+  int signal = 0;            // the signal that ended it, 0 for none
+  bool timed_out = false;    // it outlived its deadline and was ended
+  bool interrupted = false;  // Ctrl-C reached us while it ran; it was ended
+  std::string start_error;   // why it could not start ("" when it did)
+  std::string out;           // stdout, at most output_cap bytes
+  std::string err;           // stderr, likewise
   double seconds = 0;
 };
 

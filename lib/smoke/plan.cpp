@@ -1,7 +1,7 @@
 #include "lib/smoke/plan.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "lib/core/error.hpp"
 
@@ -122,7 +122,7 @@ void add_cases(CaseBuilder& b, const std::string& tool, std::vector<SmokeCase>& 
 }  // namespace
 
 const std::vector<std::string>& smoke_tools() {
-  static const std::vector<std::string> tools{"diag-bind", "rping",  "rdma_server", "udaddy",
+  static const std::vector<std::string> tools{"diag-bind", "rping", "rdma_server", "udaddy",
                                               "ucmatose",  "mckey", "send_bw"};
   return tools;
 }

@@ -13,11 +13,11 @@ namespace rdmakit::smoke {
 const std::vector<std::string>& smoke_tools();
 
 struct PlanOptions {
-  std::string address;  // numeric, where every server listens and every client goes ("": diag-bind only)
-  std::uint16_t first_port = 0;  // each case that listens takes the next port from here
-  bool quick = false;            // the smallest meaningful run: fewer cases, fewer iterations
-  double timeout_s = 5;          // each tool's own --timeout (its waits for the peer)
-  double case_seconds = 60;      // each case's bound, server and client together
+  std::string address;             // numeric, where every server listens and every client goes ("": diag-bind only)
+  std::uint16_t first_port = 0;    // each case that listens takes the next port from here
+  bool quick = false;              // the smallest meaningful run: fewer cases, fewer iterations
+  double timeout_s = 5;            // each tool's own --timeout (its waits for the peer)
+  double case_seconds = 60;        // each case's bound, server and client together
   std::vector<std::string> tools;  // empty: all
   std::vector<std::string> skip;
 };
@@ -34,8 +34,8 @@ struct SmokeCase {
   std::string address;
   std::vector<Command> servers;  // started first, in order, each awaited until ready
   Command client;
-  std::uint16_t port = 0;   // where the servers listen (rdma_cm), 0 when none does
-  std::string ready_line;   // a server is ready when its stderr has this ("" : when it listens)
+  std::uint16_t port = 0;  // where the servers listen (rdma_cm), 0 when none does
+  std::string ready_line;  // a server is ready when its stderr has this ("" : when it listens)
   double seconds = 60;
 };
 

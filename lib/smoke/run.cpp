@@ -31,7 +31,8 @@ std::string last_line(const std::string& text) {
   auto end = text.find_last_not_of("\n\r ");
   if (end == std::string::npos) return {};
   const auto start = text.rfind('\n', end);
-  return text.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+  return text.substr(start == std::string::npos ? 0 : start + 1,
+                     end - (start == std::string::npos ? 0 : start + 1) + 1);
 }
 
 std::string string_at(const nlohmann::json& object, const char* key) {
@@ -58,23 +59,41 @@ std::string hint_of(const ToolRun& run) {
   return error != nullptr ? string_at(*error, "hint") : std::string();
 }
 
-// What a passing client measured, for the table.
+double number_at(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return 0;
+  const auto found = object.find(key);
+  return found != object.end() && found->is_number() ? found->get<double>() : 0;
+}
+
+// What a passing client measured, for the table: send_bw's row, a round-trip time, or the
+// datagrams of a connection group.
 std::string measured(const ToolRun& client) {
   const auto& r = client.report;
   if (!r.is_object()) return {};
-  std::string text;
-  if (r.contains("iterations") && r["iterations"].is_object() && r["iterations"].value("completed", 0) > 0) {
-    text = fmt::format("{} iterations", r["iterations"].value("completed", 0));
+  if (r.contains("rows") && r["rows"].is_array() && !r["rows"].empty()) {
+    const auto& row = r["rows"][0];
+    if (row.contains("t_median_us")) {
+      return fmt::format("{:g} B: latency median {:.1f} us, p99 {:.1f} us", number_at(row, "bytes"),
+                         number_at(row, "t_median_us"), number_at(row, "t_p99_us"));
+    }
+    return fmt::format("{:g} B: {:.1f} MiB/s, {:.3f} Mpps", number_at(row, "bytes"),
+                       number_at(row, "bw_average_mib_per_s"), number_at(row, "message_rate_mpps"));
   }
-  if (r.contains("rtt_us") && r["rtt_us"].is_object() && r["rtt_us"].contains("median")) {
-    text += fmt::format("{}rtt median {:.1f} us", text.empty() ? "" : ", ", r["rtt_us"].value("median", 0.0));
+  if (r.contains("rtt_us") && r["rtt_us"].is_object()) {
+    return fmt::format("{:g} round trips, median {:.1f} us", number_at(r["rtt_us"], "count"),
+                       number_at(r["rtt_us"], "p50"));
   }
-  const auto bytes = r.value("bytes", std::uint64_t{0});
-  const auto duration = r.value("duration_s", 0.0);
-  if (bytes > 0 && duration > 0) {
-    text += fmt::format("{}{:.1f} MB/s", text.empty() ? "" : ", ", static_cast<double>(bytes) / duration / 1e6);
+  if (r.contains("messages") && r["messages"].is_object()) {
+    const auto& m = r["messages"];
+    if (number_at(m, "expected") == 0) {
+      return fmt::format("{:g} connection(s), {:g} messages sent", number_at(r, "connections_ready"),
+                         number_at(m, "sent"));
+    }
+    return fmt::format("{:g} connection(s), {:g} of {:g} messages, {:g} lost", number_at(r, "connections_ready"),
+                       number_at(m, "received"), number_at(m, "expected"), number_at(m, "lost"));
   }
-  return text;
+  if (r.contains("verdict") && r["verdict"].is_object()) return string_at(r["verdict"], "summary");
+  return {};
 }
 
 // Starts the case's servers, each awaited until ready; the failure that stopped it, or "".
@@ -87,7 +106,7 @@ std::string start_servers(const SmokeCase& c, const RunEnvironment& environment,
     for (;;) {
       const bool running = child->pump(std::min(deadline, Clock::now() + ready_poll), environment.stop_fd);
       if (!running) return "";  // it ended before it was ready: its outcome says why
-      const bool ready = c.ready_line.empty() ? environment.listening(c.port)
+      const bool ready = c.ready_line.empty() ? environment.listening(c.port, child->pid())
                                               : child->err_so_far().find(c.ready_line) != std::string::npos;
       if (ready) break;
       if (Clock::now() >= deadline) {
@@ -129,7 +148,7 @@ void judge(CaseResult& result, const std::string& start_failure) {
   for (const auto* run : order) {
     if (auto failure = failure_of(*run); !failure.empty()) {
       result.outcome = CaseOutcome::failed;
-      const bool alone = result.runs.size() == 1;
+      const bool alone = std::ranges::all_of(result.runs, [](const ToolRun& r) { return r.role == "client"; });
       result.reason = fmt::format("{}{}: {}", program_name(*run), alone ? "" : " (" + run->role + ")", failure);
       result.hint = hint_of(*run);
       return;
@@ -186,8 +205,8 @@ CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
   std::vector<std::pair<std::vector<std::string>, std::unique_ptr<ChildProcess>>> servers;
   auto start_failure = start_servers(c, environment, deadline, servers);
   const bool servers_up = start_failure.empty() && std::ranges::all_of(servers, [](const auto& server) {
-    return server.second->started() && server.second->pump(Clock::now(), -1);
-  });
+                            return server.second->started() && server.second->pump(Clock::now(), -1);
+                          });
   if (servers_up) {
     auto argv = command_line(c.client, environment);
     ChildProcess client(argv);
@@ -197,8 +216,7 @@ CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
     // A server that is still waiting for its client after the client failed is ended now;
     // after a passing client it has until the deadline to end on its own.
     const bool client_passed = servers_up && result.runs.front().outcome.exit_code == 0;
-    const auto outcome =
-        client_passed ? server->finish(deadline, environment.stop_fd) : server->end();
+    const auto outcome = client_passed ? server->finish(deadline, environment.stop_fd) : server->end();
     result.runs.push_back(finished("server", argv, outcome));
   }
   judge(result, start_failure);

@@ -3,6 +3,8 @@
 // client run, every process bounded by the case's time and ended if it outlives it, and the
 // outcome judged from exit codes and the tools' own JSON reports.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,8 +43,10 @@ struct CaseResult {
 // What the runner needs from the host, given by the app so that this layer needs no RDMA.
 struct RunEnvironment {
   std::function<std::string(const std::string& tool)> program;  // the tool's executable path
-  std::function<bool(std::uint16_t port)> listening;            // an rdma_cm id listens on port
-  int stop_fd = -1;                                              // Ctrl-C
+  // Whether process `pid` has an rdma_cm id listening on `port` (another process's listener
+  // there must not pass for the server's).
+  std::function<bool(std::uint16_t port, pid_t pid)> listening;
+  int stop_fd = -1;  // Ctrl-C
 };
 
 CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment);

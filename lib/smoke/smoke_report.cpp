@@ -19,14 +19,9 @@ std::string tail(const std::string& text) {
 
 nlohmann::json to_json(const ToolRun& run) {
   const auto& o = run.outcome;
-  nlohmann::json item = {{"role", run.role},
-                         {"command", run.command},
-                         {"exit_code", o.exit_code},
-                         {"signal", o.signal},
-                         {"timed_out", o.timed_out},
-                         {"seconds", o.seconds},
-                         {"report", run.report},
-                         {"stderr", tail(o.err)}};
+  nlohmann::json item = {{"role", run.role},     {"command", run.command},   {"exit_code", o.exit_code},
+                         {"signal", o.signal},   {"timed_out", o.timed_out}, {"seconds", o.seconds},
+                         {"report", run.report}, {"stderr", tail(o.err)}};
   if (!o.start_error.empty()) item["start_error"] = o.start_error;
   return item;
 }
@@ -53,14 +48,16 @@ std::string xml_safe(const std::string& text) {
 }  // namespace
 
 std::size_t SmokeRun::count(CaseOutcome outcome) const {
-  return static_cast<std::size_t>(std::ranges::count_if(cases, [outcome](const CaseResult& c) { return c.outcome == outcome; }));
+  return static_cast<std::size_t>(
+      std::ranges::count_if(cases, [outcome](const CaseResult& c) { return c.outcome == outcome; }));
 }
 
 nlohmann::json to_json(const CaseResult& result) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& run : result.runs) runs.push_back(to_json(run));
-  return {{"name", result.name},     {"tool", result.tool},       {"address", result.address},
-          {"outcome", to_string(result.outcome)}, {"reason", result.reason}, {"hint", result.hint},
+  return {{"name", result.name},       {"tool", result.tool},
+          {"address", result.address}, {"outcome", to_string(result.outcome)},
+          {"reason", result.reason},   {"hint", result.hint},
           {"seconds", result.seconds}, {"runs", runs}};
 }
 
@@ -154,7 +151,8 @@ std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
       for (const auto& r : c->runs) {
         out += fmt::format("# {}: {}\n{}\n", r.role, shell_words(r.command),
                            r.report.is_null() ? r.outcome.out : r.report.dump(2));
-        if (!r.outcome.err.empty()) err += fmt::format("# {}: {}\n{}", r.role, shell_words(r.command), tail(r.outcome.err));
+        if (!r.outcome.err.empty())
+          err += fmt::format("# {}: {}\n{}", r.role, shell_words(r.command), tail(r.outcome.err));
       }
       test.append_child("system-out").text().set(xml_safe(out).c_str());
       if (!err.empty()) test.append_child("system-err").text().set(xml_safe(err).c_str());

@@ -108,6 +108,13 @@ case_all_tools_bad_flags() {
 2 | diag-bind   | nohost.invalid --json                   | cannot resolve 'nohost.invalid'
 2 | diag-bind   | 1.2.3.4 extra                           | not expected: extra
 2 | diag-bind   | --mr-size -4                            | --mr-size: Value -4
+2 | rdma_smoke  | --tools foo                             | --tools: unknown tool 'foo'
+2 | rdma_smoke  | --skip rping,bar --json                 | --skip: unknown tool 'bar'
+2 | rdma_smoke  | --tools rping --skip rping              | leave no case to run
+2 | rdma_smoke  | --case-timeout 0                        | --case-timeout: Value 0
+2 | rdma_smoke  | -p 70000                                | --port: Value 70000
+2 | rdma_smoke  | nohost.invalid                          | cannot resolve 'nohost.invalid'
+2 | rdma_smoke  | --tools-dir /nonexistent                | no rdmakit tools in /nonexistent
 ROWS
 
 }

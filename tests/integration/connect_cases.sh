@@ -11,8 +11,8 @@ connect() {
   if [[ -n ${RDMAKIT_CAPTURE_DIR:-} ]]; then cp "$T/$name.out" "$RDMAKIT_CAPTURE_DIR/$name.json"; fi
 }
 
-# expect_cause NAME CAUSE EXIT: the report names CAUSE and diag-connect exited EXIT.
-expect_cause() {
+# expect_connect_cause NAME CAUSE EXIT: the report names CAUSE and diag-connect exited EXIT.
+expect_connect_cause() {
   local name=$1 cause=$2 exit_code=$3
   local seen
   seen=$(jq -r '.verdict.cause' "$T/$name.out")
@@ -34,14 +34,14 @@ case_connect_self() {
   start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" --json
   wait_listening "$probe"
   connect works 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" -b "$RXE_ADDR2"
-  expect_cause works ok 0
+  expect_connect_cause works ok 0
   expect_jq '.capture.agent.status == "ok" and .capture.attempt.peer_is_agent' works.out
   expect_jq '[.capture.attempt.data[] | select(.status == "ok")] | length == 9' works.out
   expect_jq '[.capture.attempt.steps[] | select(.status == "ok") | .name] | index("connect") != null' works.out
   note "steps (ms): $(jq -c '[.capture.attempt.steps[] | {(.name): .ms}] | add' "$T/works.out")"
   # Without the agent: the local steps and the data check (the listener is still an agent).
   connect no_agent 30 "$RXE_ADDR" -p "$probe" --no-agent
-  expect_cause no_agent ok 0
+  expect_connect_cause no_agent ok 0
   expect_jq '.capture.agent.status == "not_tried"' no_agent.out
   # Human output: the steps, the verdict.
   run human 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$probe" --agent-port "$aport"
@@ -58,7 +58,7 @@ case_connect_self() {
   start stock_server rping -s -a "$RXE_ADDR" -p "$PORT" -C 1
   wait_listening "$PORT"
   connect stock 30 "$RXE_ADDR" -p "$PORT" --no-agent
-  expect_cause stock ok 0
+  expect_connect_cause stock ok 0
   expect_jq '.capture.attempt.peer_is_agent == false and (.capture.attempt.data | length) == 0' stock.out
   kill "$PID_stock_server" 2> /dev/null
   finish stock_server 10
@@ -70,7 +70,7 @@ case_connect_no_listener() {
   local probe=$PORT
   next_port
   connect nobody 30 "$RXE_ADDR" -p "$probe" --agent-port "$PORT" --timeout 3
-  expect_cause nobody no_listener 1
+  expect_connect_cause nobody no_listener 1
   expect_jq '.capture.attempt.rejection.reason == 8 and .capture.agent.status == "refused"' nobody.out
   # Other tools: the hint names diag-connect; --diagnose runs it in-process.
   run rping_client 30 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$probe" -C 1 --json --diagnose
@@ -107,7 +107,7 @@ case_connect_bad_agent() {
     fake_agent "fake_$kind" "$PORT" "$kind"
     connect "bad_$kind" 30 "$RXE_ADDR" -p "$probe" --agent-port "$PORT" --timeout 3
     expect_jq '.capture.agent.status == "'"$([[ $kind == silent ]] && echo timeout || echo invalid)"'"' "bad_$kind.out"
-    expect_cause "bad_$kind" no_listener 1
+    expect_connect_cause "bad_$kind" no_listener 1
     note "agent $kind: $(jq -r '.capture.agent.detail' "$T/bad_$kind.out")"
     eval "kill \"\$PID_fake_$kind\"" 2> /dev/null
     finish "fake_$kind" 5
@@ -131,7 +131,7 @@ case_connect_agent_safety() {
   exec {long}<> "/dev/tcp/$RXE_ADDR/$aport" && head -c 5000 /dev/zero | tr '\0' x >&"$long"
   exec {long}>&-
   connect after 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport"
-  expect_cause after ok 0
+  expect_connect_cause after ok 0
   # It binds only where told: the side channel is not on the other address.
   connect elsewhere 30 "$RXE_ADDR2" -p "$probe" --agent-port "$aport" --timeout 2
   expect_jq '.capture.agent.status == "refused"' elsewhere.out
@@ -203,19 +203,19 @@ case_pair_connect() {
   local agent=(--agent "$PEER_MGMT_ADDR" --timeout 3)
   peer_agent agent_listening
   connect baseline 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause baseline ok 0
+  expect_connect_cause baseline ok 0
 
   # Nobody listens: the agent runs without its rdma_cm listener.
   peer_agent agent_quiet --no-listen
   connect no_listener 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause no_listener no_listener 1
+  expect_connect_cause no_listener no_listener 1
   peer_agent agent_listening2
   connect no_listener_fixed 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause no_listener_fixed ok 0
+  expect_connect_cause no_listener_fixed ok 0
 
   # The wrong port space.
   connect wrong_port_space 30 "$PEER_ADDR" --ps udp "${agent[@]}"
-  expect_cause wrong_port_space wrong_port_space 1
+  expect_connect_cause wrong_port_space wrong_port_space 1
 
   # nftables drops RoCE v2 (UDP 4791) on the server.
   remote_run nft 20 nft add table inet rdmakit_dc \; add chain inet rdmakit_dc input \
@@ -223,10 +223,10 @@ case_pair_connect() {
   [[ $RC -eq 0 ]] || fail "nft on the peer: $(cat "$T/nft.err")"
   restore "remote_run nft_undo 20 nft delete table inet rdmakit_dc"
   connect firewall 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause firewall firewall_roce 1
+  expect_connect_cause firewall firewall_roce 1
   fix_on_peer firewall
   connect firewall_fixed 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause firewall_fixed ok 0
+  expect_connect_cause firewall_fixed ok 0
 
   # Large messages die: the server's MTU lowered to 1000. rxe's UDP packets would be
   # fragmented and reassembled, so a NIC that cannot take frames beyond its MTU is emulated
@@ -235,11 +235,11 @@ case_pair_connect() {
   [[ $RC -eq 0 ]] || fail "lowering the MTU on the peer: $(cat "$T/mtu.err")"
   restore "remote_run mtu_undo 20 bash -c 'ip link set dev \"\$WIRE_NETDEV\" mtu 1500; nft delete table inet rdmakit_mtu'"
   connect mtu 60 "$PEER_ADDR" "${agent[@]}"
-  expect_cause mtu mtu_mismatch 1
+  expect_connect_cause mtu mtu_mismatch 1
   fix_on_peer mtu
   remote_run mtu_emulation_off 20 nft delete table inet rdmakit_mtu
   connect mtu_fixed 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause mtu_fixed ok 0
+  expect_connect_cause mtu_fixed ok 0
 
   # The peer address sits on a netdev without RDMA: the server's rxe1 deleted.
   peer_agent agent_quiet2 --no-listen
@@ -247,37 +247,37 @@ case_pair_connect() {
   [[ $RC -eq 0 ]] || fail "rdma link delete rxe1 on the peer: $(cat "$T/rxe_delete.err")"
   restore "remote_run rxe_undo 20 bash -c 'rdma link show rxe1 || rdma link add rxe1 type rxe netdev \"\$WIRE_NETDEV\"'"
   connect peer_not_rdma 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause peer_not_rdma peer_not_rdma 1
+  expect_connect_cause peer_not_rdma peer_not_rdma 1
   fix_on_peer peer_not_rdma
   peer_agent agent_listening3
   connect peer_not_rdma_fixed 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause peer_not_rdma_fixed ok 0
+  expect_connect_cause peer_not_rdma_fixed ok 0
 
   # A wrong static neighbour entry here.
   ip neigh replace "$PEER_ADDR" lladdr 02:de:ad:be:ef:00 dev "$WIRE_NETDEV" nud permanent
   restore "ip neigh del $PEER_ADDR dev $WIRE_NETDEV"
   connect neighbour 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause neighbour neighbour_wrong 1
+  expect_connect_cause neighbour neighbour_wrong 1
   fix_here neighbour
   connect neighbour_fixed 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause neighbour_fixed ok 0
+  expect_connect_cause neighbour_fixed ok 0
 
   # A host on the subnet that does not answer.
   connect unresolved 30 "${PEER_ADDR%.*}.99" --no-agent --timeout 3
-  expect_cause unresolved neighbour_unresolved 1
+  expect_connect_cause unresolved neighbour_unresolved 1
 
   # An address outside this host's subnets: no route.
   remote_run outside 20 bash -c 'ip addr add 10.59.0.1/24 dev "$WIRE_NETDEV"'
   restore "remote_run outside_undo 20 bash -c 'ip addr del 10.59.0.1/24 dev \"\$WIRE_NETDEV\"'"
   connect no_route 30 10.59.0.1 "${agent[@]}"
-  expect_cause no_route no_route 1
+  expect_connect_cause no_route no_route 1
   fix_here no_route
   connect no_route_fixed 30 10.59.0.1 "${agent[@]}"
-  expect_cause no_route_fixed ok 0
+  expect_connect_cause no_route_fixed ok 0
 
   # The source this host routes from has no RDMA: the peer's management address.
   connect source 30 "$PEER_MGMT_ADDR" "${agent[@]}"
-  expect_cause source source_not_rdma 1
+  expect_connect_cause source source_not_rdma 1
 
   # Strict reverse-path filtering with an asymmetric route on the server.
   ip addr add 10.57.0.12/24 dev "$WIRE_NETDEV"
@@ -286,10 +286,10 @@ case_pair_connect() {
   [[ $RC -eq 0 ]] || fail "rp_filter on the peer: $(cat "$T/rp.err")"
   restore "remote_run rp_undo 20 bash -c 'ip route del 10.57.0.12/32 dev plainnet0; sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.\$WIRE_NETDEV.rp_filter=0'"
   connect rp_filter 30 "$PEER_ADDR" -b 10.57.0.12 "${agent[@]}"
-  expect_cause rp_filter rp_filter 1
+  expect_connect_cause rp_filter rp_filter 1
   fix_on_peer rp_filter
   connect rp_filter_fixed 30 "$PEER_ADDR" -b 10.57.0.12 "${agent[@]}"
-  expect_cause rp_filter_fixed ok 0
+  expect_connect_cause rp_filter_fixed ok 0
 
   # RoCE v1 cannot be forced on rxe: it has RoCE v2 GIDs only, and rdma_cm refuses the mode
   # (tests/fixtures/connect/gid_type_mismatch.json is derived from a capture instead).
@@ -304,10 +304,10 @@ case_pair_connect() {
   remote_run link_down 20 bash -c 'ip link set dev "$WIRE_NETDEV" down'
   restore "remote_run link_undo 20 bash -c 'ip link set dev \"\$WIRE_NETDEV\" up'"
   connect port_down 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause port_down peer_port_down 1
+  expect_connect_cause port_down peer_port_down 1
   fix_on_peer port_down
   tick 2
   connect port_down_fixed 30 "$PEER_ADDR" "${agent[@]}"
-  expect_cause port_down_fixed ok 0
+  expect_connect_cause port_down_fixed ok 0
   remote_stop "$PEER_AGENT"
 }

@@ -44,6 +44,9 @@ source "$here/mesh_cases.sh"
 OURS_DIAG_CONNECT=$BIN/diag-connect
 # shellcheck source=connect_cases.sh
 source "$here/connect_cases.sh"
+OURS_SMOKE=$BIN/rdma_smoke
+# shellcheck source=smoke_cases.sh
+source "$here/smoke_cases.sh"
 declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
 "case_$case_name"
 check_schemas

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "doc" / "schema"
 SAMPLES = ROOT / "tests" / "schema" / "samples"
 TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind", "rdma_mesh",
-         "diag-connect"]
+         "diag-connect", "rdma_smoke"]
 
 # Draft 2020-12 keywords the schemas may use. jsonschema ignores a keyword it does not know,
 # so a misspelt one ("additionalProperty") would loosen a schema without a word: refuse it.
@@ -366,6 +366,55 @@ class Schemas(unittest.TestCase):
         self.assertAccepted("rping", rping_with)
         self.assertRefused("rping", dict(rping_with, diagnosis=dict(diagnosis, tool="diag-bind")))
 
+
+    def test_smoke_cases_outcomes_and_no_device(self):
+        rxe = schema_check.load(SAMPLES / "rdma_smoke-rxe.json")
+        no_device = schema_check.load(SAMPLES / "rdma_smoke-no-device.json")
+        self.assertAccepted("rdma_smoke", rxe)
+        self.assertAccepted("rdma_smoke", no_device)
+
+        def changed(edit, document=rxe):
+            document = copy.deepcopy(document)
+            edit(document)
+            return document
+
+        # A case failed (the server's error and hint), another skipped (the client exited 77): exit 1.
+        def one_failed(d):
+            d.update(outcome="failed", exit_code=1, errors=[{"message": "1 of 8 cases failed"}])
+            d["smoke"].update(passed=6, failed=1, skipped=1)
+            d["smoke"]["cases"][1].update(outcome="failed", hint="run: diag-bind 10.55.0.1",
+                                          reason="rping (server): rdma_bind_addr(10.55.0.1:19401): ... (exit 1)")
+            d["smoke"]["cases"][1]["runs"][1].update(exit_code=1, report=None, stderr="rping: ...\n")
+            d["smoke"]["cases"][5].update(outcome="skipped", reason="mckey: ... (exit 77)")
+        failed = changed(one_failed)
+        self.assertAccepted("rdma_smoke", failed)
+        # Exit 0 with a failed case, or with a no-device report.
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"].update(failed=1)))
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"].update(no_device=no_device["smoke"]["no_device"])))
+        # A process outlived its case and was ended; one never started.
+        self.assertAccepted("rdma_smoke", changed(lambda d: d["smoke"]["cases"][1]["runs"][0].update(
+            exit_code=-1, signal=15, timed_out=True), failed))
+        self.assertAccepted("rdma_smoke", changed(lambda d: d["smoke"]["cases"][1]["runs"][0].update(
+            exit_code=-1, start_error="/usr/bin/rping: No such file or directory"), failed))
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["cases"][1]["runs"][0].update(start_error="")))
+        # Stopped by Ctrl-C: exit 130, the list ends with the case that was stopped.
+        self.assertAccepted("rdma_smoke", changed(lambda d: (d.update(outcome="interrupted", exit_code=130, errors=[
+            {"message": "stopped by a signal"}]), d["smoke"]["cases"].pop())))
+        # Only the known cases, outcomes and roles.
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["cases"][0].update(outcome="error")))
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["cases"][0].update(name="send_bw.read")))
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["cases"][1]["runs"][0].update(role="peer")))
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["cases"][1]["runs"][0].update(report="{}")))
+        # Exit 77: diag-bind alone ran, its report checked against diag-bind's schema.
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["cases"].append(d["smoke"]["cases"][0]),
+                                                 no_device))
+        self.assertRefused("rdma_smoke", changed(lambda d: d["smoke"]["no_device"]["verdict"].update(cause="bogus"),
+                                                 no_device))
+        self.assertRefused("rdma_smoke", changed(lambda d: d.pop("smoke"), no_device))
+        # Without smoke: a usage error, or rdma_smoke itself failed (the --junit file unwritable).
+        self.assertAccepted("rdma_smoke", changed(lambda d: (d.pop("smoke"), d.update(outcome="failed", exit_code=1,
+            errors=[{"message": "cannot write /nonexistent/rdma-smoke.xml"}]))))
+        self.assertRefused("rdma_smoke", changed(lambda d: d.pop("smoke")))
 
 class Checker(unittest.TestCase):
     """schema_check.py itself: the exit codes the integration cases rely on."""

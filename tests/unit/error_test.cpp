@@ -30,6 +30,18 @@ TEST(RdmaError, ConnectFailuresPointAtDiagConnectWithTheFailingPort) {
   // No port in the subject: the address alone.
   const RdmaError unreachable("rdma_resolve_addr", "the server", EHOSTUNREACH, "10.0.0.9");
   EXPECT_NE(unreachable.hint().find("run 'diag-connect 10.0.0.9'"), std::string::npos) << unreachable.hint();
+  // The subject may go on after the port; a bracketed IPv6 address has one too.
+  const RdmaError worded("rdma_connect", "10.0.0.9:7174: the peer is unreachable", ETIMEDOUT, "10.0.0.9");
+  EXPECT_NE(worded.hint().find("run 'diag-connect 10.0.0.9 -p 7174'"), std::string::npos) << worded.hint();
+  EXPECT_EQ(port_in_subject("[fd00::9]:18515 (second try)"), 18515);
+  EXPECT_EQ(port_in_subject("fd00::9"), 0);
+  EXPECT_EQ(port_in_subject("10.0.0.9:99999"), 0);
+  EXPECT_EQ(port_in_subject("10.0.0.9:"), 0);
+  EXPECT_EQ(port_in_subject("connection 3: 10.0.0.9:7174"), 0);
+  // A multicast group is no peer to probe.
+  const RdmaError group("rdma_resolve_addr", "239.255.1.2", ENETUNREACH, "239.255.1.2");
+  EXPECT_EQ(group.hint().find("diag-connect"), std::string::npos) << group.hint();
+  EXPECT_FALSE(explained_by_diag_connect(group));
   // A local failure names no peer.
   EXPECT_EQ(RdmaError("rdma_connect", "10.0.0.9:7174", ETIMEDOUT).hint().find("diag-connect"), std::string::npos);
 }

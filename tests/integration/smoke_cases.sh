@@ -1,0 +1,85 @@
+# rdma_smoke: the whole suite on the guest's rxe device, with its JUnit XML validated; the
+# host broken on purpose (netdev down, device deleted) and one case's port taken.
+
+# junit_valid NAME: $T/NAME.xml validates against the JUnit schema kept in tests/schema.
+junit_valid() {
+  command -v xmllint > /dev/null || fail "xmllint is not installed (scripts/install-deps.sh installs libxml2-utils)"
+  xmllint --noout --schema "$here/../schema/junit.xsd" "$T/$1.xml" 2> "$T/$1.xmllint" ||
+    fail "$1.xml does not validate against tests/schema/junit.xsd: $(head -c 800 "$T/$1.xmllint")"
+}
+
+# smoke NAME SECONDS ARGS...: rdma_smoke ARGS --json --junit $T/NAME.xml; the report in $T/NAME.out.
+smoke() {
+  local name=$1 seconds=$2
+  shift 2
+  run "$name" "$seconds" "$OURS_SMOKE" "$@" --json --junit "$T/$name.xml"
+  [[ -s $T/$name.out ]] || fail "$name: no report (exit $RC): $(head -c 600 "$T/$name.err")"
+  expect_schema rdma_smoke "$name.out"
+  junit_valid "$name"
+}
+
+case_smoke_all() {
+  require_device
+  next_port
+  smoke all 400 "$RXE_ADDR" -p "$PORT"
+  expect_rc 0 "rdma_smoke, every tool"
+  expect_jq '.smoke.failed == 0 and .smoke.skipped == 0 and (.smoke.cases | length) == 8' all.out
+  expect_jq '[.smoke.cases[].runs[] | select(.report == null)] | length == 0' all.out
+  expect_grep '<testcase name="send_bw.latency" classname="rdma_smoke.send_bw"' all.xml
+  [[ $(grep -c '<testcase ' "$T/all.xml") -eq 8 ]] || fail "all.xml: not 8 test cases"
+  note "$(jq -r '.smoke.cases[] | "\(.name): \(.outcome) in \(.seconds * 10 | round / 10) s, \(.reason)"' "$T/all.out")"
+  # The human table, --quick and --tools.
+  next_port
+  next_port
+  run quick 200 "$OURS_SMOKE" "$RXE_ADDR" -p "$PORT" --quick
+  expect_rc 0 "rdma_smoke --quick"
+  expect_grep "^4 passed, 0 failed, 0 skipped" quick.out
+  expect_grep "^rping  *$RXE_ADDR  *passed" quick.out
+}
+
+# Another process holds the port rping's case listens on: that case fails with rping's own
+# error, the others pass.
+case_smoke_port_taken() {
+  require_device
+  next_port
+  local first=$PORT
+  start squatter "$OURS_RPING" -s -a "$RXE_ADDR" -p "$first" --accept-timeout 120
+  wait_listening "$first"
+  smoke taken 300 "$RXE_ADDR" -p "$first" --skip send_bw,ucmatose
+  expect_rc 1 "rdma_smoke with rping's port taken"
+  expect_jq '[.smoke.cases[] | select(.outcome == "failed") | .name] == ["rping"]' taken.out
+  expect_jq '.smoke.cases[] | select(.name == "rping") | .reason | test("EADDRINUSE|Address already in use")' taken.out
+  expect_grep '<failure message="rping (server): ' taken.xml
+  note "rping: $(jq -r '.smoke.cases[] | select(.name == "rping") | .reason' "$T/taken.out")"
+  kill "$PID_squatter" 2> /dev/null
+  finish squatter 10
+}
+
+# The host broken: the rxe netdev down (every case fails, diag-bind's verdict first), then the
+# device deleted (exit 77, the verdict in the report and the XML).
+case_smoke_broken() {
+  require_device
+  require_root
+  restore "ip link set $RXE_NETDEV up; ip -6 addr replace $RXE_ADDR6/64 dev $RXE_NETDEV nodad"
+  ip link set "$RXE_NETDEV" down
+  next_port
+  smoke down 400 "$RXE_ADDR" -p "$PORT" --timeout 2 --case-timeout 20
+  expect_rc 1 "rdma_smoke with the netdev down"
+  expect_jq '.smoke.passed == 0 and .smoke.failed == (.smoke.cases | length)' down.out
+  expect_jq '.smoke.cases[0].name == "diag-bind" and (.smoke.cases[0].reason | test("netdev_down"))' down.out
+  [[ $(grep -c '<failure ' "$T/down.xml") -eq 8 ]] || fail "down.xml: not 8 failures"
+  note "$(jq -r '.smoke.cases[] | "\(.name): \(.reason)"' "$T/down.out")"
+  ip link set "$RXE_NETDEV" up
+  ip -6 addr replace "$RXE_ADDR6/64" dev "$RXE_NETDEV" nodad
+  wait_port_active
+
+  restore "rdma link add $RXE_DEV type rxe netdev $RXE_NETDEV 2>/dev/null; true"
+  # A process that still holds the device would make the delete wait: bound it and say who.
+  timeout 60 rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV: exit $?; $(rdma res show 2>&1 | head -20)"
+  smoke nodevice 60 "$RXE_ADDR" -p "$PORT"
+  expect_rc 77 "rdma_smoke without a device"
+  expect_jq '.smoke.no_device.verdict.cause == "no_rdma_device" and (.smoke.cases | length) == 1' nodevice.out
+  expect_grep 'no_rdma_device' nodevice.xml
+  rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
+  wait_port_active
+}

@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/build-pkg}
 prefix=rdmakit-
-tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect)
+tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect rdma_smoke)
 fail() {
   echo "package: FAILED: $*" >&2
   exit 1

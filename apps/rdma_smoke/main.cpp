@@ -1,6 +1,7 @@
 // rdma_smoke: the suite as one smoke test. Each tool's server and client run as child
-// processes on one address (loopback through the RDMA device), each case bounded in time,
-// and the results come as a table, a JSON report and JUnit XML for CI test reporters.
+// processes on one address (loopback through the RDMA device), or across two hosts
+// (--serve on one, --peer on the other), each case bounded in time; the results come as a
+// table, a JSON report and JUnit XML for CI test reporters.
 
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "lib/probe/host_probe.hpp"
 #include "lib/probe/host_view.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/smoke/remote.hpp"
 #include "lib/smoke/smoke_report.hpp"
 
 #ifndef RDMAKIT_PROGRAM_PREFIX
@@ -36,24 +38,40 @@ struct Options {
   double case_seconds = 60;
   std::string junit_file;
   std::string tools_dir;
+  bool serve = false;
+  std::string peer;
+  std::uint16_t control_port = rdmakit::smoke::default_control_port;
+  double accept_seconds = 600;
 };
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("address", o.addresses, "Addresses to test, each on its own (default: every RDMA port's address)");
+  app.add_option("address", o.addresses,
+                 "Addresses to test, each on its own (default: every RDMA port's address); with --serve, the one "
+                 "this host's servers listen on");
   app.add_option("-p,--port", o.first_port, "First rdma_cm port; each case that listens takes the next one")
       ->capture_default_str()
       ->check(CLI::Range(1, 65000));
   app.add_option(
          "--tools", o.tools,
          "Only these tools (comma-separated): " + fmt::format("{}", fmt::join(rdmakit::smoke::smoke_tools(), ",")))
+      ->allow_extra_args(false)
       ->delimiter(',');
-  app.add_option("--skip", o.skip, "Not these tools (comma-separated)")->delimiter(',');
+  // One value a flag: without it the addresses after --tools would be taken for tools.
+  app.add_option("--skip", o.skip, "Not these tools (comma-separated)")->allow_extra_args(false)->delimiter(',');
   app.add_flag("--quick", o.quick, "The smallest meaningful run: diag-bind, rping, udaddy, send_bw, few iterations");
   app.add_option("--case-timeout", o.case_seconds, "Seconds each case may take, its servers and client together")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--junit", o.junit_file, "Also write JUnit XML for CI test reporters to FILE")->type_name("FILE");
   app.add_option("--tools-dir", o.tools_dir, "Where the tools are (default: beside rdma_smoke)")->type_name("DIR");
+  auto* serve = app.add_flag("--serve", o.serve, "Run the servers of a peer's run (rdma_smoke --peer) on this host");
+  app.add_option("--peer", o.peer, "Run the clients here against rdma_smoke --serve on this address")->excludes(serve);
+  app.add_option("--control-port", o.control_port, "TCP port the two sides talk on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--accept-timeout", o.accept_seconds, "--serve: seconds to wait for the peer")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 86400.0));
 }
 
 // The tools installed beside this program (with its install prefix), never ones found on
@@ -63,17 +81,26 @@ fs::path tools_dir(const Options& o) {
   return fs::read_symlink("/proc/self/exe").parent_path();
 }
 
+std::string numeric(const std::string& host) {
+  return rdmakit::parse_address(host, 0).host_string();
+}
+
 void validate(const Options& o) {
+  // Any address will do: the plan is made only to refuse unknown tool names now.
   rdmakit::smoke::PlanOptions plan{.address = "192.0.2.1",
+                                   .local_address = {},
                                    .first_port = o.first_port,
                                    .quick = o.quick,
                                    .timeout_s = 5,
                                    .case_seconds = o.case_seconds,
                                    .tools = o.tools,
                                    .skip = o.skip};
-  // Any address will do: the plan is made only to refuse unknown tool names now.
   (void)rdmakit::smoke::plan_cases(plan);
-  for (const auto& address : o.addresses) rdmakit::parse_address(address, 0);
+  for (const auto& address : o.addresses) numeric(address);
+  if (!o.peer.empty()) numeric(o.peer);
+  if ((o.serve || !o.peer.empty()) && o.addresses.size() > 1) {
+    throw rdmakit::UsageError("--serve and --peer take at most one address (this host's)");
+  }
   const auto dir = tools_dir(o);
   if (!fs::exists(dir / (std::string(RDMAKIT_PROGRAM_PREFIX) + "rping"))) {
     throw rdmakit::UsageError("no rdmakit tools in " + dir.string() + " (--tools-dir)");
@@ -93,11 +120,94 @@ std::string host_name() {
   return gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data()) : std::string();
 }
 
-void write_junit(const std::string& file, const rdmakit::smoke::SmokeRun& run) {
+void write_junit(const std::string& file, const std::string& xml) {
   if (file.empty()) return;
   std::ofstream out(file);
-  out << rdmakit::smoke::junit_xml(run, host_name());
-  if (!out) throw std::runtime_error("cannot write " + file);
+  out << xml;
+  if (!out) throw std::runtime_error("--junit: cannot write " + file);
+}
+
+rdmakit::smoke::PlanOptions plan_for(const Options& o, const std::string& address, double timeout_s) {
+  return {.address = address,
+          .local_address = {},
+          .first_port = o.first_port,
+          .quick = o.quick,
+          .timeout_s = timeout_s,
+          .case_seconds = o.case_seconds,
+          .tools = o.tools,
+          .skip = o.skip};
+}
+
+void progress(const rdmakit::smoke::CaseResult& result) {
+  std::cerr << fmt::format("{} {}: {}\n", result.name, result.address, to_string(result.outcome));
+}
+
+// This host alone: every case on each address; diag-bind alone where there is nothing to test.
+void run_here(const Options& o, const std::vector<std::string>& addresses, double timeout_s,
+              const rdmakit::smoke::RunEnvironment& environment, rdmakit::smoke::SmokeRun& run) {
+  if (addresses.empty()) {
+    auto plan = plan_for(o, "", timeout_s);
+    plan.tools = {"diag-bind"};
+    plan.skip.clear();
+    auto result = rdmakit::smoke::run_case(rdmakit::smoke::plan_cases(plan).front(), environment);
+    run.no_device = result.runs.empty() ? nlohmann::json() : result.runs.front().report;
+    run.cases.push_back(std::move(result));
+    return;
+  }
+  auto plan = plan_for(o, "", timeout_s);
+  for (const auto& address : addresses) {
+    plan.address = numeric(address);
+    for (const auto& smoke_case : rdmakit::smoke::plan_cases(plan)) {
+      run.cases.push_back(rdmakit::smoke::run_case(smoke_case, environment));
+      progress(run.cases.back());
+      if (run.cases.back().interrupted) return;
+    }
+    plan.first_port = static_cast<std::uint16_t>(plan.first_port + 16);
+  }
+}
+
+// The clients here, the servers on the peer (rdma_smoke --serve there).
+void run_against_peer(const Options& o, const std::string& local, double timeout_s,
+                      const rdmakit::smoke::RunEnvironment& environment, rdmakit::smoke::SmokeRun& run) {
+  auto plan = plan_for(o, numeric(o.peer), timeout_s);
+  plan.local_address = local;
+  auto channel = rdmakit::smoke::ControlChannel::connect_to(
+      plan.address, o.control_port, rdmakit::Clock::now() + std::chrono::seconds(30), environment.stop_fd);
+  rdmakit::smoke::RemoteServers servers(std::move(channel), plan);
+  for (const auto& smoke_case : rdmakit::smoke::plan_cases(plan)) {
+    run.cases.push_back(servers.run_case(smoke_case, environment));
+    progress(run.cases.back());
+    if (run.cases.back().interrupted) return;
+  }
+  servers.done();
+}
+
+void finish_report(rdmakit::smoke::SmokeRun run, const Options& o, rdmakit::Report& report) {
+  const bool interrupted = !run.cases.empty() && run.cases.back().interrupted;
+  if (run.no_device) {
+    const auto& verdict = run.no_device->is_object() ? run.no_device->value("verdict", nlohmann::json::object())
+                                                     : nlohmann::json::object();
+    report.fail({.message = "nothing to test: " + verdict.value("summary", std::string("no RDMA port with an address")),
+                 .call = "",
+                 .errnum = 0,
+                 .hint = "",
+                 .completion = {}},
+                rdmakit::ExitCode::no_device);
+  } else if (interrupted) {
+    report.stop(rdmakit::StopReason::interrupted, "stopped by a signal");
+  } else if (run.count(CaseOutcome::failed) > 0) {
+    report.fail({.message = fmt::format("{} of {} cases failed", run.count(CaseOutcome::failed), run.cases.size()),
+                 .call = "",
+                 .errnum = 0,
+                 .hint = "",
+                 .completion = {}});
+  }
+  report.iterations_requested = run.cases.size();
+  report.iterations_completed = run.count(CaseOutcome::passed);
+  // The report keeps the results even when the XML cannot be written.
+  const auto xml = o.junit_file.empty() ? std::string() : rdmakit::smoke::junit_xml(run, host_name());
+  report.add(rdmakit::smoke::SmokeResult(std::move(run)));
+  write_junit(o.junit_file, xml);
 }
 
 }  // namespace
@@ -122,63 +232,35 @@ int main(int argc, char** argv) {
             .listening = listening_on,
             .stop_fd = stop.fd()};
         rdmakit::smoke::SmokeRun run;
-        rdmakit::diag::ProbeOptions probe;
-        const auto inventory = rdmakit::diag::collect_inventory(probe);
-        run.addresses = options.addresses;
-        if (run.addresses.empty()) {
-          for (const auto& choice : rdmakit::diag::every_port_address(inventory))
-            run.addresses.push_back(choice.address);
+        const auto inventory = rdmakit::diag::collect_inventory(rdmakit::diag::ProbeOptions{});
+        std::vector<std::string> addresses = options.addresses;
+        if (addresses.empty() && !inventory.kernel_devices.empty()) {
+          for (const auto& choice : rdmakit::diag::every_port_address(inventory)) addresses.push_back(choice.address);
         }
         const auto timeout_s = runner.common().timeout_s;
-        if (inventory.kernel_devices.empty() || run.addresses.empty()) {
-          // Nothing to test: diag-bind alone, whose verdict says why.
-          rdmakit::smoke::PlanOptions plan{.address = run.addresses.empty() ? "" : run.addresses.front(),
-                                           .first_port = options.first_port,
-                                           .quick = true,
-                                           .timeout_s = timeout_s,
-                                           .case_seconds = options.case_seconds,
-                                           .tools = {"diag-bind"},
-                                           .skip = {}};
-          auto result = rdmakit::smoke::run_case(rdmakit::smoke::plan_cases(plan).front(), environment);
-          run.no_device = result.runs.empty() ? nlohmann::json() : result.runs.front().report;
-          run.cases.push_back(std::move(result));
+        if (inventory.kernel_devices.empty() || addresses.empty()) {
+          run_here(options, {}, timeout_s, environment, run);
+        } else if (options.serve) {
+          report.role = "server";
+          run.cases = rdmakit::smoke::serve_smoke(
+              {.address = numeric(addresses.front()),
+               .bind = {},
+               .control_port = options.control_port,
+               .accept_seconds = options.accept_seconds},
+              environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; });
+        } else if (!options.peer.empty()) {
+          report.role = "client";
+          report.peer_address = options.peer;
+          const auto route = rdmakit::diag::route_to(numeric(options.peer), "");
+          const auto local = options.addresses.empty() ? route.source : numeric(options.addresses.front());
+          run_against_peer(options, local, timeout_s, environment, run);
         } else {
-          std::uint16_t port = options.first_port;
-          for (const auto& address : run.addresses) {
-            rdmakit::smoke::PlanOptions plan{.address = rdmakit::parse_address(address, 0).host_string(),
-                                             .first_port = port,
-                                             .quick = options.quick,
-                                             .timeout_s = timeout_s,
-                                             .case_seconds = options.case_seconds,
-                                             .tools = options.tools,
-                                             .skip = options.skip};
-            for (const auto& smoke_case : rdmakit::smoke::plan_cases(plan)) {
-              run.cases.push_back(rdmakit::smoke::run_case(smoke_case, environment));
-              std::cerr << fmt::format("{} {}: {}\n", smoke_case.name, address, to_string(run.cases.back().outcome));
-              if (run.cases.back().interrupted) break;
-            }
-            port = static_cast<std::uint16_t>(port + 16);
-            if (!run.cases.empty() && run.cases.back().interrupted) break;
-          }
+          run_here(options, addresses, timeout_s, environment, run);
+        }
+        for (const auto& c : run.cases) {
+          if (std::ranges::find(run.addresses, c.address) == run.addresses.end()) run.addresses.push_back(c.address);
         }
         run.seconds = rdmakit::elapsed_ms(started) / 1000.0;
-        const bool interrupted = !run.cases.empty() && run.cases.back().interrupted;
-        if (run.no_device) {
-          report.fail({.message = "no RDMA device to test", .call = "", .errnum = 0, .hint = "", .completion = {}},
-                      rdmakit::ExitCode::no_device);
-        } else if (interrupted) {
-          report.stop(rdmakit::StopReason::interrupted, "stopped by a signal");
-        } else if (run.count(CaseOutcome::failed) > 0) {
-          report.fail(
-              {.message = fmt::format("{} of {} cases failed", run.count(CaseOutcome::failed), run.cases.size()),
-               .call = "",
-               .errnum = 0,
-               .hint = "",
-               .completion = {}});
-        }
-        report.iterations_requested = run.cases.size();
-        report.iterations_completed = run.count(CaseOutcome::passed);
-        write_junit(options.junit_file, run);
-        report.add(rdmakit::smoke::SmokeResult(std::move(run)));
+        finish_report(std::move(run), options, report);
       });
 }

@@ -48,19 +48,23 @@ bool selected(const PlanOptions& options, const std::string& tool) {
   return chosen && std::ranges::find(options.skip, tool) == options.skip.end();
 }
 
-// An administratively scoped IPv4 group (RFC 2365) per first port, so that two runs on one
-// host (two addresses, two users) do not share a group.
-std::string multicast_group(std::uint16_t port) {
+// An administratively scoped group (RFC 2365) per first port, so that two runs on one host
+// (two addresses, two users) do not share a group.
+std::string multicast_group(const std::string& address, std::uint16_t port) {
+  // An IPv6 address gets an IPv6 group (site-local scope), which RoCE v2 may not carry: then
+  // mckey says so and the case is a skip.
+  if (address.find(':') != std::string::npos) return fmt::format("ff15::{:x}", port);
   return fmt::format("239.255.{}.{}", (port >> 8) & 0xff, port & 0xff);
 }
 
 void add_cases(CaseBuilder& b, const std::string& tool, std::vector<SmokeCase>& cases) {
   const auto& o = b.options;
   const auto& a = o.address;
+  const auto& here = o.local_address.empty() ? o.address : o.local_address;
   const std::string count = o.quick ? "3" : "10";
   if (tool == "diag-bind") {
     auto c = b.make("diag-bind", tool);
-    c.client = {"diag-bind", b.common(a.empty() ? std::vector<std::string>{} : std::vector<std::string>{a})};
+    c.client = {"diag-bind", b.common(here.empty() ? std::vector<std::string>{} : std::vector<std::string>{here})};
     cases.push_back(std::move(c));
   } else if (tool == "rping") {
     auto c = b.make("rping", tool);
@@ -93,11 +97,11 @@ void add_cases(CaseBuilder& b, const std::string& tool, std::vector<SmokeCase>& 
     cases.push_back(std::move(c));
   } else if (tool == "mckey") {
     auto c = b.make("mckey", tool);
-    const auto group = multicast_group(b.options.first_port);
+    const auto group = multicast_group(a, b.options.first_port);
     // The receiver says it joined at info level; the sender waits for nobody (--settle 0).
     c.servers = {{"mckey", b.common({"-m", group, "-b", a, "-C", count, "--log-level", "info"})}};
     c.ready_line = "joined";
-    c.client = {"mckey", b.common({"-m", group, "-b", a, "-s", "-C", count, "--settle", "0"})};
+    c.client = {"mckey", b.common({"-m", group, "-b", here, "-s", "-C", count, "--settle", "0"})};
     cases.push_back(std::move(c));
   } else if (tool == "send_bw") {
     const std::string iterations = o.quick ? "200" : "1000";

@@ -13,7 +13,10 @@ namespace rdmakit::smoke {
 const std::vector<std::string>& smoke_tools();
 
 struct PlanOptions {
-  std::string address;             // numeric, where every server listens and every client goes ("": diag-bind only)
+  std::string address;  // numeric, where every server listens and every client goes ("": diag-bind only)
+  // This host's address where it differs from `address` (the peer's, with --peer): what
+  // diag-bind checks and the mckey sender binds. "" : `address`.
+  std::string local_address;
   std::uint16_t first_port = 0;    // each case that listens takes the next port from here
   bool quick = false;              // the smallest meaningful run: fewer cases, fewer iterations
   double timeout_s = 5;            // each tool's own --timeout (its waits for the peer)

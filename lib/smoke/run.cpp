@@ -126,12 +126,18 @@ std::string program_name(const ToolRun& run) {
   return run.command.empty() ? std::string() : std::filesystem::path(run.command.front()).filename().string();
 }
 
+}  // namespace
+
 void judge(CaseResult& result, const std::string& start_failure) {
   const auto client = std::ranges::find_if(result.runs, [](const ToolRun& r) { return r.role == "client"; });
   result.interrupted = std::ranges::any_of(result.runs, [](const ToolRun& r) { return r.outcome.interrupted; });
-  if (client != result.runs.end() && client->outcome.exit_code == exit_unsupported) {
+  // The device cannot do what the case asks (IPv6 multicast on RoCE v2): the tool that found
+  // out says so with exit 77, server or client.
+  const auto unsupported =
+      std::ranges::find_if(result.runs, [](const ToolRun& r) { return r.outcome.exit_code == exit_unsupported; });
+  if (unsupported != result.runs.end()) {
     result.outcome = CaseOutcome::skipped;
-    result.reason = failure_of(*client);
+    result.reason = failure_of(*unsupported);
     return;
   }
   if (!start_failure.empty()) {
@@ -157,8 +163,6 @@ void judge(CaseResult& result, const std::string& start_failure) {
   result.outcome = CaseOutcome::passed;
   if (client != result.runs.end()) result.reason = measured(*client);
 }
-
-}  // namespace
 
 std::string to_string(CaseOutcome outcome) {
   switch (outcome) {
@@ -195,31 +199,48 @@ std::string failure_of(const ToolRun& run) {
   return why.empty() ? ended : why + " (" + ended + ")";
 }
 
+CaseServers::CaseServers(const SmokeCase& c, const RunEnvironment& environment, Clock::time_point deadline)
+    : stop_fd_(environment.stop_fd) {
+  start_failure_ = start_servers(c, environment, deadline, servers_);
+  ready_ = start_failure_.empty() && std::ranges::all_of(servers_, [](const auto& server) {
+             return server.second->started() && server.second->pump(Clock::now(), -1);
+           });
+}
+
+std::vector<ToolRun> CaseServers::finish(bool client_passed, Clock::time_point deadline) {
+  std::vector<ToolRun> runs;
+  for (auto& [argv, server] : servers_) {
+    // A server still waiting for its client after the client failed is ended now; after a
+    // passing client it has until the deadline to end on its own.
+    const auto outcome = client_passed && ready_ ? server->finish(deadline, stop_fd_) : server->end();
+    runs.push_back(finished("server", argv, outcome));
+  }
+  servers_.clear();
+  return runs;
+}
+
+ToolRun run_client(const SmokeCase& c, const RunEnvironment& environment, Clock::time_point deadline) {
+  auto argv = command_line(c.client, environment);
+  ChildProcess client(argv);
+  return finished("client", argv, client.finish(deadline, environment.stop_fd));
+}
+
+Clock::time_point case_deadline(const SmokeCase& c, Clock::time_point started) {
+  return started + std::chrono::milliseconds(static_cast<long long>(c.seconds * 1000));
+}
+
 CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
   CaseResult result;
   result.name = c.name;
   result.tool = c.tool;
   result.address = c.address;
   const auto started = Clock::now();
-  const auto deadline = started + std::chrono::milliseconds(static_cast<long long>(c.seconds * 1000));
-  std::vector<std::pair<std::vector<std::string>, std::unique_ptr<ChildProcess>>> servers;
-  auto start_failure = start_servers(c, environment, deadline, servers);
-  const bool servers_up = start_failure.empty() && std::ranges::all_of(servers, [](const auto& server) {
-                            return server.second->started() && server.second->pump(Clock::now(), -1);
-                          });
-  if (servers_up) {
-    auto argv = command_line(c.client, environment);
-    ChildProcess client(argv);
-    result.runs.push_back(finished("client", argv, client.finish(deadline, environment.stop_fd)));
-  }
-  for (auto& [argv, server] : servers) {
-    // A server that is still waiting for its client after the client failed is ended now;
-    // after a passing client it has until the deadline to end on its own.
-    const bool client_passed = servers_up && result.runs.front().outcome.exit_code == 0;
-    const auto outcome = client_passed ? server->finish(deadline, environment.stop_fd) : server->end();
-    result.runs.push_back(finished("server", argv, outcome));
-  }
-  judge(result, start_failure);
+  const auto deadline = case_deadline(c, started);
+  CaseServers servers(c, environment, deadline);
+  if (servers.ready()) result.runs.push_back(run_client(c, environment, deadline));
+  const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;
+  for (auto& run : servers.finish(client_passed, deadline)) result.runs.push_back(std::move(run));
+  judge(result, servers.start_failure());
   result.seconds = elapsed_ms(started) / 1000.0;
   return result;
 }

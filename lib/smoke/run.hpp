@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +50,30 @@ struct RunEnvironment {
   std::function<bool(std::uint16_t port, pid_t pid)> listening;
   int stop_fd = -1;  // Ctrl-C
 };
+
+// A case's servers on this host (rdma_smoke alone, or the --serve side): started in order,
+// each awaited until ready; finished once the client is done.
+class CaseServers {
+ public:
+  CaseServers(const SmokeCase& smoke_case, const RunEnvironment& environment, Clock::time_point deadline);
+  // Why they are not all ready: a server that did not get ready in time ("" otherwise; a
+  // server that ended early says why in its own run).
+  const std::string& start_failure() const { return start_failure_; }
+  bool ready() const { return ready_; }
+  // Their runs: ended now unless the client passed, else given until the deadline.
+  std::vector<ToolRun> finish(bool client_passed, Clock::time_point deadline);
+
+ private:
+  int stop_fd_;
+  std::string start_failure_;
+  bool ready_ = false;
+  std::vector<std::pair<std::vector<std::string>, std::unique_ptr<ChildProcess>>> servers_;
+};
+
+Clock::time_point case_deadline(const SmokeCase& smoke_case, Clock::time_point started);
+ToolRun run_client(const SmokeCase& smoke_case, const RunEnvironment& environment, Clock::time_point deadline);
+// The case's outcome from its runs (the client's and the servers'), as run_case does.
+void judge(CaseResult& result, const std::string& start_failure);
 
 CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment);
 

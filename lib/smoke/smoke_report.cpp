@@ -1,5 +1,7 @@
 #include "lib/smoke/smoke_report.hpp"
 
+#include "lib/smoke/remote.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -17,15 +19,6 @@ std::string tail(const std::string& text) {
   return text.size() <= stderr_tail_bytes ? text : text.substr(text.size() - stderr_tail_bytes);
 }
 
-nlohmann::json to_json(const ToolRun& run) {
-  const auto& o = run.outcome;
-  nlohmann::json item = {{"role", run.role},     {"command", run.command},   {"exit_code", o.exit_code},
-                         {"signal", o.signal},   {"timed_out", o.timed_out}, {"seconds", o.seconds},
-                         {"report", run.report}, {"stderr", tail(o.err)}};
-  if (!o.start_error.empty()) item["start_error"] = o.start_error;
-  return item;
-}
-
 std::string shell_words(const std::vector<std::string>& command) {
   std::string text;
   for (const auto& word : command) {
@@ -35,12 +28,13 @@ std::string shell_words(const std::vector<std::string>& command) {
   return text;
 }
 
-// XML 1.0 cannot carry most control characters, even escaped; a tool's stderr may hold some.
+// XML 1.0 cannot carry most control characters, even escaped, and a UTF-8 character cut
+// by a tail would make the file invalid; the tools write ASCII, so anything else becomes '?'.
 std::string xml_safe(const std::string& text) {
   std::string safe = text;
   for (auto& c : safe) {
     const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 && c != '\n' && c != '\t' && c != '\r') c = '?';
+    if ((byte < 0x20 && c != '\n' && c != '\t' && c != '\r') || byte >= 0x7f) c = '?';
   }
   return safe;
 }
@@ -54,7 +48,11 @@ std::size_t SmokeRun::count(CaseOutcome outcome) const {
 
 nlohmann::json to_json(const CaseResult& result) {
   nlohmann::json runs = nlohmann::json::array();
-  for (const auto& run : result.runs) runs.push_back(to_json(run));
+  for (const auto& run : result.runs) {
+    auto item = to_json(run);
+    item["stderr"] = tail(run.outcome.err);
+    runs.push_back(std::move(item));
+  }
   return {{"name", result.name},       {"tool", result.tool},
           {"address", result.address}, {"outcome", to_string(result.outcome)},
           {"reason", result.reason},   {"hint", result.hint},

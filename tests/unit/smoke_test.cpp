@@ -12,6 +12,7 @@
 #include "lib/core/error.hpp"
 #include "lib/smoke/child.hpp"
 #include "lib/smoke/plan.hpp"
+#include "lib/smoke/remote.hpp"
 #include "lib/smoke/run.hpp"
 #include "lib/smoke/smoke_report.hpp"
 
@@ -20,6 +21,7 @@ namespace {
 
 PlanOptions plan_for(std::vector<std::string> tools = {}, std::vector<std::string> skip = {}, bool quick = false) {
   return {.address = "10.0.0.1",
+          .local_address = {},
           .first_port = 20000,
           .quick = quick,
           .timeout_s = 5,
@@ -210,6 +212,70 @@ TEST(SmokeReport, TableAndJsonCountTheSame) {
   const auto table = render_table(run);
   EXPECT_NE(table.find("1 passed, 1 failed, 1 skipped"), std::string::npos) << table;
   EXPECT_NE(table.find("hint: is the server running?"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace rdmakit::smoke
+
+namespace rdmakit::smoke {
+namespace {
+
+TEST(SmokeRemote, ThePlanCrossesAndComesBackTheSame) {
+  PlanOptions mine{.address = "10.0.0.2",
+                   .local_address = "10.0.0.1",
+                   .first_port = 21000,
+                   .quick = true,
+                   .timeout_s = 3,
+                   .case_seconds = 40,
+                   .tools = {"rping", "mckey"},
+                   .skip = {}};
+  const auto theirs = plan_from_request(plan_request(mine), "10.0.0.2");
+  EXPECT_EQ(theirs.first_port, 21000);
+  EXPECT_TRUE(theirs.quick);
+  EXPECT_EQ(theirs.tools, mine.tools);
+  EXPECT_EQ(theirs.local_address, "");
+  std::vector<std::string> a;
+  std::vector<std::string> b;
+  for (const auto& c : plan_cases(mine)) a.push_back(c.name);
+  for (const auto& c : plan_cases(theirs)) b.push_back(c.name);
+  EXPECT_EQ(a, b);
+  // The mckey sender binds this host's address; the receiver, on the serving side, its own.
+  const auto mckey = plan_cases(mine).back();
+  EXPECT_TRUE(has(mckey.client.args, "-b", "10.0.0.1"));
+  EXPECT_TRUE(has(plan_cases(theirs).back().servers.front().args, "-b", "10.0.0.2"));
+}
+
+TEST(SmokeRemote, WhatThePeerSendsIsChecked) {
+  auto request = plan_request(plan_for());
+  request["timeout_s"] = -1;
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  request = plan_request(plan_for());
+  request["tools"] = "rping";
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  request.erase("tools");
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+
+  ToolRun run = run_with(0, R"({"tool":"rping"})");
+  run.role = "server";
+  const auto item = to_json(run);
+  const auto back = tool_run_from_json(item);
+  EXPECT_EQ(back.command, run.command);
+  EXPECT_EQ(back.report, run.report);
+  auto bad = item;
+  bad["role"] = "client";
+  EXPECT_THROW(tool_run_from_json(bad), ProtocolError);
+  bad = item;
+  bad["report"] = "a string";
+  EXPECT_THROW(tool_run_from_json(bad), ProtocolError);
+  bad = item;
+  bad["exit_code"] = "0";
+  EXPECT_THROW(tool_run_from_json(bad), ProtocolError);
+}
+
+TEST(SmokePlan, AnIpv6AddressGetsAnIpv6Group) {
+  auto options = plan_for({"mckey"});
+  options.address = "fd55::1";
+  EXPECT_TRUE(has(plan_cases(options).front().client.args, "-m", "ff15::4e20"));
 }
 
 }  // namespace

@@ -1,0 +1,84 @@
+#pragma once
+// rdma_smoke across two hosts: `--serve` runs each case's servers on its host when the peer
+// asks, `--peer` runs the clients against it. They talk over one TCP connection in JSON
+// lines; the serving side runs only the cases of its own plan, never a command it is sent.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/smoke/run.hpp"
+
+namespace rdmakit::smoke {
+
+inline constexpr std::uint16_t default_control_port = 7473;
+// A control message larger than this is refused: the largest is the servers' runs of one
+// case, their reports and the ends of their stderr.
+inline constexpr std::size_t max_control_bytes = 8 << 20;
+
+// One TCP connection carrying JSON objects, one a line; every read has a deadline.
+class ControlChannel {
+ public:
+  // Connects to host:port (numeric) by the deadline; throws std::runtime_error saying why.
+  static ControlChannel connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                                   int stop_fd);
+  // Listens on bind:port ("" for every address) and takes the first connection.
+  static ControlChannel accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline, int stop_fd,
+                                   const std::function<void(const std::string&)>& listening);
+  ControlChannel(ControlChannel&& other) noexcept;
+  ControlChannel& operator=(ControlChannel&&) = delete;
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
+  ~ControlChannel();
+
+  void send(const nlohmann::json& message);
+  // The next object; throws RunStopped at the deadline or on Ctrl-C, ProtocolError for
+  // what is not one JSON object a line, too long, or the peer gone.
+  nlohmann::json receive(Clock::time_point deadline);
+  const std::string& peer() const { return peer_; }
+
+ private:
+  ControlChannel(int fd, int stop_fd, std::string peer) : fd_(fd), stop_fd_(stop_fd), peer_(std::move(peer)) {}
+  int fd_;
+  int stop_fd_;
+  std::string peer_;
+  std::string buffered_;
+};
+
+// What the two sides agree on: the plan's options that are not an address.
+nlohmann::json plan_request(const PlanOptions& options);
+PlanOptions plan_from_request(const nlohmann::json& request, const std::string& address);
+
+nlohmann::json to_json(const ToolRun& run);
+// A run as the serving side sent it, every member checked; throws ProtocolError.
+ToolRun tool_run_from_json(const nlohmann::json& item);
+
+struct ServeOptions {
+  std::string address;  // where this side's servers listen
+  std::string bind;     // the control port's address, "" for every address
+  std::uint16_t control_port = default_control_port;
+  double accept_seconds = 600;  // how long to wait for the peer
+};
+
+// Serves one peer's run; the cases it served, their server runs. Ends when the peer says
+// it is done, goes away, or goes silent for longer than a case may take.
+std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
+                                    const std::function<void(const std::string&)>& say);
+
+// The peer's side of a run: runs each case's client here against servers there.
+class RemoteServers {
+ public:
+  RemoteServers(ControlChannel channel, const PlanOptions& plan);
+  // This side's case, its servers started on the peer, its client run here.
+  CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment);
+  void done();
+
+ private:
+  ControlChannel channel_;
+  double case_seconds_;
+};
+
+}  // namespace rdmakit::smoke

@@ -57,70 +57,127 @@ std::string multicast_group(const std::string& address, std::uint16_t port) {
   return fmt::format("239.255.{}.{}", (port >> 8) & 0xff, port & 0xff);
 }
 
-void add_cases(CaseBuilder& b, const std::string& tool, std::vector<SmokeCase>& cases) {
-  const auto& o = b.options;
-  const auto& a = o.address;
-  const auto& here = o.local_address.empty() ? o.address : o.local_address;
-  const std::string count = o.quick ? "3" : "10";
-  if (tool == "diag-bind") {
-    auto c = b.make("diag-bind", tool);
-    c.client = {"diag-bind", b.common(here.empty() ? std::vector<std::string>{} : std::vector<std::string>{here})};
-    cases.push_back(std::move(c));
-  } else if (tool == "rping") {
-    auto c = b.make("rping", tool);
+// The words every case builder needs: the address to serve and reach, this host's, the
+// message count and ucmatose's connections.
+struct Words {
+  std::string address;
+  std::string here;
+  std::string count;
+  std::string connections;
+};
+
+Words words_of(const PlanOptions& o) {
+  return {.address = o.address,
+          .here = o.local_address.empty() ? o.address : o.local_address,
+          .count = o.quick ? "3" : "10",
+          .connections = o.quick ? "2" : "8"};
+}
+
+// A case whose one server listens on a port of its own; `server` and `client` get that port.
+using ArgsForPort = std::vector<std::string> (*)(const Words& w, const std::string& port);
+
+SmokeCase listening_case(CaseBuilder& b, const std::string& name, const std::string& server_tool, ArgsForPort server,
+                         const std::string& client_tool, ArgsForPort client) {
+  auto c = b.make(name, name);
+  c.port = b.take_port();
+  const auto w = words_of(b.options);
+  const auto port = std::to_string(c.port);
+  c.servers = {{server_tool, b.serving(server(w, port))}};
+  c.client = {client_tool, b.common(client(w, port))};
+  return c;
+}
+
+void add_diag_bind(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  auto c = b.make("diag-bind", "diag-bind");
+  const auto here = words_of(b.options).here;
+  c.client = {"diag-bind", b.common(here.empty() ? std::vector<std::string>{} : std::vector<std::string>{here})};
+  cases.push_back(std::move(c));
+}
+
+void add_rping(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  cases.push_back(listening_case(
+      b, "rping", "rping",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-s", "-a", w.address, "-p", p};
+      },
+      "rping",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-c", "-a", w.address, "-p", p, "-C", w.count, "-V"};
+      }));
+}
+
+void add_rdma_server(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  cases.push_back(listening_case(
+      b, "rdma_server", "rdma_server",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-s", w.address, "-p", p};
+      },
+      "rdma_client",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-s", w.address, "-p", p, "-C", w.count};
+      }));
+}
+
+void add_udaddy(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  cases.push_back(listening_case(
+      b, "udaddy", "udaddy",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-b", w.address, "--port", p, "-C", w.count};
+      },
+      "udaddy",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-s", w.address, "--port", p, "-C", w.count};
+      }));
+}
+
+void add_ucmatose(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  cases.push_back(listening_case(
+      b, "ucmatose", "ucmatose",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-b", w.address, "-p", p, "-c", w.connections, "-C", w.count};
+      },
+      "ucmatose",
+      [](const Words& w, const std::string& p) {
+        return std::vector<std::string>{"-s", w.address, "-p", p, "-c", w.connections, "-C", w.count};
+      }));
+}
+
+void add_mckey(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  auto c = b.make("mckey", "mckey");
+  const auto w = words_of(b.options);
+  const auto group = multicast_group(w.address, b.options.first_port);
+  // The receiver says it joined at info level; the sender waits for nobody (--settle 0).
+  c.servers = {{"mckey", b.common({"-m", group, "-b", w.address, "-C", w.count, "--log-level", "info"})}};
+  c.ready_line = "joined";
+  c.client = {"mckey", b.common({"-m", group, "-b", w.here, "-s", "-C", w.count, "--settle", "0"})};
+  cases.push_back(std::move(c));
+}
+
+void add_send_bw(CaseBuilder& b, std::vector<SmokeCase>& cases) {
+  const auto w = words_of(b.options);
+  const std::string iterations = b.options.quick ? "200" : "1000";
+  for (const bool latency : {false, true}) {
+    if (latency && b.options.quick) continue;
+    auto c = b.make(latency ? "send_bw.latency" : "send_bw.bandwidth", "send_bw");
     c.port = b.take_port();
     const auto port = std::to_string(c.port);
-    c.servers = {{"rping", b.serving({"-s", "-a", a, "-p", port})}};
-    c.client = {"rping", b.common({"-c", "-a", a, "-p", port, "-C", count, "-V"})};
+    c.servers = {{"send_bw", b.serving({"--bind", w.address, "-p", port})}};
+    std::vector<std::string> args{w.address, "-p", port, "-n", iterations};
+    args.insert(args.end(), latency ? std::initializer_list<std::string>{"--lat", "-s", "64"}
+                                    : std::initializer_list<std::string>{"-s", "65536"});
+    c.client = {"send_bw", b.common(args)};
     cases.push_back(std::move(c));
-  } else if (tool == "rdma_server") {
-    auto c = b.make("rdma_server", tool);
-    c.port = b.take_port();
-    const auto port = std::to_string(c.port);
-    c.servers = {{"rdma_server", b.serving({"-s", a, "-p", port})}};
-    c.client = {"rdma_client", b.common({"-s", a, "-p", port, "-C", count})};
-    cases.push_back(std::move(c));
-  } else if (tool == "udaddy") {
-    auto c = b.make("udaddy", tool);
-    c.port = b.take_port();
-    const auto port = std::to_string(c.port);
-    c.servers = {{"udaddy", b.serving({"-b", a, "--port", port, "-C", count})}};
-    c.client = {"udaddy", b.common({"-s", a, "--port", port, "-C", count})};
-    cases.push_back(std::move(c));
-  } else if (tool == "ucmatose") {
-    auto c = b.make("ucmatose", tool);
-    c.port = b.take_port();
-    const auto port = std::to_string(c.port);
-    const std::string connections = o.quick ? "2" : "8";
-    c.servers = {{"ucmatose", b.serving({"-b", a, "-p", port, "-c", connections, "-C", count})}};
-    c.client = {"ucmatose", b.common({"-s", a, "-p", port, "-c", connections, "-C", count})};
-    cases.push_back(std::move(c));
-  } else if (tool == "mckey") {
-    auto c = b.make("mckey", tool);
-    const auto group = multicast_group(a, b.options.first_port);
-    // The receiver says it joined at info level; the sender waits for nobody (--settle 0).
-    c.servers = {{"mckey", b.common({"-m", group, "-b", a, "-C", count, "--log-level", "info"})}};
-    c.ready_line = "joined";
-    c.client = {"mckey", b.common({"-m", group, "-b", here, "-s", "-C", count, "--settle", "0"})};
-    cases.push_back(std::move(c));
-  } else if (tool == "send_bw") {
-    const std::string iterations = o.quick ? "200" : "1000";
-    for (const bool latency : {false, true}) {
-      if (latency && o.quick) continue;
-      auto c = b.make(latency ? "send_bw.latency" : "send_bw.bandwidth", tool);
-      c.port = b.take_port();
-      const auto port = std::to_string(c.port);
-      c.servers = {{"send_bw", b.serving({"--bind", a, "-p", port})}};
-      std::vector<std::string> args{a, "-p", port, "-n", iterations};
-      if (latency) {
-        args.insert(args.end(), {"--lat", "-s", "64"});
-      } else {
-        args.insert(args.end(), {"-s", "65536"});
-      }
-      c.client = {"send_bw", b.common(args)};
-      cases.push_back(std::move(c));
-    }
   }
+}
+
+using CaseAdder = void (*)(CaseBuilder& b, std::vector<SmokeCase>& cases);
+
+// smoke_tools() in its order, each with the cases it adds.
+const std::vector<std::pair<std::string, CaseAdder>>& adders() {
+  static const std::vector<std::pair<std::string, CaseAdder>> table{
+      {"diag-bind", add_diag_bind}, {"rping", add_rping}, {"rdma_server", add_rdma_server}, {"udaddy", add_udaddy},
+      {"ucmatose", add_ucmatose},   {"mckey", add_mckey}, {"send_bw", add_send_bw}};
+  return table;
 }
 
 }  // namespace
@@ -138,10 +195,10 @@ std::vector<SmokeCase> plan_cases(const PlanOptions& options) {
   static const std::vector<std::string> quick_tools{"diag-bind", "rping", "udaddy", "send_bw"};
   CaseBuilder builder{options, options.first_port};
   std::vector<SmokeCase> cases;
-  for (const auto& tool : smoke_tools()) {
+  for (const auto& [tool, add] : adders()) {
     if (!selected(options, tool)) continue;
     if (options.quick && options.tools.empty() && std::ranges::find(quick_tools, tool) == quick_tools.end()) continue;
-    add_cases(builder, tool, cases);
+    add(builder, cases);
   }
   if (cases.empty()) throw UsageError("--tools and --skip leave no case to run");
   // diag-bind alone checks the host without an address; every other case needs one.

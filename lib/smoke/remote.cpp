@@ -273,10 +273,7 @@ std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnviro
       channel.send({{"ready", running->ready()}, {"reason", running->start_failure()}});
       say(fmt::format("{}: {}", name, running->ready() ? "serving" : "not ready: " + running->start_failure()));
     } else if (message.contains("finish") && running) {
-      CaseResult result;
-      result.name = current->name;
-      result.tool = current->tool;
-      result.address = current->address;
+      auto result = result_of(*current);
       result.runs = running->finish(typed<bool>(message, "client_passed"), case_deadline(*current, started));
       running.reset();
       nlohmann::json runs = nlohmann::json::array();
@@ -294,8 +291,7 @@ std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnviro
   return served;
 }
 
-RemoteServers::RemoteServers(ControlChannel channel, const PlanOptions& plan)
-    : channel_(std::move(channel)), case_seconds_(plan.case_seconds) {
+RemoteServers::RemoteServers(ControlChannel channel, const PlanOptions& plan) : channel_(std::move(channel)) {
   channel_.send({{"plan", plan_request(plan)}});
   const auto answer = channel_.receive(Clock::now() + std::chrono::seconds(30));
   if (answer.contains("error"))
@@ -312,10 +308,7 @@ RemoteServers::RemoteServers(ControlChannel channel, const PlanOptions& plan)
 }
 
 CaseResult RemoteServers::run_case(const SmokeCase& c, const RunEnvironment& environment) {
-  CaseResult result;
-  result.name = c.name;
-  result.tool = c.tool;
-  result.address = c.address;
+  auto result = result_of(c);
   const auto started = Clock::now();
   const auto deadline = case_deadline(c, started);
   const auto reply_by = deadline + std::chrono::seconds(10);

@@ -78,7 +78,6 @@ class RemoteServers {
 
  private:
   ControlChannel channel_;
-  double case_seconds_;
 };
 
 }  // namespace rdmakit::smoke

@@ -225,15 +225,20 @@ ToolRun run_client(const SmokeCase& c, const RunEnvironment& environment, Clock:
   return finished("client", argv, client.finish(deadline, environment.stop_fd));
 }
 
+CaseResult result_of(const SmokeCase& c) {
+  CaseResult result;
+  result.name = c.name;
+  result.tool = c.tool;
+  result.address = c.address;
+  return result;
+}
+
 Clock::time_point case_deadline(const SmokeCase& c, Clock::time_point started) {
   return started + std::chrono::milliseconds(static_cast<long long>(c.seconds * 1000));
 }
 
 CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
-  CaseResult result;
-  result.name = c.name;
-  result.tool = c.tool;
-  result.address = c.address;
+  auto result = result_of(c);
   const auto started = Clock::now();
   const auto deadline = case_deadline(c, started);
   CaseServers servers(c, environment, deadline);

@@ -70,6 +70,8 @@ class CaseServers {
   std::vector<std::pair<std::vector<std::string>, std::unique_ptr<ChildProcess>>> servers_;
 };
 
+// The case's result as it starts: its name, tool and address, no runs yet.
+CaseResult result_of(const SmokeCase& smoke_case);
 Clock::time_point case_deadline(const SmokeCase& smoke_case, Clock::time_point started);
 ToolRun run_client(const SmokeCase& smoke_case, const RunEnvironment& environment, Clock::time_point deadline);
 // The case's outcome from its runs (the client's and the servers'), as run_case does.

@@ -95,6 +95,46 @@ std::string render_table(const SmokeRun& run) {
   return out.str();
 }
 
+namespace {
+
+void add_testcase(pugi::xml_node suite, const CaseResult& c) {
+  auto test = suite.append_child("testcase");
+  test.append_attribute("name") = c.name.c_str();
+  test.append_attribute("classname") = ("rdma_smoke." + c.tool).c_str();
+  test.append_attribute("time") = fmt::format("{:.3f}", c.seconds).c_str();
+  if (c.outcome == CaseOutcome::skipped) {
+    test.append_child("skipped").append_attribute("message") = xml_safe(c.reason).c_str();
+  } else if (c.outcome == CaseOutcome::failed) {
+    auto failure = test.append_child("failure");
+    failure.append_attribute("message") = xml_safe(c.reason).c_str();
+    failure.append_attribute("type") = c.interrupted ? "interrupted" : "failed";
+    failure.text().set(xml_safe(c.reason + (c.hint.empty() ? "" : "\nhint: " + c.hint)).c_str());
+  }
+  std::string out;
+  std::string err;
+  for (const auto& r : c.runs) {
+    out += fmt::format("# {}: {}\n{}\n", r.role, shell_words(r.command),
+                       r.report.is_null() ? r.outcome.out : r.report.dump(2));
+    if (!r.outcome.err.empty()) err += fmt::format("# {}: {}\n{}", r.role, shell_words(r.command), tail(r.outcome.err));
+  }
+  test.append_child("system-out").text().set(xml_safe(out).c_str());
+  if (!err.empty()) test.append_child("system-err").text().set(xml_safe(err).c_str());
+}
+
+void set_counts(pugi::xml_node node, const std::vector<const CaseResult*>& cases, double seconds) {
+  auto counted = [&cases](CaseOutcome outcome) {
+    return static_cast<unsigned long long>(
+        std::ranges::count_if(cases, [outcome](const CaseResult* c) { return c->outcome == outcome; }));
+  };
+  node.append_attribute("tests") = static_cast<unsigned long long>(cases.size());
+  node.append_attribute("failures") = counted(CaseOutcome::failed);
+  node.append_attribute("errors") = 0;
+  node.append_attribute("skipped") = counted(CaseOutcome::skipped);
+  node.append_attribute("time") = fmt::format("{:.3f}", seconds).c_str();
+}
+
+}  // namespace
+
 std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
   pugi::xml_document document;
   auto declaration = document.append_child(pugi::node_declaration);
@@ -102,59 +142,27 @@ std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
   declaration.append_attribute("encoding") = "UTF-8";
   auto suites = document.append_child("testsuites");
   suites.append_attribute("name") = "rdma_smoke";
-  suites.append_attribute("tests") = static_cast<unsigned long long>(run.cases.size());
-  suites.append_attribute("failures") = static_cast<unsigned long long>(run.count(CaseOutcome::failed));
-  suites.append_attribute("errors") = 0;
-  suites.append_attribute("skipped") = static_cast<unsigned long long>(run.count(CaseOutcome::skipped));
-  suites.append_attribute("time") = fmt::format("{:.3f}", run.seconds).c_str();
+  std::vector<const CaseResult*> all;
+  for (const auto& c : run.cases) all.push_back(&c);
+  set_counts(suites, all, run.seconds);
   // The suites as the cases ran: one per address (a run without a device has one case).
   std::vector<std::string> addresses;
   for (const auto& c : run.cases) {
     if (std::ranges::find(addresses, c.address) == addresses.end()) addresses.push_back(c.address);
   }
   for (const auto& address : addresses) {
-    auto suite = suites.append_child("testsuite");
     std::vector<const CaseResult*> mine;
-    for (const auto& c : run.cases) {
-      if (c.address == address) mine.push_back(&c);
-    }
-    auto counted = [&mine](CaseOutcome outcome) {
-      return static_cast<unsigned long long>(
-          std::ranges::count_if(mine, [outcome](const CaseResult* c) { return c->outcome == outcome; }));
-    };
     double seconds = 0;
-    for (const auto* c : mine) seconds += c->seconds;
-    suite.append_attribute("name") = (address.empty() ? std::string("rdma_smoke") : "rdma_smoke " + address).c_str();
-    suite.append_attribute("tests") = static_cast<unsigned long long>(mine.size());
-    suite.append_attribute("failures") = counted(CaseOutcome::failed);
-    suite.append_attribute("errors") = 0;
-    suite.append_attribute("skipped") = counted(CaseOutcome::skipped);
-    suite.append_attribute("time") = fmt::format("{:.3f}", seconds).c_str();
-    suite.append_attribute("hostname") = host_name.c_str();
-    for (const auto* c : mine) {
-      auto test = suite.append_child("testcase");
-      test.append_attribute("name") = c->name.c_str();
-      test.append_attribute("classname") = ("rdma_smoke." + c->tool).c_str();
-      test.append_attribute("time") = fmt::format("{:.3f}", c->seconds).c_str();
-      if (c->outcome == CaseOutcome::skipped) {
-        test.append_child("skipped").append_attribute("message") = xml_safe(c->reason).c_str();
-      } else if (c->outcome == CaseOutcome::failed) {
-        auto failure = test.append_child("failure");
-        failure.append_attribute("message") = xml_safe(c->reason).c_str();
-        failure.append_attribute("type") = c->interrupted ? "interrupted" : "failed";
-        failure.text().set(xml_safe(c->reason + (c->hint.empty() ? "" : "\nhint: " + c->hint)).c_str());
-      }
-      std::string out;
-      std::string err;
-      for (const auto& r : c->runs) {
-        out += fmt::format("# {}: {}\n{}\n", r.role, shell_words(r.command),
-                           r.report.is_null() ? r.outcome.out : r.report.dump(2));
-        if (!r.outcome.err.empty())
-          err += fmt::format("# {}: {}\n{}", r.role, shell_words(r.command), tail(r.outcome.err));
-      }
-      test.append_child("system-out").text().set(xml_safe(out).c_str());
-      if (!err.empty()) test.append_child("system-err").text().set(xml_safe(err).c_str());
+    for (const auto* c : all) {
+      if (c->address != address) continue;
+      mine.push_back(c);
+      seconds += c->seconds;
     }
+    auto suite = suites.append_child("testsuite");
+    suite.append_attribute("name") = (address.empty() ? std::string("rdma_smoke") : "rdma_smoke " + address).c_str();
+    set_counts(suite, mine, seconds);
+    suite.append_attribute("hostname") = host_name.c_str();
+    for (const auto* c : mine) add_testcase(suite, *c);
     // The schema puts a suite's own output after its cases.
     if (run.no_device) suite.append_child("system-out").text().set(xml_safe(run.no_device->dump(2)).c_str());
   }

@@ -83,3 +83,24 @@ case_smoke_broken() {
   rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
   wait_port_active
 }
+
+# Two guests: rdma_smoke --serve on the peer, --peer here; every case across the wire, and
+# both sides' reports and XML.
+case_pair_smoke() {
+  require_peer
+  next_port
+  local control=$PORT
+  next_port
+  remote_start serving "$OURS_SMOKE" --serve "$PEER_ADDR" -p "$PORT" --control-port "$control" --accept-timeout 60 \
+    --json
+  smoke across 400 --peer "$PEER_ADDR" -p "$PORT" --control-port "$control"
+  remote_finish serving 60
+  expect_rc 0 "rdma_smoke --serve on the peer"
+  expect_jq '.smoke.failed == 0 and .smoke.passed == (.smoke.cases | length) and (.smoke.cases | length) == 8' across.out
+  expect_jq '[.smoke.cases[] | select(.runs | map(.role) | index("server"))] | length == 7' across.out
+  expect_jq '.role == "server" and .smoke.failed == 0 and (.smoke.cases | length) == 8' serving.out
+  expect_schema rdma_smoke serving.out
+  note "$(jq -r '.smoke.cases[] | "\(.name): \(.outcome) in \(.seconds * 10 | round / 10) s, \(.reason)"' "$T/across.out")"
+  # The peer's table, and the first lines of this side's XML, for the record.
+  note "$(head -n 4 "$T/across.xml")"
+}

@@ -1,5 +1,6 @@
-# rdmakit_install_man_page(SOURCE NAME SECTION): installs the man page SOURCE as
-# man<SECTION>/NAME.<SECTION>.gz, compressed at build time, as Debian policy wants man pages.
+# rdmakit_install_man_page(SOURCE NAME SECTION [COMPONENT]): installs the man page SOURCE as
+# man<SECTION>/NAME.<SECTION>.gz (in COMPONENT, default the tools'), compressed at build
+# time, as Debian policy wants man pages.
 # gzip -9n stores no file name and no time stamp, so every build makes the same bytes.
 
 find_program(RDMAKIT_GZIP gzip REQUIRED)
@@ -13,5 +14,9 @@ function(rdmakit_install_man_page source name section)
     COMMENT "Compressing man page ${name}.${section}"
     VERBATIM)
   add_custom_target(man.${name}.${section} ALL DEPENDS ${compressed})
-  install(FILES ${compressed} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+  set(component tools)
+  if(ARGC GREATER 3)
+    set(component ${ARGV3})
+  endif()
+  install(FILES ${compressed} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
 endfunction()

@@ -32,7 +32,19 @@ if(RDMAKIT_SCHEMAS)
   install(FILES ${RDMAKIT_SCHEMAS} DESTINATION ${CMAKE_INSTALL_DOCDIR}/schema)
 endif()
 
+# rdmakit-rxe-vm: scripts/rxe-vm.sh as a program, for runners whose kernel has no RDMA. A
+# package of its own, so that the tools' package does not pull in qemu and a kernel image.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/rxe-vm.sh DESTINATION ${CMAKE_INSTALL_BINDIR} RENAME rdmakit-rxe-vm
+        COMPONENT rxe_vm)
+rdmakit_install_man_page(${PROJECT_SOURCE_DIR}/man/rdmakit-rxe-vm.1 rdmakit-rxe-vm 1 rxe_vm)
+install(FILES ${PROJECT_BINARY_DIR}/copyright DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/rdmakit-rxe-vm
+        COMPONENT rxe_vm)
+
 set(CPACK_GENERATOR DEB)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL tools rxe_vm)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rdmakit)
+set(CPACK_DEBIAN_RXE_VM_PACKAGE_NAME rdmakit-rxe-vm)
 set(CPACK_PACKAGE_NAME rdmakit)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "rdmakit developers")
@@ -49,6 +61,18 @@ if(RDMAKIT_PROGRAM_PREFIX)
   string(APPEND CPACK_PACKAGE_DESCRIPTION
     "\nPrograms are installed as ${RDMAKIT_PROGRAM_PREFIX}<tool>, so the package can sit beside rdmacm-utils.")
 endif()
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "${CPACK_PACKAGE_DESCRIPTION_SUMMARY}\n${CPACK_PACKAGE_DESCRIPTION}")
+string(CONCAT CPACK_DEBIAN_RXE_VM_DESCRIPTION
+  "soft-RoCE (rxe) test VM for hosts whose kernel has no RDMA\n"
+  "rdmakit-rxe-vm boots the installed Debian kernel under qemu (TCG, no KVM needed) with the\n"
+  "host's root shared read-only and the current folder writable, creates an rxe device\n"
+  "and runs one command there, such as rdmakit-rdma_smoke --junit report.xml, returning its\n"
+  "exit status. For CI runners in containers or microVMs.")
+set(CPACK_DEBIAN_RXE_VM_PACKAGE_DEPENDS
+    "qemu-system-x86, linux-image-amd64, busybox-static, kmod, cpio, iproute2, rdma-core, file")
+set(CPACK_DEBIAN_RXE_VM_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_DEBIAN_RXE_VM_PACKAGE_RECOMMENDS rdmakit)
+set(CPACK_DEBIAN_RXE_VM_PACKAGE_SUGGESTS "")
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # rdmakit_<version>_<arch>.deb

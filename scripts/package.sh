@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# package.sh [BUILD_DIR]: builds the rdmakit Debian package in BUILD_DIR (default build-pkg)
-# and checks it. Programs, man pages and completions are named rdmakit-<tool>, so the
+# package.sh [BUILD_DIR]: builds the rdmakit Debian packages in BUILD_DIR (default build-pkg)
+# and checks them: rdmakit (the tools) and rdmakit-rxe-vm (scripts/rxe-vm.sh as
+# rdmakit-rxe-vm, depending on qemu and the kernel image, so that the tools' package does not). Programs, man pages and completions are named rdmakit-<tool>, so the
 # package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
 #
 # Checks: Depends (from dpkg-shlibdeps) names libibverbs1 and librdmacm1, Recommends
@@ -13,7 +14,7 @@
 # options including --json, --log-level to its levels, diag-bind --ps and diag-connect --ps
 # to their port spaces and send_bw --json-file to file names.
 #
-# Build output goes to stderr; stdout is the .deb's path alone. The first failed check
+# Build output goes to stderr; stdout is the two .debs' paths, the tools' first. The first failed check
 # ends the run with one line on stderr and exit 1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +37,7 @@ dir=$(cd "$dir" && pwd)
     "${tests[@]}" -DRDMAKIT_WERROR=ON > "$dir/package-configure.log" 2>&1 ||
     { cat "$dir/package-configure.log"; fail "configure failed (log above)"; }
   cmake --build "$dir" -j "$(nproc)" || fail "build failed (output above)"
-  rm -f "$dir"/rdmakit_*.deb
+  rm -f "$dir"/rdmakit_*.deb "$dir"/rdmakit-rxe-vm_*.deb
   (cd "$dir" && cpack -G DEB) > "$dir/package-cpack.log" 2>&1 ||
     { cat "$dir/package-cpack.log"; fail "cpack failed (log above)"; }
 } >&2
@@ -179,9 +180,32 @@ touch "$tmp/report-target.json"
 expect_completion "$completions/${prefix}send_bw" "${prefix}send_bw" "$tmp/report-target.json" \
   --json-file "$tmp/report-t"
 
+# rdmakit-rxe-vm: the VM runner alone, with its man page and copyright; its Depends bring
+# qemu and the kernel; its --help says how to use it.
+vm_debs=("$dir"/rdmakit-rxe-vm_*.deb)
+[[ ${#vm_debs[@]} -eq 1 && -f ${vm_debs[0]} ]] || fail "cpack made ${#vm_debs[@]} rdmakit-rxe-vm_*.deb, expected one"
+vm_deb=${vm_debs[0]}
+[[ $(dpkg-deb -f "$vm_deb" Package) == rdmakit-rxe-vm ]] || fail "the VM package is named '$(dpkg-deb -f "$vm_deb" Package)'"
+vm_depends=$(dpkg-deb -f "$vm_deb" Depends)
+for need in qemu-system-x86 linux-image-amd64 busybox-static kmod cpio rdma-core; do
+  names "$vm_depends" "$need" || fail "rdmakit-rxe-vm's Depends lacks $need: '$vm_depends'"
+done
+mapfile -t vm_contents < <(dpkg-deb -c "$vm_deb" | awk '{print $6}' | sed 's|^\./||' | grep -v '/$')
+vm_expected=(usr/bin/rdmakit-rxe-vm usr/share/man/man1/rdmakit-rxe-vm.1.gz usr/share/doc/rdmakit-rxe-vm/copyright)
+[[ $(printf '%s\n' "${vm_contents[@]}" | sort) == $(printf '%s\n' "${vm_expected[@]}" | sort) ]] ||
+  fail "rdmakit-rxe-vm holds $(printf '/%s ' "${vm_contents[@]}")instead of $(printf '/%s ' "${vm_expected[@]}")"
+vm_tmp=$tmp/rxe-vm
+dpkg-deb -x "$vm_deb" "$vm_tmp"
+vm_help=$("$vm_tmp/usr/bin/rdmakit-rxe-vm" --help 2>&1) || fail "rdmakit-rxe-vm --help exited $?"
+[[ $vm_help == *"-- COMMAND [ARG...]"* ]] || fail "rdmakit-rxe-vm --help does not show the -- COMMAND form"
+gzip -dc "$vm_tmp/usr/share/man/man1/rdmakit-rxe-vm.1.gz" | cmp -s - "$root/man/rdmakit-rxe-vm.1" ||
+  fail "rdmakit-rxe-vm's man page does not unpack to man/rdmakit-rxe-vm.1"
+
 size=$(stat -c %s "$deb")
 files=$(printf '%s\n' "${contents[@]}" | grep -vc '/$' || true)
 echo "package: ok: ${#tools[@]} programs, gzipped man pages, completions, ${#schemas[@]} schemas, copyright;" \
   "$files files," \
   "$((size / 1024)) KiB; Depends: $depends" >&2
+echo "package: ok: rdmakit-rxe-vm: the program, its man page, copyright; Depends: $vm_depends" >&2
 echo "$deb"
+echo "$vm_deb"

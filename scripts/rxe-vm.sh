@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # rxe-vm.sh [options] DIR COMMAND...
+# rxe-vm.sh [options] -- COMMAND [ARG...]
+# (installed by the rdmakit-rxe-vm package as rdmakit-rxe-vm)
 #
 # Runs COMMAND inside a throwaway qemu guest that has a real soft-RoCE (rxe) device, for
 # hosts whose kernel has no RDMA support. The guest boots this host's Debian kernel under
 # TCG, sees the host root read-only and DIR read-write at the same path, loads rdma_rxe
 # and rdma_ucm, creates rxe0 on a dummy netdev and runs COMMAND from DIR with the memlock
-# limit raised. COMMAND's output is printed and its exit status returned.
+# limit raised. COMMAND's output is printed and its exit status returned. In the first
+# form COMMAND is one shell command line; in the second, after --, it is a program and its
+# arguments, each passed as is, and DIR is the current directory:
+#   rdmakit-rxe-vm -- rdmakit-rdma_smoke --junit rdma-smoke.xml
 #
 # The guest mounts fresh tmpfs over /tmp, /run, /var/tmp and /root: anything COMMAND needs
 # from the host must live under DIR (put the build folder there).
@@ -68,16 +73,23 @@ while [[ $# -gt 0 ]]; do
     --pair) pair=true; shift ;;
     --name) state_prefix=.rxevm-$2; shift 2 ;;
     -h|--help) usage 0 ;;
-    --) shift; break ;;
+    --) shift; words=true; break ;;
     -*) echo "rxe-vm: unknown option $1" >&2; usage 2 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 2 ]] || usage 2
-[[ -d $1 ]] || die "no such directory: $1"
-dir=$(cd "$1" && pwd)
-shift
-command_line="$*"
+if ${words:-false}; then
+  # -- PROGRAM [ARG...]: run from the current directory, each word quoted for the guest's shell.
+  [[ $# -ge 1 ]] || usage 2
+  dir=$PWD
+  command_line=$(printf '%q ' "$@")
+else
+  [[ $# -ge 2 ]] || usage 2
+  [[ -d $1 ]] || die "no such directory: $1"
+  dir=$(cd "$1" && pwd)
+  shift
+  command_line="$*"
+fi
 
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
 [[ -x /bin/busybox ]] && file -L /bin/busybox 2>/dev/null | grep -q static || [[ -x /bin/busybox ]] ||

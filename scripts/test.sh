@@ -10,7 +10,9 @@
 #   integration    both builds in one soft-RoCE guest (scripts/rxe-vm.sh), several cases at
 #                  a time where they share nothing (tests/README.md says which run alone)
 #   pair           the two-host cases on two guests joined by a wire (plain build)
-#   package        the tested build as a .deb, checked (scripts/package.sh)
+#   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
+#                  (scripts/package.sh), then installed: from a fresh folder the installed
+#                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick; removed after
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
 # tool, about 6 minutes on 2 cores from a fresh clone (22 for the full suite). CI runs the
@@ -146,5 +148,24 @@ in_guest "two guests on a wire: pair cases (build)" "$root/build/vm-pair.log" \
   scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" \
   "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'" || true
 
-stage "Debian package from the tested build, checked" scripts/package.sh "$root/build" || true
+stage "Debian packages from the tested build, checked" scripts/package.sh "$root/build" || true
+
+# installed_smoke: the two packages installed, and from a fresh folder outside the build
+# the installed VM runner runs the installed smoke test; both removed again after.
+installed_smoke() {
+  local debs folder rc=0
+  mapfile -t debs < <(ls "$root"/build/rdmakit_*.deb "$root"/build/rdmakit-rxe-vm_*.deb)
+  [[ ${#debs[@]} -eq 2 ]] || { echo "installed smoke: expected the two .debs in build/"; return 1; }
+  local as_root=()
+  [[ $(id -u) -eq 0 ]] || as_root=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${debs[@]}" > \
+    "$root/build/installed-smoke-apt.log" 2>&1 || { cat "$root/build/installed-smoke-apt.log"; return 1; }
+  folder="$root/build/installed-smoke"
+  rm -rf "$folder" && mkdir -p "$folder"
+  (cd "$folder" && rdmakit-rxe-vm --timeout 600 -- rdmakit-rdma_smoke --quick --junit rdma-smoke.xml) || rc=$?
+  [[ $rc -ne 0 ]] || xmllint --noout --schema "$root/tests/schema/junit.xsd" "$folder/rdma-smoke.xml" || rc=1
+  "${as_root[@]}" dpkg -r rdmakit-rxe-vm rdmakit > /dev/null || rc=1
+  return "$rc"
+}
+stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true
 exit $status

@@ -257,8 +257,11 @@ int main(int argc, char** argv) {
         } else {
           run_here(options, addresses, timeout_s, environment, run);
         }
+        // diag-bind alone, where there is nothing to test, checks the host with no address.
         for (const auto& c : run.cases) {
-          if (std::ranges::find(run.addresses, c.address) == run.addresses.end()) run.addresses.push_back(c.address);
+          if (!c.address.empty() && std::ranges::find(run.addresses, c.address) == run.addresses.end()) {
+            run.addresses.push_back(c.address);
+          }
         }
         run.seconds = rdmakit::elapsed_ms(started) / 1000.0;
         finish_report(std::move(run), options, report);

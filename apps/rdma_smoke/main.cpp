@@ -175,7 +175,19 @@ void run_against_peer(const Options& o, const std::string& local, double timeout
       plan.address, o.control_port, rdmakit::Clock::now() + std::chrono::seconds(30), environment.stop_fd);
   rdmakit::smoke::RemoteServers servers(std::move(channel), plan);
   for (const auto& smoke_case : rdmakit::smoke::plan_cases(plan)) {
-    run.cases.push_back(servers.run_case(smoke_case, environment));
+    try {
+      run.cases.push_back(servers.run_case(smoke_case, environment));
+    } catch (const std::exception& lost) {
+      // The serving side went away or broke the protocol: this case fails with why, and the
+      // report keeps the cases before it.
+      auto result = rdmakit::smoke::result_of(smoke_case);
+      result.reason = std::string("the serving side: ") + lost.what();
+      result.interrupted = dynamic_cast<const rdmakit::RunStopped*>(&lost) != nullptr &&
+                           dynamic_cast<const rdmakit::RunStopped&>(lost).reason() == rdmakit::StopReason::interrupted;
+      run.cases.push_back(std::move(result));
+      progress(run.cases.back());
+      return;
+    }
     progress(run.cases.back());
     if (run.cases.back().interrupted) return;
   }
@@ -232,6 +244,7 @@ int main(int argc, char** argv) {
             .listening = listening_on,
             .stop_fd = stop.fd()};
         rdmakit::smoke::SmokeRun run;
+        std::string peer_lost;
         const auto inventory = rdmakit::diag::collect_inventory(rdmakit::diag::ProbeOptions{});
         std::vector<std::string> addresses = options.addresses;
         if (addresses.empty() && !inventory.kernel_devices.empty()) {
@@ -242,12 +255,14 @@ int main(int argc, char** argv) {
           run_here(options, {}, timeout_s, environment, run);
         } else if (options.serve) {
           report.role = "server";
-          run.cases = rdmakit::smoke::serve_smoke(
+          auto served = rdmakit::smoke::serve_smoke(
               {.address = numeric(addresses.front()),
                .bind = {},
                .control_port = options.control_port,
                .accept_seconds = options.accept_seconds},
               environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; });
+          run.cases = std::move(served.cases);
+          peer_lost = served.lost;
         } else if (!options.peer.empty()) {
           report.role = "client";
           report.peer_address = options.peer;
@@ -265,5 +280,9 @@ int main(int argc, char** argv) {
         }
         run.seconds = rdmakit::elapsed_ms(started) / 1000.0;
         finish_report(std::move(run), options, report);
+        if (!peer_lost.empty()) {
+          report.fail(
+              {.message = "the peer was lost: " + peer_lost, .call = "", .errnum = 0, .hint = "", .completion = {}});
+        }
       });
 }

@@ -233,8 +233,8 @@ ToolRun tool_run_from_json(const nlohmann::json& item) {
   return run;
 }
 
-std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
-                                    const std::function<void(const std::string&)>& say) {
+ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
+                        const std::function<void(const std::string&)>& say) {
   auto channel = ControlChannel::accept_one(
       options.bind, options.control_port,
       Clock::now() + std::chrono::milliseconds(static_cast<long long>(options.accept_seconds * 1000)),
@@ -253,12 +253,22 @@ std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnviro
   channel.send({{"address", options.address}, {"cases", names}});
   const auto silence =
       std::chrono::milliseconds(static_cast<long long>((cases.front().seconds + silence_margin_s) * 1000));
-  std::vector<CaseResult> served;
+  ServeResult served;
   std::unique_ptr<CaseServers> running;
   const SmokeCase* current = nullptr;
   Clock::time_point started;
   for (;;) {
-    const auto message = channel.receive(Clock::now() + silence);
+    nlohmann::json message;
+    try {
+      message = channel.receive(Clock::now() + silence);
+    } catch (const ProtocolError& gone) {
+      served.lost = gone.what();
+      return served;
+    } catch (const RunStopped& stopped) {
+      if (stopped.reason() == StopReason::interrupted) throw;
+      served.lost = stopped.what();
+      return served;
+    }
     if (message.contains("done")) break;
     if (message.contains("start")) {
       const auto name = typed<std::string>(message, "start");
@@ -282,7 +292,7 @@ std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnviro
       judge(result, "");
       result.seconds = elapsed_ms(started) / 1000.0;
       say(fmt::format("{}: {}", result.name, to_string(result.outcome)));
-      served.push_back(std::move(result));
+      served.cases.push_back(std::move(result));
     } else {
       channel.send({{"error", "not a request this side knows now"}});
     }

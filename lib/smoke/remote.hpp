@@ -63,10 +63,15 @@ struct ServeOptions {
   double accept_seconds = 600;  // how long to wait for the peer
 };
 
-// Serves one peer's run; the cases it served, their server runs. Ends when the peer says
-// it is done, goes away, or goes silent for longer than a case may take.
-std::vector<CaseResult> serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
-                                    const std::function<void(const std::string&)>& say);
+struct ServeResult {
+  std::vector<CaseResult> cases;  // the cases served, with their server runs
+  std::string lost;               // why the peer was lost before it said it was done; "" when it did
+};
+
+// Serves one peer's run. Ends when the peer says it is done, goes away, or goes silent for
+// longer than a case may take (the cases served so far are kept).
+ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
+                        const std::function<void(const std::string&)>& say);
 
 // The peer's side of a run: runs each case's client here against servers there.
 class RemoteServers {

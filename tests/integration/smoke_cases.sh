@@ -35,6 +35,15 @@ case_smoke_all() {
   expect_rc 0 "rdma_smoke --quick"
   expect_grep "^4 passed, 0 failed, 0 skipped" quick.out
   expect_grep "^rping  *$RXE_ADDR  *passed" quick.out
+  # What the device cannot do is a skip with the tool's own sentence: rxe (RoCE v2) joins
+  # no IPv6 group.
+  next_port
+  next_port
+  smoke ipv6 120 "$RXE_ADDR6" -p "$PORT" --tools mckey
+  expect_rc 0 "rdma_smoke, mckey on an IPv6 address (a skip)"
+  expect_jq '.smoke.skipped == 1 and (.smoke.cases[0].reason | test("exit 77"))' ipv6.out
+  expect_grep '<skipped message="' ipv6.xml
+  note "mckey on IPv6: $(jq -r '.smoke.cases[0].reason' "$T/ipv6.out")"
 }
 
 # Another process holds the port rping's case listens on: that case fails with rping's own
@@ -103,4 +112,23 @@ case_pair_smoke() {
   note "$(jq -r '.smoke.cases[] | "\(.name): \(.outcome) in \(.seconds * 10 | round / 10) s, \(.reason)"' "$T/across.out")"
   # The peer's table, and the first lines of this side's XML, for the record.
   note "$(head -n 4 "$T/across.xml")"
+}
+
+# The serving side stopped in the middle of a run (both sides in this guest): the peer fails
+# the case it was on with why, keeps the cases before it, and exits 1; the serving side ends
+# its servers on SIGTERM.
+case_smoke_peer_lost() {
+  require_device
+  next_port
+  local control=$PORT
+  next_port
+  start serving "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$PORT" --control-port "$control" --accept-timeout 60 --json
+  wait_for_line serving.err "control port" 20
+  start stopper bash -c "sleep 4; kill -TERM $PID_serving"
+  smoke lost 120 --peer "$RXE_ADDR" -p "$PORT" --control-port "$control"
+  expect_rc 1 "rdma_smoke --peer with the serving side stopped"
+  expect_jq '(.smoke.cases | length) < 8 and (.smoke.cases[-1].reason | test("^the serving side: "))' lost.out
+  finish serving 20
+  [[ $RC -eq 143 ]] || fail "rdma_smoke --serve on SIGTERM: exit $RC, expected 143"
+  note "stopped after $(jq '.smoke.cases | length' "$T/lost.out") cases: $(jq -r '.smoke.cases[-1].reason' "$T/lost.out")"
 }

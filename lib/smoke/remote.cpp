@@ -233,6 +233,84 @@ ToolRun tool_run_from_json(const nlohmann::json& item) {
   return run;
 }
 
+namespace {
+
+// The serving side's cases, one request of the peer at a time.
+class ServingSession {
+ public:
+  ServingSession(std::vector<SmokeCase> cases, const RunEnvironment& environment, ControlChannel& channel,
+                 const std::function<void(const std::string&)>& say)
+      : cases_(std::move(cases)), environment_(environment), channel_(channel), say_(say) {}
+
+  // Answers one request; false once the peer said it is done.
+  bool answer(const nlohmann::json& message) {
+    if (message.contains("done")) return false;
+    if (message.contains("start")) {
+      start(typed<std::string>(message, "start"));
+    } else if (message.contains("finish") && running_) {
+      finish(typed<bool>(message, "client_passed"));
+    } else {
+      channel_.send({{"error", "not a request this side knows now"}});
+    }
+    return true;
+  }
+  std::vector<CaseResult>& served() { return served_; }
+
+ private:
+  void start(const std::string& name) {
+    const auto found = std::ranges::find_if(cases_, [&name](const SmokeCase& c) { return c.name == name; });
+    if (found == cases_.end() || running_) {
+      channel_.send({{"error", fmt::format("no case '{}' to start now", name)}});
+      return;
+    }
+    current_ = &*found;
+    started_ = Clock::now();
+    running_ = std::make_unique<CaseServers>(*current_, environment_, case_deadline(*current_, started_));
+    channel_.send({{"ready", running_->ready()}, {"reason", running_->start_failure()}});
+    say_(fmt::format("{}: {}", name, running_->ready() ? "serving" : "not ready: " + running_->start_failure()));
+  }
+
+  void finish(bool client_passed) {
+    auto result = result_of(*current_);
+    result.runs = running_->finish(client_passed, case_deadline(*current_, started_));
+    running_.reset();
+    nlohmann::json runs = nlohmann::json::array();
+    for (const auto& run : result.runs) runs.push_back(to_json(run));
+    channel_.send({{"runs", runs}});
+    judge(result, "");
+    result.seconds = elapsed_ms(started_) / 1000.0;
+    say_(fmt::format("{}: {}", result.name, to_string(result.outcome)));
+    served_.push_back(std::move(result));
+  }
+
+  std::vector<SmokeCase> cases_;
+  const RunEnvironment& environment_;
+  ControlChannel& channel_;
+  const std::function<void(const std::string&)>& say_;
+  std::unique_ptr<CaseServers> running_;
+  const SmokeCase* current_ = nullptr;
+  Clock::time_point started_;
+  std::vector<CaseResult> served_;
+};
+
+// The serving side's plan, made from the peer's first message; refused with its reason.
+std::vector<SmokeCase> agree_on_plan(ControlChannel& channel, const std::string& address) {
+  const auto hello = channel.receive(Clock::now() + std::chrono::seconds(30));
+  std::vector<SmokeCase> cases;
+  try {
+    cases = plan_cases(plan_from_request(member(hello, "plan"), address));
+  } catch (const std::exception& refused) {
+    channel.send({{"error", refused.what()}});
+    throw ProtocolError(std::string("the peer's plan: ") + refused.what());
+  }
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& c : cases) names.push_back(c.name);
+  channel.send({{"address", address}, {"cases", names}});
+  return cases;
+}
+
+}  // namespace
+
 ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
                         const std::function<void(const std::string&)>& say) {
   auto channel = ControlChannel::accept_one(
@@ -240,64 +318,22 @@ ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& envir
       Clock::now() + std::chrono::milliseconds(static_cast<long long>(options.accept_seconds * 1000)),
       environment.stop_fd, say);
   say("peer " + channel.peer());
-  const auto hello = channel.receive(Clock::now() + std::chrono::seconds(30));
-  std::vector<SmokeCase> cases;
-  try {
-    cases = plan_cases(plan_from_request(member(hello, "plan"), options.address));
-  } catch (const std::exception& refused) {
-    channel.send({{"error", refused.what()}});
-    throw ProtocolError(std::string("the peer's plan: ") + refused.what());
-  }
-  nlohmann::json names = nlohmann::json::array();
-  for (const auto& c : cases) names.push_back(c.name);
-  channel.send({{"address", options.address}, {"cases", names}});
+  auto cases = agree_on_plan(channel, options.address);
   const auto silence =
       std::chrono::milliseconds(static_cast<long long>((cases.front().seconds + silence_margin_s) * 1000));
+  ServingSession session(std::move(cases), environment, channel, say);
   ServeResult served;
-  std::unique_ptr<CaseServers> running;
-  const SmokeCase* current = nullptr;
-  Clock::time_point started;
-  for (;;) {
-    nlohmann::json message;
-    try {
-      message = channel.receive(Clock::now() + silence);
-    } catch (const ProtocolError& gone) {
-      served.lost = gone.what();
-      return served;
-    } catch (const RunStopped& stopped) {
-      if (stopped.reason() == StopReason::interrupted) throw;
-      served.lost = stopped.what();
-      return served;
+  try {
+    while (session.answer(channel.receive(Clock::now() + silence))) {
     }
-    if (message.contains("done")) break;
-    if (message.contains("start")) {
-      const auto name = typed<std::string>(message, "start");
-      const auto found = std::ranges::find_if(cases, [&name](const SmokeCase& c) { return c.name == name; });
-      if (found == cases.end() || running) {
-        channel.send({{"error", fmt::format("no case '{}' to start now", name)}});
-        continue;
-      }
-      current = &*found;
-      started = Clock::now();
-      running = std::make_unique<CaseServers>(*current, environment, case_deadline(*current, started));
-      channel.send({{"ready", running->ready()}, {"reason", running->start_failure()}});
-      say(fmt::format("{}: {}", name, running->ready() ? "serving" : "not ready: " + running->start_failure()));
-    } else if (message.contains("finish") && running) {
-      auto result = result_of(*current);
-      result.runs = running->finish(typed<bool>(message, "client_passed"), case_deadline(*current, started));
-      running.reset();
-      nlohmann::json runs = nlohmann::json::array();
-      for (const auto& run : result.runs) runs.push_back(to_json(run));
-      channel.send({{"runs", runs}});
-      judge(result, "");
-      result.seconds = elapsed_ms(started) / 1000.0;
-      say(fmt::format("{}: {}", result.name, to_string(result.outcome)));
-      served.cases.push_back(std::move(result));
-    } else {
-      channel.send({{"error", "not a request this side knows now"}});
-    }
+    channel.send({{"bye", true}});
+  } catch (const ProtocolError& gone) {
+    served.lost = gone.what();
+  } catch (const RunStopped& stopped) {
+    if (stopped.reason() == StopReason::interrupted) throw;
+    served.lost = stopped.what();
   }
-  channel.send({{"bye", true}});
+  served.cases = std::move(session.served());
   return served;
 }
 

@@ -159,7 +159,15 @@ ChildOutcome ChildProcess::end() {
     while (running_ && Clock::now() < deadline) pump(std::min(deadline, Clock::now() + slice), -1);
     if (running_) {
       kill(pid_, SIGKILL);
-      reap(0);
+      // A process stuck in the kernel (a cm_id torn down on a dead port) may take a while
+      // even to die: wait a bounded time, then leave it and say so.
+      const auto killed_by = Clock::now() + std::chrono::seconds(10);
+      while (!reap(WNOHANG) && Clock::now() < killed_by) std::this_thread::sleep_for(slice);
+      if (running_) {
+        running_ = false;
+        outcome_.signal = SIGKILL;
+        outcome_.start_error = "did not end within 10 s of SIGKILL (stuck in the kernel); left behind";
+      }
     }
     read_available(out_fd_, outcome_.out);
     read_available(err_fd_, outcome_.err);

@@ -132,3 +132,17 @@ case_smoke_peer_lost() {
   [[ $RC -eq 143 ]] || fail "rdma_smoke --serve on SIGTERM: exit $RC, expected 143"
   note "stopped after $(jq '.smoke.cases | length' "$T/lost.out") cases: $(jq -r '.smoke.cases[-1].reason' "$T/lost.out")"
 }
+
+# No RDMA device at all (the build host, label nodevice): exit 77, diag-bind's verdict in the
+# report and in the JUnit XML.
+case_smoke_no_device() {
+  if ls /sys/class/infiniband/ 2> /dev/null | grep -q .; then
+    echo "SKIP: this host has an RDMA device"
+    exit 77
+  fi
+  smoke nodevice 60 --tools rping
+  expect_rc 77 "rdma_smoke without a device"
+  expect_jq '(.smoke.no_device.verdict.cause | test("^no_rdma")) and (.smoke.cases | length) == 1' nodevice.out
+  expect_grep 'no_rdma' nodevice.xml
+  note "$(head -n 1 "$T/nodevice.err")"
+}

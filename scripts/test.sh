@@ -21,8 +21,7 @@
 #   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
-#                       -L valgrind), rdma_smoke on a broken host (ctest -L broken_host) and
-#                       the crafted peer across the wire (ctest -L pair_long);
+#                       -L valgrind) and the crafted peer across the wire (ctest -L pair_long);
 #                       about 20 more minutes
 #   RDMAKIT_JOBS=N      integration cases at a time in the guest (default 3)
 # Exits non-zero on any failure.
@@ -139,7 +138,7 @@ if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
 fi
 
 runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs")
-[[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak, valgrind memcheck and the broken host (build)|$root/build|^(soak|valgrind|broken_host)\$|1")
+[[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak and valgrind memcheck (build)|$root/build|^(soak|valgrind)\$|1")
 in_guest "guest: integration of both builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 2400 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 

@@ -40,6 +40,7 @@ struct Options {
   std::string tools_dir;
   bool serve = false;
   std::string peer;
+  std::string direction = "both";
   std::uint16_t control_port = rdmakit::smoke::default_control_port;
   double accept_seconds = 600;
 };
@@ -64,8 +65,17 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1.0, 3600.0));
   app.add_option("--junit", o.junit_file, "Also write JUnit XML for CI test reporters to FILE")->type_name("FILE");
   app.add_option("--tools-dir", o.tools_dir, "Where the tools are (default: beside rdma_smoke)")->type_name("DIR");
-  auto* serve = app.add_flag("--serve", o.serve, "Run the servers of a peer's run (rdma_smoke --peer) on this host");
-  app.add_option("--peer", o.peer, "Run the clients here against rdma_smoke --serve on this address")->excludes(serve);
+  auto* serve =
+      app.add_flag("--serve", o.serve,
+                   "Serve a peer's run (rdma_smoke --peer) on this host: its servers forward, its clients reverse");
+  auto* peer =
+      app.add_option("--peer", o.peer, "Run the cases against rdma_smoke --serve on this address")->excludes(serve);
+  app.add_option("--direction", o.direction,
+                 "--peer: forward (clients here, servers on the peer), reverse (servers here, clients on the "
+                 "peer) or both, each tool's case in each direction")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"forward", "reverse", "both"}))
+      ->needs(peer);
   app.add_option("--control-port", o.control_port, "TCP port the two sides talk on")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
@@ -162,21 +172,25 @@ void run_here(const Options& o, const std::vector<std::string>& addresses, doubl
       progress(run.cases.back());
       if (run.cases.back().interrupted) return;
     }
-    plan.first_port = static_cast<std::uint16_t>(plan.first_port + 16);
+    plan.first_port = static_cast<std::uint16_t>(plan.first_port + rdmakit::smoke::ports_per_plan);
   }
 }
 
-// The clients here, the servers on the peer (rdma_smoke --serve there).
+// Across the wire to rdma_smoke --serve on the peer: each case forward (the client here),
+// reverse (the servers here), or both.
 void run_against_peer(const Options& o, const std::string& local, double timeout_s,
                       const rdmakit::smoke::RunEnvironment& environment, rdmakit::smoke::SmokeRun& run) {
-  auto plan = plan_for(o, numeric(o.peer), timeout_s);
-  plan.local_address = local;
+  rdmakit::smoke::PeerPlan plan{.forward = plan_for(o, numeric(o.peer), timeout_s),
+                                .run_forward = o.direction != "reverse",
+                                .run_reverse = o.direction != "forward"};
+  plan.forward.local_address = local;
+  plan.forward.direction = rdmakit::smoke::Direction::forward;
   auto channel = rdmakit::smoke::ControlChannel::connect_to(
-      plan.address, o.control_port, rdmakit::Clock::now() + std::chrono::seconds(30), environment.stop_fd);
-  rdmakit::smoke::RemoteServers servers(std::move(channel), plan);
-  for (const auto& smoke_case : rdmakit::smoke::plan_cases(plan)) {
+      plan.forward.address, o.control_port, rdmakit::Clock::now() + std::chrono::seconds(30), environment.stop_fd);
+  rdmakit::smoke::PeerSession session(std::move(channel), plan);
+  for (const auto& smoke_case : rdmakit::smoke::peer_cases(plan)) {
     try {
-      run.cases.push_back(servers.run_case(smoke_case, environment));
+      run.cases.push_back(session.run_case(smoke_case, environment));
     } catch (const std::exception& lost) {
       // The serving side went away or broke the protocol: this case fails with why, and the
       // report keeps the cases before it.
@@ -191,7 +205,7 @@ void run_against_peer(const Options& o, const std::string& local, double timeout
     progress(run.cases.back());
     if (run.cases.back().interrupted) return;
   }
-  servers.done();
+  session.done();
 }
 
 void finish_report(rdmakit::smoke::SmokeRun run, const Options& o, rdmakit::Report& report) {

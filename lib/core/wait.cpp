@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <limits>
 #include <vector>
@@ -65,6 +66,21 @@ std::optional<std::size_t> wait_any(const std::vector<int>& fds, Clock::time_poi
 }
 
 }  // namespace
+
+SocketWait await_events(int fd, short events, int stop_fd, Clock::time_point deadline) {
+  std::array<pollfd, 2> polls{pollfd{.fd = fd, .events = events, .revents = 0},
+                              pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0}};
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return SocketWait::timed_out;
+    const int timeout_ms = static_cast<int>(std::min<long long>(left.count(), 3'600'000));
+    const int n = poll(polls.data(), stop_fd >= 0 ? 2 : 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw RdmaError("poll", "", errno);
+    if (stop_fd >= 0 && (polls[1].revents & POLLIN) != 0) return SocketWait::stopped;
+    if (n > 0) return SocketWait::ready;
+  }
+}
 
 std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline) {
   return wait_any(std::vector<int>(fds), deadline);

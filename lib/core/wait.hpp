@@ -46,6 +46,13 @@ std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::t
 std::size_t await_readable(const std::vector<int>& fds, int stop_fd, Clock::time_point deadline,
                            const std::string& awaiting);
 
+// How a wait for a socket's events ended.
+enum class SocketWait { ready, timed_out, stopped };
+
+// Waits until `fd` has any of `events` (POLLIN, POLLOUT; an error or hang-up counts too),
+// the deadline passes or `stop_fd` (-1: none) fires.
+SocketWait await_events(int fd, short events, int stop_fd, Clock::time_point deadline);
+
 void set_nonblocking(int fd, const char* what);
 
 double elapsed_ms(Clock::time_point since);

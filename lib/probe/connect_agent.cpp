@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/file_descriptor.hpp"
 #include "lib/probe/check_connection.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/wire/agent_protocol.hpp"
@@ -31,24 +32,6 @@ constexpr std::uint16_t receives_per_connection = 3;
 constexpr int tcp_backlog = 4;
 constexpr int cm_backlog = 8;
 constexpr std::chrono::milliseconds housekeeping_interval{250};
-
-class Descriptor {
- public:
-  explicit Descriptor(int fd) : fd_(fd) {
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  }
-  ~Descriptor() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Descriptor(Descriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  Descriptor& operator=(Descriptor&&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 template <typename Items>
 void cap(Items& items) {
@@ -128,7 +111,7 @@ class Agent {
 
   AgentTally run() {
     for (;;) {
-      std::vector<int> fds = {tcp_.fd()};
+      std::vector<int> fds = {tcp_.get()};
       if (channel_) fds.push_back(channel_->fd());
       if (options_.stop_fd >= 0) fds.push_back(options_.stop_fd);
       std::vector<pollfd> polled;
@@ -151,20 +134,20 @@ class Agent {
     bool disconnecting = false;
   };
 
-  Descriptor open_tcp() {
+  FileDescriptor open_tcp() {
     const bool any = options_.bind.empty();
     auto address = parse_address(any ? "::" : options_.bind, options_.agent_port);
-    Descriptor socket(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    auto socket = FileDescriptor::checked(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
     const int on = 1;
     const int off = 0;
-    setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    if (any) setsockopt(socket.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    setsockopt(socket.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+    if (any) setsockopt(socket.get(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
     const auto length = address.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    if (::bind(socket.fd(), address.get(), static_cast<socklen_t>(length)) != 0) {
+    if (::bind(socket.get(), address.get(), static_cast<socklen_t>(length)) != 0) {
       throw std::system_error(errno, std::generic_category(),
                               fmt::format("binding the side channel to TCP {}", address.to_string()));
     }
-    if (::listen(socket.fd(), tcp_backlog) != 0) throw std::system_error(errno, std::generic_category(), "listen");
+    if (::listen(socket.get(), tcp_backlog) != 0) throw std::system_error(errno, std::generic_category(), "listen");
     tcp_address_ = address.to_string();
     return socket;
   }
@@ -185,13 +168,14 @@ class Agent {
   void serve_client() {
     sockaddr_storage peer{};
     socklen_t peer_length = sizeof(peer);
-    Descriptor client(accept4(tcp_.fd(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC));
+    auto client = FileDescriptor::checked(
+        accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC), "accept");
     const auto client_address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
     const auto deadline = Clock::now() + options_.client_timeout;
     try {
-      const auto request = agent::decode_request(read_request(client.fd(), deadline));
+      const auto request = agent::decode_request(read_request(client.get(), deadline));
       auto answer = answer_for(options_, client_address, request.source);
-      write_all(client.fd(), to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline);
+      write_all(client.get(), to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline);
       ++tally_.answers;
       log_(fmt::format("answered {} (probing {} port {})", client_address, request.address, request.port));
     } catch (const ProtocolError& bad) {
@@ -284,7 +268,7 @@ class Agent {
   const std::function<void(const std::string&)>& log_;
   std::string tcp_address_;  // before tcp_: open_tcp() sets it
   std::string cm_address_;
-  Descriptor tcp_;
+  FileDescriptor tcp_;
   std::unique_ptr<EventChannel> channel_;
   CmId listener_;
   std::map<rdma_cm_id*, Held> held_;

@@ -393,32 +393,20 @@ std::string contact_status(int errnum) {
   }
 }
 
-// Waits for `events` on `fd` until the deadline; false when it passed (errno ETIMEDOUT).
+// Waits for `events` on `fd` until the deadline; false with errno ETIMEDOUT when it passed,
+// EINTR on Ctrl-C.
 bool await_socket(int fd, short events, Clock::time_point deadline, int stop_fd) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      errno = ETIMEDOUT;
-      return false;
-    }
-    std::array<pollfd, 2> fds{pollfd{.fd = fd, .events = events, .revents = 0},
-                              pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0}};
-    const int ready = poll(fds.data(), stop_fd >= 0 ? 2 : 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) return false;
-    if (stop_fd >= 0 && (fds[1].revents & POLLIN) != 0) {
-      errno = EINTR;
-      return false;
-    }
-    if (ready > 0) return true;
-  }
+  const auto waited = await_events(fd, events, stop_fd, deadline);
+  if (waited == SocketWait::ready) return true;
+  errno = waited == SocketWait::stopped ? EINTR : ETIMEDOUT;
+  return false;
 }
 
 // Fails with the errno of what went wrong; the deadline bounds it all.
 std::string fetch_answer(const SocketAddress& agent, const std::string& request, Clock::time_point deadline,
                          int stop_fd) {
-  FileDescriptor socket(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (socket.get() < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  auto socket =
+      FileDescriptor::checked(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
   const auto length = agent.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   if (::connect(socket.get(), agent.get(), static_cast<socklen_t>(length)) != 0 && errno != EINPROGRESS) {
     throw std::system_error(errno, std::generic_category(), "connect");

@@ -29,6 +29,7 @@ struct CaseBuilder {
     c.name = std::move(name);
     c.tool = std::move(tool);
     c.address = options.address;
+    c.direction = options.direction;
     c.seconds = options.case_seconds;
     return c;
   }
@@ -182,6 +183,25 @@ const std::vector<std::pair<std::string, CaseAdder>>& adders() {
 
 }  // namespace
 
+std::string to_string(Direction direction) {
+  switch (direction) {
+    case Direction::forward: return "forward";
+    case Direction::reverse: return "reverse";
+    case Direction::local: break;
+  }
+  return "local";
+}
+
+PlanOptions reversed(const PlanOptions& forward) {
+  auto options = forward;
+  options.address = forward.local_address;
+  options.local_address = forward.address;
+  // Past the forward cases' ports (at most 8), as each further address of a local run.
+  options.first_port = static_cast<std::uint16_t>(forward.first_port + ports_per_plan);
+  options.direction = Direction::reverse;
+  return options;
+}
+
 const std::vector<std::string>& smoke_tools() {
   static const std::vector<std::string> tools{"diag-bind", "rping", "rdma_server", "udaddy",
                                               "ucmatose",  "mckey", "send_bw"};
@@ -201,6 +221,9 @@ std::vector<SmokeCase> plan_cases(const PlanOptions& options) {
     add(builder, cases);
   }
   if (cases.empty()) throw UsageError("--tools and --skip leave no case to run");
+  if (options.direction == Direction::reverse) {
+    for (auto& c : cases) c.name += ".reverse";
+  }
   // diag-bind alone checks the host without an address; every other case needs one.
   if (options.address.empty() && std::ranges::any_of(cases, [](const SmokeCase& c) { return c.tool != "diag-bind"; })) {
     throw UsageError("no address to test");

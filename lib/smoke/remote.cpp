@@ -1,5 +1,6 @@
 #include "lib/smoke/remote.hpp"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/file_descriptor.hpp"
+#include "lib/core/wait.hpp"
 
 namespace rdmakit::smoke {
 
@@ -48,18 +50,9 @@ struct AddressList {
 
 // Waits until `fd` has `events`; false at the deadline; throws RunStopped on Ctrl-C.
 bool await_fd(int fd, short events, Clock::time_point deadline, int stop_fd) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    std::array<pollfd, 2> fds{pollfd{.fd = fd, .events = events, .revents = 0},
-                              pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0}};
-    const int ready = poll(fds.data(), stop_fd >= 0 ? 2 : 1, static_cast<int>(left));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready < 0) throw std::system_error(errno, std::generic_category(), "poll");
-    if (stop_fd >= 0 && (fds[1].revents & POLLIN) != 0)
-      throw RunStopped(StopReason::interrupted, "stopped by a signal");
-    if (ready > 0) return true;
-  }
+  const auto waited = await_events(fd, events, stop_fd, deadline);
+  if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
+  return waited == SocketWait::ready;
 }
 
 std::string peer_name(const sockaddr_storage& address) {
@@ -100,8 +93,8 @@ ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t
   int error = 0;
   // The serving side may not listen yet: try again until the deadline.
   while (Clock::now() < deadline) {
-    FileDescriptor socket(::socket(address->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (socket.get() < 0) throw std::system_error(errno, std::generic_category(), "socket");
+    auto socket =
+        FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
     if (::connect(socket.get(), address->ai_addr, address->ai_addrlen) != 0 && errno != EINPROGRESS) {
       error = errno;
     } else if (await_fd(socket.get(), POLLOUT, std::min(deadline, Clock::now() + std::chrono::seconds(5)), stop_fd)) {
@@ -123,8 +116,7 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
                                           int stop_fd, const std::function<void(const std::string&)>& listening) {
   const AddressList addresses(numeric(bind.empty() ? "::" : bind, port, true));
   const auto* address = addresses.list;
-  FileDescriptor listener(::socket(address->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (listener.get() < 0) throw std::system_error(errno, std::generic_category(), "socket");
+  auto listener = FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
   const int on = 1;
   setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
   if (::bind(listener.get(), address->ai_addr, address->ai_addrlen) != 0) {
@@ -187,14 +179,24 @@ nlohmann::json ControlChannel::receive(Clock::time_point deadline) {
   }
 }
 
-nlohmann::json plan_request(const PlanOptions& o) {
-  return {{"first_port", o.first_port},     {"quick", o.quick}, {"timeout_s", o.timeout_s},
-          {"case_seconds", o.case_seconds}, {"tools", o.tools}, {"skip", o.skip}};
+nlohmann::json plan_request(const PeerPlan& plan) {
+  const auto& o = plan.forward;
+  return {{"first_port", o.first_port},
+          {"quick", o.quick},
+          {"timeout_s", o.timeout_s},
+          {"case_seconds", o.case_seconds},
+          {"tools", o.tools},
+          {"skip", o.skip},
+          {"peer_address", o.local_address},
+          {"forward", plan.run_forward},
+          {"reverse", plan.run_reverse}};
 }
 
-PlanOptions plan_from_request(const nlohmann::json& request, const std::string& address) {
-  PlanOptions o;
+PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address) {
+  PeerPlan plan;
+  auto& o = plan.forward;
   o.address = address;
+  o.direction = Direction::forward;
   o.first_port = typed<std::uint16_t>(request, "first_port");
   o.quick = typed<bool>(request, "quick");
   o.timeout_s = typed<double>(request, "timeout_s");
@@ -202,9 +204,31 @@ PlanOptions plan_from_request(const nlohmann::json& request, const std::string& 
   if (!(o.timeout_s > 0 && o.timeout_s <= 3600 && o.case_seconds >= 1 && o.case_seconds <= 3600)) {
     throw ProtocolError("the timeouts are out of range");
   }
+  if (o.first_port > 65535 - 2 * ports_per_plan) throw ProtocolError("the first port is out of range");
   o.tools = names_in(request, "tools");
   o.skip = names_in(request, "skip");
-  return o;
+  plan.run_forward = typed<bool>(request, "forward");
+  plan.run_reverse = typed<bool>(request, "reverse");
+  if (!plan.run_forward && !plan.run_reverse) throw ProtocolError("neither direction is asked for");
+  // The address this side's clients go to in the reverse cases: only ever a numeric one.
+  o.local_address = typed<std::string>(request, "peer_address");
+  std::array<unsigned char, sizeof(in6_addr)> parsed{};
+  if (inet_pton(AF_INET, o.local_address.c_str(), parsed.data()) != 1 &&
+      inet_pton(AF_INET6, o.local_address.c_str(), parsed.data()) != 1) {
+    throw ProtocolError("'peer_address' is not a numeric address");
+  }
+  return plan;
+}
+
+std::vector<SmokeCase> peer_cases(const PeerPlan& plan) {
+  auto forward = plan_cases(plan.forward);
+  auto reverse = plan_cases(reversed(plan.forward));
+  std::vector<SmokeCase> cases;
+  for (std::size_t i = 0; i < forward.size(); ++i) {
+    if (plan.run_forward) cases.push_back(std::move(forward[i]));
+    if (plan.run_reverse) cases.push_back(std::move(reverse[i]));
+  }
+  return cases;
 }
 
 nlohmann::json to_json(const ToolRun& run) {
@@ -216,10 +240,10 @@ nlohmann::json to_json(const ToolRun& run) {
   return item;
 }
 
-ToolRun tool_run_from_json(const nlohmann::json& item) {
+ToolRun tool_run_from_json(const nlohmann::json& item, const std::string& role) {
   ToolRun run;
   run.role = typed<std::string>(item, "role");
-  if (run.role != "server") throw ProtocolError("a served run that is no server's");
+  if (run.role != role) throw ProtocolError(fmt::format("a {} run where a {} run belongs", run.role, role));
   run.command = names_in(item, "command");
   run.outcome.exit_code = typed<int>(item, "exit_code");
   run.outcome.signal = typed<int>(item, "signal");
@@ -247,6 +271,8 @@ class ServingSession {
     if (message.contains("done")) return false;
     if (message.contains("start")) {
       start(typed<std::string>(message, "start"));
+    } else if (message.contains("run_client") && !running_) {
+      run_client_of(typed<std::string>(message, "run_client"));
     } else if (message.contains("finish") && running_) {
       finish(typed<bool>(message, "client_passed"));
     } else {
@@ -257,13 +283,20 @@ class ServingSession {
   std::vector<CaseResult>& served() { return served_; }
 
  private:
+  const SmokeCase* find(const std::string& name, Direction direction) const {
+    const auto found = std::ranges::find_if(
+        cases_, [&name, direction](const SmokeCase& c) { return c.name == name && c.direction == direction; });
+    return found == cases_.end() ? nullptr : &*found;
+  }
+
+  // A forward case: its servers here, until the peer's client is done.
   void start(const std::string& name) {
-    const auto found = std::ranges::find_if(cases_, [&name](const SmokeCase& c) { return c.name == name; });
-    if (found == cases_.end() || running_) {
+    const auto* found = find(name, Direction::forward);
+    if (found == nullptr || running_) {
       channel_.send({{"error", fmt::format("no case '{}' to start now", name)}});
       return;
     }
-    current_ = &*found;
+    current_ = found;
     started_ = Clock::now();
     running_ = std::make_unique<CaseServers>(*current_, environment_, case_deadline(*current_, started_));
     channel_.send({{"ready", running_->ready()}, {"reason", running_->start_failure()}});
@@ -283,6 +316,23 @@ class ServingSession {
     served_.push_back(std::move(result));
   }
 
+  // A reverse case: its client here, against the servers the peer started.
+  void run_client_of(const std::string& name) {
+    const auto* found = find(name, Direction::reverse);
+    if (found == nullptr) {
+      channel_.send({{"error", fmt::format("no case '{}' to run a client of", name)}});
+      return;
+    }
+    const auto started = Clock::now();
+    auto result = result_of(*found);
+    result.runs.push_back(run_client(*found, environment_, case_deadline(*found, started)));
+    channel_.send({{"runs", nlohmann::json::array({to_json(result.runs.front())})}});
+    judge(result, "");
+    result.seconds = elapsed_ms(started) / 1000.0;
+    say_(fmt::format("{}: {}", result.name, to_string(result.outcome)));
+    served_.push_back(std::move(result));
+  }
+
   std::vector<SmokeCase> cases_;
   const RunEnvironment& environment_;
   ControlChannel& channel_;
@@ -298,7 +348,7 @@ std::vector<SmokeCase> agree_on_plan(ControlChannel& channel, const std::string&
   const auto hello = channel.receive(Clock::now() + std::chrono::seconds(30));
   std::vector<SmokeCase> cases;
   try {
-    cases = plan_cases(plan_from_request(member(hello, "plan"), address));
+    cases = peer_cases(plan_from_request(member(hello, "plan"), address));
   } catch (const std::exception& refused) {
     channel.send({{"error", refused.what()}});
     throw ProtocolError(std::string("the peer's plan: ") + refused.what());
@@ -307,6 +357,16 @@ std::vector<SmokeCase> agree_on_plan(ControlChannel& channel, const std::string&
   for (const auto& c : cases) names.push_back(c.name);
   channel.send({{"address", address}, {"cases", names}});
   return cases;
+}
+
+// The runs in a reply of the other side, each in `role`; throws ProtocolError.
+std::vector<ToolRun> runs_in(const nlohmann::json& reply, const std::string& role) {
+  if (reply.contains("error")) throw ProtocolError("the serving side: " + typed<std::string>(reply, "error"));
+  const auto& runs = member(reply, "runs");
+  if (!runs.is_array() || runs.size() > 8) throw ProtocolError("'runs' is not a list of at most 8 runs");
+  std::vector<ToolRun> parsed;
+  for (const auto& run : runs) parsed.push_back(tool_run_from_json(run, role));
+  return parsed;
 }
 
 }  // namespace
@@ -337,14 +397,14 @@ ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& envir
   return served;
 }
 
-RemoteServers::RemoteServers(ControlChannel channel, const PlanOptions& plan) : channel_(std::move(channel)) {
+PeerSession::PeerSession(ControlChannel channel, const PeerPlan& plan) : channel_(std::move(channel)) {
   channel_.send({{"plan", plan_request(plan)}});
   const auto answer = channel_.receive(Clock::now() + std::chrono::seconds(30));
   if (answer.contains("error"))
     throw ProtocolError("the serving side refused the plan: " + typed<std::string>(answer, "error"));
   const auto theirs = names_in(answer, "cases");
   std::vector<std::string> ours;
-  for (const auto& c : plan_cases(plan)) ours.push_back(c.name);
+  for (const auto& c : peer_cases(plan)) ours.push_back(c.name);
   if (theirs != ours) {
     throw ProtocolError(
         fmt::format("the serving side plans other cases ({}) than this side ({}): the same rdma_smoke "
@@ -353,7 +413,11 @@ RemoteServers::RemoteServers(ControlChannel channel, const PlanOptions& plan) : 
   }
 }
 
-CaseResult RemoteServers::run_case(const SmokeCase& c, const RunEnvironment& environment) {
+CaseResult PeerSession::run_case(const SmokeCase& c, const RunEnvironment& environment) {
+  return c.direction == Direction::reverse ? run_reverse(c, environment) : run_forward(c, environment);
+}
+
+CaseResult PeerSession::run_forward(const SmokeCase& c, const RunEnvironment& environment) {
   auto result = result_of(c);
   const auto started = Clock::now();
   const auto deadline = case_deadline(c, started);
@@ -365,16 +429,24 @@ CaseResult RemoteServers::run_case(const SmokeCase& c, const RunEnvironment& env
   if (servers_ready) result.runs.push_back(run_client(c, environment, deadline));
   const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;
   channel_.send({{"finish", c.name}, {"client_passed", client_passed}});
-  const auto finished = channel_.receive(reply_by + std::chrono::seconds(10));
-  const auto& runs = member(finished, "runs");
-  if (!runs.is_array() || runs.size() > 8) throw ProtocolError("'runs' is not a list of at most 8 runs");
-  for (const auto& run : runs) result.runs.push_back(tool_run_from_json(run));
+  for (auto& run : runs_in(channel_.receive(reply_by + std::chrono::seconds(10)), "server")) {
+    result.runs.push_back(std::move(run));
+  }
   judge(result, typed<std::string>(ready, "reason"));
   result.seconds = elapsed_ms(started) / 1000.0;
   return result;
 }
 
-void RemoteServers::done() {
+CaseResult PeerSession::run_reverse(const SmokeCase& c, const RunEnvironment& environment) {
+  return run_with_servers_here(c, environment, [this, &c](Clock::time_point deadline) {
+    channel_.send({{"run_client", c.name}});
+    auto client = runs_in(channel_.receive(deadline + std::chrono::seconds(10)), "client");
+    if (client.size() != 1) throw ProtocolError("the serving side sent no single client run");
+    return std::move(client.front());
+  });
+}
+
+void PeerSession::done() {
   channel_.send({{"done", true}});
   (void)channel_.receive(Clock::now() + std::chrono::seconds(10));
 }

@@ -48,13 +48,28 @@ class ControlChannel {
   std::string buffered_;
 };
 
-// What the two sides agree on: the plan's options that are not an address.
-nlohmann::json plan_request(const PlanOptions& options);
-PlanOptions plan_from_request(const nlohmann::json& request, const std::string& address);
+// A run across two hosts, as the --peer side asks for it.
+struct PeerPlan {
+  // The forward cases: the serving side's address, this side's (local_address), the ports,
+  // the tools; the reverse cases are reversed(forward).
+  PlanOptions forward;
+  bool run_forward = true;
+  bool run_reverse = true;
+};
+
+// What the two sides agree on: the plan's options but the serving side's address, which
+// that side knows itself.
+nlohmann::json plan_request(const PeerPlan& plan);
+// The serving side's view of the peer's request; throws ProtocolError for what does not fit.
+PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address);
+// The cases of a run across two hosts in the order they run: each tool's forward case,
+// then its reverse one.
+std::vector<SmokeCase> peer_cases(const PeerPlan& plan);
 
 nlohmann::json to_json(const ToolRun& run);
-// A run as the serving side sent it, every member checked; throws ProtocolError.
-ToolRun tool_run_from_json(const nlohmann::json& item);
+// A run as the other side sent it, in the role it must have, every member checked; throws
+// ProtocolError.
+ToolRun tool_run_from_json(const nlohmann::json& item, const std::string& role);
 
 struct ServeOptions {
   std::string address;  // where this side's servers listen
@@ -68,20 +83,24 @@ struct ServeResult {
   std::string lost;               // why the peer was lost before it said it was done; "" when it did
 };
 
-// Serves one peer's run. Ends when the peer says it is done, goes away, or goes silent for
-// longer than a case may take (the cases served so far are kept).
+// Serves one peer's run: the servers of its forward cases, the clients of its reverse ones.
+// Ends when the peer says it is done, goes away, or goes silent for longer than a case may
+// take (the cases served so far are kept).
 ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
                         const std::function<void(const std::string&)>& say);
 
-// The peer's side of a run: runs each case's client here against servers there.
-class RemoteServers {
+// The --peer side of a run: a forward case's client runs here against its servers there, a
+// reverse case's servers here for its client there.
+class PeerSession {
  public:
-  RemoteServers(ControlChannel channel, const PlanOptions& plan);
-  // This side's case, its servers started on the peer, its client run here.
+  // Agrees on the plan with the serving side; throws ProtocolError when it plans otherwise.
+  PeerSession(ControlChannel channel, const PeerPlan& plan);
   CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment);
   void done();
 
  private:
+  CaseResult run_forward(const SmokeCase& smoke_case, const RunEnvironment& environment);
+  CaseResult run_reverse(const SmokeCase& smoke_case, const RunEnvironment& environment);
   ControlChannel channel_;
 };
 

@@ -230,6 +230,7 @@ CaseResult result_of(const SmokeCase& c) {
   result.name = c.name;
   result.tool = c.tool;
   result.address = c.address;
+  result.direction = c.direction;
   return result;
 }
 
@@ -238,11 +239,17 @@ Clock::time_point case_deadline(const SmokeCase& c, Clock::time_point started) {
 }
 
 CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
+  return run_with_servers_here(
+      c, environment, [&c, &environment](Clock::time_point deadline) { return run_client(c, environment, deadline); });
+}
+
+CaseResult run_with_servers_here(const SmokeCase& c, const RunEnvironment& environment,
+                                 const std::function<ToolRun(Clock::time_point deadline)>& client) {
   auto result = result_of(c);
   const auto started = Clock::now();
   const auto deadline = case_deadline(c, started);
   CaseServers servers(c, environment, deadline);
-  if (servers.ready()) result.runs.push_back(run_client(c, environment, deadline));
+  if (servers.ready()) result.runs.push_back(client(deadline));
   const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;
   for (auto& run : servers.finish(client_passed, deadline)) result.runs.push_back(std::move(run));
   judge(result, servers.start_failure());

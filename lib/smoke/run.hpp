@@ -34,6 +34,7 @@ struct CaseResult {
   std::string name;
   std::string tool;
   std::string address;
+  Direction direction = Direction::local;
   CaseOutcome outcome = CaseOutcome::failed;
   std::string reason;  // one line: why it failed or was skipped; for a pass, what it measured
   std::string hint;    // the failing tool's hint, "" when none
@@ -78,6 +79,10 @@ ToolRun run_client(const SmokeCase& smoke_case, const RunEnvironment& environmen
 void judge(CaseResult& result, const std::string& start_failure);
 
 CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment);
+// A case with its servers on this host and its client run by `client` once they are ready
+// (here, or on the peer), bounded by the deadline it is given.
+CaseResult run_with_servers_here(const SmokeCase& smoke_case, const RunEnvironment& environment,
+                                 const std::function<ToolRun(Clock::time_point deadline)>& client);
 
 // The verdict over one process's run: "" when it did what it should (exit 0), else the line
 // that says why, from its report's first error, its verdict, its last line on stderr, or

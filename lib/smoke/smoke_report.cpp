@@ -53,10 +53,15 @@ nlohmann::json to_json(const CaseResult& result) {
     item["stderr"] = tail(run.outcome.err);
     runs.push_back(std::move(item));
   }
-  return {{"name", result.name},       {"tool", result.tool},
-          {"address", result.address}, {"outcome", to_string(result.outcome)},
-          {"reason", result.reason},   {"hint", result.hint},
-          {"seconds", result.seconds}, {"runs", runs}};
+  return {{"name", result.name},
+          {"tool", result.tool},
+          {"address", result.address},
+          {"direction", to_string(result.direction)},
+          {"outcome", to_string(result.outcome)},
+          {"reason", result.reason},
+          {"hint", result.hint},
+          {"seconds", result.seconds},
+          {"runs", runs}};
 }
 
 nlohmann::json to_json(const SmokeRun& run) {

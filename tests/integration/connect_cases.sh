@@ -25,14 +25,29 @@ expect_connect_cause() {
 # printed_fix NAME: the fix the verdict printed.
 printed_fix() { jq -r '.verdict.fix' "$T/$1.out"; }
 
+# start_local_agent: the agent on RXE_ADDR, its rdma_cm listener on AGENT_PROBE_PORT and its
+# side channel on AGENT_SIDE_PORT (the case's next two ports), awaited until it listens.
+start_local_agent() {
+  next_port
+  AGENT_PROBE_PORT=$PORT
+  next_port
+  AGENT_SIDE_PORT=$PORT
+  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$AGENT_PROBE_PORT" --agent-port "$AGENT_SIDE_PORT" \
+    --json
+  wait_listening "$AGENT_PROBE_PORT"
+}
+
+# stop_local_agent: SIGTERM; the agent ends cleanly (exit 0) with its tally in agent.out.
+stop_local_agent() {
+  kill -TERM "$PID_agent"
+  finish agent 10
+  expect_rc 0 "the agent, stopped with SIGTERM"
+}
+
 case_connect_self() {
   require_device
-  next_port
-  local probe=$PORT
-  next_port
-  local aport=$PORT
-  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" --json
-  wait_listening "$probe"
+  start_local_agent
+  local probe=$AGENT_PROBE_PORT aport=$AGENT_SIDE_PORT
   connect works 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" -b "$RXE_ADDR2"
   expect_connect_cause works ok 0
   expect_jq '.capture.agent.status == "ok" and .capture.attempt.peer_is_agent' works.out
@@ -48,9 +63,7 @@ case_connect_self() {
   expect_rc 0 "diag-connect, human output"
   expect_grep "verdict" human.out
   # The agent stops cleanly on SIGTERM with its tally.
-  kill -TERM "$PID_agent"
-  finish agent 10
-  expect_rc 0 "the agent, stopped with SIGTERM"
+  stop_local_agent
   expect_jq '.agent.answers >= 2 and .agent.connections >= 3' agent.out
   expect_schema diag-connect agent.out
   # A stock listener (rping -s) is not an agent: the connection is the check, no data check.
@@ -116,12 +129,8 @@ case_connect_bad_agent() {
 
 case_connect_agent_safety() {
   require_device
-  next_port
-  local probe=$PORT
-  next_port
-  local aport=$PORT
-  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" --json
-  wait_listening "$probe"
+  start_local_agent
+  local probe=$AGENT_PROBE_PORT aport=$AGENT_SIDE_PORT
   # Not a diag-connect client: rping's connect is rejected by the agent.
   run rping_client 20 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$probe" -C 1
   [[ $RC -ne 0 ]] || fail "rping's connect to the agent was accepted"
@@ -135,9 +144,7 @@ case_connect_agent_safety() {
   # It binds only where told: the side channel is not on the other address.
   connect elsewhere 30 "$RXE_ADDR2" -p "$probe" --agent-port "$aport" --timeout 2
   expect_jq '.capture.agent.status == "refused"' elsewhere.out
-  kill -TERM "$PID_agent"
-  finish agent 10
-  expect_rc 0 "the agent, stopped with SIGTERM"
+  stop_local_agent
   expect_jq '.agent.rejected >= 1 and .agent.bad_requests >= 2 and .agent.answers >= 1' agent.out
 }
 

@@ -221,55 +221,84 @@ namespace rdmakit::smoke {
 namespace {
 
 TEST(SmokeRemote, ThePlanCrossesAndComesBackTheSame) {
-  PlanOptions mine{.address = "10.0.0.2",
-                   .local_address = "10.0.0.1",
-                   .first_port = 21000,
-                   .quick = true,
-                   .timeout_s = 3,
-                   .case_seconds = 40,
-                   .tools = {"rping", "mckey"},
-                   .skip = {}};
+  PeerPlan mine{.forward = {.address = "10.0.0.2",
+                            .local_address = "10.0.0.1",
+                            .first_port = 21000,
+                            .quick = true,
+                            .timeout_s = 3,
+                            .case_seconds = 40,
+                            .tools = {"rping", "mckey"},
+                            .skip = {},
+                            .direction = Direction::forward},
+                .run_forward = true,
+                .run_reverse = true};
   const auto theirs = plan_from_request(plan_request(mine), "10.0.0.2");
-  EXPECT_EQ(theirs.first_port, 21000);
-  EXPECT_TRUE(theirs.quick);
-  EXPECT_EQ(theirs.tools, mine.tools);
-  EXPECT_EQ(theirs.local_address, "");
-  std::vector<std::string> a;
-  std::vector<std::string> b;
-  for (const auto& c : plan_cases(mine)) a.push_back(c.name);
-  for (const auto& c : plan_cases(theirs)) b.push_back(c.name);
-  EXPECT_EQ(a, b);
-  // The mckey sender binds this host's address; the receiver, on the serving side, its own.
-  const auto mckey = plan_cases(mine).back();
-  EXPECT_TRUE(has(mckey.client.args, "-b", "10.0.0.1"));
-  EXPECT_TRUE(has(plan_cases(theirs).back().servers.front().args, "-b", "10.0.0.2"));
+  EXPECT_EQ(theirs.forward.first_port, 21000);
+  EXPECT_TRUE(theirs.forward.quick);
+  EXPECT_EQ(theirs.forward.tools, mine.forward.tools);
+  EXPECT_EQ(theirs.forward.local_address, "10.0.0.1");
+  EXPECT_TRUE(theirs.run_forward && theirs.run_reverse);
+  // Both sides list the same cases, each tool forward then reverse.
+  EXPECT_EQ(names(peer_cases(mine)), names(peer_cases(theirs)));
+  EXPECT_EQ(names(peer_cases(mine)), (std::vector<std::string>{"rping", "rping.reverse", "mckey", "mckey.reverse"}));
+  // Forward, the mckey sender (the client) binds the --peer side's address and the receiver
+  // the serving side's; reverse, the other way round.
+  const auto cases = peer_cases(theirs);
+  EXPECT_TRUE(has(cases[2].client.args, "-b", "10.0.0.1"));
+  EXPECT_TRUE(has(cases[2].servers.front().args, "-b", "10.0.0.2"));
+  EXPECT_TRUE(has(cases[3].client.args, "-b", "10.0.0.2"));
+  EXPECT_TRUE(has(cases[3].servers.front().args, "-b", "10.0.0.1"));
+  // The reverse rping listens on the --peer side's address, on a port after the forward ones.
+  EXPECT_EQ(cases[1].direction, Direction::reverse);
+  EXPECT_EQ(cases[1].address, "10.0.0.1");
+  EXPECT_EQ(cases[1].port, 21000 + ports_per_plan);
+  EXPECT_TRUE(has(cases[1].client.args, "-a", "10.0.0.1"));
+  // One direction alone.
+  mine.run_forward = false;
+  EXPECT_EQ(names(peer_cases(plan_from_request(plan_request(mine), "10.0.0.2"))),
+            (std::vector<std::string>{"rping.reverse", "mckey.reverse"}));
 }
 
 TEST(SmokeRemote, WhatThePeerSendsIsChecked) {
-  auto request = plan_request(plan_for());
+  PeerPlan plan{.forward = plan_for(), .run_forward = true, .run_reverse = true};
+  plan.forward.local_address = "10.0.0.3";
+  auto request = plan_request(plan);
   request["timeout_s"] = -1;
   EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
-  request = plan_request(plan_for());
+  request = plan_request(plan);
   request["tools"] = "rping";
   EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
   request.erase("tools");
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  // The address this side's clients would go to must be a numeric one, not a word for a shell.
+  for (const auto* bad_address : {"", "host.example", "10.0.0.1; reboot", "-h"}) {
+    request = plan_request(plan);
+    request["peer_address"] = bad_address;
+    EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError) << bad_address;
+  }
+  request = plan_request(plan);
+  request["peer_address"] = "fd55::2";
+  EXPECT_NO_THROW(plan_from_request(request, "10.0.0.2"));
+  request["forward"] = false;
+  request["reverse"] = false;
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  request = plan_request(plan);
+  request["first_port"] = 65530;
   EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
 
   ToolRun run = run_with(0, R"({"tool":"rping"})");
   run.role = "server";
   const auto item = to_json(run);
-  const auto back = tool_run_from_json(item);
+  const auto back = tool_run_from_json(item, "server");
   EXPECT_EQ(back.command, run.command);
   EXPECT_EQ(back.report, run.report);
+  EXPECT_THROW(tool_run_from_json(item, "client"), ProtocolError);
   auto bad = item;
-  bad["role"] = "client";
-  EXPECT_THROW(tool_run_from_json(bad), ProtocolError);
-  bad = item;
   bad["report"] = "a string";
-  EXPECT_THROW(tool_run_from_json(bad), ProtocolError);
+  EXPECT_THROW(tool_run_from_json(bad, "server"), ProtocolError);
   bad = item;
   bad["exit_code"] = "0";
-  EXPECT_THROW(tool_run_from_json(bad), ProtocolError);
+  EXPECT_THROW(tool_run_from_json(bad, "server"), ProtocolError);
 }
 
 TEST(SmokePlan, AnIpv6AddressGetsAnIpv6Group) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/bench/bw_gate.hpp"
 #include "lib/bench/bw_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/core/wait.hpp"
@@ -53,6 +54,10 @@ struct Options : rdmakit::ServerOptions {
   std::uint32_t mtu = 0;
   std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for
   bool gbits = false;
+  rdmakit::RowLimits limits;
+  std::string baseline_file;
+  double tolerance = 0.1;
+  std::optional<rdmakit::Baseline> baseline;  // read from baseline_file before the run
 };
 
 std::vector<std::uint32_t> sizes_of(const Options& o) {
@@ -62,8 +67,28 @@ std::vector<std::uint32_t> sizes_of(const Options& o) {
   return sizes;
 }
 
+// The CI gate's flags: the client measures, so they are the client's; each limit fits one
+// test; the baseline is read now, so that a bad file is a usage error before any run.
+void validate_gate(Options& o) {
+  const bool latency = o.test == bw::Test::latency;
+  if ((o.limits.any() || !o.baseline_file.empty()) && o.server.empty()) {
+    throw rdmakit::UsageError("--expect-* and --baseline are the client's: it measures the rows they check");
+  }
+  if (latency && (o.limits.min_bw_mib_per_s || o.limits.min_rate_mpps)) {
+    throw rdmakit::UsageError(
+        "--expect-bw and --expect-rate check bandwidth rows; a latency test has --expect-lat-p99");
+  }
+  if (!latency && o.limits.max_lat_p99_us) {
+    throw rdmakit::UsageError("--expect-lat-p99 checks latency rows (--lat); a bandwidth test has --expect-bw");
+  }
+  if (!o.baseline_file.empty()) {
+    o.baseline = rdmakit::read_baseline(o.baseline_file);
+    rdmakit::check_baseline_matches(*o.baseline, o.test, o.operation);
+  }
+}
+
 // Flag combinations that cannot work, refused before anything is opened.
-void validate(const Options& o, bool duration_given, bool iterations_given) {
+void validate(Options& o, bool duration_given, bool iterations_given) {
   const bool latency = o.test == bw::Test::latency;
   if (o.mtu != 0) rdmakit::mtu_from_bytes(o.mtu);
   if (duration_given && o.sweep) {
@@ -87,16 +112,61 @@ void validate(const Options& o, bool duration_given, bool iterations_given) {
   if (o.gid_index && !o.bind.empty()) {
     throw rdmakit::UsageError("-x and --bind both choose the local address: give one");
   }
+  validate_gate(o);
   // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
   rdmakit::check_resolvable(o.server);
   rdmakit::check_resolvable(o.bind);
 }
 
 // The results into the report, with how the text shows them; runs on success and on failure.
-void finish(const Options& o, rdmakit::BwResults& results, rdmakit::Report& report) {
+// After a run that completed, the rows held against the gate's limits and baseline.
+void finish(const Options& o, rdmakit::BwResults& results, rdmakit::Report& report, bool completed) {
   results.persistent = o.persistent;
   results.gbits = o.gbits;
+  std::optional<rdmakit::GateResult> gate;
+  if (completed && (o.limits.any() || o.baseline))
+    gate = rdmakit::check_rows(results, o.limits, o.baseline, o.tolerance);
   rdmakit::report_results(std::move(results), report);
+  if (!gate) return;
+  const auto failed = !gate->passed();
+  const auto summary = gate->summary();
+  report.add(std::move(*gate));
+  if (failed) {
+    report.fail({.message = "below the gate: " + summary, .call = "", .errnum = 0, .hint = "", .completion = {}});
+  }
+}
+
+void add_gate_options(CLI::App& app, Options& o) {
+  // Text that is no number is left to FiniteNumber to refuse.
+  const CLI::Validator above_zero(
+      [](std::string& text) {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && value <= 0 ? std::string("must be above 0") : std::string();
+      },
+      "", "above zero");
+  app.add_option("--expect-bw", o.limits.min_bw_mib_per_s,
+                 "Exit 1 when a bandwidth row's average falls below this many MiB/s (CI gate)")
+      ->check(rdmakit::FiniteNumber())
+      ->check(above_zero);
+  app.add_option("--expect-rate", o.limits.min_rate_mpps,
+                 "Exit 1 when a bandwidth row's message rate falls below this many Mpps")
+      ->check(rdmakit::FiniteNumber())
+      ->check(above_zero);
+  app.add_option("--expect-lat-p99", o.limits.max_lat_p99_us,
+                 "Exit 1 when a latency row's 99th percentile rises above this many microseconds")
+      ->check(rdmakit::FiniteNumber())
+      ->check(above_zero);
+  auto* baseline = app.add_option("--baseline", o.baseline_file,
+                                  "An earlier run's JSON report (send_bw --json): exit 1 when a row of the same size "
+                                  "regressed beyond --tolerance")
+                       ->type_name("FILE");
+  app.add_option("--tolerance", o.tolerance,
+                 "With --baseline: the fraction bandwidth may fall and latency rise (0.1 = 10%)")
+      ->capture_default_str()
+      ->check(rdmakit::FiniteNumber())
+      ->check(CLI::Range(0.0, 10.0))
+      ->needs(baseline);
 }
 
 rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& common, int stop_fd) {
@@ -187,6 +257,7 @@ int main(int argc, char** argv) {
   o.add_to(app, "Server: serve clients one after another until stopped",
            "Server: seconds to wait for a client, with -P for each next one (0 = forever)");
   app.add_flag("--report-gbits", o.gbits, "Text table in Gb/s instead of MB/s");
+  add_gate_options(app, o);
   return tool.run(
       argc, argv,
       [&] {
@@ -211,9 +282,9 @@ int main(int argc, char** argv) {
             rdmakit::run_bw_client(settings, report, results);
           }
         } catch (...) {
-          finish(o, results, report);
+          finish(o, results, report, false);
           throw;
         }
-        finish(o, results, report);
+        finish(o, results, report, true);
       });
 }

@@ -103,6 +103,12 @@ case_all_tools_bad_flags() {
 2 | send_bw     | nohost.invalid                          | cannot resolve 'nohost.invalid'
 2 | send_bw     | --bind nohost.invalid --json            | cannot resolve 'nohost.invalid'
 2 | send_bw     | 1.2.3.4 -m 300 --json                   | -m 300: the MTU must be
+2 | send_bw     | --expect-bw 100                         | --expect-\* and --baseline are the client's
+2 | send_bw     | 1.2.3.4 --lat --expect-bw 1             | --expect-bw and --expect-rate check bandwidth rows
+2 | send_bw     | 1.2.3.4 --expect-lat-p99 5 --json       | --expect-lat-p99 checks latency rows
+2 | send_bw     | 1.2.3.4 --expect-rate 0                 | --expect-rate: must be above 0
+2 | send_bw     | 1.2.3.4 --tolerance 0.2                 | --tolerance requires --baseline
+2 | send_bw     | 1.2.3.4 --baseline /nonexistent/old.json | --baseline: cannot read /nonexistent/old.json
 2 | diag-bind   | -p 70000 10.55.0.1                      | --port: Value 70000
 2 | diag-bind   | --ps foo                                | --ps: foo not in
 2 | diag-bind   | nohost.invalid --json                   | cannot resolve 'nohost.invalid'

@@ -257,3 +257,49 @@ case_send_bw_persistent() {
   expect_jq '(.refused | length == 1) and (.refused[0].reason | test("131072"))' pserver.out
   expect_jq '.connections[0].iterations >= 200 and .connections[0].bytes >= 819200' pserver.out
 }
+
+# send_bw_gate_run NAME EXIT CLIENT_ARGS...: our server on a fresh port, our client with
+# CLIENT_ARGS (NAME.out, NAME.err), which must exit EXIT.
+send_bw_gate_run() {
+  local name=$1 want=$2
+  shift 2
+  next_port
+  start "server_$name" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run "$name" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" "$@"
+  expect_rc "$want" "send_bw $*"
+  finish "server_$name" 15
+}
+
+# send_bw as a CI gate: fixed limits and a baseline report, each with a crafted bound that
+# must fail (exit 1, one line naming the row, the figure and the limit) and one that must pass.
+case_send_bw_gate() {
+  require_device
+  send_bw_pair server_base base 60 -s 4096 -n 500
+  expect_schema send_bw base.out
+  # A baseline 1000 times faster than this link fails; one 1000 times slower passes.
+  jq '.rows[].bw_average_mib_per_s *= 1000' "$T/base.out" > "$T/fast.json"
+  jq '.rows[].bw_average_mib_per_s /= 1000' "$T/base.out" > "$T/slow.json"
+  send_bw_gate_run regressed 1 -s 4096 -n 500 --baseline "$T/fast.json" --json
+  expect_jq '.outcome == "failed" and .gate.passed == false and .gate.baseline.rows_compared == 1
+    and .gate.shortfalls[0].figure == "bw_average_mib_per_s" and .gate.shortfalls[0].by == "--baseline"' regressed.out
+  expect_jq '.errors[0].message | test("^below the gate: 4096 B: bw_average_mib_per_s [0-9.e+]+ below [0-9.e+]+ \\(the baseline.s [0-9.e+]+ less 10%\\)$")' regressed.out
+  expect_schema send_bw regressed.out
+  note "regressed: $(jq -r '.errors[0].message' "$T/regressed.out")"
+  send_bw_gate_run improved 0 -s 4096 -n 500 --baseline "$T/slow.json" --tolerance 0 --json
+  expect_jq '.gate.passed and .gate.shortfalls == [] and .gate.baseline.tolerance == 0' improved.out
+  expect_schema send_bw improved.out
+  # Fixed limits, in the text output: the table, the gate's lines, and one error line.
+  send_bw_gate_run short 1 -s 4096 -n 500 --expect-bw 1e9 --expect-rate 1e6
+  expect_grep "^gate: 2 figure(s) fell short" short.out
+  expect_grep "^send_bw: below the gate: 4096 B: bw_average_mib_per_s .* below 1e+09 (--expect-bw) (and 1 more)$" short.err
+  send_bw_gate_run enough 0 -s 4096 -n 500 --expect-bw 0.001 --expect-rate 1e-9
+  expect_grep "^gate: passed" enough.out
+  # Latency: the p99 limit, and a sweep against its own report as the baseline's rows.
+  send_bw_gate_run slow_p99 1 --lat -s 64 -n 200 --expect-lat-p99 0.001 --json
+  expect_jq '.gate.shortfalls[0] | .figure == "t_p99_us" and .limit == 0.001 and .by == "--expect-lat-p99"' slow_p99.out
+  send_bw_gate_run sweep 0 -a -n 8 --warmup 1 -t 16 --json
+  jq '.rows[].bw_average_mib_per_s *= 1000' "$T/sweep.out" > "$T/sweep_fast.json"
+  send_bw_gate_run sweep_regressed 1 -a -n 8 --warmup 1 -t 16 --baseline "$T/sweep_fast.json" --json
+  expect_jq '.gate.baseline.rows_compared == 23 and (.gate.shortfalls | length) == 23' sweep_regressed.out
+}

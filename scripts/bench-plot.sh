@@ -4,7 +4,8 @@
 # average MiB/s, and Mpps on the right axis. Latency reports (rows with t_median_us): median
 # and p99 in µs on a log axis. One line per file, named by its basename and operation; given
 # both kinds, the bandwidth panel sits above the latency panel. OUT's extension picks the
-# gnuplot terminal (svg or pngcairo).
+# gnuplot terminal (svg or pngcairo). Latency rows with a histogram (send_bw --histogram)
+# add a panel of their histograms, the share of each row's samples by latency.
 #   build/bin/send_bw 10.0.0.2 -a --json > build/sweep.json
 #   build/bin/send_bw 10.0.0.2 -a --lat --json > build/sweep-lat.json
 #   scripts/bench-plot.sh build/sweep.svg build/sweep.json build/sweep-lat.json
@@ -163,7 +164,7 @@ if [[ " ${kinds[*]} " == *" mesh "* ]]; then
   exit 0
 fi
 
-bw_plots=() lat_plots=()
+bw_plots=() lat_plots=() hist_plots=()
 n=0
 for file in "$@"; do
   kind=${kinds[n]}
@@ -184,6 +185,15 @@ for file in "$@"; do
   else
     lat_plots+=("$(quote "$dat") using 1:2 with $style title $(quote "$name median")"
       "$(quote "$dat") using 1:3 with $style2 title $(quote "$name p99")")
+    # send_bw --histogram: each row's buckets, a box from low to high as high as the share of
+    # the row's samples in it.
+    while IFS=$'\t' read -r row bytes; do
+      hist=$work/$n-$row.hist
+      jq -r --argjson row "$row" '.rows[$row] | (.histogram | map(.count) | add) as $total
+        | .histogram[] | [.low_us, .high_us, .count / $total] | map(tostring) | join(" ")' "$file" > "$hist"
+      hist_plots+=("$(quote "$hist") using ((\$1 + \$2) / 2):3:(\$2 - \$1) with boxes fillstyle empty linecolor $((n + row)) title $(quote "$name $bytes B")")
+    done < <(jq -r '.rows | to_entries[] | select((.value.histogram | type) == "array" and (.value.histogram | length) > 0)
+      | "\(.key)\t\(.value.bytes)"' "$file")
   fi
 done
 
@@ -216,8 +226,8 @@ xaxis=$(cat "$work"/*.dat | awk '
     print ")"
   }')
 
-panels=$(( (${#bw_plots[@]} > 0) + (${#lat_plots[@]} > 0) ))
-height=$((panels == 2 ? 1100 : 600))
+panels=$(( (${#bw_plots[@]} > 0) + (${#lat_plots[@]} > 0) + (${#hist_plots[@]} > 0) ))
+height=$((panels == 1 ? 600 : 550 * panels))
 {
   preamble 1000 "$height"
   echo "set logscale x 2"
@@ -225,7 +235,7 @@ height=$((panels == 2 ? 1100 : 600))
   echo "set xlabel 'message size (bytes)'"
   echo "set grid xtics ytics linecolor rgb '#d8d8d8'"
   echo "set key outside below center horizontal maxrows 4"
-  [[ $panels == 2 ]] && echo "set multiplot layout 2,1"
+  [[ $panels -gt 1 ]] && echo "set multiplot layout $panels,1"
   if [[ ${#bw_plots[@]} -gt 0 ]]; then
     echo "set title 'send_bw bandwidth (solid: average MiB/s, left; dashed: message rate Mpps, right)'"
     echo "set ylabel 'average bandwidth (MiB/s)'"
@@ -244,7 +254,14 @@ height=$((panels == 2 ? 1100 : 600))
     echo "set format y '%g'"
     echo "plot $(join "${lat_plots[@]}")"
   fi
-  [[ $panels == 2 ]] && echo "unset multiplot"
+  if [[ ${#hist_plots[@]} -gt 0 ]]; then
+    echo "unset y2label; unset y2tics; set ytics mirror"
+    echo "set title 'send_bw latency histogram (--histogram): the share of the samples of each size'"
+    echo "set xlabel 'latency (µs)'; set autoscale x; set xtics auto; set logscale x 10; set format x '%g'"
+    echo "set ylabel 'share of samples'; unset logscale y; set yrange [0:*]"
+    echo "plot $(join "${hist_plots[@]}")"
+  fi
+  [[ $panels -gt 1 ]] && echo "unset multiplot"
   echo "set output"
 } > "$work/plot.gp"
 gnuplot "$work/plot.gp" || { echo "bench-plot: gnuplot failed to write $out" >&2; exit 1; }

@@ -54,6 +54,12 @@ struct Options : rdmakit::ServerOptions {
   std::uint32_t mtu = 0;
   std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for
   bool gbits = false;
+  // Wider than the byte each is, so that the report's arguments show numbers, not characters.
+  std::optional<unsigned> traffic_class;
+  std::optional<unsigned> ack_timeout;
+  unsigned retry_count = 7;
+  bool counters = false;
+  bool histogram = false;
   rdmakit::RowLimits limits;
   std::string baseline_file;
   double tolerance = 0.1;
@@ -67,12 +73,26 @@ std::vector<std::uint32_t> sizes_of(const Options& o) {
   return sizes;
 }
 
+// What only the client does: it measures the rows, and it opens the connection.
+void validate_client_flags(const Options& o) {
+  if (!o.server.empty()) return;
+  const std::pair<bool, const char*> client_only[] = {
+      {o.limits.any() || !o.baseline_file.empty(),
+       "--expect-* and --baseline are the client's: it measures the rows they check"},
+      {o.histogram, "--histogram is the latency client's: its rows hold the samples"},
+      {o.counters, "--counters is the client's: it reads its port's counters around each row it measures"},
+      {o.traffic_class.has_value(), "--tclass is the client's: the server answers in the class of the request"}};
+  for (const auto& [given, why] : client_only) {
+    if (given) throw rdmakit::UsageError(why);
+  }
+}
+
 // The CI gate's flags: the client measures, so they are the client's; each limit fits one
 // test; the baseline is read now, so that a bad file is a usage error before any run.
 void validate_gate(Options& o) {
   const bool latency = o.test == bw::Test::latency;
-  if ((o.limits.any() || !o.baseline_file.empty()) && o.server.empty()) {
-    throw rdmakit::UsageError("--expect-* and --baseline are the client's: it measures the rows they check");
+  if (o.histogram && !latency) {
+    throw rdmakit::UsageError("--histogram applies to latency tests (--lat): their rows hold the samples");
   }
   if (latency && (o.limits.min_bw_mib_per_s || o.limits.min_rate_mpps)) {
     throw rdmakit::UsageError(
@@ -112,6 +132,7 @@ void validate(Options& o, bool duration_given, bool iterations_given) {
   if (o.gid_index && !o.bind.empty()) {
     throw rdmakit::UsageError("-x and --bind both choose the local address: give one");
   }
+  validate_client_flags(o);
   validate_gate(o);
   // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
   rdmakit::check_resolvable(o.server);
@@ -185,6 +206,11 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .bidirectional = o.bidirectional,
                         .gid_index = o.gid_index,
                         .mtu = std::nullopt,
+                        .traffic_class = std::nullopt,
+                        .ack_timeout = std::nullopt,
+                        .retry_count = static_cast<std::uint8_t>(o.retry_count),
+                        .counters = o.counters,
+                        .histogram = o.histogram,
                         .max_size = o.max_size,
                         .accept_timeout = std::nullopt,
                         .persistent = o.persistent,
@@ -193,6 +219,8 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
     s.budget.duration = std::chrono::nanoseconds(static_cast<long long>(o.duration_s * 1e9));
   }
   if (o.mtu != 0) s.mtu = rdmakit::mtu_from_bytes(o.mtu);
+  if (o.traffic_class) s.traffic_class = static_cast<std::uint8_t>(*o.traffic_class);
+  if (o.ack_timeout) s.ack_timeout = static_cast<std::uint8_t>(*o.ack_timeout);
   s.accept_timeout = o.accept_timeout();
   return s;
 }
@@ -251,6 +279,18 @@ int main(int argc, char** argv) {
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")
       ->check(CLI::Range(0, 65535));
   app.add_option("-m,--mtu", o.mtu, "Path MTU: 256, 512, 1024, 2048 or 4096 (default: the route's)");
+  app.add_option("--tclass", o.traffic_class,
+                 "Client: the traffic class (IP TOS byte on RoCE, rdma_cm's TOS option) to test through")
+      ->check(CLI::Range(0, 255));
+  app.add_option("--ack-timeout", o.ack_timeout, "Local ACK timeout, 4.096 us * 2^N (default: rdma_cm's from the path)")
+      ->check(CLI::Range(0, 31));
+  app.add_option("--retry-count", o.retry_count, "Transport retries before a send fails")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 7));
+  app.add_flag("--counters", o.counters,
+               "Client: the port's hardware counters (sysfs) before and after each row, their change in the row");
+  app.add_flag("--histogram", o.histogram,
+               "Latency client: each row's samples as a histogram in the JSON (scripts/bench-plot.sh draws it)");
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")
       ->capture_default_str()
       ->check(CLI::Range(1u, bw::max_message_size));

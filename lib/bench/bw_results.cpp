@@ -20,9 +20,17 @@ nlohmann::json row_json(const BandwidthRow& row) {
 
 nlohmann::json row_json(const LatencyRow& row) {
   const auto& s = row.summary;
-  return {{"bytes", row.size},        {"iterations", s.count},   {"t_min_us", s.min_us},
-          {"t_max_us", s.max_us},     {"t_median_us", s.p50_us}, {"t_avg_us", s.avg_us},
-          {"t_stdev_us", s.stdev_us}, {"t_p99_us", s.p99_us},    {"t_p999_us", s.p999_us}};
+  nlohmann::json item = {{"bytes", row.size},        {"iterations", s.count},   {"t_min_us", s.min_us},
+                         {"t_max_us", s.max_us},     {"t_median_us", s.p50_us}, {"t_avg_us", s.avg_us},
+                         {"t_stdev_us", s.stdev_us}, {"t_p99_us", s.p99_us},    {"t_p999_us", s.p999_us}};
+  if (!row.histogram.empty()) {
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const auto& b : row.histogram) {
+      buckets.push_back({{"low_us", b.low_us}, {"high_us", b.high_us}, {"count", b.count}});
+    }
+    item["histogram"] = std::move(buckets);
+  }
+  return item;
 }
 
 nlohmann::json to_json(const BwRefusal& refusal) {
@@ -54,6 +62,24 @@ std::string table(const std::vector<LatencyRow>& rows) {
   return text;
 }
 
+// --counters: under the table, each row's counters that moved (all of them are in the JSON).
+std::string counters_text(const BwResults& results) {
+  if (results.row_counters.empty()) return {};
+  std::string text = "port counters that changed, per row:\n";
+  for (std::size_t i = 0; i < results.row_counters.size(); ++i) {
+    const auto bytes = i < results.bandwidth.size() ? results.bandwidth[i].size
+                       : i < results.latency.size() ? results.latency[i].size
+                                                    : 0;
+    std::string moved;
+    for (const auto& [name, delta] : results.row_counters[i]) {
+      if (delta != 0) moved += fmt::format(" {} {:+}", name, delta);
+    }
+    if (results.row_counters[i].empty()) moved = " (the device shows no counters in sysfs)";
+    text += fmt::format(" {:>10}{}\n", bytes, moved.empty() ? " none" : moved);
+  }
+  return text;
+}
+
 // The server of a latency test answers; it measures nothing itself.
 bool answers_pings(const BwResults& results) {
   return results.latency.empty() && results.test.value("test", "") == "lat";
@@ -80,6 +106,7 @@ void BwResults::add_to(nlohmann::json& document) const {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : bandwidth) rows.push_back(row_json(row));
   for (const auto& row : latency) rows.push_back(row_json(row));
+  for (std::size_t i = 0; i < row_counters.size() && i < rows.size(); ++i) rows[i]["counters"] = row_counters[i];
   document["test"] = test;
   document["rows"] = std::move(rows);
   if (answers_pings(*this)) document["answered"] = answered;
@@ -87,9 +114,9 @@ void BwResults::add_to(nlohmann::json& document) const {
 
 std::string BwResults::text() const {
   if (persistent) return fmt::format("served {} clients\n", clients.size());
-  if (!latency.empty()) return table(latency);
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered);
-  return table(bandwidth, gbits);
+  auto text = latency.empty() ? table(bandwidth, gbits) : table(latency);
+  return text + counters_text(*this);
 }
 
 void report_results(BwResults results, Report& report) {

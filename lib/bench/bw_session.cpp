@@ -85,6 +85,9 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   options.responder_resources = 16;
   options.initiator_depth = 16;
   options.limits = s.limits;
+  options.type_of_service = s.traffic_class;
+  options.ack_timeout = s.ack_timeout;
+  options.retry_count = s.retry_count;
   options.check_device = [limits](ibv_context* context, std::uint8_t port) {
     check_device_limits(context, port, limits);
   };
@@ -96,6 +99,12 @@ nlohmann::json path_json(const Endpoint& endpoint) {
   nlohmann::json path = {{"device", ibv_get_device_name(endpoint.context()->device)},
                          {"port", endpoint.port_num()},
                          {"path_mtu", mtu_bytes(endpoint.active_path_mtu())}};
+  const auto transport = endpoint.transport();
+  path["traffic_class"] = transport.traffic_class;
+  path["service_level"] = transport.service_level;
+  path["ack_timeout"] = transport.ack_timeout;
+  path["retry_count"] = transport.retry_count;
+  path["rnr_retry"] = transport.rnr_retry;
   if (const auto index = endpoint.source_gid_index()) {
     const auto entry = query_gid(endpoint.context(), endpoint.port_num(), *index);
     path["gid_index"] = *index;
@@ -104,6 +113,37 @@ nlohmann::json path_json(const Endpoint& endpoint) {
   }
   return path;
 }
+
+// --counters: the port's counters read before a row and again once it is done (also when
+// it failed part way: the partial row gets its deltas), outside the measured time. ping()
+// warms up inside, so a latency row's deltas include its warm-up round trips.
+class CounterWatch {
+ public:
+  CounterWatch(bool wanted, const Endpoint& endpoint, BwResults& results)
+      : wanted_(wanted),
+        device_(ibv_get_device_name(endpoint.context()->device)),
+        port_(endpoint.port_num()),
+        results_(results),
+        rows_before_(rows()) {
+    if (wanted_) before_ = read_port_counters(device_, port_);
+  }
+  ~CounterWatch() {
+    if (wanted_ && rows() > rows_before_) {
+      results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
+    }
+  }
+  CounterWatch(const CounterWatch&) = delete;
+  CounterWatch& operator=(const CounterWatch&) = delete;
+
+ private:
+  std::size_t rows() const { return results_.bandwidth.size() + results_.latency.size(); }
+  bool wanted_;
+  std::string device_;
+  unsigned port_;
+  BwResults& results_;
+  std::size_t rows_before_;
+  PortCounters before_;
+};
 
 std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
   if (!s.bound_client_silence) return std::nullopt;
@@ -206,8 +246,12 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     const PingSettings settings{.lane = lanes.front(),
                                 .operation = s.operation,
                                 .max_inline_data = endpoints.front()->max_inline_data(),
-                                .limits = s.limits};
-    for (const auto size : s.sizes) ping(settings, size, s.budget, s.warmup, results.latency);
+                                .limits = s.limits,
+                                .histogram = s.histogram};
+    for (const auto size : s.sizes) {
+      const CounterWatch watch(s.counters, *endpoints.front(), results);
+      ping(settings, size, s.budget, s.warmup, results.latency);
+    }
   } else {
     const StreamSettings settings{.lanes = lanes,
                                   .operation = s.operation,
@@ -219,6 +263,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     std::vector<BandwidthRow> warmup_rows;
     for (const auto size : s.sizes) {
       if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
+      const CounterWatch watch(s.counters, *endpoints.front(), results);
       stream(settings, size, s.budget, results.bandwidth);
     }
   }

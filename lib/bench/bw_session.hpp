@@ -17,6 +17,7 @@
 
 #include "lib/bench/loops.hpp"
 #include "lib/core/persistent.hpp"
+#include "lib/core/port_counters.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/wire/protocol.hpp"
@@ -39,7 +40,12 @@ struct BwSettings {
   bool bidirectional = false;
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
   std::optional<ibv_mtu> mtu;
-  std::uint32_t max_size = 64u << 20;  // server: largest message a client may ask for
+  std::optional<std::uint8_t> traffic_class;  // --tclass: rdma_cm's TOS (client)
+  std::optional<std::uint8_t> ack_timeout;    // --ack-timeout: 4.096 us * 2^N
+  std::uint8_t retry_count = 7;               // --retry-count
+  bool counters = false;                      // --counters: the port's counters around each row
+  bool histogram = false;                     // --histogram: latency rows with their histogram
+  std::uint32_t max_size = 64u << 20;         // server: largest message a client may ask for
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
@@ -65,6 +71,8 @@ struct BwServedClient {
 struct BwResults final : ReportSection {
   std::vector<BandwidthRow> bandwidth;
   std::vector<LatencyRow> latency;
+  // --counters: the port's counters' change over each row (bandwidth or latency), in order.
+  std::vector<CounterDeltas> row_counters;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
   std::vector<BwRefusal> refused;
   std::uint64_t answered = 0;           // server of a latency test

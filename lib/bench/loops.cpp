@@ -564,7 +564,11 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   client.announce_size();
   for (std::uint64_t i = 0; i < warmup; ++i) client.exchange();
   LatencyRecorder recorder;
-  auto row = [&] { return LatencyRow{.size = size, .summary = recorder.summary().value_or(LatencySummary{})}; };
+  auto row = [&] {
+    return LatencyRow{.size = size,
+                      .summary = recorder.summary().value_or(LatencySummary{}),
+                      .histogram = s.histogram ? recorder.histogram() : std::vector<HistogramBucket>{}};
+  };
   const bool halve = s.operation != bw::Operation::read;
   // Beyond a million samples the recorder grows (rarely, doubling) rather than reserve gigabytes.
   recorder.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(budget.iterations, std::uint64_t{1} << 20)));

@@ -86,12 +86,14 @@ struct PingSettings {
   Lane lane;  // receives posted
   bw::Operation operation = bw::Operation::send;
   std::uint32_t max_inline_data = 0;
-  RunLimits limits;  // the timeout bounds the wait for each answer
+  RunLimits limits;        // the timeout bounds the wait for each answer
+  bool histogram = false;  // each row with its samples' histogram
 };
 
 struct LatencyRow {
   std::uint32_t size = 0;
   LatencySummary summary;
+  std::vector<HistogramBucket> histogram;  // PingSettings::histogram only
 };
 
 // Appends the row for `size`; on an exception, the samples so far as a partial row.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -26,18 +27,28 @@ constexpr unsigned sub_bucket_bits = 7;
 constexpr std::uint64_t sub_buckets = std::uint64_t{1} << sub_bucket_bits;
 constexpr std::size_t bucket_count = (64 - sub_bucket_bits + 1) * sub_buckets;
 
-std::size_t bucket_of(std::uint64_t nanoseconds) {
-  if (nanoseconds < sub_buckets) return nanoseconds;
-  const auto shift = static_cast<unsigned>(std::bit_width(nanoseconds)) - 1 - sub_bucket_bits;
-  return ((shift + 1) << sub_bucket_bits) + ((nanoseconds >> shift) - sub_buckets);
+std::size_t bucket_of(std::uint64_t nanoseconds, unsigned bits = sub_bucket_bits) {
+  const std::uint64_t per_octave = std::uint64_t{1} << bits;
+  if (nanoseconds < per_octave) return nanoseconds;
+  const auto shift = static_cast<unsigned>(std::bit_width(nanoseconds)) - 1 - bits;
+  return ((shift + 1) << bits) + ((nanoseconds >> shift) - per_octave);
 }
 
+// The lowest value of `bucket` and the first value past it, in nanoseconds.
+std::pair<std::uint64_t, std::uint64_t> bucket_bounds(std::size_t bucket, unsigned bits = sub_bucket_bits) {
+  const std::uint64_t per_octave = std::uint64_t{1} << bits;
+  if (bucket < per_octave) return {bucket, bucket + 1};
+  const auto shift = static_cast<unsigned>(bucket >> bits) - 1;
+  const auto low = ((bucket & (per_octave - 1)) + per_octave) << shift;
+  return {low, low + (std::uint64_t{1} << shift)};
+}
+
+// The histogram's buckets: 8 a power of two.
+constexpr unsigned shown_bucket_bits = 3;
+
 double bucket_midpoint_us(std::size_t bucket) {
-  if (bucket < sub_buckets) return static_cast<double>(bucket) / 1000.0;
-  const auto shift = static_cast<unsigned>(bucket >> sub_bucket_bits) - 1;
-  const auto low = ((bucket & (sub_buckets - 1)) + sub_buckets) << shift;
-  const auto width = std::uint64_t{1} << shift;
-  return (static_cast<double>(low) + static_cast<double>(width - 1) / 2.0) / 1000.0;
+  const auto [low, high] = bucket_bounds(bucket);
+  return (static_cast<double>(low) + static_cast<double>(high - low - 1) / 2.0) / 1000.0;
 }
 
 std::uint64_t to_nanoseconds(double microseconds) {
@@ -107,6 +118,24 @@ LatencySummary LatencyRecorder::histogram_summary() const {
   s.p99_us = percentile(99.0);
   s.p999_us = percentile(99.9);
   return s;
+}
+
+std::vector<HistogramBucket> LatencyRecorder::histogram() const {
+  std::map<std::size_t, std::uint64_t> counts;
+  if (exact()) {
+    for (const double us : samples_us_) ++counts[bucket_of(to_nanoseconds(us), shown_bucket_bits)];
+  } else {
+    for (std::size_t fine = 0; fine < histogram_.size(); ++fine) {
+      if (histogram_[fine] != 0) counts[bucket_of(bucket_bounds(fine).first, shown_bucket_bits)] += histogram_[fine];
+    }
+  }
+  std::vector<HistogramBucket> buckets;
+  for (const auto& [bucket, count] : counts) {
+    const auto [low, high] = bucket_bounds(bucket, shown_bucket_bits);
+    buckets.push_back(
+        {.low_us = static_cast<double>(low) / 1000.0, .high_us = static_cast<double>(high) / 1000.0, .count = count});
+  }
+  return buckets;
 }
 
 std::optional<LatencySummary> LatencyRecorder::summary() const {

@@ -26,6 +26,13 @@ struct LatencySummary {
 // Nearest-rank percentile of an ascending-sorted, non-empty sample; p in [0, 100].
 double percentile_sorted(const std::vector<double>& sorted, double p);
 
+// One bar of a latency histogram: the samples in [low_us, high_us).
+struct HistogramBucket {
+  double low_us = 0;
+  double high_us = 0;
+  std::uint64_t count = 0;
+};
+
 class LatencyRecorder {
  public:
   static constexpr std::size_t default_exact_samples = std::size_t{1} << 20;
@@ -45,6 +52,11 @@ class LatencyRecorder {
   bool exact() const noexcept { return histogram_.empty(); }
   // Empty when nothing was recorded.
   std::optional<LatencySummary> summary() const;
+  // The samples in log-linear buckets of nanoseconds: each power of two split into 8 (so a
+  // bucket is at most 1/8 of its low bound wide), below 8 ns one a nanosecond. Only the
+  // buckets with samples, ascending. Exact past the one-by-one part too, since the
+  // recorder's own buckets nest in these.
+  std::vector<HistogramBucket> histogram() const;
 
  private:
   void move_to_histogram();

@@ -219,8 +219,8 @@ rdma_conn_param connection_parameters(const ConnectOffer& offer) {
   if (!offer.datagram) {
     parameters.responder_resources = offer.responder_resources;
     parameters.initiator_depth = offer.initiator_depth;
-    parameters.retry_count = 7;
-    parameters.rnr_retry_count = 7;
+    parameters.retry_count = offer.retry_count;
+    parameters.rnr_retry_count = 7;  // 7: retry a receiver not ready without end
   }
   return parameters;
 }

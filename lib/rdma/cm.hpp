@@ -103,6 +103,7 @@ struct ConnectOffer {
   std::uint8_t initiator_depth = 1;            // outgoing RDMA READs kept in flight
   std::optional<std::uint32_t> qp_num;         // a QP that rdma_create_qp did not make, or a UD QP
   bool datagram = false;
+  std::uint8_t retry_count = 7;  // transport retries before a send fails (0-7)
 };
 rdma_conn_param connection_parameters(const ConnectOffer& offer);
 

@@ -68,6 +68,7 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
     check_errno(rdma_set_option(cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos), "rdma_set_option",
                 "TOS " + std::to_string(tos));
   }
+  endpoint->set_ack_timeout();
   const auto target = destination.to_string();
   const auto host = destination.host_string();
 
@@ -171,7 +172,8 @@ rdma_conn_param Endpoint::connection_parameters() const {
                    .responder_resources = options_.responder_resources,
                    .initiator_depth = options_.initiator_depth,
                    .qp_num = own_qp_ ? std::optional<std::uint32_t>(own_qp_->get()->qp_num) : std::nullopt,
-                   .datagram = false});
+                   .datagram = false,
+                   .retry_count = options_.retry_count});
 }
 
 CmTransition Endpoint::apply(const rdma_cm_event& event) {
@@ -232,8 +234,29 @@ void Endpoint::connect(Report& report) {
   await_established("connect", report, started);
 }
 
+void Endpoint::set_ack_timeout() {
+  if (!options_.ack_timeout) return;
+  auto timeout = *options_.ack_timeout;
+  check_errno(rdma_set_option(id_.get(), RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout, sizeof timeout),
+              "rdma_set_option", "ACK timeout " + std::to_string(timeout));
+}
+
+Endpoint::Transport Endpoint::transport() const {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  check_returned(
+      ibv_query_qp(qp(), &attributes, IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY, &init),
+      "ibv_query_qp", "the connected QP");
+  return {.traffic_class = attributes.ah_attr.grh.traffic_class,
+          .service_level = attributes.ah_attr.sl,
+          .ack_timeout = attributes.timeout,
+          .retry_count = attributes.retry_cnt,
+          .rnr_retry = attributes.rnr_retry};
+}
+
 void Endpoint::accept(Report& report) {
   const auto started = Clock::now();
+  set_ack_timeout();
   if (own_qp_) {
     ready_own_qp();
   }

@@ -27,6 +27,10 @@ struct EndpointOptions {
   std::uint8_t responder_resources = 1;  // incoming RDMA READs we allow in flight
   std::uint8_t initiator_depth = 1;      // outgoing RDMA READs we keep in flight
   std::optional<std::uint8_t> type_of_service;
+  // The local ACK timeout, 4.096 us * 2^N (RDMA_OPTION_ID_ACK_TIMEOUT); none: rdma_cm's from
+  // the path.
+  std::optional<std::uint8_t> ack_timeout;
+  std::uint8_t retry_count = 7;       // transport retries before a send fails, asked for in the CM exchange
   bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
   std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
   // Self-managed QPs only: the path MTU set at RTR instead of the route's.
@@ -87,6 +91,15 @@ class Endpoint {
   // The GID table index and path MTU the connected QP uses (RoCE/GRH; nullopt without a GRH).
   std::optional<std::uint8_t> source_gid_index() const;
   ibv_mtu active_path_mtu() const;
+  // What the connected QP ended up with, as ibv_query_qp says.
+  struct Transport {
+    std::uint8_t traffic_class = 0;  // the GRH's (RoCE: the IP TOS)
+    std::uint8_t service_level = 0;
+    std::uint8_t ack_timeout = 0;
+    std::uint8_t retry_count = 0;
+    std::uint8_t rnr_retry = 0;
+  };
+  Transport transport() const;
   // For loops that post and poll themselves (benchmarks); the endpoint keeps ownership.
   ibv_qp* queue_pair() const { return qp(); }
   ibv_cq* completion_queue() const { return cq_->get(); }
@@ -111,6 +124,7 @@ class Endpoint {
   // Applies one CM event; returns the transition taken.
   CmTransition apply(const rdma_cm_event& event);
   rdma_conn_param connection_parameters() const;
+  void set_ack_timeout();
   ibv_qp* qp() const;
   Clock::time_point deadline() const { return Clock::now() + options_.limits.timeout; }
 

@@ -109,6 +109,13 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --expect-rate 0                 | --expect-rate: must be above 0
 2 | send_bw     | 1.2.3.4 --tolerance 0.2                 | --tolerance requires --baseline
 2 | send_bw     | 1.2.3.4 --baseline /nonexistent/old.json | --baseline: cannot read /nonexistent/old.json
+2 | send_bw     | --tclass 96                             | --tclass is the client's
+2 | send_bw     | --counters --json                       | --counters is the client's
+2 | send_bw     | 1.2.3.4 --tclass 256                    | --tclass: Value 256
+2 | send_bw     | 1.2.3.4 --ack-timeout 32                | --ack-timeout: Value 32
+2 | send_bw     | 1.2.3.4 --retry-count 8                 | --retry-count: Value 8
+2 | send_bw     | --histogram                             | --histogram is the latency client's
+2 | send_bw     | 1.2.3.4 --histogram                     | --histogram applies to latency tests
 2 | diag-bind   | -p 70000 10.55.0.1                      | --port: Value 70000
 2 | diag-bind   | --ps foo                                | --ps: foo not in
 2 | diag-bind   | nohost.invalid --json                   | cannot resolve 'nohost.invalid'

@@ -303,3 +303,42 @@ case_send_bw_gate() {
   send_bw_gate_run sweep_regressed 1 -a -n 8 --warmup 1 -t 16 --baseline "$T/sweep_fast.json" --json
   expect_jq '.gate.baseline.rows_compared == 23 and (.gate.shortfalls | length) == 23' sweep_regressed.out
 }
+
+# The connection's transport settings, read back from the QP (ibv_query_qp), and the port's
+# counters around each row.
+case_send_bw_transport() {
+  require_device
+  send_bw_pair server client 60 -s 4096 -n 500 --tclass 96 --ack-timeout 14 --retry-count 3 --counters
+  expect_jq '.test.path | .traffic_class == 96 and .ack_timeout == 14 and .retry_count == 3 and .rnr_retry == 7' \
+    client.out
+  expect_jq '.arguments | .tclass == 96 and .ack_timeout == 14 and .retry_count == 3 and .counters' client.out
+  # rxe counts the packets it sends: 500 measured messages of 4 packets each (1 KiB path MTU) at least.
+  expect_jq '.rows[0].counters | (.sent_pkts // 0) >= 500 and has("retry_exceeded_err")' client.out
+  expect_schema send_bw client.out
+  expect_schema send_bw server.out
+  note "4 KiB row's counters: $(jq -c '.rows[0].counters | with_entries(select(.value != 0))' "$T/client.out")"
+  # Without the flags: rdma_cm's defaults, no counters in the rows.
+  send_bw_pair server_plain plain 60 -s 4096 -n 100
+  expect_jq '.test.path.retry_count == 7 and (.rows[0] | has("counters") | not)' plain.out
+  note "defaults: $(jq -c '.test.path | {traffic_class, service_level, ack_timeout, retry_count, rnr_retry}' "$T/plain.out")"
+  # Latency, in text: the table, then each row's counters that moved.
+  next_port
+  start server_lat "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 20
+  wait_listening "$PORT"
+  run lat 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --lat -s 64 -n 200 --counters
+  expect_rc 0 "send_bw --lat --counters"
+  finish server_lat 15
+  expect_grep "^port counters that changed, per row:" lat.out
+  expect_grep "^ *64 .*sent_pkts +[0-9]" lat.out
+  # --histogram: every measured sample in a bucket, the buckets ascending, and the plot.
+  send_bw_pair server_hist hist 60 --lat -s 64 -n 300 --histogram
+  expect_jq '.rows[0] | (.histogram | map(.count) | add) == .iterations and .iterations == 300
+    and ([.histogram[].low_us] | . == sort) and all(.histogram[]; .high_us > .low_us)' hist.out
+  expect_schema send_bw hist.out
+  note "64 B histogram: $(jq -c '[.rows[0].histogram[] | [.low_us, .count]]' "$T/hist.out")"
+  if command -v gnuplot > /dev/null; then
+    run plot 60 "$here/../../scripts/bench-plot.sh" "$T/hist.svg" "$T/hist.out"
+    expect_rc 0 "bench-plot.sh of a --histogram report"
+    expect_grep "latency histogram" hist.svg
+  fi
+}

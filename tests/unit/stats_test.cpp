@@ -163,3 +163,52 @@ TEST(LatencyRecorder, HistogramTakesTheWholeRangeOfDurations) {
   EXPECT_DOUBLE_EQ(s.p999_us, s.max_us);  // clamped to the largest sample seen
   EXPECT_NEAR(s.p99_us, s.max_us, s.max_us / 256);
 }
+
+namespace rdmakit {
+namespace {
+
+std::uint64_t total(const std::vector<HistogramBucket>& buckets) {
+  std::uint64_t sum = 0;
+  for (const auto& b : buckets) sum += b.count;
+  return sum;
+}
+
+TEST(LatencyHistogram, BucketsAreLogLinearAndHoldEverySample) {
+  LatencyRecorder recorder;
+  for (int i = 0; i < 100; ++i) recorder.add(std::chrono::nanoseconds(5));     // below 8 ns: a bucket a ns
+  for (int i = 0; i < 50; ++i) recorder.add(std::chrono::nanoseconds(10000));  // 10 us
+  recorder.add(std::chrono::nanoseconds(1000000));                             // 1 ms
+  const auto buckets = recorder.histogram();
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(total(buckets), 151u);
+  EXPECT_DOUBLE_EQ(buckets[0].low_us, 0.005);
+  EXPECT_DOUBLE_EQ(buckets[0].high_us, 0.006);
+  EXPECT_EQ(buckets[0].count, 100u);
+  // 10000 ns lies in [9216, 10240): 2^13 split in 8 buckets of 1024 ns.
+  EXPECT_DOUBLE_EQ(buckets[1].low_us, 9.216);
+  EXPECT_DOUBLE_EQ(buckets[1].high_us, 10.24);
+  EXPECT_EQ(buckets[1].count, 50u);
+  EXPECT_LE(buckets[2].low_us, 1000.0);
+  EXPECT_GT(buckets[2].high_us, 1000.0);
+  EXPECT_TRUE(LatencyRecorder().histogram().empty());
+}
+
+TEST(LatencyHistogram, TheSameBucketsOnceTheSamplesLiveInTheRecordersHistogram) {
+  LatencyRecorder exact;
+  LatencyRecorder bounded(16);  // past 16 samples, its own fine histogram
+  for (int i = 1; i <= 1000; ++i) {
+    exact.add(std::chrono::nanoseconds(i * 37));
+    bounded.add(std::chrono::nanoseconds(i * 37));
+  }
+  ASSERT_FALSE(bounded.exact());
+  const auto a = exact.histogram();
+  const auto b = bounded.histogram();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_DOUBLE_EQ(a[i].low_us, b[i].low_us);
+    EXPECT_EQ(a[i].count, b[i].count) << a[i].low_us;
+  }
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -1,0 +1,27 @@
+#pragma once
+// An RDMA port's counters as sysfs shows them (hw_counters: the driver's, such as rxe's
+// retries and sequence errors; counters: the IB standard ones where the driver has them),
+// and their change over a measurement. No RDMA library: files only, so the unit tests read
+// a fixture tree.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+
+namespace rdmakit {
+
+using PortCounters = std::map<std::string, std::uint64_t>;
+using CounterDeltas = std::map<std::string, std::int64_t>;
+
+inline const std::filesystem::path sysfs_infiniband = "/sys/class/infiniband";
+
+// Every readable counter of DEVICE's port PORT under ROOT; empty when the driver has none.
+// A name in both folders is the hw_counters one.
+PortCounters read_port_counters(const std::string& device, unsigned port,
+                                const std::filesystem::path& root = sysfs_infiniband);
+
+// after - before for every counter in both (negative where a counter was reset meanwhile).
+CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& after);
+
+}  // namespace rdmakit

@@ -1,0 +1,43 @@
+// The port counters send_bw --counters reads, from a sysfs-like tree made here.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lib/core/port_counters.hpp"
+
+namespace rdmakit {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+TEST(PortCounters, ReadsBothFoldersAndSkipsWhatIsNoNumber) {
+  const auto root = fs::path(::testing::TempDir()) / "port_counters_sysfs";
+  fs::remove_all(root);
+  const auto port = root / "rxe0" / "ports" / "1";
+  write(port / "hw_counters" / "sent_pkts", "1200\n");
+  write(port / "hw_counters" / "retry_exceeded_err", "0\n");
+  write(port / "hw_counters" / "lifespan", "not a counter\n");
+  write(port / "counters" / "port_xmit_data", "77\n");
+  write(port / "counters" / "sent_pkts", "5\n");  // the hw_counters one wins
+  const auto counters = read_port_counters("rxe0", 1, root);
+  EXPECT_EQ(counters, (PortCounters{{"port_xmit_data", 77}, {"retry_exceeded_err", 0}, {"sent_pkts", 1200}}));
+  EXPECT_TRUE(read_port_counters("rxe0", 2, root).empty());
+  EXPECT_TRUE(read_port_counters("mlx5_0", 1, root).empty());
+  fs::remove_all(root);
+}
+
+TEST(PortCounters, DeltasCoverTheCountersSeenBothTimes) {
+  const PortCounters before{{"sent_pkts", 100}, {"rcvd_pkts", 50}, {"gone", 1}};
+  const PortCounters after{{"sent_pkts", 160}, {"rcvd_pkts", 40}, {"new", 3}};
+  EXPECT_EQ(counter_deltas(before, after), (CounterDeltas{{"rcvd_pkts", -10}, {"sent_pkts", 60}}));
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -60,6 +60,7 @@ struct Options : rdmakit::ServerOptions {
   unsigned retry_count = 7;
   bool counters = false;
   bool histogram = false;
+  bool cpu_util = false;
   rdmakit::RowLimits limits;
   std::string baseline_file;
   double tolerance = 0.1;
@@ -211,6 +212,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .retry_count = static_cast<std::uint8_t>(o.retry_count),
                         .counters = o.counters,
                         .histogram = o.histogram,
+                        .cpu_util = o.cpu_util,
                         .max_size = o.max_size,
                         .accept_timeout = std::nullopt,
                         .persistent = o.persistent,
@@ -289,6 +291,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 7));
   app.add_flag("--counters", o.counters,
                "Client: the port's hardware counters (sysfs) before and after each row, their change in the row");
+  app.add_flag("--cpu-util", o.cpu_util,
+               "This side's user and system CPU time over each row (server: over the test), and per message");
   app.add_flag("--histogram", o.histogram,
                "Latency client: each row's samples as a histogram in the JSON (scripts/bench-plot.sh draws it)");
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")

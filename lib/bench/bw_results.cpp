@@ -62,6 +62,23 @@ std::string table(const std::vector<LatencyRow>& rows) {
   return text;
 }
 
+// --cpu-util: under the table, each row's CPU time.
+std::string cpu_text(const BwResults& results) {
+  if (results.row_cpu.empty()) return {};
+  std::string text = "CPU, per row (this side):\n";
+  for (std::size_t i = 0; i < results.row_cpu.size(); ++i) {
+    const auto& use = results.row_cpu[i];
+    const auto [bytes, messages] =
+        i < results.bandwidth.size() ? std::pair(results.bandwidth[i].size, results.bandwidth[i].iterations)
+        : i < results.latency.size() ? std::pair(results.latency[i].size, results.latency[i].summary.count)
+                                     : std::pair(std::uint32_t{0}, std::uint64_t{0});
+    text +=
+        fmt::format(" {:>10} user {:.3f} s, system {:.3f} s, {:.0f}% of one core over {:.3f} s, {:.2f} us/message\n",
+                    bytes, use.user_s, use.system_s, use.utilization() * 100, use.wall_s, use.us_per_message(messages));
+  }
+  return text;
+}
+
 // --counters: under the table, each row's counters that moved (all of them are in the JSON).
 std::string counters_text(const BwResults& results) {
   if (results.row_counters.empty()) return {};
@@ -107,6 +124,9 @@ void BwResults::add_to(nlohmann::json& document) const {
   for (const auto& row : bandwidth) rows.push_back(row_json(row));
   for (const auto& row : latency) rows.push_back(row_json(row));
   for (std::size_t i = 0; i < row_counters.size() && i < rows.size(); ++i) rows[i]["counters"] = row_counters[i];
+  for (std::size_t i = 0; i < row_cpu.size() && i < rows.size(); ++i) {
+    rows[i]["cpu"] = cpu_json(row_cpu[i], rows[i]["iterations"].get<std::uint64_t>());
+  }
   document["test"] = test;
   document["rows"] = std::move(rows);
   if (answers_pings(*this)) document["answered"] = answered;
@@ -116,7 +136,15 @@ std::string BwResults::text() const {
   if (persistent) return fmt::format("served {} clients\n", clients.size());
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered);
   auto text = latency.empty() ? table(bandwidth, gbits) : table(latency);
-  return text + counters_text(*this);
+  return text + cpu_text(*this) + counters_text(*this);
+}
+
+nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages) {
+  return {{"user_s", use.user_s},
+          {"system_s", use.system_s},
+          {"wall_s", use.wall_s},
+          {"utilization", use.utilization()},
+          {"us_per_message", use.us_per_message(messages)}};
 }
 
 void report_results(BwResults results, Report& report) {

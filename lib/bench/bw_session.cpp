@@ -114,35 +114,40 @@ nlohmann::json path_json(const Endpoint& endpoint) {
   return path;
 }
 
-// --counters: the port's counters read before a row and again once it is done (also when
-// it failed part way: the partial row gets its deltas), outside the measured time. ping()
-// warms up inside, so a latency row's deltas include its warm-up round trips.
-class CounterWatch {
+// --counters and --cpu-util: the port's counters and this process's CPU time taken before a
+// row and again once it is done (also when it failed part way: the partial row gets them),
+// the counters outside the measured time. ping() warms up inside, so a latency row's
+// figures include its warm-up round trips.
+class RowWatch {
  public:
-  CounterWatch(bool wanted, const Endpoint& endpoint, BwResults& results)
-      : wanted_(wanted),
+  RowWatch(const BwSettings& s, const Endpoint& endpoint, BwResults& results)
+      : counters_(s.counters),
+        cpu_util_(s.cpu_util),
         device_(ibv_get_device_name(endpoint.context()->device)),
         port_(endpoint.port_num()),
         results_(results),
         rows_before_(rows()) {
-    if (wanted_) before_ = read_port_counters(device_, port_);
+    if (counters_) before_ = read_port_counters(device_, port_);
+    cpu_ = CpuClock();
   }
-  ~CounterWatch() {
-    if (wanted_ && rows() > rows_before_) {
-      results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
-    }
+  ~RowWatch() {
+    if (rows() == rows_before_) return;
+    if (cpu_util_) results_.row_cpu.push_back(cpu_.used());
+    if (counters_) results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
   }
-  CounterWatch(const CounterWatch&) = delete;
-  CounterWatch& operator=(const CounterWatch&) = delete;
+  RowWatch(const RowWatch&) = delete;
+  RowWatch& operator=(const RowWatch&) = delete;
 
  private:
   std::size_t rows() const { return results_.bandwidth.size() + results_.latency.size(); }
-  bool wanted_;
+  bool counters_;
+  bool cpu_util_;
   std::string device_;
   unsigned port_;
   BwResults& results_;
   std::size_t rows_before_;
   PortCounters before_;
+  CpuClock cpu_;
 };
 
 std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
@@ -249,7 +254,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                 .limits = s.limits,
                                 .histogram = s.histogram};
     for (const auto size : s.sizes) {
-      const CounterWatch watch(s.counters, *endpoints.front(), results);
+      const RowWatch watch(s, *endpoints.front(), results);
       ping(settings, size, s.budget, s.warmup, results.latency);
     }
   } else {
@@ -263,7 +268,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     std::vector<BandwidthRow> warmup_rows;
     for (const auto size : s.sizes) {
       if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
-      const CounterWatch watch(s.counters, *endpoints.front(), results);
+      const RowWatch watch(s, *endpoints.front(), results);
       stream(settings, size, s.budget, results.bandwidth);
     }
   }
@@ -312,6 +317,32 @@ void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   spdlog::warn("refused {}: {}", request.peer_address(), reason);
   request.reject(bw::encode_refusal(reason));
   results.refused.push_back({.peer = request.peer_address(), .reason = reason});
+}
+
+// The client's test once its connections are up: answer its pings, or take (and reflect)
+// its messages, until it disconnects.
+void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
+                const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
+  auto connected = [&] {
+    return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
+  };
+  if (first.test == bw::Test::latency) {
+    results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
+                                                   .operation = first.operation,
+                                                   .max_inline_data = endpoints.front()->max_inline_data(),
+                                                   .limits = s.limits,
+                                                   .connected = connected,
+                                                   .silence = client_silence(s)});
+  } else {
+    sink(SinkSettings{.lanes = lanes,
+                      .depth = s.depth,
+                      .reflect = first.bidirectional,
+                      .max_inline_data = endpoints.front()->max_inline_data(),
+                      .limits = s.limits,
+                      .connected = connected,
+                      .silence = client_silence(s)},
+         results.bandwidth);
+  }
 }
 
 // One client: accepts `first_request` and the rest of its queue pairs, then receives,
@@ -370,25 +401,12 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
                   {"queue_pairs", first->queue_pairs},    {"bidirectional", first->bidirectional},
                   {"client_depth", first->depth},         {"max_size", first->max_size},
                   {"path", path_json(*endpoints.front())}};
-  auto connected = [&] {
-    return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
-  };
-  if (first->test == bw::Test::latency) {
-    results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
-                                                   .operation = first->operation,
-                                                   .max_inline_data = endpoints.front()->max_inline_data(),
-                                                   .limits = s.limits,
-                                                   .connected = connected,
-                                                   .silence = client_silence(s)});
-  } else {
-    sink(SinkSettings{.lanes = lanes,
-                      .depth = s.depth,
-                      .reflect = first->bidirectional,
-                      .max_inline_data = endpoints.front()->max_inline_data(),
-                      .limits = s.limits,
-                      .connected = connected,
-                      .silence = client_silence(s)},
-         results.bandwidth);
+  const CpuClock cpu;
+  serve_test(*first, lanes, endpoints, s, results);
+  if (s.cpu_util) {
+    std::uint64_t messages = results.answered;
+    for (const auto& row : results.bandwidth) messages += row.iterations;
+    results.test["cpu"] = cpu_json(cpu.used(), messages);
   }
   return true;
 }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/bench/loops.hpp"
+#include "lib/core/cpu_use.hpp"
 #include "lib/core/persistent.hpp"
 #include "lib/core/port_counters.hpp"
 #include "lib/core/report.hpp"
@@ -45,6 +46,7 @@ struct BwSettings {
   std::uint8_t retry_count = 7;               // --retry-count
   bool counters = false;                      // --counters: the port's counters around each row
   bool histogram = false;                     // --histogram: latency rows with their histogram
+  bool cpu_util = false;                      // --cpu-util: the CPU time of each row (server: of the test)
   std::uint32_t max_size = 64u << 20;         // server: largest message a client may ask for
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
@@ -73,6 +75,8 @@ struct BwResults final : ReportSection {
   std::vector<LatencyRow> latency;
   // --counters: the port's counters' change over each row (bandwidth or latency), in order.
   std::vector<CounterDeltas> row_counters;
+  // --cpu-util: this process's CPU time over each row, in order.
+  std::vector<CpuUse> row_cpu;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
   std::vector<BwRefusal> refused;
   std::uint64_t answered = 0;           // server of a latency test
@@ -83,6 +87,10 @@ struct BwResults final : ReportSection {
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;
 };
+
+// --cpu-util's figures: user and system seconds, the wall time, the share of one core and
+// the CPU microseconds per message.
+nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages);
 
 // Adds `results` to `report` with the rows' totals (a persistent server counted its clients
 // as they ended).

@@ -330,6 +330,19 @@ case_send_bw_transport() {
   finish server_lat 15
   expect_grep "^port counters that changed, per row:" lat.out
   expect_grep "^ *64 .*sent_pkts +[0-9]" lat.out
+  # --cpu-util on both sides: the client's CPU time per row, the server's over the test.
+  next_port
+  start server_cpu "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 --cpu-util
+  wait_listening "$PORT"
+  run cpu 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 65536 -n 500 --cpu-util --json
+  expect_rc 0 "send_bw --cpu-util"
+  finish server_cpu 15
+  expect_rc 0 "send_bw server --cpu-util"
+  expect_jq '.rows[0].cpu | .wall_s > 0 and .utilization > 0 and .us_per_message > 0 and .user_s + .system_s > 0' cpu.out
+  expect_jq '.test.cpu | .wall_s > 0 and .us_per_message > 0' server_cpu.out
+  expect_schema send_bw cpu.out
+  expect_schema send_bw server_cpu.out
+  note "CPU, 64 KiB: client $(jq -c '.rows[0].cpu' "$T/cpu.out"), server $(jq -c '.test.cpu' "$T/server_cpu.out")"
   # --histogram: every measured sample in a bucket, the buckets ascending, and the plot.
   send_bw_pair server_hist hist 60 --lat -s 64 -n 300 --histogram
   expect_jq '.rows[0] | (.histogram | map(.count) | add) == .iterations and .iterations == 300

@@ -61,6 +61,7 @@ struct Options : rdmakit::ServerOptions {
   bool counters = false;
   bool histogram = false;
   bool cpu_util = false;
+  double interval_s = 0;
   rdmakit::RowLimits limits;
   std::string baseline_file;
   double tolerance = 0.1;
@@ -81,6 +82,7 @@ void validate_client_flags(const Options& o) {
       {o.limits.any() || !o.baseline_file.empty(),
        "--expect-* and --baseline are the client's: it measures the rows they check"},
       {o.histogram, "--histogram is the latency client's: its rows hold the samples"},
+      {o.interval_s > 0, "--interval is the client's: it measures the run"},
       {o.counters, "--counters is the client's: it reads its port's counters around each row it measures"},
       {o.traffic_class.has_value(), "--tclass is the client's: the server answers in the class of the request"}};
   for (const auto& [given, why] : client_only) {
@@ -92,6 +94,9 @@ void validate_client_flags(const Options& o) {
 // test; the baseline is read now, so that a bad file is a usage error before any run.
 void validate_gate(Options& o) {
   const bool latency = o.test == bw::Test::latency;
+  if (o.interval_s > 0 && (latency || o.duration_s == 0)) {
+    throw rdmakit::UsageError("--interval cuts a timed bandwidth run (-D) into intervals");
+  }
   if (o.histogram && !latency) {
     throw rdmakit::UsageError("--histogram applies to latency tests (--lat): their rows hold the samples");
   }
@@ -213,6 +218,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .counters = o.counters,
                         .histogram = o.histogram,
                         .cpu_util = o.cpu_util,
+                        .interval = std::nullopt,
                         .max_size = o.max_size,
                         .accept_timeout = std::nullopt,
                         .persistent = o.persistent,
@@ -221,6 +227,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
     s.budget.duration = std::chrono::nanoseconds(static_cast<long long>(o.duration_s * 1e9));
   }
   if (o.mtu != 0) s.mtu = rdmakit::mtu_from_bytes(o.mtu);
+  if (o.interval_s > 0) s.interval = std::chrono::nanoseconds(static_cast<long long>(o.interval_s * 1e9));
   if (o.traffic_class) s.traffic_class = static_cast<std::uint8_t>(*o.traffic_class);
   if (o.ack_timeout) s.ack_timeout = static_cast<std::uint8_t>(*o.ack_timeout);
   s.accept_timeout = o.accept_timeout();
@@ -291,6 +298,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 7));
   app.add_flag("--counters", o.counters,
                "Client: the port's hardware counters (sysfs) before and after each row, their change in the row");
+  app.add_option("--interval", o.interval_s,
+                 "With -D: the bandwidth of each interval of this many seconds too (a time series)")
+      ->check(rdmakit::FiniteNumber())
+      ->check(CLI::Range(0.01, 3600.0));
   app.add_flag("--cpu-util", o.cpu_util,
                "This side's user and system CPU time over each row (server: over the test), and per message");
   app.add_flag("--histogram", o.histogram,

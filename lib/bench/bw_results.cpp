@@ -62,6 +62,49 @@ std::string table(const std::vector<LatencyRow>& rows) {
   return text;
 }
 
+// One interval's rates at the row's message size (-D measures one size).
+struct IntervalRates {
+  double mib_per_s = 0;
+  double mpps = 0;
+};
+
+IntervalRates rates_of(const IntervalSample& sample, std::uint32_t size) {
+  if (sample.seconds <= 0) return {};
+  const auto messages = static_cast<double>(sample.messages);
+  return {.mib_per_s = messages * size / sample.seconds / 1048576.0, .mpps = messages / sample.seconds / 1e6};
+}
+
+std::uint32_t interval_size(const BwResults& results) {
+  return results.bandwidth.empty() ? 0 : results.bandwidth.front().size;
+}
+
+nlohmann::json intervals_json(const BwResults& results) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& sample : results.intervals) {
+    const auto rates = rates_of(sample, interval_size(results));
+    items.push_back({{"end_s", sample.end_s},
+                     {"seconds", sample.seconds},
+                     {"messages", sample.messages},
+                     {"bw_average_mib_per_s", rates.mib_per_s},
+                     {"message_rate_mpps", rates.mpps}});
+  }
+  return items;
+}
+
+// --interval: under the table, a line per interval.
+std::string intervals_text(const BwResults& results) {
+  if (results.intervals.empty()) return {};
+  const double scale = results.gbits ? 1048576.0 * 8 / 1e9 : 1.0;
+  std::string text = fmt::format(" {:>10} {:>12} {:>19} {:>14}\n", "#end[s]", "#messages",
+                                 fmt::format("BW average[{}]", results.gbits ? "Gb/sec" : "MB/sec"), "MsgRate[Mpps]");
+  for (const auto& sample : results.intervals) {
+    const auto rates = rates_of(sample, interval_size(results));
+    text += fmt::format(" {:>10.3f} {:>12} {:>19.2f} {:>14.6f}\n", sample.end_s, sample.messages,
+                        rates.mib_per_s * scale, rates.mpps);
+  }
+  return text;
+}
+
 // --cpu-util: under the table, each row's CPU time.
 std::string cpu_text(const BwResults& results) {
   if (results.row_cpu.empty()) return {};
@@ -129,6 +172,7 @@ void BwResults::add_to(nlohmann::json& document) const {
   }
   document["test"] = test;
   document["rows"] = std::move(rows);
+  if (!intervals.empty()) document["intervals"] = intervals_json(*this);
   if (answers_pings(*this)) document["answered"] = answered;
 }
 
@@ -136,7 +180,7 @@ std::string BwResults::text() const {
   if (persistent) return fmt::format("served {} clients\n", clients.size());
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered);
   auto text = latency.empty() ? table(bandwidth, gbits) : table(latency);
-  return text + cpu_text(*this) + counters_text(*this);
+  return text + intervals_text(*this) + cpu_text(*this) + counters_text(*this);
 }
 
 nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages) {

@@ -264,10 +264,14 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .signal_every = signal_interval(s.depth),
                                   .max_inline_data = endpoints.front()->max_inline_data(),
                                   .bidirectional = s.bidirectional,
-                                  .limits = s.limits};
+                                  .limits = s.limits,
+                                  .interval = s.interval,
+                                  .intervals = &results.intervals};
     std::vector<BandwidthRow> warmup_rows;
+    auto warmup = settings;
+    warmup.intervals = nullptr;  // the warm-up is not measured
     for (const auto size : s.sizes) {
-      if (s.warmup > 0) stream(settings, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
+      if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
       const RowWatch watch(s, *endpoints.front(), results);
       stream(settings, size, s.budget, results.bandwidth);
     }

@@ -41,13 +41,14 @@ struct BwSettings {
   bool bidirectional = false;
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
   std::optional<ibv_mtu> mtu;
-  std::optional<std::uint8_t> traffic_class;  // --tclass: rdma_cm's TOS (client)
-  std::optional<std::uint8_t> ack_timeout;    // --ack-timeout: 4.096 us * 2^N
-  std::uint8_t retry_count = 7;               // --retry-count
-  bool counters = false;                      // --counters: the port's counters around each row
-  bool histogram = false;                     // --histogram: latency rows with their histogram
-  bool cpu_util = false;                      // --cpu-util: the CPU time of each row (server: of the test)
-  std::uint32_t max_size = 64u << 20;         // server: largest message a client may ask for
+  std::optional<std::uint8_t> traffic_class;         // --tclass: rdma_cm's TOS (client)
+  std::optional<std::uint8_t> ack_timeout;           // --ack-timeout: 4.096 us * 2^N
+  std::uint8_t retry_count = 7;                      // --retry-count
+  bool counters = false;                             // --counters: the port's counters around each row
+  bool histogram = false;                            // --histogram: latency rows with their histogram
+  bool cpu_util = false;                             // --cpu-util: the CPU time of each row (server: of the test)
+  std::optional<std::chrono::nanoseconds> interval;  // --interval: a timed bandwidth run's time series
+  std::uint32_t max_size = 64u << 20;                // server: largest message a client may ask for
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
@@ -77,6 +78,8 @@ struct BwResults final : ReportSection {
   std::vector<CounterDeltas> row_counters;
   // --cpu-util: this process's CPU time over each row, in order.
   std::vector<CpuUse> row_cpu;
+  // --interval: the measured run's messages per interval (one size: -D runs one).
+  std::vector<IntervalSample> intervals;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
   std::vector<BwRefusal> refused;
   std::uint64_t answered = 0;           // server of a latency test

@@ -194,6 +194,14 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
                       Clock::now());
   std::array<ibv_wc, poll_batch> wcs{};
   SpinGuard spin(s.limits.stop_fd);
+  std::optional<IntervalRecorder> intervals;
+  if (s.interval && s.intervals != nullptr) intervals.emplace(*s.interval, Clock::now());
+  // What the intervals hold once the run ends, however it ends.
+  const auto keep_intervals = [&] {
+    if (!intervals) return;
+    intervals->finish(ledger.total(), Clock::now());
+    s.intervals->insert(s.intervals->end(), intervals->samples().begin(), intervals->samples().end());
+  };
   try {
     while (!ledger.finished()) {
       bool progress = false;
@@ -202,7 +210,9 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
         progress = reap_stream(s.lanes[l], l, ledger, wcs) || progress;
       }
       if (progress) {
-        ledger.progressed(Clock::now());
+        const auto now = Clock::now();
+        ledger.progressed(now);
+        if (intervals) intervals->record(ledger.total(), now);
       } else if (spin.due()) {
         const auto now = Clock::now();
         ledger.close_if_due(now);
@@ -214,9 +224,11 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
       }
     }
   } catch (...) {
+    keep_intervals();
     if (ledger.total() > 0) rows.push_back(ledger.row(size));
     throw;
   }
+  keep_intervals();
   rows.push_back(ledger.row(size));
 }
 

@@ -51,6 +51,9 @@ struct StreamSettings {
   // row counts both directions, as perftest's -b does.
   bool bidirectional = false;
   RunLimits limits;  // the timeout bounds a silent CQ
+  // --interval: the run's messages per interval of this length, appended to `intervals`.
+  std::optional<std::chrono::nanoseconds> interval;
+  std::vector<IntervalSample>* intervals = nullptr;
 };
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).

@@ -93,6 +93,46 @@ inline std::uint64_t round_up(std::uint64_t value, std::uint64_t step) {
   return (value + step - 1) / step * step;
 }
 
+// One interval of a timed run (send_bw --interval): the messages done in it.
+struct IntervalSample {
+  double end_s = 0;    // since the run started
+  double seconds = 0;  // its length (the last one may be shorter)
+  std::uint64_t messages = 0;
+};
+
+// Cuts a run's running total of messages into intervals of `every`, from `started`. Fed
+// with the total whenever it moves; an interval closes at the first feed at or past its end.
+class IntervalRecorder {
+ public:
+  IntervalRecorder(std::chrono::nanoseconds every, Clock::time_point started)
+      : every_(every), started_(started), last_(started), next_(started + every) {}
+  void record(std::uint64_t total, Clock::time_point now) {
+    if (now < next_) return;
+    close(total, now);
+    while (next_ <= now) next_ += every_;
+  }
+  // The rest of the run as a last (shorter) interval, if it did anything.
+  void finish(std::uint64_t total, Clock::time_point now) {
+    if (total > last_total_) close(total, now);
+  }
+  const std::vector<IntervalSample>& samples() const { return samples_; }
+
+ private:
+  void close(std::uint64_t total, Clock::time_point now) {
+    samples_.push_back({.end_s = std::chrono::duration<double>(now - started_).count(),
+                        .seconds = std::chrono::duration<double>(now - last_).count(),
+                        .messages = total - last_total_});
+    last_total_ = total;
+    last_ = now;
+  }
+  std::chrono::nanoseconds every_;
+  Clock::time_point started_;
+  Clock::time_point last_;
+  Clock::time_point next_;
+  std::uint64_t last_total_ = 0;
+  std::vector<IntervalSample> samples_;
+};
+
 // The bandwidth sender's accounting: per queue pair, what was posted, completed and (in a
 // bidirectional test) received back, against a target; the budget; the peak; the row.
 class StreamLedger {

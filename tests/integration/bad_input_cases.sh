@@ -116,6 +116,10 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --retry-count 8                 | --retry-count: Value 8
 2 | send_bw     | --histogram                             | --histogram is the latency client's
 2 | send_bw     | 1.2.3.4 --histogram                     | --histogram applies to latency tests
+2 | send_bw     | 1.2.3.4 --interval 1                    | --interval cuts a timed bandwidth run
+2 | send_bw     | 1.2.3.4 --lat -D 2 --interval 1         | --interval cuts a timed bandwidth run
+2 | send_bw     | -D 2 --interval 1                       | --interval is the client's
+2 | send_bw     | 1.2.3.4 -D 2 --interval 0               | --interval: Value 0
 2 | diag-bind   | -p 70000 10.55.0.1                      | --port: Value 70000
 2 | diag-bind   | --ps foo                                | --ps: foo not in
 2 | diag-bind   | nohost.invalid --json                   | cannot resolve 'nohost.invalid'

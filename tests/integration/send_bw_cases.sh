@@ -355,3 +355,22 @@ case_send_bw_transport() {
     expect_grep "latency histogram" hist.svg
   fi
 }
+
+# --interval: a timed run as a time series, every interval's messages adding up to the row.
+case_send_bw_intervals() {
+  require_device
+  send_bw_pair server client 60 -s 4096 -D 3 --interval 0.5
+  expect_jq '(.intervals | length) >= 5 and (.intervals | length) <= 8
+    and ((.intervals | map(.messages) | add) == .rows[0].iterations)
+    and all(.intervals[]; .seconds > 0 and .bw_average_mib_per_s >= 0)
+    and ([.intervals[].end_s] | . == sort)' client.out
+  expect_schema send_bw client.out
+  note "intervals: $(jq -c '[.intervals[] | [(.end_s * 100 | round / 100), (.bw_average_mib_per_s | round)]]' "$T/client.out")"
+  next_port
+  start server_text "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 20
+  wait_listening "$PORT"
+  run text 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -D 1 --interval 0.25
+  expect_rc 0 "send_bw -D 1 --interval 0.25"
+  finish server_text 15
+  expect_grep "#end\[s\]" text.out
+}

@@ -243,3 +243,37 @@ TEST(SinkLedger, EndsWhenEveryLaneIsClosed) {
 
 }  // namespace
 }  // namespace rdmakit
+
+namespace rdmakit {
+namespace {
+
+TEST(IntervalRecorder, CutsTheRunningTotalAtEachIntervalsEnd) {
+  const auto start = Clock::now();
+  using std::chrono::milliseconds;
+  IntervalRecorder recorder(milliseconds(100), start);
+  recorder.record(50, start + milliseconds(40));    // inside the first interval
+  recorder.record(120, start + milliseconds(105));  // closes it: 120 in 105 ms
+  recorder.record(130, start + milliseconds(150));
+  recorder.record(400, start + milliseconds(420));  // a stall: one long interval, the next end at 500 ms
+  recorder.record(450, start + milliseconds(480));
+  recorder.finish(460, start + milliseconds(530));  // the rest: from 420 to 530 ms
+  const auto& samples = recorder.samples();
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[0].messages, 120u);
+  EXPECT_NEAR(samples[0].seconds, 0.105, 1e-9);
+  EXPECT_EQ(samples[1].messages, 280u);
+  EXPECT_NEAR(samples[1].end_s, 0.420, 1e-9);
+  EXPECT_EQ(samples[2].messages, 60u);
+  EXPECT_NEAR(samples[2].seconds, 0.110, 1e-9);
+  std::uint64_t sum = 0;
+  for (const auto& s : samples) sum += s.messages;
+  EXPECT_EQ(sum, 460u);
+  // Nothing after the last interval: no empty tail.
+  IntervalRecorder quiet(milliseconds(100), start);
+  quiet.record(10, start + milliseconds(100));
+  quiet.finish(10, start + milliseconds(130));
+  EXPECT_EQ(quiet.samples().size(), 1u);
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench-compare.sh [BIN_DIR [OUT_JSON]]: send_bw against perftest's ib_send_bw and
 # ib_send_lat on one RDMA device in loopback (run it inside scripts/rxe-vm.sh, or on a host
-# with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB it alternates ours and ib_send_bw
-# RUNS times each (default 5), ITERS messages a run (default 5000). Latency: at 2 B it
+# with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB, and 64 KiB on 4 queue pairs (-q 4,
+# the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5), ITERS
+# messages a run (default 5000; per queue pair). Latency: at 2 B it
 # alternates send_bw --lat and ib_send_lat RUNS times each, LAT_ITERS round trips a run
 # (default 5000). Prints the medians and ours / perftest, and writes to OUT_JSON
 # {"bandwidth": [run...], "latency": [run...], "medians": {"bandwidth": [...], "latency": [...]}}.
@@ -70,20 +71,20 @@ perftest_run() {
   wait "$server" || true
 }
 
-# ours SIZE: MiB/s average and Mpps of one send_bw run.
+# ours SIZE QPS: MiB/s average and Mpps of one send_bw run on QPS queue pairs.
 ours() {
-  ours_run -s "$1" -n "$iters"
+  ours_run -s "$1" -q "$2" -n "$iters"
   jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.message_rate_mpps)"' "$work/client.json"
 }
 
-# perftest SIZE: the same two numbers from ib_send_bw's table (MB/sec there is 2^20 bytes/s),
+# perftest SIZE QPS: the same two numbers from ib_send_bw's table (MB/sec there is 2^20 bytes/s),
 # or from BASE_BIN's send_bw.
 perftest() {
   if [[ -n $base_bin ]]; then
-    run_bin=$base_bin ours "$1"
+    run_bin=$base_bin ours "$1" "$2"
     return
   fi
-  perftest_run ib_send_bw -s "$1" -n "$iters"
+  perftest_run ib_send_bw -s "$1" -q "$2" -n "$iters"
   awk -v size="$1" '$1 == size && NF >= 5 { print $4, $5; found = 1 } END { exit !found }' "$work/pt_client.txt"
 }
 
@@ -124,30 +125,34 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 : > "$work/lat_runs.jsonl"
 : > "$work/lat_medians.jsonl"
 printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
-for size in 64 4096 65536; do
+# SIZE, or SIZExQPS for several queue pairs streamed together (-q).
+for spec in 64 4096 65536 65536x4; do
+  size=${spec%x*}
+  qps=1
+  [[ $spec == *x* ]] && qps=${spec#*x}
   : > "$work/ours.txt"
   : > "$work/perf.txt"
   for run in $(seq "$runs"); do
     # No process substitution: the VM guest has no /dev/fd.
     port=$((port + 1))
-    result=$(ours "$size")
+    result=$(ours "$size" "$qps")
     bw=${result% *} rate=${result#* }
     echo "$bw $rate" >> "$work/ours.txt"
     port=$((port + 1))
-    result=$(perftest "$size")
+    result=$(perftest "$size" "$qps")
     pbw=${result% *} prate=${result#* }
     echo "$pbw $prate" >> "$work/perf.txt"
-    printf '{"size":%s,"run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-      "$size" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
+    printf '{"size":%s,"queue_pairs":%s,"run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+      "$size" "$qps" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
   done
   ob=$(cut -d' ' -f1 "$work/ours.txt" | median)
   orate=$(cut -d' ' -f2 "$work/ours.txt" | median)
   pb=$(cut -d' ' -f1 "$work/perf.txt" | median)
   prate=$(cut -d' ' -f2 "$work/perf.txt" | median)
-  printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$size" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
+  printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$spec" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
     "$orate" "$prate" "$(jq -n "$orate / $prate")"
-  printf '{"size":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-    "$size" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
+  printf '{"size":%s,"queue_pairs":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+    "$size" "$qps" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
 done
 
 echo

@@ -187,13 +187,15 @@ for file in "$@"; do
       "$(quote "$dat") using 1:3 with $style2 title $(quote "$name p99")")
     # send_bw --histogram: each row's buckets, a box from low to high as high as the share of
     # the row's samples in it.
+    # A file, not a process substitution: a minimal system (the test guest) has no /dev/fd.
+    jq -r '.rows | to_entries[] | select((.value.histogram | type) == "array" and (.value.histogram | length) > 0)
+      | "\(.key)\t\(.value.bytes)"' "$file" > "$work/$n.rows"
     while IFS=$'\t' read -r row bytes; do
       hist=$work/$n-$row.hist
       jq -r --argjson row "$row" '.rows[$row] | (.histogram | map(.count) | add) as $total
         | .histogram[] | [.low_us, .high_us, .count / $total] | map(tostring) | join(" ")' "$file" > "$hist"
       hist_plots+=("$(quote "$hist") using ((\$1 + \$2) / 2):3:(\$2 - \$1) with boxes fillstyle empty linecolor $((n + row)) title $(quote "$name $bytes B")")
-    done < <(jq -r '.rows | to_entries[] | select((.value.histogram | type) == "array" and (.value.histogram | length) > 0)
-      | "\(.key)\t\(.value.bytes)"' "$file")
+    done < "$work/$n.rows"
   fi
 done
 

@@ -62,6 +62,8 @@ struct Options : rdmakit::ServerOptions {
   bool histogram = false;
   bool cpu_util = false;
   double interval_s = 0;
+  double rate_limit = 0;
+  char rate_units = 'M';
   rdmakit::RowLimits limits;
   std::string baseline_file;
   double tolerance = 0.1;
@@ -83,6 +85,7 @@ void validate_client_flags(const Options& o) {
        "--expect-* and --baseline are the client's: it measures the rows they check"},
       {o.histogram, "--histogram is the latency client's: its rows hold the samples"},
       {o.interval_s > 0, "--interval is the client's: it measures the run"},
+      {o.rate_limit > 0, "--rate-limit is the client's: it paces what it sends"},
       {o.counters, "--counters is the client's: it reads its port's counters around each row it measures"},
       {o.traffic_class.has_value(), "--tclass is the client's: the server answers in the class of the request"}};
   for (const auto& [given, why] : client_only) {
@@ -94,6 +97,15 @@ void validate_client_flags(const Options& o) {
 // test; the baseline is read now, so that a bad file is a usage error before any run.
 void validate_gate(Options& o) {
   const bool latency = o.test == bw::Test::latency;
+  if (o.rate_limit > 0 && latency) {
+    throw rdmakit::UsageError("--rate-limit paces a bandwidth test; a latency test has one message in flight");
+  }
+  for (const auto size : sizes_of(o)) {
+    if (o.rate_limit > 0 && rdmakit::messages_per_s(o.rate_limit, o.rate_units, size) < 1) {
+      throw rdmakit::UsageError(
+          fmt::format("--rate-limit {}{} is below one {}-byte message a second", o.rate_limit, o.rate_units, size));
+    }
+  }
   if (o.interval_s > 0 && (latency || o.duration_s == 0)) {
     throw rdmakit::UsageError("--interval cuts a timed bandwidth run (-D) into intervals");
   }
@@ -219,6 +231,8 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .histogram = o.histogram,
                         .cpu_util = o.cpu_util,
                         .interval = std::nullopt,
+                        .rate_limit = std::nullopt,
+                        .rate_units = o.rate_units,
                         .max_size = o.max_size,
                         .accept_timeout = std::nullopt,
                         .persistent = o.persistent,
@@ -227,6 +241,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
     s.budget.duration = std::chrono::nanoseconds(static_cast<long long>(o.duration_s * 1e9));
   }
   if (o.mtu != 0) s.mtu = rdmakit::mtu_from_bytes(o.mtu);
+  if (o.rate_limit > 0) s.rate_limit = o.rate_limit;
   if (o.interval_s > 0) s.interval = std::chrono::nanoseconds(static_cast<long long>(o.interval_s * 1e9));
   if (o.traffic_class) s.traffic_class = static_cast<std::uint8_t>(*o.traffic_class);
   if (o.ack_timeout) s.ack_timeout = static_cast<std::uint8_t>(*o.ack_timeout);
@@ -298,6 +313,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 7));
   app.add_flag("--counters", o.counters,
                "Client: the port's hardware counters (sysfs) before and after each row, their change in the row");
+  app.add_option("--rate-limit", o.rate_limit,
+                 "Bandwidth client: pace the sender to this rate (--rate-units), to test a link below line rate")
+      ->check(rdmakit::FiniteNumber())
+      ->check(CLI::Range(1e-6, 1e9));
+  app.add_option("--rate-units", o.rate_units, "--rate-limit's unit: M (MiB/s), g (Gb/s) or p (messages/s)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({'M', 'g', 'p'}));
   app.add_option("--interval", o.interval_s,
                  "With -D: the bandwidth of each interval of this many seconds too (a time series)")
       ->check(rdmakit::FiniteNumber())

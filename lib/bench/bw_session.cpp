@@ -1,5 +1,6 @@
 #include "lib/bench/bw_session.hpp"
 
+#include <algorithm>
 #include <deque>
 
 #include <fmt/format.h>
@@ -150,6 +151,16 @@ class RowWatch {
   CpuClock cpu_;
 };
 
+// --rate-limit: the measured stream at `size` paced, signalled often enough (100 times a
+// second at least) that the silence bound never mistakes the pacing for a dead peer.
+StreamSettings paced(StreamSettings settings, const BwSettings& s, std::uint32_t size) {
+  if (!s.rate_limit) return settings;
+  const double rate = messages_per_s(*s.rate_limit, s.rate_units, size);
+  settings.messages_per_s = rate;
+  settings.signal_every = std::clamp(static_cast<std::uint32_t>(rate / 100), 1u, settings.signal_every);
+  return settings;
+}
+
 std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
   if (!s.bound_client_silence) return std::nullopt;
   return s.limits.timeout;
@@ -171,6 +182,14 @@ ibv_mtu mtu_from_bytes(std::uint32_t bytes) {
     case 2048: return IBV_MTU_2048;
     case 4096: return IBV_MTU_4096;
     default: throw UsageError(fmt::format("-m {}: the MTU must be 256, 512, 1024, 2048 or 4096", bytes));
+  }
+}
+
+double messages_per_s(double rate, char units, std::uint32_t size) {
+  switch (units) {
+    case 'p': return rate;
+    case 'g': return rate * 1e9 / 8 / size;
+    default: return rate * 1048576.0 / size;
   }
 }
 
@@ -265,6 +284,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .max_inline_data = endpoints.front()->max_inline_data(),
                                   .bidirectional = s.bidirectional,
                                   .limits = s.limits,
+                                  .messages_per_s = std::nullopt,
                                   .interval = s.interval,
                                   .intervals = &results.intervals};
     std::vector<BandwidthRow> warmup_rows;
@@ -273,7 +293,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     for (const auto size : s.sizes) {
       if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
       const RowWatch watch(s, *endpoints.front(), results);
-      stream(settings, size, s.budget, results.bandwidth);
+      stream(paced(settings, s, size), size, s.budget, results.bandwidth);
     }
   }
   for (auto& endpoint : endpoints) endpoint->disconnect();

@@ -48,7 +48,11 @@ struct BwSettings {
   bool histogram = false;                            // --histogram: latency rows with their histogram
   bool cpu_util = false;                             // --cpu-util: the CPU time of each row (server: of the test)
   std::optional<std::chrono::nanoseconds> interval;  // --interval: a timed bandwidth run's time series
-  std::uint32_t max_size = 64u << 20;                // server: largest message a client may ask for
+  // --rate-limit and --rate-units: software pacing of a bandwidth client, in MiB/s ('M'),
+  // Gb/s ('g') or messages/s ('p').
+  std::optional<double> rate_limit;
+  char rate_units = 'M';
+  std::uint32_t max_size = 64u << 20;  // server: largest message a client may ask for
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
@@ -94,6 +98,9 @@ struct BwResults final : ReportSection {
 // --cpu-util's figures: user and system seconds, the wall time, the share of one core and
 // the CPU microseconds per message.
 nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages);
+
+// --rate-limit in messages a second at `size` bytes.
+double messages_per_s(double rate, char units, std::uint32_t size);
 
 // Adds `results` to `report` with the rows' totals (a persistent server counted its clients
 // as they ended).

@@ -22,6 +22,8 @@ namespace {
 
 constexpr std::size_t poll_batch = 16;
 constexpr std::uint32_t post_batch = 32;
+// The allowance of a sender that is not paced.
+constexpr std::uint64_t unpaced = std::numeric_limits<std::uint64_t>::max();
 // Empty polls between looks at the clock and the stop signal.
 constexpr std::uint32_t spins_between_checks = 1024;
 // Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
@@ -135,9 +137,13 @@ class StreamPoster {
         kind_(work_kind_of(opcode_)),
         inline_data_(s.operation != bw::Operation::read && size <= s.max_inline_data) {}
 
-  // Posts what `lane` may post now, in post lists of at most post_batch.
-  void fill(const Lane& lane, std::size_t l, StreamLedger& ledger, std::uint32_t depth) {
-    while (const std::uint32_t n = ledger.postable(l, post_batch, depth)) {
+  // Posts what `lane` may post now, at most `allowance`, in post lists of at most
+  // post_batch; returns how many it posted.
+  std::uint64_t fill(const Lane& lane, std::size_t l, StreamLedger& ledger, std::uint32_t depth,
+                     std::uint64_t allowance) {
+    std::uint64_t done = 0;
+    while (const std::uint32_t n = ledger.postable(
+               l, static_cast<std::uint32_t>(std::min<std::uint64_t>(post_batch, allowance - done)), depth)) {
       for (std::uint32_t i = 0; i < n; ++i) {
         const std::uint64_t number = ledger.next_number(l, i);
         build_send(SendRequest{.id = WorkId{.kind = kind_, .owner = 0, .sequence = static_cast<std::uint32_t>(number)},
@@ -151,7 +157,9 @@ class StreamPoster {
       }
       post(lane.qp, wrs_.data(), size_);
       ledger.posted(l, n);
+      done += n;
     }
+    return done;
   }
 
  private:
@@ -196,6 +204,8 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   SpinGuard spin(s.limits.stop_fd);
   std::optional<IntervalRecorder> intervals;
   if (s.interval && s.intervals != nullptr) intervals.emplace(*s.interval, Clock::now());
+  std::optional<RatePacer> pacer;
+  if (s.messages_per_s) pacer.emplace(*s.messages_per_s, Clock::now());
   // What the intervals hold once the run ends, however it ends.
   const auto keep_intervals = [&] {
     if (!intervals) return;
@@ -205,8 +215,10 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   try {
     while (!ledger.finished()) {
       bool progress = false;
+      // Paced: no more requests than the rate allows by now, all lanes together.
+      auto allowance = pacer ? pacer->allowance(ledger.posted(), Clock::now()) : unpaced;
       for (std::size_t l = 0; l < s.lanes.size(); ++l) {
-        poster.fill(s.lanes[l], l, ledger, s.depth);
+        allowance -= poster.fill(s.lanes[l], l, ledger, s.depth, allowance);
         progress = reap_stream(s.lanes[l], l, ledger, wcs) || progress;
       }
       if (progress) {

@@ -51,6 +51,9 @@ struct StreamSettings {
   // row counts both directions, as perftest's -b does.
   bool bidirectional = false;
   RunLimits limits;  // the timeout bounds a silent CQ
+  // --rate-limit: posts held back to keep to this many messages a second (all lanes
+  // together); none: as fast as the queues allow.
+  std::optional<double> messages_per_s;
   // --interval: the run's messages per interval of this length, appended to `intervals`.
   std::optional<std::chrono::nanoseconds> interval;
   std::vector<IntervalSample>* intervals = nullptr;

@@ -93,6 +93,23 @@ inline std::uint64_t round_up(std::uint64_t value, std::uint64_t step) {
   return (value + step - 1) / step * step;
 }
 
+// Software pacing (send_bw --rate-limit): how many messages a sender may have posted by
+// now to keep to `messages_per_s` from `started` on. The first may go at once.
+class RatePacer {
+ public:
+  RatePacer(double messages_per_s, Clock::time_point started) : rate_(messages_per_s), started_(started) {}
+  // How many more may be posted now, `posted` having been.
+  std::uint64_t allowance(std::uint64_t posted, Clock::time_point now) const {
+    const double elapsed = std::chrono::duration<double>(now - started_).count();
+    const auto allowed = static_cast<std::uint64_t>(rate_ * elapsed) + 1;
+    return allowed > posted ? allowed - posted : 0;
+  }
+
+ private:
+  double rate_;
+  Clock::time_point started_;
+};
+
 // One interval of a timed run (send_bw --interval): the messages done in it.
 struct IntervalSample {
   double end_s = 0;    // since the run started
@@ -195,6 +212,12 @@ class StreamLedger {
   std::uint64_t total() const { return total_; }
   // Requests completed on all lanes (the sender's direction only).
   std::uint64_t completed() const;
+  // Requests posted on all lanes.
+  std::uint64_t posted() const {
+    std::uint64_t sum = 0;
+    for (const auto& p : lanes_) sum += p.posted;
+    return sum;
+  }
   const LaneProgress& lane(std::size_t lane) const { return lanes_[lane]; }
   BandwidthRow row(std::uint32_t size) const;
 

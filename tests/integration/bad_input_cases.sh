@@ -120,6 +120,10 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --lat -D 2 --interval 1         | --interval cuts a timed bandwidth run
 2 | send_bw     | -D 2 --interval 1                       | --interval is the client's
 2 | send_bw     | 1.2.3.4 -D 2 --interval 0               | --interval: Value 0
+2 | send_bw     | 1.2.3.4 --lat --rate-limit 5            | --rate-limit paces a bandwidth test
+2 | send_bw     | --rate-limit 5                          | --rate-limit is the client's
+2 | send_bw     | 1.2.3.4 --rate-limit 5 --rate-units x   | --rate-units: x not in
+2 | send_bw     | 1.2.3.4 -s 8388608 --rate-limit 1e-6 --rate-units g | is below one 8388608-byte message a second
 2 | diag-bind   | -p 70000 10.55.0.1                      | --port: Value 70000
 2 | diag-bind   | --ps foo                                | --ps: foo not in
 2 | diag-bind   | nohost.invalid --json                   | cannot resolve 'nohost.invalid'

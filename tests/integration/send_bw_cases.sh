@@ -373,4 +373,11 @@ case_send_bw_intervals() {
   expect_rc 0 "send_bw -D 1 --interval 0.25"
   finish server_text 15
   expect_grep "#end\[s\]" text.out
+  # --rate-limit: 1000 messages a second hold 500 messages to about half a second; at 4 MiB/s
+  # every interval of a timed run stays near 4 MiB/s.
+  send_bw_pair server_paced paced 60 -s 4096 -n 500 --rate-limit 1000 --rate-units p
+  expect_jq '.rows[0] | .message_rate_mpps <= 0.0011 and .message_rate_mpps >= 0.0005' paced.out
+  send_bw_pair server_paced_series paced_series 60 -s 4096 -D 2 --interval 0.5 --rate-limit 4
+  expect_jq '.rows[0].bw_average_mib_per_s <= 4.4 and all(.intervals[]; .bw_average_mib_per_s <= 6)' paced_series.out
+  note "paced: $(jq -c '.rows[0] | {message_rate_mpps}' "$T/paced.out"); 4 MiB/s: $(jq -c '[.intervals[].bw_average_mib_per_s | . * 100 | round / 100]' "$T/paced_series.out")"
 }

@@ -277,3 +277,20 @@ TEST(IntervalRecorder, CutsTheRunningTotalAtEachIntervalsEnd) {
 
 }  // namespace
 }  // namespace rdmakit
+
+namespace rdmakit {
+namespace {
+
+TEST(RatePacer, AllowsWhatTheRateHasEarnedSinceTheStart) {
+  const auto start = Clock::now();
+  using std::chrono::milliseconds;
+  const RatePacer pacer(1000, start);        // a message a millisecond
+  EXPECT_EQ(pacer.allowance(0, start), 1u);  // the first goes at once
+  EXPECT_EQ(pacer.allowance(1, start), 0u);
+  EXPECT_EQ(pacer.allowance(1, start + milliseconds(10)), 10u);
+  EXPECT_EQ(pacer.allowance(32, start + milliseconds(10)), 0u);  // a post list ahead: wait
+  EXPECT_EQ(pacer.allowance(500, start + milliseconds(600)), 101u);
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -62,10 +62,17 @@ void check_rows(const std::string& file, const nlohmann::json& rows, bool latenc
   }
 }
 
-const nlohmann::json* row_of_size(const nlohmann::json& rows, std::uint32_t bytes) {
-  for (const auto& row : rows) {
-    if (row["bytes"].get<std::uint64_t>() == bytes) return &row;
+// The baseline's row of `bytes`, counted as compared; nullptr without a baseline or, counted
+// as unmatched, when it has no such row.
+const nlohmann::json* matched_row(GateResult& gate, std::uint32_t bytes) {
+  if (!gate.baseline) return nullptr;
+  for (const auto& row : gate.baseline->rows) {
+    if (row["bytes"].get<std::uint64_t>() == bytes) {
+      ++gate.rows_compared;
+      return &row;
+    }
   }
+  gate.rows_unmatched.push_back(bytes);
   return nullptr;
 }
 
@@ -143,25 +150,15 @@ GateResult check_rows(const BwResults& results, const RowLimits& limits, const s
   for (const auto& row : results.bandwidth) {
     hold(row.size, "bw_average_mib_per_s", row.average_mib_per_s, limits.min_bw_mib_per_s, true, "--expect-bw", out);
     hold(row.size, "message_rate_mpps", row.message_rate_mpps, limits.min_rate_mpps, true, "--expect-rate", out);
-    if (!baseline) continue;
-    const auto* old = row_of_size(baseline->rows, row.size);
-    if (old == nullptr) {
-      gate.rows_unmatched.push_back(row.size);
-      continue;
-    }
-    ++gate.rows_compared;
+    const auto* old = matched_row(gate, row.size);
+    if (old == nullptr) continue;
     compare(row.size, "bw_average_mib_per_s", row.average_mib_per_s, (*old)["bw_average_mib_per_s"].get<double>(), true,
             tolerance, out);
   }
   for (const auto& row : results.latency) {
     hold(row.size, "t_p99_us", row.summary.p99_us, limits.max_lat_p99_us, false, "--expect-lat-p99", out);
-    if (!baseline) continue;
-    const auto* old = row_of_size(baseline->rows, row.size);
-    if (old == nullptr) {
-      gate.rows_unmatched.push_back(row.size);
-      continue;
-    }
-    ++gate.rows_compared;
+    const auto* old = matched_row(gate, row.size);
+    if (old == nullptr) continue;
     compare(row.size, "t_median_us", row.summary.p50_us, (*old)["t_median_us"].get<double>(), false, tolerance, out);
     compare(row.size, "t_p99_us", row.summary.p99_us, (*old)["t_p99_us"].get<double>(), false, tolerance, out);
   }

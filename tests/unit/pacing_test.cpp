@@ -241,12 +241,6 @@ TEST(SinkLedger, EndsWhenEveryLaneIsClosed) {
   EXPECT_TRUE(ledger.all_closed());
 }
 
-}  // namespace
-}  // namespace rdmakit
-
-namespace rdmakit {
-namespace {
-
 TEST(IntervalRecorder, CutsTheRunningTotalAtEachIntervalsEnd) {
   const auto start = Clock::now();
   using std::chrono::milliseconds;
@@ -274,12 +268,6 @@ TEST(IntervalRecorder, CutsTheRunningTotalAtEachIntervalsEnd) {
   quiet.finish(10, start + milliseconds(130));
   EXPECT_EQ(quiet.samples().size(), 1u);
 }
-
-}  // namespace
-}  // namespace rdmakit
-
-namespace rdmakit {
-namespace {
 
 TEST(RatePacer, AllowsWhatTheRateHasEarnedSinceTheStart) {
   const auto start = Clock::now();

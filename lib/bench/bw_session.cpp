@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -128,13 +129,21 @@ class RowWatch {
         port_(endpoint.port_num()),
         results_(results),
         rows_before_(rows()) {
-    if (counters_) before_ = read_port_counters(device_, port_);
+    if (counters_) {
+      lifespan_ = counters_lifespan(device_, port_);
+      before_ = read_port_counters(device_, port_);
+      read_at_ = Clock::now();
+    }
     cpu_ = CpuClock();
   }
   ~RowWatch() {
     if (rows() == rows_before_) return;
     if (cpu_util_) results_.row_cpu.push_back(cpu_.used());
-    if (counters_) results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
+    if (!counters_) return;
+    // The kernel answers a second read within the lifespan from its cache: a row shorter
+    // than that (a quick latency row) would show no change at all.
+    std::this_thread::sleep_until(read_at_ + lifespan_ + std::chrono::milliseconds(1));
+    results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
   }
   RowWatch(const RowWatch&) = delete;
   RowWatch& operator=(const RowWatch&) = delete;
@@ -148,6 +157,8 @@ class RowWatch {
   BwResults& results_;
   std::size_t rows_before_;
   PortCounters before_;
+  std::chrono::milliseconds lifespan_{0};
+  Clock::time_point read_at_;
   CpuClock cpu_;
 };
 

@@ -7,12 +7,19 @@ namespace rdmakit {
 
 namespace {
 
+// hw_counters/lifespan: a setting, not a counter.
+constexpr const char* lifespan_file = "lifespan";
+
+std::filesystem::path port_folder(const std::filesystem::path& root, const std::string& device, unsigned port) {
+  return root / device / "ports" / std::to_string(port);
+}
+
 // One number a file, as sysfs writes counters; files that hold anything else (or cannot be
 // read: some need privileges) are left out.
 void read_folder(const std::filesystem::path& folder, PortCounters& counters) {
   std::error_code error;
   for (std::filesystem::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
-    if (!it->is_regular_file(error)) continue;
+    if (!it->is_regular_file(error) || it->path().filename() == lifespan_file) continue;
     std::ifstream in(it->path());
     std::uint64_t value = 0;
     if (in >> value) counters.insert_or_assign(it->path().filename().string(), value);
@@ -22,11 +29,19 @@ void read_folder(const std::filesystem::path& folder, PortCounters& counters) {
 }  // namespace
 
 PortCounters read_port_counters(const std::string& device, unsigned port, const std::filesystem::path& root) {
-  const auto port_folder = root / device / "ports" / std::to_string(port);
+  const auto folder = port_folder(root, device, port);
   PortCounters counters;
-  read_folder(port_folder / "counters", counters);
-  read_folder(port_folder / "hw_counters", counters);
+  read_folder(folder / "counters", counters);
+  read_folder(folder / "hw_counters", counters);
   return counters;
+}
+
+std::chrono::milliseconds counters_lifespan(const std::string& device, unsigned port,
+                                            const std::filesystem::path& root) {
+  std::ifstream in(port_folder(root, device, port) / "hw_counters" / lifespan_file);
+  long long milliseconds = 0;
+  return in >> milliseconds && milliseconds > 0 ? std::chrono::milliseconds(milliseconds)
+                                                : std::chrono::milliseconds(0);
 }
 
 CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& after) {

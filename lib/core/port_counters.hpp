@@ -4,6 +4,7 @@
 // and their change over a measurement. No RDMA library: files only, so the unit tests read
 // a fixture tree.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -17,9 +18,16 @@ using CounterDeltas = std::map<std::string, std::int64_t>;
 inline const std::filesystem::path sysfs_infiniband = "/sys/class/infiniband";
 
 // Every readable counter of DEVICE's port PORT under ROOT; empty when the driver has none.
-// A name in both folders is the hw_counters one.
+// A name in both folders is the hw_counters one. The counters are the port's: another
+// process's traffic on it counts too.
 PortCounters read_port_counters(const std::string& device, unsigned port,
                                 const std::filesystem::path& root = sysfs_infiniband);
+
+// How long the kernel keeps the hw_counters it read before it reads them again
+// (hw_counters/lifespan, in ms; 0 when there is none): a second read sooner gives the same
+// values.
+std::chrono::milliseconds counters_lifespan(const std::string& device, unsigned port,
+                                            const std::filesystem::path& root = sysfs_infiniband);
 
 // after - before for every counter in both (negative where a counter was reset meanwhile).
 CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& after);

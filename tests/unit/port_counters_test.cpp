@@ -23,11 +23,14 @@ TEST(PortCounters, ReadsBothFoldersAndSkipsWhatIsNoNumber) {
   const auto port = root / "rxe0" / "ports" / "1";
   write(port / "hw_counters" / "sent_pkts", "1200\n");
   write(port / "hw_counters" / "retry_exceeded_err", "0\n");
-  write(port / "hw_counters" / "lifespan", "not a counter\n");
+  write(port / "hw_counters" / "lifespan", "10\n");  // a setting, not a counter
+  write(port / "hw_counters" / "link_state", "not a number\n");
   write(port / "counters" / "port_xmit_data", "77\n");
   write(port / "counters" / "sent_pkts", "5\n");  // the hw_counters one wins
   const auto counters = read_port_counters("rxe0", 1, root);
   EXPECT_EQ(counters, (PortCounters{{"port_xmit_data", 77}, {"retry_exceeded_err", 0}, {"sent_pkts", 1200}}));
+  EXPECT_EQ(counters_lifespan("rxe0", 1, root), std::chrono::milliseconds(10));
+  EXPECT_EQ(counters_lifespan("rxe0", 2, root), std::chrono::milliseconds(0));
   EXPECT_TRUE(read_port_counters("rxe0", 2, root).empty());
   EXPECT_TRUE(read_port_counters("mlx5_0", 1, root).empty());
   fs::remove_all(root);

@@ -184,7 +184,6 @@ void run_against_peer(const Options& o, const std::string& local, double timeout
                                 .run_forward = o.direction != "reverse",
                                 .run_reverse = o.direction != "forward"};
   plan.forward.local_address = local;
-  plan.forward.direction = rdmakit::smoke::Direction::forward;
   auto channel = rdmakit::smoke::ControlChannel::connect_to(
       plan.forward.address, o.control_port, rdmakit::Clock::now() + std::chrono::seconds(30), environment.stop_fd);
   rdmakit::smoke::PeerSession session(std::move(channel), plan);

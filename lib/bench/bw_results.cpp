@@ -105,16 +105,21 @@ std::string intervals_text(const BwResults& results) {
   return text;
 }
 
+// Row `i`'s message size and messages, bandwidth or latency (a run has one kind); the
+// per-row extras (row_cpu, row_counters) follow the rows' order.
+std::pair<std::uint32_t, std::uint64_t> row_at(const BwResults& results, std::size_t i) {
+  if (i < results.bandwidth.size()) return {results.bandwidth[i].size, results.bandwidth[i].iterations};
+  if (i < results.latency.size()) return {results.latency[i].size, results.latency[i].summary.count};
+  return {0, 0};
+}
+
 // --cpu-util: under the table, each row's CPU time.
 std::string cpu_text(const BwResults& results) {
   if (results.row_cpu.empty()) return {};
   std::string text = "CPU, per row (this side):\n";
   for (std::size_t i = 0; i < results.row_cpu.size(); ++i) {
     const auto& use = results.row_cpu[i];
-    const auto [bytes, messages] =
-        i < results.bandwidth.size() ? std::pair(results.bandwidth[i].size, results.bandwidth[i].iterations)
-        : i < results.latency.size() ? std::pair(results.latency[i].size, results.latency[i].summary.count)
-                                     : std::pair(std::uint32_t{0}, std::uint64_t{0});
+    const auto [bytes, messages] = row_at(results, i);
     text +=
         fmt::format(" {:>10} user {:.3f} s, system {:.3f} s, {:.0f}% of one core over {:.3f} s, {:.2f} us/message\n",
                     bytes, use.user_s, use.system_s, use.utilization() * 100, use.wall_s, use.us_per_message(messages));
@@ -127,9 +132,7 @@ std::string counters_text(const BwResults& results) {
   if (results.row_counters.empty()) return {};
   std::string text = "port counters that changed, per row:\n";
   for (std::size_t i = 0; i < results.row_counters.size(); ++i) {
-    const auto bytes = i < results.bandwidth.size() ? results.bandwidth[i].size
-                       : i < results.latency.size() ? results.latency[i].size
-                                                    : 0;
+    const auto bytes = row_at(results, i).first;
     std::string moved;
     for (const auto& [name, delta] : results.row_counters[i]) {
       if (delta != 0) moved += fmt::format(" {} {:+}", name, delta);
@@ -168,7 +171,7 @@ void BwResults::add_to(nlohmann::json& document) const {
   for (const auto& row : latency) rows.push_back(row_json(row));
   for (std::size_t i = 0; i < row_counters.size() && i < rows.size(); ++i) rows[i]["counters"] = row_counters[i];
   for (std::size_t i = 0; i < row_cpu.size() && i < rows.size(); ++i) {
-    rows[i]["cpu"] = cpu_json(row_cpu[i], rows[i]["iterations"].get<std::uint64_t>());
+    rows[i]["cpu"] = cpu_json(row_cpu[i], row_at(*this, i).second);
   }
   document["test"] = test;
   document["rows"] = std::move(rows);

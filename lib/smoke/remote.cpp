@@ -196,7 +196,6 @@ PeerPlan plan_from_request(const nlohmann::json& request, const std::string& add
   PeerPlan plan;
   auto& o = plan.forward;
   o.address = address;
-  o.direction = Direction::forward;
   o.first_port = typed<std::uint16_t>(request, "first_port");
   o.quick = typed<bool>(request, "quick");
   o.timeout_s = typed<double>(request, "timeout_s");
@@ -221,8 +220,10 @@ PeerPlan plan_from_request(const nlohmann::json& request, const std::string& add
 }
 
 std::vector<SmokeCase> peer_cases(const PeerPlan& plan) {
-  auto forward = plan_cases(plan.forward);
-  auto reverse = plan_cases(reversed(plan.forward));
+  auto options = plan.forward;
+  options.direction = Direction::forward;
+  auto forward = plan_cases(options);
+  auto reverse = plan_cases(reversed(options));
   std::vector<SmokeCase> cases;
   for (std::size_t i = 0; i < forward.size(); ++i) {
     if (plan.run_forward) cases.push_back(std::move(forward[i]));
@@ -310,10 +311,7 @@ class ServingSession {
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& run : result.runs) runs.push_back(to_json(run));
     channel_.send({{"runs", runs}});
-    judge(result, "");
-    result.seconds = elapsed_ms(started_) / 1000.0;
-    say_(fmt::format("{}: {}", result.name, to_string(result.outcome)));
-    served_.push_back(std::move(result));
+    keep(std::move(result), started_);
   }
 
   // A reverse case: its client here, against the servers the peer started.
@@ -327,6 +325,11 @@ class ServingSession {
     auto result = result_of(*found);
     result.runs.push_back(run_client(*found, environment_, case_deadline(*found, started)));
     channel_.send({{"runs", nlohmann::json::array({to_json(result.runs.front())})}});
+    keep(std::move(result), started);
+  }
+
+  // A case served, its runs sent: judged, timed, said and kept for this side's report.
+  void keep(CaseResult result, Clock::time_point started) {
     judge(result, "");
     result.seconds = elapsed_ms(started) / 1000.0;
     say_(fmt::format("{}: {}", result.name, to_string(result.outcome)));
@@ -359,10 +362,15 @@ std::vector<SmokeCase> agree_on_plan(ControlChannel& channel, const std::string&
   return cases;
 }
 
+// The serving side's reply, unless it is an error: then ProtocolError saying it.
+const nlohmann::json& checked_reply(const nlohmann::json& reply) {
+  if (reply.contains("error")) throw ProtocolError("the serving side: " + typed<std::string>(reply, "error"));
+  return reply;
+}
+
 // The runs in a reply of the other side, each in `role`; throws ProtocolError.
 std::vector<ToolRun> runs_in(const nlohmann::json& reply, const std::string& role) {
-  if (reply.contains("error")) throw ProtocolError("the serving side: " + typed<std::string>(reply, "error"));
-  const auto& runs = member(reply, "runs");
+  const auto& runs = member(checked_reply(reply), "runs");
   if (!runs.is_array() || runs.size() > 8) throw ProtocolError("'runs' is not a list of at most 8 runs");
   std::vector<ToolRun> parsed;
   for (const auto& run : runs) parsed.push_back(tool_run_from_json(run, role));
@@ -424,7 +432,7 @@ CaseResult PeerSession::run_forward(const SmokeCase& c, const RunEnvironment& en
   const auto reply_by = deadline + std::chrono::seconds(10);
   channel_.send({{"start", c.name}});
   const auto ready = channel_.receive(reply_by);
-  if (ready.contains("error")) throw ProtocolError("the serving side: " + typed<std::string>(ready, "error"));
+  checked_reply(ready);
   const bool servers_ready = typed<bool>(ready, "ready");
   if (servers_ready) result.runs.push_back(run_client(c, environment, deadline));
   const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;

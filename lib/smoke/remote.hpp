@@ -63,7 +63,7 @@ nlohmann::json plan_request(const PeerPlan& plan);
 // The serving side's view of the peer's request; throws ProtocolError for what does not fit.
 PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address);
 // The cases of a run across two hosts in the order they run: each tool's forward case,
-// then its reverse one.
+// then its reverse one (whatever direction plan.forward says, its cases are the forward ones).
 std::vector<SmokeCase> peer_cases(const PeerPlan& plan);
 
 nlohmann::json to_json(const ToolRun& run);

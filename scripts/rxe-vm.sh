@@ -176,6 +176,24 @@ guest_script() {
     # The guests boot side by side: b's COMMAND starts once a's agent is ready.
     b) body="for _ in \$(seq 600); do [[ -e $rpc/agent.ready ]] && break; sleep 0.2; done
 [[ -e $rpc/agent.ready ]] || { echo 'rxe-vm: the peer guest never became ready'; exit 98; }
+# The first rdma_cm resolve across the wire once timed out (5 s) in CI: b's COMMAND starts
+# only when both wire addresses answer (a neighbour entry with a link-layer address).
+wire_answers() {
+  local family=\$1 addr=\$2
+  ip \$family neigh show \$addr dev \$WIRE_NETDEV 2>/dev/null | grep -q lladdr
+}
+wire_started=\$EPOCHREALTIME
+for _ in \$(seq 120); do
+  timeout 1 bash -c \"exec 3<>/dev/tcp/\$PEER_ADDR/9\" 2>/dev/null
+  timeout 1 bash -c \"exec 3<>/dev/tcp/\$PEER_ADDR6/9\" 2>/dev/null
+  wire_answers -4 \$PEER_ADDR && wire_answers -6 \$PEER_ADDR6 && break
+  sleep 0.5
+done
+if ! wire_answers -4 \$PEER_ADDR || ! wire_answers -6 \$PEER_ADDR6; then
+  echo 'rxe-vm: the wire to the peer guest never answered'; ip -s link show \$WIRE_NETDEV; ip neigh; exit 98
+fi
+wire_wait=\$(awk -v a=\$wire_started -v b=\$EPOCHREALTIME 'BEGIN { printf \"%.1f\", b - a }')
+echo \"rxe-vm: the wire to the peer answers (after \$wire_wait s)\"
 $command_line" ;;
     # The peer agent: b drops NAME.req (a shell script) into the RPC folder; a runs it in
     # the background with output in NAME.out/NAME.err, its pid in NAME.pid and its exit

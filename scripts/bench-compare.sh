@@ -5,8 +5,10 @@
 # the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5), ITERS
 # messages a run (default 5000; per queue pair). Latency: at 2 B it
 # alternates send_bw --lat and ib_send_lat RUNS times each, LAT_ITERS round trips a run
-# (default 5000). Prints the medians and ours / perftest, and writes to OUT_JSON
-# {"bandwidth": [run...], "latency": [run...], "medians": {"bandwidth": [...], "latency": [...]}}.
+# (default 5000). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
+# 64 KiB, bandwidth and both sides' CPU per message (--cpu-util). Prints the medians and the
+# ratios, and writes to OUT_JSON {"bandwidth": [run...], "latency": [run...], "events":
+# [run...], "medians": {"bandwidth": [...], "latency": [...], "events": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
 # BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
@@ -187,7 +189,53 @@ printf '%-8s %16.2f %16.2f %8.3f\n' "$size" "$omed" "$ptyp" "$(jq -n "$omed / $p
 } >> "$work/lat_medians.jsonl"
 echo "latency ratio: ours / $other, lower is better (below 1: ours is faster)"
 
+# Completion events (-e) against busy polling, ours on both sides, --cpu-util on both:
+# bandwidth, and the CPU time of both sides together per message (the server's over its
+# whole test, warm-up included, so per message of the test).
+# events_run MODE SIZE: "MiB/s client_us_per_message server_us_per_message".
+events_run() {
+  local mode=$1 size=$2 flags=()
+  [[ $mode == events ]] && flags=(-e)
+  "$bin/send_bw" --bind "$addr" -p "$port" --accept-timeout 30 --json --cpu-util "${flags[@]}" > "$work/server.json" &
+  local server=$!
+  wait_port "$port"
+  "$bin/send_bw" "$addr" -p "$port" -s "$size" -n "$iters" --cpu-util "${flags[@]}" --json > "$work/client.json"
+  wait "$server"
+  jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.cpu.us_per_message)"' "$work/client.json" | tr '\n' ' '
+  jq -r '.test.cpu.us_per_message' "$work/server.json"
+}
+echo
+printf '%-8s %12s %12s %8s %16s %16s %8s\n' "-e size" "poll MiB/s" "events MiB/s" ratio "poll cpu us/msg" \
+  "events cpu us/msg" ratio
+: > "$work/events_runs.jsonl"
+: > "$work/events_medians.jsonl"
+for size in 4096 65536; do
+  : > "$work/poll.txt"
+  : > "$work/events.txt"
+  for run in $(seq "$runs"); do
+    for mode in poll events; do
+      port=$((port + 1))
+      result=$(events_run "$mode" "$size")
+      read -r bw client_cpu server_cpu <<< "$result"
+      echo "$bw $(jq -n "$client_cpu + $server_cpu")" >> "$work/$mode.txt"
+      printf '{"size":%s,"run":%s,"completion":"%s","mib_per_s":%s,"client_cpu_us_per_message":%s,"server_cpu_us_per_message":%s}\n' \
+        "$size" "$run" "$mode" "$bw" "$client_cpu" "$server_cpu" >> "$work/events_runs.jsonl"
+    done
+  done
+  pbw=$(cut -d' ' -f1 "$work/poll.txt" | median)
+  pcpu=$(cut -d' ' -f2 "$work/poll.txt" | median)
+  ebw=$(cut -d' ' -f1 "$work/events.txt" | median)
+  ecpu=$(cut -d' ' -f2 "$work/events.txt" | median)
+  printf '%-8s %12.2f %12.2f %8.3f %16.1f %16.1f %8.3f\n' "$size" "$pbw" "$ebw" "$(jq -n "$ebw / $pbw")" "$pcpu" "$ecpu" \
+    "$(jq -n "$ecpu / $pcpu")"
+  printf '{"size":%s,"poll_mib_per_s":%s,"events_mib_per_s":%s,"poll_cpu_us_per_message":%s,"events_cpu_us_per_message":%s}\n' \
+    "$size" "$pbw" "$ebw" "$pcpu" "$ecpu" >> "$work/events_medians.jsonl"
+done
+echo "-e ratios: events / poll; cpu: both sides' CPU microseconds per message"
+
 jq -n --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
   --slurpfile bwm "$work/bw_medians.jsonl" --slurpfile latm "$work/lat_medians.jsonl" \
-  '{bandwidth: $bw, latency: $lat, medians: {bandwidth: $bwm, latency: $latm}}' > "$out"
+  --slurpfile ev "$work/events_runs.jsonl" --slurpfile evm "$work/events_medians.jsonl" \
+  '{bandwidth: $bw, latency: $lat, events: $ev,
+    medians: {bandwidth: $bwm, latency: $latm, events: $evm}}' > "$out"
 echo "all runs: $out"

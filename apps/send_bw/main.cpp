@@ -61,6 +61,7 @@ struct Options : rdmakit::ServerOptions {
   bool counters = false;
   bool histogram = false;
   bool cpu_util = false;
+  bool events = false;
   double interval_s = 0;
   double rate_limit = 0;
   char rate_units = 'M';
@@ -137,6 +138,11 @@ void validate(Options& o, bool duration_given, bool iterations_given) {
   }
   if (latency && o.queue_pairs > 1) {
     throw rdmakit::UsageError("-q applies to bandwidth tests; a latency test runs on one queue pair");
+  }
+  if (latency && o.events && o.operation == bw::Operation::write) {
+    throw rdmakit::UsageError(
+        "-e does not apply to the write latency test: each side watches its buffer for the peer's write, no "
+        "completion announces it");
   }
   if (latency && o.bidirectional) {
     throw rdmakit::UsageError("-b applies to bandwidth tests; a latency test is a round trip already");
@@ -230,6 +236,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .counters = o.counters,
                         .histogram = o.histogram,
                         .cpu_util = o.cpu_util,
+                        .events = o.events,
                         .interval = std::nullopt,
                         .rate_limit = std::nullopt,
                         .rate_units = o.rate_units,
@@ -326,6 +333,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 3600.0));
   app.add_flag("--cpu-util", o.cpu_util,
                "This side's user and system CPU time over each row (server: over the test), and per message");
+  app.add_flag("-e,--events", o.events,
+               "Sleep on the completion channel instead of busy polling (each side its own choice)");
   app.add_flag("--histogram", o.histogram,
                "Latency client: each row's samples as a histogram in the JSON (scripts/bench-plot.sh draws it)");
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")

@@ -172,6 +172,11 @@ StreamSettings paced(StreamSettings settings, const BwSettings& s, std::uint32_t
   return settings;
 }
 
+// How this side waits for completions: "events" (-e) or "poll".
+std::string completion_mode(const BwSettings& s) {
+  return s.events ? "events" : "poll";
+}
+
 std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
   if (!s.bound_client_silence) return std::nullopt;
   return s.limits.timeout;
@@ -272,6 +277,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                   {"signal_every", latency ? latency_signal_every : signal_interval(s.depth)},
                   {"inline_bytes", endpoints.front()->max_inline_data()},
                   {"warmup_iterations", s.warmup},
+                  {"completion", completion_mode(s)},
                   {"path", path_json(*endpoints.front())}};
   if (s.budget.duration) {
     results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
@@ -282,7 +288,8 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                 .operation = s.operation,
                                 .max_inline_data = endpoints.front()->max_inline_data(),
                                 .limits = s.limits,
-                                .histogram = s.histogram};
+                                .histogram = s.histogram,
+                                .events = s.events};
     for (const auto size : s.sizes) {
       const RowWatch watch(s, *endpoints.front(), results);
       ping(settings, size, s.budget, s.warmup, results.latency);
@@ -297,7 +304,8 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .limits = s.limits,
                                   .messages_per_s = std::nullopt,
                                   .interval = s.interval,
-                                  .intervals = &results.intervals};
+                                  .intervals = &results.intervals,
+                                  .events = s.events};
     std::vector<BandwidthRow> warmup_rows;
     auto warmup = settings;
     warmup.intervals = nullptr;  // the warm-up is not measured
@@ -367,7 +375,8 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                                                    .max_inline_data = endpoints.front()->max_inline_data(),
                                                    .limits = s.limits,
                                                    .connected = connected,
-                                                   .silence = client_silence(s)});
+                                                   .silence = client_silence(s),
+                                                   .events = s.events});
   } else {
     sink(SinkSettings{.lanes = lanes,
                       .depth = s.depth,
@@ -375,7 +384,8 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .max_inline_data = endpoints.front()->max_inline_data(),
                       .limits = s.limits,
                       .connected = connected,
-                      .silence = client_silence(s)},
+                      .silence = client_silence(s),
+                      .events = s.events},
          results.bandwidth);
   }
 }
@@ -432,10 +442,10 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     endpoints.push_back(std::move(endpoint));
     if (lanes.size() == 1) report.peer_address = endpoints.front()->peer_address();
   }
-  results.test = {{"test", bw::to_string(first->test)},   {"operation", bw::to_string(first->operation)},
-                  {"queue_pairs", first->queue_pairs},    {"bidirectional", first->bidirectional},
-                  {"client_depth", first->depth},         {"max_size", first->max_size},
-                  {"path", path_json(*endpoints.front())}};
+  results.test = {{"test", bw::to_string(first->test)}, {"operation", bw::to_string(first->operation)},
+                  {"queue_pairs", first->queue_pairs},  {"bidirectional", first->bidirectional},
+                  {"client_depth", first->depth},       {"max_size", first->max_size},
+                  {"completion", completion_mode(s)},   {"path", path_json(*endpoints.front())}};
   const CpuClock cpu;
   serve_test(*first, lanes, endpoints, s, results);
   if (s.cpu_util) {

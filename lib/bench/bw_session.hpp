@@ -47,6 +47,7 @@ struct BwSettings {
   bool counters = false;                             // --counters: the port's counters around each row
   bool histogram = false;                            // --histogram: latency rows with their histogram
   bool cpu_util = false;                             // --cpu-util: the CPU time of each row (server: of the test)
+  bool events = false;                               // -e: sleep on the completion channel instead of busy polling
   std::optional<std::chrono::nanoseconds> interval;  // --interval: a timed bandwidth run's time series
   // --rate-limit and --rate-units: software pacing of a bandwidth client, in MiB/s ('M'),
   // Gb/s ('g') or messages/s ('p').

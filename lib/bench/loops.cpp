@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -77,11 +78,27 @@ void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
 class SpinGuard {
  public:
   // `silence`: how long check_stop() lets the peer send nothing (none: as long as it stays
-  // connected).
-  explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt)
-      : stop_fd_(stop_fd), silence_(silence) {}
+  // connected). `sleep_on`: completion events (-e), the idle loop sleeps on these lanes'
+  // CQs rather than spinning (empty: it spins).
+  explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt,
+                     std::span<const Lane> sleep_on = {})
+      : stop_fd_(stop_fd), silence_(silence) {
+    if (sleep_on.empty()) return;
+    std::vector<ibv_cq*> cqs;
+    for (const auto& lane : sleep_on) cqs.push_back(lane.cq);
+    sleep_.emplace(cqs, stop_fd);
+  }
   bool due() {
-    if (++spins_ % spins_between_checks != 0) return false;
+    if (sleep_) {
+      // Armed, the caller polls once more before the sleep: nothing slips in between.
+      if (!sleep_->armed()) {
+        sleep_->arm();
+        return false;
+      }
+      sleep_->sleep(checks_apart);
+    } else if (++spins_ % spins_between_checks != 0) {
+      return false;
+    }
     const auto now = Clock::now();
     if (now - last_check_ < checks_apart) return false;
     last_check_ = now;
@@ -106,11 +123,23 @@ class SpinGuard {
   static constexpr auto checks_apart = std::chrono::milliseconds(20);
   int stop_fd_;
   std::optional<std::chrono::milliseconds> silence_;
+  std::optional<CompletionSleep> sleep_;
   std::uint32_t spins_ = 0;
   Clock::time_point last_check_ = Clock::now();
   Clock::time_point last_progress_ = last_check_;
   bool progressed_ = false;
 };
+
+// The lanes an idle loop sleeps on: none unless completion events were asked for.
+std::span<const Lane> sleep_lanes(bool events, const std::vector<Lane>& lanes) {
+  return events ? std::span<const Lane>(lanes) : std::span<const Lane>();
+}
+
+// The latency loops' lane to sleep on: the write test watches memory for the answer, not
+// the CQ, so it never sleeps.
+std::span<const Lane> ping_sleep_lane(bool events, bw::Operation operation, const Lane& lane) {
+  return events && operation != bw::Operation::write ? std::span<const Lane>(&lane, 1) : std::span<const Lane>();
+}
 
 }  // namespace
 
@@ -201,7 +230,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   StreamLedger ledger(s.lanes.size(), budget, SignalSchedule::for_message_size(size, s.signal_every), s.bidirectional,
                       Clock::now());
   std::array<ibv_wc, poll_batch> wcs{};
-  SpinGuard spin(s.limits.stop_fd);
+  SpinGuard spin(s.limits.stop_fd, std::nullopt, sleep_lanes(s.events, s.lanes));
   std::optional<IntervalRecorder> intervals;
   if (s.interval && s.intervals != nullptr) intervals.emplace(*s.interval, Clock::now());
   std::optional<RatePacer> pacer;
@@ -294,7 +323,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   std::array<ibv_wc, poll_batch> wcs{};
   ibv_sge sge{};
   ibv_send_wr wr{};
-  SpinGuard spin(s.limits.stop_fd, s.silence);
+  SpinGuard spin(s.limits.stop_fd, s.silence, sleep_lanes(s.events, s.lanes));
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   try {
     while (!ledger.all_closed()) {
@@ -382,7 +411,7 @@ class PingClient {
         lane_(s.lane),
         size_(size),
         poster_(s.lane, s.operation, s.max_inline_data, generation),
-        spin_(s.limits.stop_fd),
+        spin_(s.limits.stop_fd, std::nullopt, ping_sleep_lane(s.events, s.operation, lane_)),
         where_(fmt::format("at {} bytes", size)) {}
 
   // Announces the size and waits for the server's echo of it.
@@ -512,7 +541,7 @@ class PingAnswerer {
       : s_(s),
         lane_(s.lane),
         poster_(s.lane, s.operation, s.max_inline_data, 1),  // one poster for the whole run
-        spin_(s.limits.stop_fd, s.silence) {}
+        spin_(s.limits.stop_fd, s.silence, ping_sleep_lane(s.events, s.operation, lane_)) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
   std::uint64_t run() {

@@ -4,8 +4,9 @@
 // small messages) and a receiver that keeps receives posted, records what arrives and, for
 // a bidirectional test, sends every message back. Latency: a client that times one
 // message at a time and a server that answers each. None allocates or logs inside the
-// loop; all busy-poll, checking the clock, the stop signal and the connection only when
-// the CQ is empty, so a lost peer or Ctrl-C still ends them within the timeout.
+// loop; all busy-poll (or, with `events`, sleep on the completion channel), checking the
+// clock, the stop signal and the connection only when the CQ is empty, so a lost peer or
+// Ctrl-C still ends them within the timeout.
 
 #include <infiniband/verbs.h>
 
@@ -57,6 +58,7 @@ struct StreamSettings {
   // --interval: the run's messages per interval of this length, appended to `intervals`.
   std::optional<std::chrono::nanoseconds> interval;
   std::vector<IntervalSample>* intervals = nullptr;
+  bool events = false;  // -e: sleep on the completion channel when the CQs are empty
 };
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).
@@ -74,6 +76,7 @@ struct SinkSettings {
   // Ends the sink (RunStopped, timed_out) when nothing arrives for this long although the
   // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
   std::optional<std::chrono::milliseconds> silence;
+  bool events = false;  // as StreamSettings::events
 };
 
 // Receives until every lane's peer has disconnected (or Ctrl-C), one row per message size,
@@ -94,6 +97,7 @@ struct PingSettings {
   std::uint32_t max_inline_data = 0;
   RunLimits limits;        // the timeout bounds the wait for each answer
   bool histogram = false;  // each row with its samples' histogram
+  bool events = false;     // send and read: sleep on the completion channel for each answer
 };
 
 struct LatencyRow {
@@ -113,6 +117,7 @@ struct AnswerSettings {
   RunLimits limits;  // the stop signal only: answering ends with the connection
   std::function<bool()> connected;
   std::optional<std::chrono::milliseconds> silence;  // as SinkSettings::silence
+  bool events = false;  // send and read: as PingSettings::events (write answers watch memory)
 };
 
 // The server side of ping(): answers until the client disconnects; returns how many

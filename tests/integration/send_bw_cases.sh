@@ -381,3 +381,46 @@ case_send_bw_intervals() {
   expect_jq '.rows[0].bw_average_mib_per_s <= 4.4 and all(.intervals[]; .bw_average_mib_per_s <= 6)' paced_series.out
   note "paced: $(jq -c '.rows[0] | {message_rate_mpps}' "$T/paced.out"); 4 MiB/s: $(jq -c '[.intervals[].bw_average_mib_per_s | . * 100 | round / 100]' "$T/paced_series.out")"
 }
+
+# -e: both sides asleep on their completion channels, for every loop that waits on a CQ
+# (bandwidth with several queue pairs and bidirectional, send and read latency); the rows
+# complete and each report says how it waited. Ctrl-C wakes a sleeping server at once.
+case_send_bw_events() {
+  require_device
+  local name flags
+  for name in bw_qp bw_bidir lat_send lat_read; do
+    case $name in
+      bw_qp) flags=(-s 65536 -n 500 -q 2) ;;
+      bw_bidir) flags=(-s 4096 -n 1000 -b) ;;
+      lat_send) flags=(--lat -s 64 -n 300) ;;
+      lat_read) flags=(--lat --op read -s 64 -n 300) ;;
+    esac
+    next_port
+    start "server_$name" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -e --cpu-util
+    wait_listening "$PORT"
+    run "client_$name" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" "${flags[@]}" -e --cpu-util --json
+    expect_rc 0 "send_bw -e ${flags[*]}"
+    finish "server_$name" 15
+    expect_rc 0 "send_bw -e server for ${flags[*]}"
+    expect_jq '.outcome == "completed" and .test.completion == "events"' "client_$name.out"
+    expect_jq '.outcome == "completed" and .test.completion == "events"' "server_$name.out"
+    expect_schema send_bw "client_$name.out"
+    expect_schema send_bw "server_$name.out"
+  done
+  expect_jq "($BW_ROWS_CONSISTENT) and .rows[0].iterations == 1000" client_bw_qp.out
+  expect_jq "($LAT_ROWS_CONSISTENT) and .rows[0].iterations == 300" client_lat_send.out
+  expect_jq "($LAT_ROWS_CONSISTENT) and .rows[0].iterations == 300" client_lat_read.out
+  note "-e 64 KiB -q 2: $(jq -c '.rows[0] | {bw_average_mib_per_s, cpu_us_per_message: .cpu.us_per_message}' "$T/client_bw_qp.out"); send latency median: $(jq .rows[0].t_median_us "$T/client_lat_send.out") us"
+  # A server asleep between clients' messages: SIGINT ends it within a second.
+  next_port
+  start server_idle "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -e
+  wait_listening "$PORT"
+  start client_idle "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -D 60 --rate-limit 10 --rate-units p -e --json
+  wait_connected "$PID_client_idle" 30
+  sleep 1
+  kill -INT "$PID_server_idle"
+  finish server_idle 5
+  expect_rc 130 "send_bw -e server after SIGINT"
+  finish client_idle 15
+  expect_jq '.outcome == "interrupted"' server_idle.out
+}

@@ -229,7 +229,7 @@ class Schemas(unittest.TestCase):
             "role": "server", "outcome": "interrupted", "exit_code": 130, "errors": [],
             "connections": [{"peer": "10.55.0.1:40000", "iterations": 1100, "bytes": 4505600, "outcome": "completed",
                              "error": "", "test": {"test": "bw", "operation": "send", "queue_pairs": 1,
-                                                   "bidirectional": False, "client_depth": 128, "max_size": 4096,
+                                                   "bidirectional": False, "client_depth": 128, "max_size": 4096, "completion": "poll",
                                                    "path": {"device": "rxe0", "port": 1, "path_mtu": 1024}}},
                             {"peer": "10.55.0.1:40001", "iterations": 0, "bytes": 0, "outcome": "failed",
                              "error": "rdma_accept: ...", "test": {}}]})
@@ -250,14 +250,14 @@ class Schemas(unittest.TestCase):
         bandwidth = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
             "test": {"test": "bw", "operation": "write", "queue_pairs": 2, "bidirectional": False,
-                     "client_depth": 128, "max_size": 65536, "path": path},
+                     "client_depth": 128, "max_size": 65536, "completion": "events", "path": path},
             "rows": [{"bytes": 65536, "iterations": 2000, "seconds": 1.5, "bw_peak_mib_per_s": 90.0,
                       "bw_average_mib_per_s": 85.0, "bw_average_gbit_per_s": 0.7, "message_rate_mpps": 0.001}],
             "refused": [{"peer": "10.55.0.2:41000", "reason": "131072-byte messages asked for; this server allows ..."}]}
         self.assertAccepted("send_bw", shape("send_bw", bandwidth))
         latency = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [], "rows": [], "answered": 1100,
-            "test": {"test": "lat", "operation": "send", "queue_pairs": 1, "bidirectional": False, "client_depth": 1,
+            "test": {"test": "lat", "operation": "send", "queue_pairs": 1, "bidirectional": False, "client_depth": 1, "completion": "poll",
                      "max_size": 2, "path": path}}
         self.assertAccepted("send_bw", shape("send_bw", latency))
         partial_gid = copy.deepcopy(latency)

@@ -28,6 +28,12 @@ static std::ostream& operator<<(std::ostream& out, Operation operation) {
 
 }  // namespace rdmakit::bw
 
+namespace rdmakit {
+static std::ostream& operator<<(std::ostream& out, AtomicKind kind) {
+  return out << to_string(kind);
+}
+}  // namespace rdmakit
+
 namespace {
 
 namespace bw = rdmakit::bw;
@@ -62,6 +68,7 @@ struct Options : rdmakit::ServerOptions {
   bool histogram = false;
   bool cpu_util = false;
   bool events = false;
+  rdmakit::AtomicKind atomic = rdmakit::AtomicKind::fetch_add;
   double interval_s = 0;
   double rate_limit = 0;
   char rate_units = 'M';
@@ -163,6 +170,19 @@ void validate(Options& o, bool duration_given, bool iterations_given) {
   rdmakit::check_resolvable(o.bind);
 }
 
+// Atomics are 8 bytes, one way, at one size.
+void validate_atomics(const Options& o, bool size_given, bool kind_given) {
+  if (o.operation != bw::Operation::atomic) {
+    if (kind_given) throw rdmakit::UsageError("--atomic chooses the atomic of --op atomic");
+    return;
+  }
+  if (size_given && o.size != bw::atomic_size) {
+    throw rdmakit::UsageError(
+        fmt::format("--op atomic works on {} bytes; -s {} does not apply", bw::atomic_size, o.size));
+  }
+  if (o.sweep) throw rdmakit::UsageError("--op atomic works on 8 bytes: -a has no sizes to sweep");
+}
+
 // The results into the report, with how the text shows them; runs on success and on failure.
 // After a run that completed, the rows held against the gate's limits and baseline.
 void finish(const Options& o, rdmakit::BwResults& results, rdmakit::Report& report, bool completed) {
@@ -237,6 +257,7 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .histogram = o.histogram,
                         .cpu_util = o.cpu_util,
                         .events = o.events,
+                        .atomic = o.atomic,
                         .interval = std::nullopt,
                         .rate_limit = std::nullopt,
                         .rate_units = o.rate_units,
@@ -281,10 +302,17 @@ int main(int argc, char** argv) {
       ->transform(rdmakit::one_of<bw::Test>({{"bw", bw::Test::bandwidth}, {"lat", bw::Test::latency}}))
       ->default_str("bw");
   app.add_flag("--lat", o.latency_flag, "Same as --test lat");
-  app.add_option("--op", o.operation, "send, write or read")
-      ->transform(rdmakit::one_of<bw::Operation>(
-          {{"send", bw::Operation::send}, {"write", bw::Operation::write}, {"read", bw::Operation::read}}))
+  app.add_option("--op", o.operation, "send, write, read or atomic (8 bytes, --atomic)")
+      ->transform(rdmakit::one_of<bw::Operation>({{"send", bw::Operation::send},
+                                                  {"write", bw::Operation::write},
+                                                  {"read", bw::Operation::read},
+                                                  {"atomic", bw::Operation::atomic}}))
       ->default_str("send");
+  auto* atomic =
+      app.add_option("--atomic", o.atomic, "With --op atomic: fetch-add or compare-swap")
+          ->transform(rdmakit::one_of<rdmakit::AtomicKind>(
+              {{"fetch-add", rdmakit::AtomicKind::fetch_add}, {"compare-swap", rdmakit::AtomicKind::compare_swap}}))
+          ->default_str("fetch-add");
   auto* size = app.add_option("-s,--size", o.size, "Message bytes (latency test: 2)")
                    ->capture_default_str()
                    ->check(CLI::Range(1u, bw::max_message_size));
@@ -349,7 +377,9 @@ int main(int argc, char** argv) {
       [&] {
         if (o.latency_flag) o.test = bw::Test::latency;
         validate(o, duration->count() > 0, iterations->count() > 0);
+        validate_atomics(o, size->count() > 0, atomic->count() > 0);
         if (size->count() == 0 && o.test == bw::Test::latency) o.size = 2;  // perftest's latency default
+        if (o.operation == bw::Operation::atomic) o.size = bw::atomic_size;
       },
       [&](rdmakit::Report& report) {
         report.role = o.server.empty() ? "server" : "client";

@@ -1,6 +1,8 @@
 #include "lib/bench/bw_session.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <thread>
 
@@ -25,7 +27,18 @@ struct Limits {
   std::uint32_t recv_depth = 0;
   std::uint32_t largest = 1;
   std::optional<ibv_mtu> mtu;
+  bool atomics = false;  // --op atomic: the device must do them
 };
+
+// Why this device cannot serve atomics, if it cannot.
+std::optional<std::string> atomics_missing(ibv_context* context) {
+  ibv_device_attr device{};
+  if (ibv_query_device(context, &device) != 0) return std::string("ibv_query_device failed: ") + std::strerror(errno);
+  if (device.atomic_cap == IBV_ATOMIC_NONE) {
+    return fmt::format("{} does not do atomics (atomic_cap none)", ibv_get_device_name(context->device));
+  }
+  return std::nullopt;
+}
 
 // What the device cannot do is a usage error naming the device's own number.
 void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& limits) {
@@ -51,6 +64,9 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
   if (limits.largest > port_attributes.max_msg_sz) {
     throw UsageError(
         fmt::format("-s {} is above {}'s maximum message size {}", limits.largest, name, port_attributes.max_msg_sz));
+  }
+  if (limits.atomics) {
+    if (const auto missing = atomics_missing(context)) throw UsageError("--op atomic: " + *missing);
   }
   if (limits.mtu && *limits.mtu > port_attributes.active_mtu) {
     throw UsageError(fmt::format("-m {} is above the active MTU of {} port {} ({} bytes)", mtu_bytes(*limits.mtu), name,
@@ -216,8 +232,11 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                             .send_depth = latency ? latency_send_depth : s.depth,
                                             .recv_depth = client_receives(s),
                                             .largest = largest,
-                                            .mtu = s.mtu});
-  options.max_inline_data = s.operation == bw::Operation::read ? 0 : s.inline_size;
+                                            .mtu = s.mtu,
+                                            .atomics = s.operation == bw::Operation::atomic});
+  // What a READ or an atomic fetches is no message to carry inline.
+  const bool fetches = s.operation == bw::Operation::read || s.operation == bw::Operation::atomic;
+  options.max_inline_data = fetches ? 0 : s.inline_size;
   options.self_managed_qp = s.mtu.has_value();
   options.path_mtu = s.mtu;
   options.explain_rejection = [](std::span<const std::uint8_t> data) {
@@ -282,6 +301,12 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   if (s.budget.duration) {
     results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
   }
+  std::optional<AtomicCounters> atomics;
+  if (s.operation == bw::Operation::atomic) {
+    atomics = AtomicCounters{.kind = s.atomic, .done = std::vector<std::uint64_t>(lanes.size(), 0)};
+    results.test["atomic"] = {{"kind", to_string(s.atomic)}};
+  }
+  AtomicCounters* counters = atomics ? &*atomics : nullptr;
 
   if (latency) {
     const PingSettings settings{.lane = lanes.front(),
@@ -289,7 +314,8 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                 .max_inline_data = endpoints.front()->max_inline_data(),
                                 .limits = s.limits,
                                 .histogram = s.histogram,
-                                .events = s.events};
+                                .events = s.events,
+                                .atomics = counters};
     for (const auto size : s.sizes) {
       const RowWatch watch(s, *endpoints.front(), results);
       ping(settings, size, s.budget, s.warmup, results.latency);
@@ -305,7 +331,8 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                   .messages_per_s = std::nullopt,
                                   .interval = s.interval,
                                   .intervals = &results.intervals,
-                                  .events = s.events};
+                                  .events = s.events,
+                                  .atomics = counters};
     std::vector<BandwidthRow> warmup_rows;
     auto warmup = settings;
     warmup.intervals = nullptr;  // the warm-up is not measured
@@ -314,6 +341,11 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
       const RowWatch watch(s, *endpoints.front(), results);
       stream(paced(settings, s, size), size, s.budget, results.bandwidth);
     }
+  }
+  if (atomics) {
+    // The results checked: each counter on the server holds the operations done on it.
+    check_atomic_counters(lanes, *atomics, s.limits);
+    results.test["atomic"]["counters"] = atomics->done;
   }
   for (auto& endpoint : endpoints) endpoint->disconnect();
 }
@@ -335,6 +367,9 @@ bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::
       throw ProtocolError(fmt::format("-m {} is above this server's active MTU ({} bytes)",
                                       mtu_bytes(static_cast<ibv_mtu>(hello.path_mtu)), mtu_bytes(port.active_mtu)));
     }
+  }
+  if (hello.operation == bw::Operation::atomic) {
+    if (const auto missing = atomics_missing(request.context())) throw ProtocolError(*missing);
   }
   if (first && (hello.operation != first->operation || hello.test != first->test || hello.max_size != first->max_size ||
                 hello.queue_pairs != first->queue_pairs || hello.bidirectional != first->bidirectional ||
@@ -421,8 +456,10 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     }
     if (!first) first = hello;
     if (hello.path_mtu != 0) endpoint->set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
-    auto& buffer =
-        endpoint->add_buffer(hello.max_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    const int atomic_access = hello.operation == bw::Operation::atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0;
+    // Zeroed: an atomics client's counter starts at 0.
+    auto& buffer = endpoint->add_buffer(
+        hello.max_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access);
     const Lane lane{.qp = endpoint->queue_pair(),
                     .cq = endpoint->completion_queue(),
                     .local_address = buffer.address(),

@@ -48,6 +48,7 @@ struct BwSettings {
   bool histogram = false;                            // --histogram: latency rows with their histogram
   bool cpu_util = false;                             // --cpu-util: the CPU time of each row (server: of the test)
   bool events = false;                               // -e: sleep on the completion channel instead of busy polling
+  AtomicKind atomic = AtomicKind::fetch_add;         // --atomic, with --op atomic
   std::optional<std::chrono::nanoseconds> interval;  // --interval: a timed bandwidth run's time series
   // --rate-limit and --rate-units: software pacing of a bandwidth client, in MiB/s ('M'),
   // Gb/s ('g') or messages/s ('p').

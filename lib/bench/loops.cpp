@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -47,13 +48,31 @@ bool stop_requested(int stop_fd) {
                                          ibv_wc_status_str(wc.status), wc.vendor_err));
 }
 
-ibv_wr_opcode opcode_of(bw::Operation operation) {
+ibv_wr_opcode opcode_of(bw::Operation operation, const AtomicCounters* atomics) {
   switch (operation) {
     case bw::Operation::write: return IBV_WR_RDMA_WRITE;
     case bw::Operation::read: return IBV_WR_RDMA_READ;
+    case bw::Operation::atomic:
+      if (atomics == nullptr) throw std::logic_error("--op atomic without its counters");
+      return atomics->kind == AtomicKind::fetch_add ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
     case bw::Operation::send: break;
   }
   return IBV_WR_SEND;
+}
+
+// What an atomic on a counter that holds `count` adds or compares, and what it swaps in.
+struct AtomicOperands {
+  std::uint64_t compare_add;
+  std::uint64_t swap;
+};
+AtomicOperands atomic_operands(ibv_wr_opcode opcode, std::uint64_t count) {
+  if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) return {.compare_add = 1, .swap = 0};
+  return {.compare_add = count, .swap = count + 1};
+}
+
+// Data that may carry a message inline: not what a READ or an atomic fetches into.
+bool may_inline(bw::Operation operation) {
+  return operation == bw::Operation::send || operation == bw::Operation::write;
 }
 
 int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
@@ -162,9 +181,10 @@ class StreamPoster {
  public:
   StreamPoster(const StreamSettings& s, std::uint32_t size)
       : size_(size),
-        opcode_(opcode_of(s.operation)),
+        opcode_(opcode_of(s.operation, s.atomics)),
         kind_(work_kind_of(opcode_)),
-        inline_data_(s.operation != bw::Operation::read && size <= s.max_inline_data) {}
+        inline_data_(may_inline(s.operation) && size <= s.max_inline_data),
+        atomics_(s.atomics) {}
 
   // Posts what `lane` may post now, at most `allowance`, in post lists of at most
   // post_batch; returns how many it posted.
@@ -175,12 +195,17 @@ class StreamPoster {
                l, static_cast<std::uint32_t>(std::min<std::uint64_t>(post_batch, allowance - done)), depth)) {
       for (std::uint32_t i = 0; i < n; ++i) {
         const std::uint64_t number = ledger.next_number(l, i);
+        // Atomics: the counter holds this lane's earlier operations, and this run's before this one.
+        const auto operands = atomics_ != nullptr ? atomic_operands(opcode_, atomics_->done[l] + number - 1)
+                                                  : AtomicOperands{.compare_add = 0, .swap = 0};
         build_send(SendRequest{.id = WorkId{.kind = kind_, .owner = 0, .sequence = static_cast<std::uint32_t>(number)},
                                .opcode = opcode_,
                                .local = ibv_sge{.addr = lane.local_address, .length = size_, .lkey = lane.lkey},
                                .flags = send_flags(ledger.signalled(l, number), inline_data_),
                                .remote_address = lane.remote_address,
-                               .rkey = lane.rkey},
+                               .rkey = lane.rkey,
+                               .compare_add = operands.compare_add,
+                               .swap = operands.swap},
                    wrs_[i], sges_[i]);
         wrs_[i].next = i + 1 < n ? &wrs_[i + 1] : nullptr;
       }
@@ -196,6 +221,7 @@ class StreamPoster {
   ibv_wr_opcode opcode_;
   WorkKind kind_;
   bool inline_data_;
+  const AtomicCounters* atomics_;
   std::array<ibv_sge, post_batch> sges_{};
   std::array<ibv_send_wr, post_batch> wrs_{};
 };
@@ -270,6 +296,10 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
     throw;
   }
   keep_intervals();
+  // Finished: every request posted has completed, so each counter moved that far.
+  if (s.atomics != nullptr) {
+    for (std::size_t l = 0; l < s.lanes.size(); ++l) s.atomics->done[l] += ledger.posted_on(l);
+  }
   rows.push_back(ledger.row(size));
 }
 
@@ -370,19 +400,28 @@ class PingPoster {
  public:
   // `generation` tells this poster's completions from those of an earlier one on the same
   // queue (the previous size's last signalled send may complete after it has gone).
-  PingPoster(const Lane& lane, bw::Operation operation, std::uint32_t max_inline_data, std::uint32_t generation)
-      : lane_(lane), opcode_(opcode_of(operation)), max_inline_data_(max_inline_data), sends_(generation) {}
+  PingPoster(const Lane& lane, bw::Operation operation, const AtomicCounters* atomics, std::uint32_t max_inline_data,
+             std::uint32_t generation)
+      : lane_(lane),
+        opcode_(opcode_of(operation, atomics)),
+        inline_data_(may_inline(operation)),
+        max_inline_data_(max_inline_data),
+        sends_(generation) {}
+  // `count`: atomics, what the counter holds before this operation.
   void post_from(std::uint64_t address, std::uint32_t lkey, std::uint32_t size, std::uint64_t remote_address,
-                 std::uint32_t rkey, bool always_signal) {
+                 std::uint32_t rkey, bool always_signal, std::uint64_t count = 0) {
     const WorkId id = sends_.next_id();
-    build_send(SendRequest{.id = id,
-                           .opcode = opcode_,
-                           .local = ibv_sge{.addr = address, .length = size, .lkey = lkey},
-                           .flags = send_flags(sends_.signalled(always_signal),
-                                               opcode_ != IBV_WR_RDMA_READ && size <= max_inline_data_),
-                           .remote_address = remote_address,
-                           .rkey = rkey},
-               wr_, sge_);
+    const auto operands = is_atomic(opcode_) ? atomic_operands(opcode_, count) : AtomicOperands{0, 0};
+    build_send(
+        SendRequest{.id = id,
+                    .opcode = opcode_,
+                    .local = ibv_sge{.addr = address, .length = size, .lkey = lkey},
+                    .flags = send_flags(sends_.signalled(always_signal), inline_data_ && size <= max_inline_data_),
+                    .remote_address = remote_address,
+                    .rkey = rkey,
+                    .compare_add = operands.compare_add,
+                    .swap = operands.swap},
+        wr_, sge_);
     post(lane_.qp, &wr_, size);
   }
   // Records a completion of ours; the signalled ones free the send queue up to them.
@@ -395,6 +434,7 @@ class PingPoster {
  private:
   const Lane& lane_;
   ibv_wr_opcode opcode_;
+  bool inline_data_;
   std::uint32_t max_inline_data_;
   SendBacklog sends_;
   ibv_sge sge_{};
@@ -410,7 +450,7 @@ class PingClient {
       : s_(s),
         lane_(s.lane),
         size_(size),
-        poster_(s.lane, s.operation, s.max_inline_data, generation),
+        poster_(s.lane, s.operation, s.atomics, s.max_inline_data, generation),
         spin_(s.limits.stop_fd, std::nullopt, ping_sleep_lane(s.events, s.operation, lane_)),
         where_(fmt::format("at {} bytes", size)) {}
 
@@ -442,6 +482,7 @@ class PingClient {
                      "read completion") -
                started;
       case bw::Operation::write: return exchange_write(started);
+      case bw::Operation::atomic: return exchange_atomic(started);
     }
     return Clock::now() - started;
   }
@@ -514,6 +555,23 @@ class PingClient {
     return took;
   }
 
+  // One atomic on the counter; what it fetched must be what the counter held.
+  std::chrono::nanoseconds exchange_atomic(Clock::time_point started) {
+    auto& count = s_.atomics->done.front();
+    poster_.post_from(lane_.local_address, lane_.lkey, bw::atomic_size, lane_.remote_address, lane_.rkey, true, count);
+    const auto took =
+        await([](const ibv_wc& wc) { return wc.opcode == IBV_WC_FETCH_ADD || wc.opcode == IBV_WC_COMP_SWAP; },
+              "atomic completion") -
+        started;
+    const auto fetched = *reinterpret_cast<const volatile std::uint64_t*>(lane_.local_address);
+    if (fetched != count) {
+      throw ProtocolError(fmt::format("{} fetched {} from the server's counter, which should hold {}",
+                                      to_string(s_.atomics->kind), fetched, count));
+    }
+    ++count;
+    return took;
+  }
+
   void watch_write(Clock::time_point started) {
     reap();
     if (Clock::now() - started > s_.limits.timeout) {
@@ -540,7 +598,9 @@ class PingAnswerer {
   explicit PingAnswerer(const AnswerSettings& s)
       : s_(s),
         lane_(s.lane),
-        poster_(s.lane, s.operation, s.max_inline_data, 1),  // one poster for the whole run
+        // One poster for the whole run; it posts only answers: a SEND, or a WRITE for write.
+        poster_(s.lane, s.operation == bw::Operation::write ? bw::Operation::write : bw::Operation::send, nullptr,
+                s.max_inline_data, 1),
         spin_(s.limits.stop_fd, s.silence, ping_sleep_lane(s.events, s.operation, lane_)) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
@@ -622,7 +682,8 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
                       .summary = recorder.summary().value_or(LatencySummary{}),
                       .histogram = s.histogram ? recorder.histogram() : std::vector<HistogramBucket>{}};
   };
-  const bool halve = s.operation != bw::Operation::read;
+  // perftest's conventions: a READ's or an atomic's sample is the whole operation.
+  const bool halve = s.operation == bw::Operation::send || s.operation == bw::Operation::write;
   // Beyond a million samples the recorder grows (rarely, doubling) rather than reserve gigabytes.
   recorder.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(budget.iterations, std::uint64_t{1} << 20)));
   const auto ends = Clock::now() + budget.duration.value_or(std::chrono::nanoseconds::zero());
@@ -640,6 +701,46 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
 
 std::uint64_t answer_pings(const AnswerSettings& s) {
   return PingAnswerer(s).run();
+}
+
+std::string to_string(AtomicKind kind) {
+  return kind == AtomicKind::fetch_add ? "fetch-add" : "compare-swap";
+}
+
+void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters& counters, const RunLimits& limits) {
+  std::array<ibv_wc, poll_batch> wcs{};
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    const auto& lane = lanes[l];
+    auto& landed = *reinterpret_cast<volatile std::uint64_t*>(lane.local_address);
+    landed = ~std::uint64_t{0};
+    ibv_sge sge{};
+    ibv_send_wr wr{};
+    build_send(SendRequest{.id = WorkId{.kind = WorkKind::rdma_read, .owner = 0, .sequence = 0},
+                           .opcode = IBV_WR_RDMA_READ,
+                           .local = ibv_sge{.addr = lane.local_address, .length = bw::atomic_size, .lkey = lane.lkey},
+                           .flags = IBV_SEND_SIGNALED,
+                           .remote_address = lane.remote_address,
+                           .rkey = lane.rkey},
+               wr, sge);
+    post(lane.qp, &wr, bw::atomic_size);
+    const auto deadline = Clock::now() + limits.timeout;
+    for (bool read = false; !read;) {
+      const int got = poll_lane(lane, wcs);
+      for (int k = 0; k < got; ++k) {
+        const auto& wc = wcs[static_cast<std::size_t>(k)];
+        if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
+        read = read || wc.opcode == IBV_WC_RDMA_READ;
+      }
+      if (!read && Clock::now() > deadline) {
+        throw RunStopped(StopReason::timed_out,
+                         fmt::format("no answer to the read of the atomic counter for {} ms", limits.timeout.count()));
+      }
+    }
+    if (landed != counters.done[l]) {
+      throw ProtocolError(fmt::format("queue pair {}'s counter on the server holds {} after {} {} operations", l,
+                                      static_cast<std::uint64_t>(landed), counters.done[l], to_string(counters.kind)));
+    }
+  }
 }
 
 }  // namespace rdmakit

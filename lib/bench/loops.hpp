@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "lib/core/pacing.hpp"
@@ -39,6 +40,21 @@ struct Lane {
   std::uint32_t receive_length = 0;
 };
 
+// --op atomic: which atomic, and each lane's counter on the server as the operations so far
+// leave it (each lane's own 8 bytes, from 0). Fetch-and-add adds 1; compare-and-swap swaps
+// the count it expects for one more, so either way the counter counts the operations, and a
+// compare that missed (or a lost add) shows in the final value (check_atomic_counters).
+enum class AtomicKind : std::uint8_t { fetch_add, compare_swap };
+struct AtomicCounters {
+  AtomicKind kind = AtomicKind::fetch_add;
+  std::vector<std::uint64_t> done;  // per lane
+};
+std::string to_string(AtomicKind kind);  // "fetch-add", "compare-swap"
+
+// Reads each lane's counter (an RDMA READ of its 8 bytes into the lane's local buffer) and
+// throws ProtocolError naming the first that does not hold what `counters` says was done.
+void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters& counters, const RunLimits& limits);
+
 // Posts `count` receives into the lane's receive buffer.
 void post_receives(const Lane& lane, std::uint32_t count);
 
@@ -58,7 +74,8 @@ struct StreamSettings {
   // --interval: the run's messages per interval of this length, appended to `intervals`.
   std::optional<std::chrono::nanoseconds> interval;
   std::vector<IntervalSample>* intervals = nullptr;
-  bool events = false;  // -e: sleep on the completion channel when the CQs are empty
+  bool events = false;                // -e: sleep on the completion channel when the CQs are empty
+  AtomicCounters* atomics = nullptr;  // --op atomic: required; advanced by what completed
 };
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).
@@ -89,6 +106,8 @@ void sink(const SinkSettings& settings, std::vector<BandwidthRow>& rows);
 //   write: RDMA WRITE into the server's buffer, whose last byte the server polls, then
 //          writes the same bytes back into ours; sample = round trip / 2
 //   read:  RDMA READ of the server's buffer; sample = the whole read
+//   atomic: one fetch-and-add or compare-and-swap on the server's counter; sample = the
+//          whole operation, its fetched value checked
 // (the halving and the full read are perftest's conventions for ib_*_lat).
 
 struct PingSettings {
@@ -98,6 +117,8 @@ struct PingSettings {
   RunLimits limits;        // the timeout bounds the wait for each answer
   bool histogram = false;  // each row with its samples' histogram
   bool events = false;     // send and read: sleep on the completion channel for each answer
+  // --op atomic: required (one lane); each operation's fetched value is checked against it.
+  AtomicCounters* atomics = nullptr;
 };
 
 struct LatencyRow {

@@ -213,6 +213,7 @@ class StreamLedger {
   // Requests completed on all lanes (the sender's direction only).
   std::uint64_t completed() const;
   // Requests posted on all lanes.
+  std::uint64_t posted_on(std::size_t lane) const { return lanes_[lane].posted; }
   std::uint64_t posted() const {
     std::uint64_t sum = 0;
     for (const auto& p : lanes_) sum += p.posted;

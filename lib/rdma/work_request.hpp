@@ -1,6 +1,6 @@
 #pragma once
-// The one builder of send work requests (SEND, SEND with immediate, RDMA WRITE and READ over
-// one local buffer) and of receive requests, for endpoints, connection groups and the
+// The one builder of send work requests (SEND, SEND with immediate, RDMA WRITE and READ, and
+// atomics, over one local buffer) and of receive requests, for endpoints, connection groups and the
 // measurement loops. Inline: the loops build their post lists with it.
 
 #include <infiniband/verbs.h>
@@ -16,10 +16,17 @@ struct SendRequest {
   ibv_wr_opcode opcode = IBV_WR_SEND;
   ibv_sge local{};     // what is sent or written, or where a READ lands
   unsigned flags = 0;  // IBV_SEND_SIGNALED, IBV_SEND_INLINE
-  // RDMA WRITE and READ: the peer's buffer.
+  // RDMA WRITE, READ and atomics: the peer's buffer.
   std::uint64_t remote_address = 0;
   std::uint32_t rkey = 0;
+  // Atomics: the value added (fetch-and-add) or compared, and the value swapped in.
+  std::uint64_t compare_add = 0;
+  std::uint64_t swap = 0;
 };
+
+constexpr bool is_atomic(ibv_wr_opcode opcode) {
+  return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
 
 // Fills `wr` from `request`, its one scatter/gather entry in `sge`. Sets only what a request
 // names, so a post list keeps its `next` links; the caller sets `imm_data` and, for a
@@ -31,8 +38,15 @@ inline void build_send(const SendRequest& request, ibv_send_wr& wr, ibv_sge& sge
   wr.num_sge = 1;
   wr.opcode = request.opcode;
   wr.send_flags = request.flags;
-  wr.wr.rdma.remote_addr = request.remote_address;
-  wr.wr.rdma.rkey = request.rkey;
+  if (is_atomic(request.opcode)) {
+    wr.wr.atomic.remote_addr = request.remote_address;
+    wr.wr.atomic.compare_add = request.compare_add;
+    wr.wr.atomic.swap = request.swap;
+    wr.wr.atomic.rkey = request.rkey;
+  } else {
+    wr.wr.rdma.remote_addr = request.remote_address;
+    wr.wr.rdma.rkey = request.rkey;
+  }
 }
 
 // Fills `wr` for a receive into `local` (its one scatter/gather entry in `sge`), carrying `id`.

@@ -144,6 +144,7 @@ std::string to_string(Operation operation) {
     case Operation::send: return "send";
     case Operation::write: return "write";
     case Operation::read: return "read";
+    case Operation::atomic: return "atomic";
   }
   return "unknown";
 }
@@ -188,7 +189,7 @@ std::vector<std::uint8_t> encode_refusal(std::string_view reason) {
 
 Hello decode_hello(std::span<const std::uint8_t> bytes) {
   check_header(bytes, hello_size, hello_kind, "hello");
-  if (bytes[6] > static_cast<std::uint8_t>(Operation::read)) {
+  if (bytes[6] > static_cast<std::uint8_t>(Operation::atomic)) {
     throw ProtocolError("send_bw hello: unknown operation " + std::to_string(bytes[6]));
   }
   if (bytes[7] > static_cast<std::uint8_t>(Test::latency)) {
@@ -225,6 +226,10 @@ Hello decode_hello(std::span<const std::uint8_t> bytes) {
   if (hello.test == Test::latency && hello.operation == Operation::write && hello.reply_length < hello.max_size) {
     throw ProtocolError(fmt::format("send_bw hello: the client's reply buffer holds {} bytes, its messages {}",
                                     hello.reply_length, hello.max_size));
+  }
+  if (hello.operation == Operation::atomic && (hello.max_size != atomic_size || hello.bidirectional)) {
+    throw ProtocolError(fmt::format("send_bw hello: atomics are {} bytes one way, not {} bytes{}", atomic_size,
+                                    hello.max_size, hello.bidirectional ? " both ways" : ""));
   }
   return hello;
 }

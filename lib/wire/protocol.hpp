@@ -88,7 +88,10 @@ inline constexpr const char* default_port = "18515";  // perftest's default port
 inline constexpr std::uint32_t max_message_size = 1u << 30;
 inline constexpr std::uint16_t max_queue_pairs = 64;
 
-enum class Operation : std::uint8_t { send = 0, write = 1, read = 2 };
+// atomic: 8-byte fetch-and-add or compare-and-swap on the server's buffer (which of the two
+// is the client's business; the server only lets them in).
+enum class Operation : std::uint8_t { send = 0, write = 1, read = 2, atomic = 3 };
+inline constexpr std::uint32_t atomic_size = 8;
 std::string to_string(Operation operation);
 
 enum class Test : std::uint8_t { bandwidth = 0, latency = 1 };
@@ -126,8 +129,9 @@ std::vector<std::uint8_t> encode_refusal(std::string_view reason);
 
 // Throw ProtocolError for short data, a foreign magic, another version, an unknown
 // operation or test, sizes outside [1, max_message_size], a depth outside 1..65536, queue
-// pair counts outside 1..max_queue_pairs, or a write-latency reply buffer smaller than the
-// messages. CM private data arrives padded, so `bytes` may be longer than the message.
+// pair counts outside 1..max_queue_pairs, a write-latency reply buffer smaller than the
+// messages, or atomics that are not 8 bytes or not one way. CM private data arrives padded, so `bytes` may be longer
+// than the message.
 Hello decode_hello(std::span<const std::uint8_t> bytes);
 Answer decode_answer(std::span<const std::uint8_t> bytes);
 // The reason in a send_bw server's reject, non-printable bytes replaced by '?'; empty

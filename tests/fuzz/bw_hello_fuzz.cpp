@@ -28,7 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   FUZZ_CHECK(size >= bw::hello_size);
   FUZZ_CHECK(hello.operation == bw::Operation::send || hello.operation == bw::Operation::write ||
-             hello.operation == bw::Operation::read);
+             hello.operation == bw::Operation::read || hello.operation == bw::Operation::atomic);
+  // An atomic lands 8 bytes in the server's buffer, never more, never both ways.
+  if (hello.operation == bw::Operation::atomic) {
+    FUZZ_CHECK(hello.max_size == bw::atomic_size && !hello.bidirectional);
+  }
   FUZZ_CHECK(hello.test == bw::Test::bandwidth || hello.test == bw::Test::latency);
   FUZZ_CHECK(hello.max_size >= 1 && hello.max_size <= bw::max_message_size);
   FUZZ_CHECK(hello.depth >= 1 && hello.depth <= 65536);

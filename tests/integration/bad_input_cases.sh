@@ -119,6 +119,10 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --interval 1                    | --interval cuts a timed bandwidth run
 2 | send_bw     | 1.2.3.4 --lat -D 2 --interval 1         | --interval cuts a timed bandwidth run
 2 | send_bw     | 1.2.3.4 --lat --op write -e             | -e does not apply to the write latency test
+2 | send_bw     | 1.2.3.4 --op atomic -s 16               | --op atomic works on 8 bytes
+2 | send_bw     | 1.2.3.4 --op atomic -a                  | -a has no sizes to sweep
+2 | send_bw     | 1.2.3.4 --atomic compare-swap           | --atomic chooses the atomic of --op atomic
+2 | send_bw     | 1.2.3.4 --op atomic -b                  | -b works with --op send
 2 | send_bw     | -D 2 --interval 1                       | --interval is the client's
 2 | send_bw     | 1.2.3.4 -D 2 --interval 0               | --interval: Value 0
 2 | send_bw     | 1.2.3.4 --lat --rate-limit 5            | --rate-limit paces a bandwidth test

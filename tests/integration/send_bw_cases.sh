@@ -58,7 +58,7 @@ case_send_bw_sweep() {
 # Flags alone: refused before anything opens a device (label nodevice, on the build host).
 case_send_bw_bad_flags() {
   local args
-  for args in "-s 0" "-s 2147483648" "-a -s 64" "--op atomic" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
+  for args in "-s 0" "-s 2147483648" "-a -s 64" "--op swap" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
     "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind 1.2.3.4"; do
     # shellcheck disable=SC2086
     run bad 10 "$OURS_SEND_BW" 1.2.3.4 $args
@@ -423,4 +423,24 @@ case_send_bw_events() {
   expect_rc 130 "send_bw -e server after SIGINT"
   finish client_idle 15
   expect_jq '.outcome == "interrupted"' server_idle.out
+}
+
+# --op atomic: fetch-and-add and compare-and-swap, bandwidth on two queue pairs and latency;
+# the client reads each counter back at the end: it must hold every operation (warm-up too).
+case_send_bw_atomics() {
+  require_device
+  local kind name
+  for kind in fetch-add compare-swap; do
+    name=${kind//-/_}
+    send_bw_pair "server_bw_$name" "bw_$name" 60 --op atomic --atomic "$kind" -n 2000 -q 2
+    expect_jq "($BW_ROWS_CONSISTENT) and .rows[0].bytes == 8 and .rows[0].iterations == 4000
+      and .test.operation == \"atomic\" and .test.atomic == {kind: \"$kind\", counters: [2100, 2100]}" "bw_$name.out"
+    expect_schema send_bw "bw_$name.out"
+    expect_schema send_bw "server_bw_$name.out"
+    send_bw_pair "server_lat_$name" "lat_$name" 60 --lat --op atomic --atomic "$kind" -n 300
+    expect_jq "($LAT_ROWS_CONSISTENT) and .rows[0].iterations == 300
+      and .test.atomic == {kind: \"$kind\", counters: [400]}" "lat_$name.out"
+    expect_schema send_bw "lat_$name.out"
+    note "$kind: $(jq -c '.rows[0] | {message_rate_mpps}' "$T/bw_$name.out"), latency median $(jq .rows[0].t_median_us "$T/lat_$name.out") us"
+  done
 }

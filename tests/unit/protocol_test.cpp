@@ -192,6 +192,25 @@ TEST(BwHello, RejectsOutOfRangeFields) {
     h.operation = Operation::write;
     h.reply_length = 64;
   })));
+  // Atomics: 8 bytes on the server's counter, one way.
+  EXPECT_NO_THROW(decode_hello(with([](Hello& h) {
+    h.operation = Operation::atomic;
+    h.max_size = atomic_size;
+  })));
+  EXPECT_THROW(decode_hello(with([](Hello& h) {
+                 h.operation = Operation::atomic;
+                 h.max_size = 16;
+               })),
+               ProtocolError);
+  EXPECT_THROW(decode_hello(with([](Hello& h) {
+                 h.operation = Operation::atomic;
+                 h.max_size = atomic_size;
+                 h.bidirectional = true;
+               })),
+               ProtocolError);
+  auto after_atomic = encode(plain_hello());
+  after_atomic[6] = static_cast<std::uint8_t>(Operation::atomic) + 1;
+  EXPECT_THROW(decode_hello(after_atomic), ProtocolError);
 }
 
 TEST(BwAnswer, RoundTripsAndIsNotAHello) {

@@ -3,9 +3,11 @@
 # ib_send_lat on one RDMA device in loopback (run it inside scripts/rxe-vm.sh, or on a host
 # with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB, and 64 KiB on 4 queue pairs (-q 4,
 # the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5), ITERS
-# messages a run (default 5000; per queue pair). Latency: at 2 B it
-# alternates send_bw --lat and ib_send_lat RUNS times each, LAT_ITERS round trips a run
-# (default 5000). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
+# messages a run (default 5000; per queue pair); the row atomic: send_bw --op atomic
+# (fetch-and-add) against ib_atomic_bw. Latency: at 2 B it alternates send_bw --lat and
+# ib_send_lat RUNS times each, LAT_ITERS round trips a run (default 5000), and the row
+# atomic: send_bw --lat --op atomic against ib_atomic_lat. perftest runs in its default
+# out-of-band mode (its rdma_cm mode, -R, crashed or hung on rxe). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
 # 64 KiB, bandwidth and both sides' CPU per message (--cpu-util). Prints the medians and the
 # ratios, and writes to OUT_JSON {"bandwidth": [run...], "latency": [run...], "events":
 # [run...], "medians": {"bandwidth": [...], "latency": [...], "events": [...]}}.
@@ -29,7 +31,9 @@ other=${base_bin:+base}
 other=${other:-perf}
 if [[ -z $base_bin ]]; then
   command -v ib_send_bw > /dev/null || { echo "ib_send_bw missing (Debian package perftest)"; exit 77; }
-  command -v ib_send_lat > /dev/null || { echo "ib_send_lat missing (Debian package perftest)"; exit 77; }
+  for tool in ib_send_lat ib_atomic_bw ib_atomic_lat; do
+    command -v "$tool" > /dev/null || { echo "$tool missing (Debian package perftest)"; exit 77; }
+  done
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -73,42 +77,52 @@ perftest_run() {
   wait "$server" || true
 }
 
-# ours SIZE QPS: MiB/s average and Mpps of one send_bw run on QPS queue pairs.
+# ours SIZE QPS [OP]: MiB/s average and Mpps of one send_bw run on QPS queue pairs (OP:
+# send, or atomic for 8-byte fetch-and-add).
 ours() {
-  ours_run -s "$1" -q "$2" -n "$iters"
+  ours_run -s "$1" -q "$2" -n "$iters" --op "${3:-send}"
   jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.message_rate_mpps)"' "$work/client.json"
 }
 
-# perftest SIZE QPS: the same two numbers from ib_send_bw's table (MB/sec there is 2^20 bytes/s),
-# or from BASE_BIN's send_bw.
+# perftest SIZE QPS [OP]: the same two numbers from ib_send_bw's table (MB/sec there is 2^20
+# bytes/s), or ib_atomic_bw's (fetch-and-add, its default) for OP atomic, or from BASE_BIN's
+# send_bw.
 perftest() {
   if [[ -n $base_bin ]]; then
-    run_bin=$base_bin ours "$1" "$2"
+    run_bin=$base_bin ours "$@"
     return
   fi
-  perftest_run ib_send_bw -s "$1" -q "$2" -n "$iters"
+  if [[ ${3:-send} == atomic ]]; then
+    perftest_run ib_atomic_bw -q "$2" -n "$iters"
+  else
+    perftest_run ib_send_bw -s "$1" -q "$2" -n "$iters"
+  fi
   awk -v size="$1" '$1 == size && NF >= 5 { print $4, $5; found = 1 } END { exit !found }' "$work/pt_client.txt"
 }
 
-# ours_lat SIZE: median, average and p99 latency (us) of one send_bw --lat run; the client
-# tells the server it is a latency test.
+# ours_lat SIZE [OP]: median, average and p99 latency (us) of one send_bw --lat run; the
+# client tells the server it is a latency test.
 ours_lat() {
-  ours_run --lat -s "$1" -n "$lat_iters"
+  ours_run --lat -s "$1" -n "$lat_iters" --op "${2:-send}"
   # Slurped: a client that printed nothing fails here too.
   jq -ers '.[0].rows[0] | [.t_median_us, .t_avg_us, .t_p99_us] | select(all(type == "number")) | map(tostring)
     | join(" ")' "$work/client.json" ||
     { echo "send_bw --lat -s $1: no rows[0].t_median_us, t_avg_us and t_p99_us in its JSON" >&2; return 1; }
 }
 
-# perftest_lat SIZE: t_typical, t_avg and the 99% percentile (usec) from ib_send_lat's table
-# (the line after the t_typical header: #bytes #iterations t_min t_max t_typical t_avg
-# t_stdev p99 p99.9).
+# perftest_lat SIZE [OP]: t_typical, t_avg and the 99% percentile (usec) from ib_send_lat's
+# table, or ib_atomic_lat's for OP atomic (the line after the t_typical header: #bytes
+# #iterations t_min t_max t_typical t_avg t_stdev p99 p99.9).
 perftest_lat() {
   if [[ -n $base_bin ]]; then
-    run_bin=$base_bin ours_lat "$1"
+    run_bin=$base_bin ours_lat "$@"
     return
   fi
-  perftest_run ib_send_lat -s "$1" -n "$lat_iters"
+  if [[ ${2:-send} == atomic ]]; then
+    perftest_run ib_atomic_lat -n "$lat_iters"
+  else
+    perftest_run ib_send_lat -s "$1" -n "$lat_iters"
+  fi
   awk -v size="$1" '/t_typical/ { header = 1; next }
     header && $1 == size && NF >= 9 { print $5, $6, $8; found = 1; exit }
     END { exit !found }' "$work/pt_client.txt" ||
@@ -127,25 +141,27 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 : > "$work/lat_runs.jsonl"
 : > "$work/lat_medians.jsonl"
 printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
-# SIZE, or SIZExQPS for several queue pairs streamed together (-q).
-for spec in 64 4096 65536 65536x4; do
+# SIZE, or SIZExQPS for several queue pairs streamed together (-q), or atomic (8-byte
+# fetch-and-add against ib_atomic_bw).
+for spec in 64 4096 65536 65536x4 atomic; do
   size=${spec%x*}
-  qps=1
+  qps=1 op=send
   [[ $spec == *x* ]] && qps=${spec#*x}
+  [[ $spec == atomic ]] && size=8 op=atomic
   : > "$work/ours.txt"
   : > "$work/perf.txt"
   for run in $(seq "$runs"); do
     # No process substitution: the VM guest has no /dev/fd.
     port=$((port + 1))
-    result=$(ours "$size" "$qps")
+    result=$(ours "$size" "$qps" "$op")
     bw=${result% *} rate=${result#* }
     echo "$bw $rate" >> "$work/ours.txt"
     port=$((port + 1))
-    result=$(perftest "$size" "$qps")
+    result=$(perftest "$size" "$qps" "$op")
     pbw=${result% *} prate=${result#* }
     echo "$pbw $prate" >> "$work/perf.txt"
-    printf '{"size":%s,"queue_pairs":%s,"run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-      "$size" "$qps" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
+    printf '{"size":%s,"queue_pairs":%s,"operation":"%s","run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+      "$size" "$qps" "$op" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
   done
   ob=$(cut -d' ' -f1 "$work/ours.txt" | median)
   orate=$(cut -d' ' -f2 "$work/ours.txt" | median)
@@ -153,40 +169,45 @@ for spec in 64 4096 65536 65536x4; do
   prate=$(cut -d' ' -f2 "$work/perf.txt" | median)
   printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$spec" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
     "$orate" "$prate" "$(jq -n "$orate / $prate")"
-  printf '{"size":%s,"queue_pairs":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-    "$size" "$qps" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
+  printf '{"size":%s,"queue_pairs":%s,"operation":"%s","ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+    "$size" "$qps" "$op" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
 done
 
 echo
 printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
-size=2
-: > "$work/ours_lat.txt"
-: > "$work/perf_lat.txt"
-for run in $(seq "$runs"); do
-  port=$((port + 1))
-  result=$(ours_lat "$size")
-  echo "$result" >> "$work/ours_lat.txt"
-  read -r omed oavg op99 <<< "$result"
-  port=$((port + 1))
-  result=$(perftest_lat "$size")
-  echo "$result" >> "$work/perf_lat.txt"
-  read -r ptyp pavg pp99 <<< "$result"
+# 2-byte SEND against ib_send_lat, and an 8-byte fetch-and-add against ib_atomic_lat.
+for spec in 2 atomic; do
+  size=$spec op=send
+  [[ $spec == atomic ]] && size=8 op=atomic
+  : > "$work/ours_lat.txt"
+  : > "$work/perf_lat.txt"
+  for run in $(seq "$runs"); do
+    port=$((port + 1))
+    result=$(ours_lat "$size" "$op")
+    echo "$result" >> "$work/ours_lat.txt"
+    read -r omed oavg op99 <<< "$result"
+    port=$((port + 1))
+    result=$(perftest_lat "$size" "$op")
+    echo "$result" >> "$work/perf_lat.txt"
+    read -r ptyp pavg pp99 <<< "$result"
+    {
+      printf '{"run":%s,"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$run" "$size" "$op" \
+        "$omed" "$oavg" "$op99"
+      printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
+    } >> "$work/lat_runs.jsonl"
+  done
+  omed=$(cut -d' ' -f1 "$work/ours_lat.txt" | median)
+  oavg=$(cut -d' ' -f2 "$work/ours_lat.txt" | median)
+  op99=$(cut -d' ' -f3 "$work/ours_lat.txt" | median)
+  ptyp=$(cut -d' ' -f1 "$work/perf_lat.txt" | median)
+  pavg=$(cut -d' ' -f2 "$work/perf_lat.txt" | median)
+  pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
+  printf '%-8s %16.2f %16.2f %8.3f\n' "$spec" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
   {
-    printf '{"run":%s,"size":%s,"ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$run" "$size" "$omed" "$oavg" "$op99"
+    printf '{"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$op" "$omed" "$oavg" "$op99"
     printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
-  } >> "$work/lat_runs.jsonl"
+  } >> "$work/lat_medians.jsonl"
 done
-omed=$(cut -d' ' -f1 "$work/ours_lat.txt" | median)
-oavg=$(cut -d' ' -f2 "$work/ours_lat.txt" | median)
-op99=$(cut -d' ' -f3 "$work/ours_lat.txt" | median)
-ptyp=$(cut -d' ' -f1 "$work/perf_lat.txt" | median)
-pavg=$(cut -d' ' -f2 "$work/perf_lat.txt" | median)
-pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
-printf '%-8s %16.2f %16.2f %8.3f\n' "$size" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
-{
-  printf '{"size":%s,"ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$omed" "$oavg" "$op99"
-  printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
-} >> "$work/lat_medians.jsonl"
 echo "latency ratio: ours / $other, lower is better (below 1: ours is faster)"
 
 # Completion events (-e) against busy polling, ours on both sides, --cpu-util on both:

@@ -11,6 +11,7 @@
 #include "lib/bench/bw_gate.hpp"
 #include "lib/bench/bw_session.hpp"
 #include "lib/core/cli.hpp"
+#include "lib/core/placement.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/probe/host_probe.hpp"
 #include "lib/rdma/cm.hpp"
@@ -68,6 +69,8 @@ struct Options : rdmakit::ServerOptions {
   bool histogram = false;
   bool cpu_util = false;
   bool events = false;
+  bool use_hugepages = false;
+  std::optional<int> pin_core;
   rdmakit::AtomicKind atomic = rdmakit::AtomicKind::fetch_add;
   double interval_s = 0;
   double rate_limit = 0;
@@ -163,6 +166,7 @@ void validate(Options& o, bool duration_given, bool iterations_given) {
   if (o.gid_index && !o.bind.empty()) {
     throw rdmakit::UsageError("-x and --bind both choose the local address: give one");
   }
+  if (o.pin_core) rdmakit::check_core_allowed(*o.pin_core);
   validate_client_flags(o);
   validate_gate(o);
   // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
@@ -258,6 +262,8 @@ rdmakit::BwSettings settings_of(const Options& o, const rdmakit::CommonOptions& 
                         .cpu_util = o.cpu_util,
                         .events = o.events,
                         .atomic = o.atomic,
+                        .use_hugepages = o.use_hugepages,
+                        .pin_core = o.pin_core,
                         .interval = std::nullopt,
                         .rate_limit = std::nullopt,
                         .rate_units = o.rate_units,
@@ -363,6 +369,11 @@ int main(int argc, char** argv) {
                "This side's user and system CPU time over each row (server: over the test), and per message");
   app.add_flag("-e,--events", o.events,
                "Sleep on the completion channel instead of busy polling (each side its own choice)");
+  app.add_option("--pin-core", o.pin_core,
+                 "Run on this core, with the buffers on the RDMA device's NUMA node (sysfs numa_node)")
+      ->check(CLI::Range(0, CPU_SETSIZE - 1));
+  app.add_flag("--use-hugepages", o.use_hugepages,
+               "This side's buffers in huge pages (reserve them first: sysctl vm.nr_hugepages)");
   app.add_flag("--histogram", o.histogram,
                "Latency client: each row's samples as a histogram in the JSON (scripts/bench-plot.sh draws it)");
   app.add_option("--max-size", o.max_size, "Server: largest message a client may ask for")

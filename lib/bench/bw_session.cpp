@@ -106,8 +106,11 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   options.type_of_service = s.traffic_class;
   options.ack_timeout = s.ack_timeout;
   options.retry_count = s.retry_count;
-  options.check_device = [limits](ibv_context* context, std::uint8_t port) {
+  options.buffer_memory = s.use_hugepages ? BufferMemory::huge_pages : BufferMemory::heap;
+  options.check_device = [limits, core = s.pin_core, placed = s.placed](ibv_context* context, std::uint8_t port) {
     check_device_limits(context, port, limits);
+    // Before the first connection's buffers are made: they follow the memory policy.
+    if (core && !placed->has_value()) *placed = place_on_core(*core, ibv_get_device_name(context->device));
   };
   return options;
 }
@@ -186,6 +189,11 @@ StreamSettings paced(StreamSettings settings, const BwSettings& s, std::uint32_t
   settings.messages_per_s = rate;
   settings.signal_every = std::clamp(static_cast<std::uint32_t>(rate / 100), 1u, settings.signal_every);
   return settings;
+}
+
+// Where this side's buffers are: "huge_pages" (--use-hugepages) or "heap".
+std::string buffer_memory_name(const BwSettings& s) {
+  return s.use_hugepages ? "huge_pages" : "heap";
 }
 
 // How this side waits for completions: "events" (-e) or "poll".
@@ -297,10 +305,12 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                   {"inline_bytes", endpoints.front()->max_inline_data()},
                   {"warmup_iterations", s.warmup},
                   {"completion", completion_mode(s)},
+                  {"buffers", buffer_memory_name(s)},
                   {"path", path_json(*endpoints.front())}};
   if (s.budget.duration) {
     results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
   }
+  if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();
   std::optional<AtomicCounters> atomics;
   if (s.operation == bw::Operation::atomic) {
     atomics = AtomicCounters{.kind = s.atomic, .done = std::vector<std::uint64_t>(lanes.size(), 0)};
@@ -479,10 +489,12 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     endpoints.push_back(std::move(endpoint));
     if (lanes.size() == 1) report.peer_address = endpoints.front()->peer_address();
   }
-  results.test = {{"test", bw::to_string(first->test)}, {"operation", bw::to_string(first->operation)},
-                  {"queue_pairs", first->queue_pairs},  {"bidirectional", first->bidirectional},
-                  {"client_depth", first->depth},       {"max_size", first->max_size},
-                  {"completion", completion_mode(s)},   {"path", path_json(*endpoints.front())}};
+  results.test = {{"test", bw::to_string(first->test)},   {"operation", bw::to_string(first->operation)},
+                  {"queue_pairs", first->queue_pairs},    {"bidirectional", first->bidirectional},
+                  {"client_depth", first->depth},         {"max_size", first->max_size},
+                  {"completion", completion_mode(s)},     {"buffers", buffer_memory_name(s)},
+                  {"path", path_json(*endpoints.front())}};
+  if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();
   const CpuClock cpu;
   serve_test(*first, lanes, endpoints, s, results);
   if (s.cpu_util) {

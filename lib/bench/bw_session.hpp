@@ -18,6 +18,7 @@
 #include "lib/bench/loops.hpp"
 #include "lib/core/cpu_use.hpp"
 #include "lib/core/persistent.hpp"
+#include "lib/core/placement.hpp"
 #include "lib/core/port_counters.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
@@ -41,14 +42,20 @@ struct BwSettings {
   bool bidirectional = false;
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
   std::optional<ibv_mtu> mtu;
-  std::optional<std::uint8_t> traffic_class;         // --tclass: rdma_cm's TOS (client)
-  std::optional<std::uint8_t> ack_timeout;           // --ack-timeout: 4.096 us * 2^N
-  std::uint8_t retry_count = 7;                      // --retry-count
-  bool counters = false;                             // --counters: the port's counters around each row
-  bool histogram = false;                            // --histogram: latency rows with their histogram
-  bool cpu_util = false;                             // --cpu-util: the CPU time of each row (server: of the test)
-  bool events = false;                               // -e: sleep on the completion channel instead of busy polling
-  AtomicKind atomic = AtomicKind::fetch_add;         // --atomic, with --op atomic
+  std::optional<std::uint8_t> traffic_class;  // --tclass: rdma_cm's TOS (client)
+  std::optional<std::uint8_t> ack_timeout;    // --ack-timeout: 4.096 us * 2^N
+  std::uint8_t retry_count = 7;               // --retry-count
+  bool counters = false;                      // --counters: the port's counters around each row
+  bool histogram = false;                     // --histogram: latency rows with their histogram
+  bool cpu_util = false;                      // --cpu-util: the CPU time of each row (server: of the test)
+  bool events = false;                        // -e: sleep on the completion channel instead of busy polling
+  AtomicKind atomic = AtomicKind::fetch_add;  // --atomic, with --op atomic
+  bool use_hugepages = false;                 // --use-hugepages: the buffers in huge pages
+  // --pin-core: the thread on this core and the memory on the device's NUMA node, placed
+  // once the device is known (the first connection); where it went lands in `placed`,
+  // shared by the copies of these settings.
+  std::optional<int> pin_core;
+  std::shared_ptr<std::optional<Placement>> placed = std::make_shared<std::optional<Placement>>();
   std::optional<std::chrono::nanoseconds> interval;  // --interval: a timed bandwidth run's time series
   // --rate-limit and --rate-units: software pacing of a bandwidth client, in MiB/s ('M'),
   // Gb/s ('g') or messages/s ('p').

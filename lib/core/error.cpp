@@ -172,6 +172,9 @@ std::string hint_for(const std::string& call, const std::string& address, int er
   if (call == "ibv_reg_mr" && (errnum == ENOMEM || errnum == EPERM || errnum == EAGAIN)) {
     return "memory registration refused; raise the locked-memory limit (ulimit -l)";
   }
+  if (call == "mmap" && errnum == ENOMEM) {
+    return "too few free huge pages; reserve them first (sysctl vm.nr_hugepages=N; HugePages_Free in /proc/meminfo)";
+  }
   return peer_hint(call, address, errnum, port);
 }
 

@@ -278,7 +278,7 @@ void Endpoint::reject(std::span<const std::uint8_t> private_data) noexcept {
 }
 
 RegisteredBuffer& Endpoint::add_buffer(std::size_t size, int access) {
-  buffers_.push_back(std::make_unique<RegisteredBuffer>(pd_->get(), size, access));
+  buffers_.push_back(std::make_unique<RegisteredBuffer>(pd_->get(), size, access, options_.buffer_memory));
   return *buffers_.back();
 }
 

@@ -33,6 +33,7 @@ struct EndpointOptions {
   std::uint8_t retry_count = 7;       // transport retries before a send fails, asked for in the CM exchange
   bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
   std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
+  BufferMemory buffer_memory = BufferMemory::heap;  // where add_buffer() takes its memory
   // Self-managed QPs only: the path MTU set at RTR instead of the route's.
   std::optional<ibv_mtu> path_mtu;
   // Sent in rdma_connect (active) or rdma_accept (passive): at most 56 / 196 bytes.

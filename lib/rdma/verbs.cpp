@@ -2,10 +2,13 @@
 
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -101,9 +104,43 @@ QueuePair::~QueuePair() {
   log_teardown("ibv_destroy_qp", ibv_destroy_qp(qp_));
 }
 
-RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access)
-    : memory_(new std::byte[size]()), size_(size), mr_(ibv_reg_mr(pd, memory_.get(), size, access)) {
+namespace {
+
+// `size` bytes of zeroed memory from where `memory` says.
+std::unique_ptr<std::byte, RegisteredBuffer::Release> allocate(std::size_t size, BufferMemory memory) {
+  if (memory == BufferMemory::heap) return {new std::byte[size](), RegisteredBuffer::Release{}};
+  const auto page = huge_page_size();
+  const auto mapped = (size + page - 1) / page * page;
+  void* address = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+  if (address == MAP_FAILED) {
+    throw RdmaError("mmap", fmt::format("{} bytes in {} KiB huge pages", mapped, page / 1024), errno);
+  }
+  return {static_cast<std::byte*>(address), RegisteredBuffer::Release{.mapped = mapped}};
+}
+
+}  // namespace
+
+void RegisteredBuffer::Release::operator()(std::byte* memory) const noexcept {
+  if (mapped > 0) {
+    munmap(memory, mapped);
+  } else {
+    delete[] memory;
+  }
+}
+
+RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access, BufferMemory memory)
+    : memory_(allocate(size, memory)), size_(size), mr_(ibv_reg_mr(pd, memory_.get(), size, access)) {
   check_pointer(mr_, "ibv_reg_mr", std::to_string(size) + " bytes");
+}
+
+std::size_t huge_page_size() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::size_t kib = 0;
+    if (std::sscanf(line.c_str(), "Hugepagesize: %zu kB", &kib) == 1 && kib > 0) return kib * 1024;
+  }
+  return std::size_t{2} << 20;
 }
 RegisteredBuffer::~RegisteredBuffer() {
   log_teardown("ibv_dereg_mr", ibv_dereg_mr(mr_));

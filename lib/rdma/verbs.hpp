@@ -94,9 +94,20 @@ class QueuePair {
 };
 
 // Zero-initialised memory registered with one PD.
+// Where a registered buffer's memory comes from: the heap, or anonymous huge pages
+// (send_bw --use-hugepages: fewer page-table and IOMMU entries for the NIC to walk).
+enum class BufferMemory : std::uint8_t { heap, huge_pages };
+
 class RegisteredBuffer {
  public:
-  RegisteredBuffer(ibv_pd* pd, std::size_t size, int access);
+  // Zeroed either way. huge_pages: the size rounded up to whole huge pages; throws
+  // RdmaError (mmap, with a hint to reserve them) when the kernel has too few.
+  RegisteredBuffer(ibv_pd* pd, std::size_t size, int access, BufferMemory memory = BufferMemory::heap);
+  // Frees either kind: munmap of `mapped` bytes, or delete[] when nothing was mapped.
+  struct Release {
+    std::size_t mapped = 0;
+    void operator()(std::byte* memory) const noexcept;
+  };
   ~RegisteredBuffer();
   RegisteredBuffer(const RegisteredBuffer&) = delete;
   RegisteredBuffer& operator=(const RegisteredBuffer&) = delete;
@@ -110,10 +121,13 @@ class RegisteredBuffer {
   std::uint32_t rkey() const noexcept { return mr_->rkey; }
 
  private:
-  std::unique_ptr<std::byte[]> memory_;
+  std::unique_ptr<std::byte, Release> memory_;
   std::size_t size_;
   ibv_mr* mr_;
 };
+
+// The kernel's default huge page size (Hugepagesize in /proc/meminfo), 2 MiB if unknown.
+std::size_t huge_page_size();
 
 // An address handle for UD sends: from path attributes (a CM event's UD parameters) or
 // from a received work completion and its GRH (the reply path).

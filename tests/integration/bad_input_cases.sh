@@ -123,6 +123,7 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --op atomic -a                  | -a has no sizes to sweep
 2 | send_bw     | 1.2.3.4 --atomic compare-swap           | --atomic chooses the atomic of --op atomic
 2 | send_bw     | 1.2.3.4 --op atomic -b                  | -b works with --op send
+2 | send_bw     | 1.2.3.4 --pin-core 1000                 | --pin-core 1000: this process may run on cores
 2 | send_bw     | -D 2 --interval 1                       | --interval is the client's
 2 | send_bw     | 1.2.3.4 -D 2 --interval 0               | --interval: Value 0
 2 | send_bw     | 1.2.3.4 --lat --rate-limit 5            | --rate-limit paces a bandwidth test

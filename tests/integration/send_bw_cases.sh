@@ -444,3 +444,55 @@ case_send_bw_atomics() {
     note "$kind: $(jq -c '.rows[0] | {message_rate_mpps}' "$T/bw_$name.out"), latency median $(jq .rows[0].t_median_us "$T/lat_$name.out") us"
   done
 }
+
+# --use-hugepages: both sides' buffers in huge pages once some are reserved (each report
+# says so); with none reserved the client fails with mmap's error and the hint to reserve.
+case_send_bw_hugepages() {
+  require_device
+  local reserved
+  reserved=$(cat /proc/sys/vm/nr_hugepages)
+  restore "echo $reserved > /proc/sys/vm/nr_hugepages"
+  echo 0 > /proc/sys/vm/nr_hugepages
+  next_port
+  run none 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --use-hugepages --json
+  expect_rc 1 "send_bw --use-hugepages with no huge pages reserved"
+  expect_jq '.errors[0].call == "mmap" and (.errors[0].hint | test("nr_hugepages"))' none.out
+  echo 16 > /proc/sys/vm/nr_hugepages
+  [[ $(cat /proc/sys/vm/nr_hugepages) -ge 4 ]] || fail "the guest reserved only $(cat /proc/sys/vm/nr_hugepages) huge pages"
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 --use-hugepages
+  wait_listening "$PORT"
+  run client 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 65536 -n 1000 --use-hugepages --json
+  expect_rc 0 "send_bw --use-hugepages"
+  finish server 15
+  expect_rc 0 "send_bw --use-hugepages server"
+  expect_jq "($BW_ROWS_CONSISTENT) and .test.buffers == \"huge_pages\"" client.out
+  expect_jq '.outcome == "completed" and .test.buffers == "huge_pages"' server.out
+  expect_schema send_bw client.out
+  expect_schema send_bw server.out
+  note "--use-hugepages 64 KiB: $(jq -c '.rows[0] | {bw_average_mib_per_s}' "$T/client.out")"
+}
+
+# --pin-core: each side on its core (the guest's kernel shows the client's affinity while it
+# runs), where it ran in each report; rxe has no PCI function, so no device NUMA node and
+# no memory policy.
+case_send_bw_pin_core() {
+  require_device
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 --pin-core 0
+  wait_listening "$PORT"
+  start client "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -D 3 --pin-core 1 --json
+  wait_connected "$PID_client" 30
+  local allowed
+  allowed=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$PID_client/status")
+  [[ $allowed == 1 ]] || fail "send_bw --pin-core 1 runs on cores $allowed"
+  finish client 30
+  expect_rc 0 "send_bw --pin-core 1"
+  finish server 15
+  expect_rc 0 "send_bw --pin-core 0 server"
+  expect_jq '.test.placement | .core == 1 and .device_numa_node == null and .memory_on_device_node == false' client.out
+  expect_jq '.test.placement.core == 0' server.out
+  expect_schema send_bw client.out
+  expect_schema send_bw server.out
+  note "placement: $(jq -c .test.placement "$T/client.out")"
+}

@@ -13,6 +13,7 @@
 # [run...], "medians": {"bandwidth": [...], "latency": [...], "events": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
+# SECTIONS="bandwidth latency events" (the default): the parts to run.
 # BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
 # from DIR (another build, e.g. of the commit before a change), run the same way, interleaved;
 # the JSON's perftest_* and "perftest" fields then hold the base build's figures.
@@ -26,6 +27,7 @@ dev=${RXE_DEV:-$(basename "${devices[0]}")}
 runs=${RUNS:-5}
 iters=${ITERS:-5000}
 lat_iters=${LAT_ITERS:-5000}
+sections=${SECTIONS:-bandwidth latency events}
 base_bin=${BASE_BIN:+$(cd "$BASE_BIN" && pwd)}
 other=${base_bin:+base}
 other=${other:-perf}
@@ -140,75 +142,78 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 : > "$work/bw_medians.jsonl"
 : > "$work/lat_runs.jsonl"
 : > "$work/lat_medians.jsonl"
-printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
-# SIZE, or SIZExQPS for several queue pairs streamed together (-q), or atomic (8-byte
-# fetch-and-add against ib_atomic_bw).
-for spec in 64 4096 65536 65536x4 atomic; do
-  size=${spec%x*}
-  qps=1 op=send
-  [[ $spec == *x* ]] && qps=${spec#*x}
-  [[ $spec == atomic ]] && size=8 op=atomic
-  : > "$work/ours.txt"
-  : > "$work/perf.txt"
-  for run in $(seq "$runs"); do
-    # No process substitution: the VM guest has no /dev/fd.
-    port=$((port + 1))
-    result=$(ours "$size" "$qps" "$op")
-    bw=${result% *} rate=${result#* }
-    echo "$bw $rate" >> "$work/ours.txt"
-    port=$((port + 1))
-    result=$(perftest "$size" "$qps" "$op")
-    pbw=${result% *} prate=${result#* }
-    echo "$pbw $prate" >> "$work/perf.txt"
-    printf '{"size":%s,"queue_pairs":%s,"operation":"%s","run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-      "$size" "$qps" "$op" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
+if [[ " $sections " == *" bandwidth "* ]]; then
+  printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
+  # SIZE, or SIZExQPS for several queue pairs streamed together (-q), or atomic (8-byte
+  # fetch-and-add against ib_atomic_bw).
+  for spec in 64 4096 65536 65536x4 atomic; do
+    size=${spec%x*}
+    qps=1 op=send
+    [[ $spec == *x* ]] && qps=${spec#*x}
+    [[ $spec == atomic ]] && size=8 op=atomic
+    : > "$work/ours.txt"
+    : > "$work/perf.txt"
+    for run in $(seq "$runs"); do
+      # No process substitution: the VM guest has no /dev/fd.
+      port=$((port + 1))
+      result=$(ours "$size" "$qps" "$op")
+      bw=${result% *} rate=${result#* }
+      echo "$bw $rate" >> "$work/ours.txt"
+      port=$((port + 1))
+      result=$(perftest "$size" "$qps" "$op")
+      pbw=${result% *} prate=${result#* }
+      echo "$pbw $prate" >> "$work/perf.txt"
+      printf '{"size":%s,"queue_pairs":%s,"operation":"%s","run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+        "$size" "$qps" "$op" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
+    done
+    ob=$(cut -d' ' -f1 "$work/ours.txt" | median)
+    orate=$(cut -d' ' -f2 "$work/ours.txt" | median)
+    pb=$(cut -d' ' -f1 "$work/perf.txt" | median)
+    prate=$(cut -d' ' -f2 "$work/perf.txt" | median)
+    printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$spec" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
+      "$orate" "$prate" "$(jq -n "$orate / $prate")"
+    printf '{"size":%s,"queue_pairs":%s,"operation":"%s","ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+      "$size" "$qps" "$op" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
   done
-  ob=$(cut -d' ' -f1 "$work/ours.txt" | median)
-  orate=$(cut -d' ' -f2 "$work/ours.txt" | median)
-  pb=$(cut -d' ' -f1 "$work/perf.txt" | median)
-  prate=$(cut -d' ' -f2 "$work/perf.txt" | median)
-  printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$spec" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
-    "$orate" "$prate" "$(jq -n "$orate / $prate")"
-  printf '{"size":%s,"queue_pairs":%s,"operation":"%s","ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-    "$size" "$qps" "$op" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
-done
-
-echo
-printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
-# 2-byte SEND against ib_send_lat, and an 8-byte fetch-and-add against ib_atomic_lat.
-for spec in 2 atomic; do
-  size=$spec op=send
-  [[ $spec == atomic ]] && size=8 op=atomic
-  : > "$work/ours_lat.txt"
-  : > "$work/perf_lat.txt"
-  for run in $(seq "$runs"); do
-    port=$((port + 1))
-    result=$(ours_lat "$size" "$op")
-    echo "$result" >> "$work/ours_lat.txt"
-    read -r omed oavg op99 <<< "$result"
-    port=$((port + 1))
-    result=$(perftest_lat "$size" "$op")
-    echo "$result" >> "$work/perf_lat.txt"
-    read -r ptyp pavg pp99 <<< "$result"
+fi
+if [[ " $sections " == *" latency "* ]]; then
+  echo
+  printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
+  # 2-byte SEND against ib_send_lat, and an 8-byte fetch-and-add against ib_atomic_lat.
+  for spec in 2 atomic; do
+    size=$spec op=send
+    [[ $spec == atomic ]] && size=8 op=atomic
+    : > "$work/ours_lat.txt"
+    : > "$work/perf_lat.txt"
+    for run in $(seq "$runs"); do
+      port=$((port + 1))
+      result=$(ours_lat "$size" "$op")
+      echo "$result" >> "$work/ours_lat.txt"
+      read -r omed oavg op99 <<< "$result"
+      port=$((port + 1))
+      result=$(perftest_lat "$size" "$op")
+      echo "$result" >> "$work/perf_lat.txt"
+      read -r ptyp pavg pp99 <<< "$result"
+      {
+        printf '{"run":%s,"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$run" "$size" "$op" \
+          "$omed" "$oavg" "$op99"
+        printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
+      } >> "$work/lat_runs.jsonl"
+    done
+    omed=$(cut -d' ' -f1 "$work/ours_lat.txt" | median)
+    oavg=$(cut -d' ' -f2 "$work/ours_lat.txt" | median)
+    op99=$(cut -d' ' -f3 "$work/ours_lat.txt" | median)
+    ptyp=$(cut -d' ' -f1 "$work/perf_lat.txt" | median)
+    pavg=$(cut -d' ' -f2 "$work/perf_lat.txt" | median)
+    pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
+    printf '%-8s %16.2f %16.2f %8.3f\n' "$spec" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
     {
-      printf '{"run":%s,"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$run" "$size" "$op" \
-        "$omed" "$oavg" "$op99"
+      printf '{"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$op" "$omed" "$oavg" "$op99"
       printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
-    } >> "$work/lat_runs.jsonl"
+    } >> "$work/lat_medians.jsonl"
   done
-  omed=$(cut -d' ' -f1 "$work/ours_lat.txt" | median)
-  oavg=$(cut -d' ' -f2 "$work/ours_lat.txt" | median)
-  op99=$(cut -d' ' -f3 "$work/ours_lat.txt" | median)
-  ptyp=$(cut -d' ' -f1 "$work/perf_lat.txt" | median)
-  pavg=$(cut -d' ' -f2 "$work/perf_lat.txt" | median)
-  pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
-  printf '%-8s %16.2f %16.2f %8.3f\n' "$spec" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
-  {
-    printf '{"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$op" "$omed" "$oavg" "$op99"
-    printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
-  } >> "$work/lat_medians.jsonl"
-done
-echo "latency ratio: ours / $other, lower is better (below 1: ours is faster)"
+  echo "latency ratio: ours / $other, lower is better (below 1: ours is faster)"
+fi
 
 # Completion events (-e) against busy polling, ours on both sides, --cpu-util on both:
 # bandwidth, and the CPU time of both sides together per message (the server's over its
@@ -225,34 +230,59 @@ events_run() {
   jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.cpu.us_per_message)"' "$work/client.json" | tr '\n' ' '
   jq -r '.test.cpu.us_per_message' "$work/server.json"
 }
-echo
-printf '%-8s %12s %12s %8s %16s %16s %8s\n' "-e size" "poll MiB/s" "events MiB/s" ratio "poll cpu us/msg" \
-  "events cpu us/msg" ratio
+# perftest_events_run MODE SIZE: ib_send_bw's MiB/s, busy polling (perf_poll) or with -e
+# (perf_events) on both sides.
+perftest_events_run() {
+  local flags=()
+  [[ $1 == perf_events ]] && flags=(-e)
+  perftest_run ib_send_bw -s "$2" -n "$iters" "${flags[@]}"
+  awk -v size="$2" '$1 == size && NF >= 5 { print $4; found = 1 } END { exit !found }' "$work/pt_client.txt"
+}
 : > "$work/events_runs.jsonl"
 : > "$work/events_medians.jsonl"
-for size in 4096 65536; do
-  : > "$work/poll.txt"
-  : > "$work/events.txt"
-  for run in $(seq "$runs"); do
-    for mode in poll events; do
-      port=$((port + 1))
-      result=$(events_run "$mode" "$size")
-      read -r bw client_cpu server_cpu <<< "$result"
-      echo "$bw $(jq -n "$client_cpu + $server_cpu")" >> "$work/$mode.txt"
-      printf '{"size":%s,"run":%s,"completion":"%s","mib_per_s":%s,"client_cpu_us_per_message":%s,"server_cpu_us_per_message":%s}\n' \
-        "$size" "$run" "$mode" "$bw" "$client_cpu" "$server_cpu" >> "$work/events_runs.jsonl"
+if [[ " $sections " == *" events "* ]]; then
+  modes=(poll events)
+  # Beside ours, perftest's own -e against its busy polling (not with BASE_BIN).
+  [[ -z $base_bin ]] && modes+=(perf_poll perf_events)
+  echo
+  printf '%-8s %12s %12s %8s %16s %16s %8s %10s\n' "-e size" "poll MiB/s" "events MiB/s" ratio "poll cpu us/msg" \
+    "events cpu us/msg" ratio "perftest"
+  for size in 4096 65536; do
+    for mode in "${modes[@]}"; do : > "$work/$mode.txt"; done
+    : > "$work/perf_poll.txt"
+    : > "$work/perf_events.txt"
+    for run in $(seq "$runs"); do
+      for mode in "${modes[@]}"; do
+        port=$((port + 1))
+        if [[ $mode == perf_* ]]; then
+          bw=$(perftest_events_run "$mode" "$size")
+          echo "$bw" >> "$work/$mode.txt"
+          printf '{"size":%s,"run":%s,"completion":"%s","mib_per_s":%s}\n' "$size" "$run" "$mode" "$bw" \
+            >> "$work/events_runs.jsonl"
+          continue
+        fi
+        result=$(events_run "$mode" "$size")
+        read -r bw client_cpu server_cpu <<< "$result"
+        echo "$bw $(jq -n "$client_cpu + $server_cpu")" >> "$work/$mode.txt"
+        printf '{"size":%s,"run":%s,"completion":"%s","mib_per_s":%s,"client_cpu_us_per_message":%s,"server_cpu_us_per_message":%s}\n' \
+          "$size" "$run" "$mode" "$bw" "$client_cpu" "$server_cpu" >> "$work/events_runs.jsonl"
+      done
     done
+    pbw=$(cut -d' ' -f1 "$work/poll.txt" | median)
+    pcpu=$(cut -d' ' -f2 "$work/poll.txt" | median)
+    ebw=$(cut -d' ' -f1 "$work/events.txt" | median)
+    ecpu=$(cut -d' ' -f2 "$work/events.txt" | median)
+    perf_ratio=null
+    if [[ -s $work/perf_poll.txt ]]; then
+      perf_ratio=$(jq -n "$(median < "$work/perf_events.txt") / $(median < "$work/perf_poll.txt")")
+    fi
+    printf '%-8s %12.2f %12.2f %8.3f %16.1f %16.1f %8.3f %10s\n' "$size" "$pbw" "$ebw" "$(jq -n "$ebw / $pbw")" "$pcpu" \
+      "$ecpu" "$(jq -n "$ecpu / $pcpu")" "$(jq -n "$perf_ratio | if . == null then \"-\" else . * 1000 | round / 1000 end" -r)"
+    printf '{"size":%s,"poll_mib_per_s":%s,"events_mib_per_s":%s,"poll_cpu_us_per_message":%s,"events_cpu_us_per_message":%s,"perftest_events_ratio":%s}\n' \
+      "$size" "$pbw" "$ebw" "$pcpu" "$ecpu" "$perf_ratio" >> "$work/events_medians.jsonl"
   done
-  pbw=$(cut -d' ' -f1 "$work/poll.txt" | median)
-  pcpu=$(cut -d' ' -f2 "$work/poll.txt" | median)
-  ebw=$(cut -d' ' -f1 "$work/events.txt" | median)
-  ecpu=$(cut -d' ' -f2 "$work/events.txt" | median)
-  printf '%-8s %12.2f %12.2f %8.3f %16.1f %16.1f %8.3f\n' "$size" "$pbw" "$ebw" "$(jq -n "$ebw / $pbw")" "$pcpu" "$ecpu" \
-    "$(jq -n "$ecpu / $pcpu")"
-  printf '{"size":%s,"poll_mib_per_s":%s,"events_mib_per_s":%s,"poll_cpu_us_per_message":%s,"events_cpu_us_per_message":%s}\n' \
-    "$size" "$pbw" "$ebw" "$pcpu" "$ecpu" >> "$work/events_medians.jsonl"
-done
-echo "-e ratios: events / poll; cpu: both sides' CPU microseconds per message"
+  echo "-e ratios: events / poll; cpu: both sides' CPU microseconds per message; perftest: ib_send_bw -e / ib_send_bw"
+fi
 
 jq -n --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
   --slurpfile bwm "$work/bw_medians.jsonl" --slurpfile latm "$work/lat_medians.jsonl" \

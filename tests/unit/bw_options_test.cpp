@@ -1,0 +1,78 @@
+// send_bw's option checks (lib/bench/bw_options): combinations refused before anything is
+// opened, and the settings the options make.
+
+#include <gtest/gtest.h>
+
+#include "lib/bench/bw_options.hpp"
+#include "lib/core/error.hpp"
+
+namespace rdmakit {
+namespace {
+
+BwOptions client() {
+  BwOptions o;
+  o.server = "10.0.0.1";
+  return o;
+}
+
+TEST(BwOptions, RefusesWhatCannotWork) {
+  auto events_write_latency = client();
+  events_write_latency.test = bw::Test::latency;
+  events_write_latency.operation = bw::Operation::write;
+  events_write_latency.events = true;
+  EXPECT_THROW(validate_bw_options(events_write_latency, false, false), UsageError);
+  events_write_latency.operation = bw::Operation::read;
+  EXPECT_NO_THROW(validate_bw_options(events_write_latency, false, false));
+
+  auto sweep_for_a_while = client();
+  sweep_for_a_while.sweep = true;
+  EXPECT_THROW(validate_bw_options(sweep_for_a_while, true, false), UsageError);
+
+  BwOptions server;  // no server address: this is the server
+  server.histogram = true;
+  EXPECT_THROW(validate_bw_options(server, false, false), UsageError);
+
+  auto far_core = client();
+  far_core.pin_core = CPU_SETSIZE - 1;
+  EXPECT_THROW(validate_bw_options(far_core, false, false), UsageError);
+}
+
+TEST(BwOptions, AtomicsAreEightBytesOneWay) {
+  auto atomics = client();
+  atomics.operation = bw::Operation::atomic;
+  EXPECT_NO_THROW(validate_bw_atomics(atomics, false, true));
+  atomics.size = 16;
+  EXPECT_THROW(validate_bw_atomics(atomics, true, false), UsageError);
+  atomics.size = 8;
+  EXPECT_NO_THROW(validate_bw_atomics(atomics, true, false));
+  atomics.sweep = true;
+  EXPECT_THROW(validate_bw_atomics(atomics, false, false), UsageError);
+  auto kind_without_atomics = client();
+  EXPECT_THROW(validate_bw_atomics(kind_without_atomics, false, true), UsageError);
+}
+
+TEST(BwOptions, SettingsCarryTheNewModes) {
+  auto o = client();
+  o.events = true;
+  o.use_hugepages = true;
+  o.pin_core = 0;
+  o.operation = bw::Operation::atomic;
+  o.atomic = AtomicKind::compare_swap;
+  const auto settings = bw_settings(o, CommonOptions{}, -1);
+  EXPECT_TRUE(settings.events);
+  EXPECT_TRUE(settings.use_hugepages);
+  EXPECT_EQ(settings.pin_core, 0);
+  EXPECT_EQ(settings.atomic, AtomicKind::compare_swap);
+  apply_bw_defaults(o, false);
+  EXPECT_EQ(bw_sizes(o), std::vector<std::uint32_t>{8});
+  auto latency = client();
+  latency.test = bw::Test::latency;
+  apply_bw_defaults(latency, false);
+  EXPECT_EQ(latency.size, 2u);
+  latency.size = 64;
+  apply_bw_defaults(latency, true);
+  EXPECT_EQ(latency.size, 64u);
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -233,6 +233,61 @@ double messages_per_s(double rate, char units, std::uint32_t size) {
   }
 }
 
+namespace {
+
+// The client's rows over its connected lanes: the latency or bandwidth loops at each size,
+// and for atomics the counters read back at the end.
+void measure_rows(const BwSettings& s, const std::vector<Lane>& lanes, const Endpoint& first, BwResults& results) {
+  std::optional<AtomicCounters> atomics;
+  if (s.operation == bw::Operation::atomic) {
+    atomics = AtomicCounters{.kind = s.atomic, .done = std::vector<std::uint64_t>(lanes.size(), 0)};
+    results.test["atomic"] = {{"kind", to_string(s.atomic)}};
+  }
+  AtomicCounters* counters = atomics ? &*atomics : nullptr;
+
+  if (s.test == bw::Test::latency) {
+    const PingSettings settings{.lane = lanes.front(),
+                                .operation = s.operation,
+                                .max_inline_data = first.max_inline_data(),
+                                .limits = s.limits,
+                                .histogram = s.histogram,
+                                .events = s.events,
+                                .atomics = counters};
+    for (const auto size : s.sizes) {
+      const RowWatch watch(s, first, results);
+      ping(settings, size, s.budget, s.warmup, results.latency);
+    }
+  } else {
+    const StreamSettings settings{.lanes = lanes,
+                                  .operation = s.operation,
+                                  .depth = s.depth,
+                                  .signal_every = signal_interval(s.depth),
+                                  .max_inline_data = first.max_inline_data(),
+                                  .bidirectional = s.bidirectional,
+                                  .limits = s.limits,
+                                  .messages_per_s = std::nullopt,
+                                  .interval = s.interval,
+                                  .intervals = &results.intervals,
+                                  .events = s.events,
+                                  .atomics = counters};
+    std::vector<BandwidthRow> warmup_rows;
+    auto warmup = settings;
+    warmup.intervals = nullptr;  // the warm-up is not measured
+    for (const auto size : s.sizes) {
+      if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
+      const RowWatch watch(s, first, results);
+      stream(paced(settings, s, size), size, s.budget, results.bandwidth);
+    }
+  }
+  if (atomics) {
+    // The results checked: each counter on the server holds the operations done on it.
+    check_atomic_counters(lanes, *atomics, s.limits);
+    results.test["atomic"]["counters"] = atomics->done;
+  }
+}
+
+}  // namespace
+
 void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   const bool latency = s.test == bw::Test::latency;
   const auto largest = s.sizes.back();
@@ -311,52 +366,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
   }
   if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();
-  std::optional<AtomicCounters> atomics;
-  if (s.operation == bw::Operation::atomic) {
-    atomics = AtomicCounters{.kind = s.atomic, .done = std::vector<std::uint64_t>(lanes.size(), 0)};
-    results.test["atomic"] = {{"kind", to_string(s.atomic)}};
-  }
-  AtomicCounters* counters = atomics ? &*atomics : nullptr;
-
-  if (latency) {
-    const PingSettings settings{.lane = lanes.front(),
-                                .operation = s.operation,
-                                .max_inline_data = endpoints.front()->max_inline_data(),
-                                .limits = s.limits,
-                                .histogram = s.histogram,
-                                .events = s.events,
-                                .atomics = counters};
-    for (const auto size : s.sizes) {
-      const RowWatch watch(s, *endpoints.front(), results);
-      ping(settings, size, s.budget, s.warmup, results.latency);
-    }
-  } else {
-    const StreamSettings settings{.lanes = lanes,
-                                  .operation = s.operation,
-                                  .depth = s.depth,
-                                  .signal_every = signal_interval(s.depth),
-                                  .max_inline_data = endpoints.front()->max_inline_data(),
-                                  .bidirectional = s.bidirectional,
-                                  .limits = s.limits,
-                                  .messages_per_s = std::nullopt,
-                                  .interval = s.interval,
-                                  .intervals = &results.intervals,
-                                  .events = s.events,
-                                  .atomics = counters};
-    std::vector<BandwidthRow> warmup_rows;
-    auto warmup = settings;
-    warmup.intervals = nullptr;  // the warm-up is not measured
-    for (const auto size : s.sizes) {
-      if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
-      const RowWatch watch(s, *endpoints.front(), results);
-      stream(paced(settings, s, size), size, s.budget, results.bandwidth);
-    }
-  }
-  if (atomics) {
-    // The results checked: each counter on the server holds the operations done on it.
-    check_atomic_counters(lanes, *atomics, s.limits);
-    results.test["atomic"]["counters"] = atomics->done;
-  }
+  measure_rows(s, lanes, *endpoints.front(), results);
   for (auto& endpoint : endpoints) endpoint->disconnect();
 }
 

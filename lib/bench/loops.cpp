@@ -259,6 +259,13 @@ bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::arr
   return true;
 }
 
+// A stream that finished: every request posted has completed, so each lane's atomic counter
+// moved that far.
+void count_atomics(const StreamSettings& s, const StreamLedger& ledger) {
+  if (s.atomics == nullptr) return;
+  for (std::size_t l = 0; l < s.lanes.size(); ++l) s.atomics->done[l] += ledger.posted_on(l);
+}
+
 }  // namespace
 
 void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows) {
@@ -306,10 +313,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
     throw;
   }
   keep_intervals();
-  // Finished: every request posted has completed, so each counter moved that far.
-  if (s.atomics != nullptr) {
-    for (std::size_t l = 0; l < s.lanes.size(); ++l) s.atomics->done[l] += ledger.posted_on(l);
-  }
+  count_atomics(s, ledger);
   rows.push_back(ledger.row(size));
 }
 

@@ -4,7 +4,8 @@
 #include <sched.h>
 
 #include <filesystem>
-#include <fstream>
+
+#include "tests/unit/file_tree.hpp"
 
 #include "lib/core/error.hpp"
 #include "lib/core/placement.hpp"
@@ -13,11 +14,8 @@ namespace rdmakit {
 namespace {
 
 namespace fs = std::filesystem;
-
-void write(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << text;
-}
+using fixture::fresh_tree;
+constexpr auto write = fixture::write_file;
 
 TEST(Placement, ParsesCpulists) {
   EXPECT_EQ(parse_cpulist("0-3,8,10-11"), (std::set<int>{0, 1, 2, 3, 8, 10, 11}));
@@ -31,8 +29,7 @@ TEST(Placement, ParsesCpulists) {
 }
 
 TEST(Placement, ReadsTheNodesOfDevicesAndCores) {
-  const auto root = fs::path(::testing::TempDir()) / "placement_sysfs";
-  fs::remove_all(root);
+  const auto root = fresh_tree("placement_sysfs");
   write(root / "class/infiniband/mlx5_0/device/numa_node", "1\n");
   write(root / "class/infiniband/mlx5_1/device/numa_node", "-1\n");  // no NUMA
   fs::create_directories(root / "class/infiniband/rxe0");            // no PCI function at all

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
+
+#include "tests/unit/file_tree.hpp"
 
 #include "lib/core/port_counters.hpp"
 
@@ -11,15 +12,11 @@ namespace rdmakit {
 namespace {
 
 namespace fs = std::filesystem;
-
-void write(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << text;
-}
+using fixture::fresh_tree;
+constexpr auto write = fixture::write_file;
 
 TEST(PortCounters, ReadsBothFoldersAndSkipsWhatIsNoNumber) {
-  const auto root = fs::path(::testing::TempDir()) / "port_counters_sysfs";
-  fs::remove_all(root);
+  const auto root = fresh_tree("port_counters_sysfs");
   const auto port = root / "rxe0" / "ports" / "1";
   write(port / "hw_counters" / "sent_pkts", "1200\n");
   write(port / "hw_counters" / "retry_exceeded_err", "0\n");

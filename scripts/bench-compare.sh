@@ -13,7 +13,8 @@
 # [run...], "medians": {"bandwidth": [...], "latency": [...], "events": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
-# SECTIONS="bandwidth latency events" (the default): the parts to run.
+# SECTIONS="bandwidth latency events" (the default): the parts to run; BW_SPECS and
+# LAT_SPECS: the rows of the first two (default "64 4096 65536 65536x4 atomic" and "2 atomic").
 # BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
 # from DIR (another build, e.g. of the commit before a change), run the same way, interleaved;
 # the JSON's perftest_* and "perftest" fields then hold the base build's figures.
@@ -146,7 +147,7 @@ if [[ " $sections " == *" bandwidth "* ]]; then
   printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
   # SIZE, or SIZExQPS for several queue pairs streamed together (-q), or atomic (8-byte
   # fetch-and-add against ib_atomic_bw).
-  for spec in 64 4096 65536 65536x4 atomic; do
+  for spec in ${BW_SPECS:-64 4096 65536 65536x4 atomic}; do
     size=${spec%x*}
     qps=1 op=send
     [[ $spec == *x* ]] && qps=${spec#*x}
@@ -180,7 +181,7 @@ if [[ " $sections " == *" latency "* ]]; then
   echo
   printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
   # 2-byte SEND against ib_send_lat, and an 8-byte fetch-and-add against ib_atomic_lat.
-  for spec in 2 atomic; do
+  for spec in ${LAT_SPECS:-2 atomic}; do
     size=$spec op=send
     [[ $spec == atomic ]] && size=8 op=atomic
     : > "$work/ours_lat.txt"

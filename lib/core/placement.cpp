@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -16,17 +15,11 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/text_file.hpp"
 
 namespace rdmakit {
 
 namespace {
-
-std::optional<std::string> first_line(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  return line;
-}
 
 std::optional<int> parse_int(std::string_view text) {
   int value = 0;
@@ -66,7 +59,7 @@ std::optional<std::set<int>> parse_cpulist(const std::string& text) {
 }
 
 std::optional<int> device_numa_node(const std::string& device, const std::filesystem::path& root) {
-  const auto text = first_line(root / "class/infiniband" / device / "device/numa_node");
+  const auto text = read_first_line(root / "class/infiniband" / device / "device/numa_node");
   if (!text) return std::nullopt;
   const auto node = parse_int(*text);
   if (!node || *node < 0) return std::nullopt;
@@ -79,7 +72,7 @@ std::optional<int> core_numa_node(int core, const std::filesystem::path& root) {
     const auto name = entry.path().filename().string();
     if (name.rfind("node", 0) != 0) continue;
     const auto node = parse_int(std::string_view(name).substr(4));
-    const auto list = first_line(entry.path() / "cpulist");
+    const auto list = read_first_line(entry.path() / "cpulist");
     if (!node || !list) continue;
     if (const auto cores = parse_cpulist(*list); cores && cores->contains(core)) return node;
   }
@@ -113,10 +106,12 @@ Placement place_on_core(int core, const std::string& device, const std::filesyst
                       .device_node = device_numa_node(device, root),
                       .memory_on_device_node = false};
   if (placement.device_node) {
-    const int node = *placement.device_node;
-    std::vector<unsigned long> nodes(static_cast<std::size_t>(node) / (8 * sizeof(unsigned long)) + 1, 0);
-    nodes[static_cast<std::size_t>(node) / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
-    if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, nodes.data(), nodes.size() * 8 * sizeof(unsigned long) + 1) != 0) {
+    const auto node = static_cast<std::size_t>(*placement.device_node);
+    constexpr std::size_t bits_per_word = 8 * sizeof(unsigned long);
+    std::vector<unsigned long> nodes(node / bits_per_word + 1, 0);
+    nodes[node / bits_per_word] |= 1UL << (node % bits_per_word);
+    // The kernel reads maxnode - 1 bits of the mask.
+    if (syscall(SYS_set_mempolicy, MPOL_PREFERRED, nodes.data(), nodes.size() * bits_per_word + 1) != 0) {
       throw RdmaError("set_mempolicy", fmt::format("MPOL_PREFERRED node {}", node), errno);
     }
     placement.memory_on_device_node = true;

@@ -1,7 +1,6 @@
 #include "lib/diag/sysfs.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,18 +9,6 @@
 namespace rdmakit::diag {
 
 namespace fs = std::filesystem;
-
-std::optional<std::string> read_first_line(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    return std::nullopt;
-  }
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) {
-    line.pop_back();
-  }
-  return line;
-}
 
 namespace {
 

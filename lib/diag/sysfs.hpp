@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "lib/core/text_file.hpp"  // read_first_line, for the readers of sysfs here
 #include "lib/diag/diagnosis.hpp"
 
 namespace rdmakit::diag {
@@ -13,10 +14,5 @@ namespace rdmakit::diag {
 // Fills kernel_devices (without netlink indices), modules, netdevs (without addresses) and
 // rdma_core_present. Missing files leave fields empty; nothing here throws for a bad tree.
 void read_sysfs(const std::filesystem::path& root, Inventory& inventory);
-
-// The first line of a sysfs, procfs or configfs attribute without its trailing newline;
-// nullopt when it is missing or unreadable (sysfs answers EINVAL for GID attributes of
-// unused table entries).
-std::optional<std::string> read_first_line(const std::filesystem::path& file);
 
 }  // namespace rdmakit::diag

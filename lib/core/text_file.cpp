@@ -1,0 +1,19 @@
+#include "lib/core/text_file.hpp"
+
+#include <fstream>
+
+namespace rdmakit {
+
+std::optional<std::string> read_first_line(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return std::nullopt;
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) {
+    line.pop_back();
+  }
+  return line;
+}
+
+}  // namespace rdmakit

@@ -146,18 +146,15 @@ void add_gate_options(CLI::App& app, BwOptions& o) {
         return end != text.c_str() && value <= 0 ? std::string("must be above 0") : std::string();
       },
       "", "above zero");
-  app.add_option("--expect-bw", o.limits.min_bw_mib_per_s,
-                 "Exit 1 when a bandwidth row's average falls below this many MiB/s (CI gate)")
-      ->check(FiniteNumber())
-      ->check(above_zero);
-  app.add_option("--expect-rate", o.limits.min_rate_mpps,
-                 "Exit 1 when a bandwidth row's message rate falls below this many Mpps")
-      ->check(FiniteNumber())
-      ->check(above_zero);
-  app.add_option("--expect-lat-p99", o.limits.max_lat_p99_us,
-                 "Exit 1 when a latency row's 99th percentile rises above this many microseconds")
-      ->check(FiniteNumber())
-      ->check(above_zero);
+  const auto add_limit = [&](const char* name, std::optional<double>& limit, const char* help) {
+    app.add_option(name, limit, help)->check(FiniteNumber())->check(above_zero);
+  };
+  add_limit("--expect-bw", o.limits.min_bw_mib_per_s,
+            "Exit 1 when a bandwidth row's average falls below this many MiB/s (CI gate)");
+  add_limit("--expect-rate", o.limits.min_rate_mpps,
+            "Exit 1 when a bandwidth row's message rate falls below this many Mpps");
+  add_limit("--expect-lat-p99", o.limits.max_lat_p99_us,
+            "Exit 1 when a latency row's 99th percentile rises above this many microseconds");
   auto* baseline = app.add_option("--baseline", o.baseline_file,
                                   "An earlier run's JSON report (send_bw --json): exit 1 when a row of the same size "
                                   "regressed beyond --tolerance")

@@ -30,13 +30,9 @@ struct Limits {
   bool atomics = false;  // --op atomic: the device must do them
 };
 
-// Why this device cannot serve atomics, if it cannot.
-std::optional<std::string> atomics_missing(ibv_context* context) {
-  ibv_device_attr device{};
-  if (ibv_query_device(context, &device) != 0) return std::string("ibv_query_device failed: ") + std::strerror(errno);
-  if (device.atomic_cap == IBV_ATOMIC_NONE) {
-    return fmt::format("{} does not do atomics (atomic_cap none)", ibv_get_device_name(context->device));
-  }
+// Why a device with these attributes cannot serve atomics, if it cannot.
+std::optional<std::string> atomics_missing(const ibv_device_attr& device, const std::string& name) {
+  if (device.atomic_cap == IBV_ATOMIC_NONE) return fmt::format("{} does not do atomics (atomic_cap none)", name);
   return std::nullopt;
 }
 
@@ -66,7 +62,7 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
         fmt::format("-s {} is above {}'s maximum message size {}", limits.largest, name, port_attributes.max_msg_sz));
   }
   if (limits.atomics) {
-    if (const auto missing = atomics_missing(context)) throw UsageError("--op atomic: " + *missing);
+    if (const auto missing = atomics_missing(device, name)) throw UsageError("--op atomic: " + *missing);
   }
   if (limits.mtu && *limits.mtu > port_attributes.active_mtu) {
     throw UsageError(fmt::format("-m {} is above the active MTU of {} port {} ({} bytes)", mtu_bytes(*limits.mtu), name,
@@ -297,9 +293,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                             .largest = largest,
                                             .mtu = s.mtu,
                                             .atomics = s.operation == bw::Operation::atomic});
-  // What a READ or an atomic fetches is no message to carry inline.
-  const bool fetches = s.operation == bw::Operation::read || s.operation == bw::Operation::atomic;
-  options.max_inline_data = fetches ? 0 : s.inline_size;
+  options.max_inline_data = bw::carries_payload(s.operation) ? s.inline_size : 0;
   options.self_managed_qp = s.mtu.has_value();
   options.path_mtu = s.mtu;
   options.explain_rejection = [](std::span<const std::uint8_t> data) {
@@ -389,7 +383,13 @@ bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::
     }
   }
   if (hello.operation == bw::Operation::atomic) {
-    if (const auto missing = atomics_missing(request.context())) throw ProtocolError(*missing);
+    ibv_device_attr device{};
+    const std::string name = ibv_get_device_name(request.context()->device);
+    // A refusal either way: the client hears why.
+    if (ibv_query_device(request.context(), &device) != 0) {
+      throw ProtocolError(std::string("ibv_query_device failed: ") + std::strerror(errno));
+    }
+    if (const auto missing = atomics_missing(device, name)) throw ProtocolError(*missing);
   }
   if (first && (hello.operation != first->operation || hello.test != first->test || hello.max_size != first->max_size ||
                 hello.queue_pairs != first->queue_pairs || hello.bidirectional != first->bidirectional ||

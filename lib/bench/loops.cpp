@@ -76,11 +76,6 @@ AtomicOperands atomic_operands(ibv_wr_opcode opcode, std::uint64_t count) {
   return {.compare_add = count, .swap = count + 1};
 }
 
-// Data that may carry a message inline: not what a READ or an atomic fetches into.
-bool may_inline(bw::Operation operation) {
-  return operation == bw::Operation::send || operation == bw::Operation::write;
-}
-
 int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
   const int got = ibv_poll_cq(lane.cq, static_cast<int>(poll_batch), wcs.data());
   if (got < 0) {
@@ -193,7 +188,7 @@ class StreamPoster {
       : size_(size),
         opcode_(opcode_of(s.operation, s.atomics)),
         kind_(work_kind_of(opcode_)),
-        inline_data_(may_inline(s.operation) && size <= s.max_inline_data),
+        inline_data_(bw::carries_payload(s.operation) && size <= s.max_inline_data),
         atomics_(s.atomics) {}
 
   // Posts what `lane` may post now, at most `allowance`, in post lists of at most
@@ -418,7 +413,7 @@ class PingPoster {
              std::uint32_t generation)
       : lane_(lane),
         opcode_(opcode_of(operation, atomics)),
-        inline_data_(may_inline(operation)),
+        inline_data_(bw::carries_payload(operation)),
         max_inline_data_(max_inline_data),
         sends_(generation) {}
   // `count`: atomics, what the counter holds before this operation.
@@ -738,6 +733,7 @@ void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters&
                wr, sge);
     post(lane.qp, &wr, bw::atomic_size);
     const auto deadline = Clock::now() + limits.timeout;
+    SpinGuard spin(limits.stop_fd);
     for (bool read = false; !read;) {
       const int got = poll_lane(lane, wcs);
       for (int k = 0; k < got; ++k) {
@@ -745,10 +741,12 @@ void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters&
         if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
         read = read || wc.opcode == IBV_WC_RDMA_READ;
       }
-      if (!read && Clock::now() > deadline) {
+      if (read || !spin.due()) continue;
+      if (Clock::now() > deadline) {
         throw RunStopped(StopReason::timed_out,
                          fmt::format("no answer to the read of the atomic counter for {} ms", limits.timeout.count()));
       }
+      spin.check_stop("while reading the atomic counters back");
     }
     if (landed != counters.done[l]) {
       throw ProtocolError(fmt::format("queue pair {}'s counter on the server holds {} after {} {} operations", l,

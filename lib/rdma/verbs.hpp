@@ -93,11 +93,11 @@ class QueuePair {
   ibv_qp* qp_;
 };
 
-// Zero-initialised memory registered with one PD.
 // Where a registered buffer's memory comes from: the heap, or anonymous huge pages
 // (send_bw --use-hugepages: fewer page-table and IOMMU entries for the NIC to walk).
 enum class BufferMemory : std::uint8_t { heap, huge_pages };
 
+// Zero-initialised memory registered with one PD.
 class RegisteredBuffer {
  public:
   // Zeroed either way. huge_pages: the size rounded up to whole huge pages; throws

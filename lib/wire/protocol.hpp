@@ -93,6 +93,11 @@ inline constexpr std::uint16_t max_queue_pairs = 64;
 enum class Operation : std::uint8_t { send = 0, write = 1, read = 2, atomic = 3 };
 inline constexpr std::uint32_t atomic_size = 8;
 std::string to_string(Operation operation);
+// Whether the client's message carries its own data to the server (SEND, WRITE), so that it
+// may go inline; a READ or an atomic fetches into the client's buffer instead.
+constexpr bool carries_payload(Operation operation) {
+  return operation == Operation::send || operation == Operation::write;
+}
 
 enum class Test : std::uint8_t { bandwidth = 0, latency = 1 };
 std::string to_string(Test test);
@@ -130,8 +135,8 @@ std::vector<std::uint8_t> encode_refusal(std::string_view reason);
 // Throw ProtocolError for short data, a foreign magic, another version, an unknown
 // operation or test, sizes outside [1, max_message_size], a depth outside 1..65536, queue
 // pair counts outside 1..max_queue_pairs, a write-latency reply buffer smaller than the
-// messages, or atomics that are not 8 bytes or not one way. CM private data arrives padded, so `bytes` may be longer
-// than the message.
+// messages, or atomics that are not 8 bytes or not one way. CM private data arrives padded,
+// so `bytes` may be longer than the message.
 Hello decode_hello(std::span<const std::uint8_t> bytes);
 Answer decode_answer(std::span<const std::uint8_t> bytes);
 // The reason in a send_bw server's reject, non-printable bytes replaced by '?'; empty

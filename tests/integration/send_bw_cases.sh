@@ -11,15 +11,22 @@ BW_ROWS_CONSISTENT='.rows | length > 0 and all(.bytes > 0 and .iterations > 0 an
 # send_bw_pair SERVER CLIENT SECONDS CLIENT_ARGS...: our server (SERVER.out) on a fresh port,
 # then our client (CLIENT.out) against it with CLIENT_ARGS and --json; both must exit 0.
 send_bw_pair() {
-  local server=$1 client=$2 seconds=$3
-  shift 3
+  send_bw_pair_with "" "$@"
+}
+
+# send_bw_pair_with SERVER_FLAGS SERVER CLIENT SECONDS CLIENT_ARGS...: send_bw_pair with the
+# server also given SERVER_FLAGS (words split on spaces, e.g. "-e --cpu-util").
+send_bw_pair_with() {
+  local server_flags server=$2 client=$3 seconds=$4
+  read -r -a server_flags <<< "$1"
+  shift 4
   next_port
-  start "$server" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  start "$server" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 "${server_flags[@]}"
   wait_listening "$PORT"
   run "$client" "$seconds" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" "$@" --json
   expect_rc 0 "send_bw $*"
   finish "$server" 15
-  expect_rc 0 "send_bw server for $*"
+  expect_rc 0 "send_bw server ${server_flags[*]} for $*"
 }
 
 case_send_bw_operations() {
@@ -331,13 +338,7 @@ case_send_bw_transport() {
   expect_grep "^port counters that changed, per row:" lat.out
   expect_grep "^ *64 .*sent_pkts +[0-9]" lat.out
   # --cpu-util on both sides: the client's CPU time per row, the server's over the test.
-  next_port
-  start server_cpu "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 --cpu-util
-  wait_listening "$PORT"
-  run cpu 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 65536 -n 500 --cpu-util --json
-  expect_rc 0 "send_bw --cpu-util"
-  finish server_cpu 15
-  expect_rc 0 "send_bw server --cpu-util"
+  send_bw_pair_with --cpu-util server_cpu cpu 60 -s 65536 -n 500 --cpu-util
   expect_jq '.rows[0].cpu | .wall_s > 0 and .utilization > 0 and .us_per_message > 0 and .user_s + .system_s > 0' cpu.out
   expect_jq '.test.cpu | .wall_s > 0 and .us_per_message > 0' server_cpu.out
   expect_schema send_bw cpu.out
@@ -397,13 +398,7 @@ case_send_bw_events() {
       lat_send) flags=(--lat -s 64 -n 300) ;;
       lat_read) flags=(--lat --op read -s 64 -n 300) ;;
     esac
-    next_port
-    start "server_$name" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -e --cpu-util
-    wait_listening "$PORT"
-    run "client_$name" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" "${flags[@]}" -e --cpu-util --json
-    expect_rc 0 "send_bw -e ${flags[*]}"
-    finish "server_$name" 15
-    expect_rc 0 "send_bw -e server for ${flags[*]}"
+    send_bw_pair_with "-e --cpu-util" "server_$name" "client_$name" 60 "${flags[@]}" -e --cpu-util
     expect_jq '.outcome == "completed" and .test.completion == "events"' "client_$name.out"
     expect_jq '.outcome == "completed" and .test.completion == "events"' "server_$name.out"
     expect_schema send_bw "client_$name.out"
@@ -461,13 +456,7 @@ case_send_bw_hugepages() {
   expect_jq '.errors[0].call == "mmap" and (.errors[0].hint | test("nr_hugepages"))' none.out
   echo 16 > /proc/sys/vm/nr_hugepages
   [[ $(cat /proc/sys/vm/nr_hugepages) -ge 4 ]] || fail "the guest reserved only $(cat /proc/sys/vm/nr_hugepages) huge pages"
-  next_port
-  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 --use-hugepages
-  wait_listening "$PORT"
-  run client 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 65536 -n 1000 --use-hugepages --json
-  expect_rc 0 "send_bw --use-hugepages"
-  finish server 15
-  expect_rc 0 "send_bw --use-hugepages server"
+  send_bw_pair_with --use-hugepages server client 60 -s 65536 -n 1000 --use-hugepages
   expect_jq "($BW_ROWS_CONSISTENT) and .test.buffers == \"huge_pages\"" client.out
   expect_jq '.outcome == "completed" and .test.buffers == "huge_pages"' server.out
   expect_schema send_bw client.out

@@ -86,6 +86,11 @@ int main(int argc, char** argv) {
   app.add_option("-q,--qp", o.queue_pairs, "Queue pairs (connections), streamed together")
       ->capture_default_str()
       ->check(CLI::Range(1, static_cast<int>(bw::max_queue_pairs)));
+  app.add_option("-c,--connection", o.connection,
+                 "RC, or UD: datagrams over rdma_cm's UDP port space (send bandwidth, sizes up to the MTU, "
+                 "lost datagrams counted); both sides")
+      ->capture_default_str()
+      ->transform(CLI::IsMember({"RC", "UD"}, CLI::ignore_case));
   app.add_flag("-b,--bidirectional", o.bidirectional, "The server sends every message back (--op send)");
   app.add_option("-x,--gid-index", o.gid_index,
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")

@@ -56,6 +56,23 @@ void validate_gate(BwOptions& o) {
   }
 }
 
+// -c UD: one-way SEND bandwidth in datagrams that each fit one packet.
+void validate_datagrams(const BwOptions& o) {
+  if (o.connection != "UD") return;
+  constexpr std::uint32_t largest_mtu = 4096;
+  const std::pair<bool, std::string> refused[] = {
+      {o.test == bw::Test::latency, "-c UD runs the send bandwidth test; latency over datagrams is not implemented"},
+      {o.operation != bw::Operation::send,
+       "-c UD carries SEND only: RDMA WRITE, READ and atomics need a connection (-c RC)"},
+      {o.bidirectional, "-b needs -c RC: a UD server does not send the datagrams back"},
+      {o.mtu != 0, "-m sets a connection's path MTU; UD datagrams go at the port's active MTU"},
+      {!o.server.empty() && !o.sweep && o.size > largest_mtu,
+       fmt::format("-c UD: -s {} is above 4096, the largest MTU; a datagram is one packet", o.size)}};
+  for (const auto& [given, why] : refused) {
+    if (given) throw UsageError(why);
+  }
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> bw_sizes(const BwOptions& o) {
@@ -96,6 +113,7 @@ void validate_bw_options(BwOptions& o, bool duration_given, bool iterations_give
     throw UsageError("-x and --bind both choose the local address: give one");
   }
   if (o.pin_core) check_core_allowed(*o.pin_core);
+  validate_datagrams(o);
   validate_client_flags(o);
   validate_gate(o);
 }
@@ -181,6 +199,7 @@ BwSettings bw_settings(const BwOptions& o, const CommonOptions& common, int stop
                .inline_size = o.inline_size,
                .queue_pairs = o.queue_pairs,
                .bidirectional = o.bidirectional,
+               .datagram = o.connection == "UD",
                .gid_index = o.gid_index,
                .mtu = std::nullopt,
                .traffic_class = std::nullopt,

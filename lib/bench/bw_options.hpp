@@ -35,6 +35,7 @@ struct BwOptions : ServerOptions {
   std::uint32_t inline_size = 64;
   std::uint16_t queue_pairs = 1;
   bool bidirectional = false;
+  std::string connection = "RC";  // -c: RC or UD
   std::optional<std::uint32_t> gid_index;
   std::uint32_t mtu = 0;
   std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for

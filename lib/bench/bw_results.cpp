@@ -143,6 +143,17 @@ std::string counters_text(const BwResults& results) {
   return text;
 }
 
+// -c UD: under the table, each size's datagrams (warm-up included), as both sides know them.
+std::string datagrams_text(const BwResults& results) {
+  std::string text;
+  for (const auto& loss : results.datagrams) {
+    const double share = loss.sent > 0 ? 100.0 * static_cast<double>(loss.lost()) / static_cast<double>(loss.sent) : 0;
+    text += fmt::format(" {:>10} datagrams: {} sent, {} received, {} lost ({:.2f}%)\n", loss.size, loss.sent,
+                        loss.received, loss.lost(), share);
+  }
+  return text;
+}
+
 // The server of a latency test answers; it measures nothing itself.
 bool answers_pings(const BwResults& results) {
   return results.latency.empty() && results.test.value("test", "") == "lat";
@@ -173,6 +184,12 @@ void BwResults::add_to(nlohmann::json& document) const {
   for (std::size_t i = 0; i < row_cpu.size() && i < rows.size(); ++i) {
     rows[i]["cpu"] = cpu_json(row_cpu[i], row_at(*this, i).second);
   }
+  for (const auto& loss : datagrams) {
+    nlohmann::json counts = {{"sent", loss.sent}, {"received", loss.received}, {"lost", loss.lost()}};
+    for (auto& row : rows) {
+      if (row["bytes"] == loss.size) row["datagrams"] = counts;
+    }
+  }
   document["test"] = test;
   document["rows"] = std::move(rows);
   if (!intervals.empty()) document["intervals"] = intervals_json(*this);
@@ -183,7 +200,7 @@ std::string BwResults::text() const {
   if (persistent) return fmt::format("served {} clients\n", clients.size());
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered);
   auto text = latency.empty() ? table(bandwidth, gbits) : table(latency);
-  return text + intervals_text(*this) + cpu_text(*this) + counters_text(*this);
+  return text + datagrams_text(*this) + intervals_text(*this) + cpu_text(*this) + counters_text(*this);
 }
 
 nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages) {

@@ -20,6 +20,9 @@ namespace {
 constexpr std::uint32_t latency_receives = 16;
 // Sends a latency test may have unaccounted for (lib/bench signals one in 16).
 constexpr std::uint32_t latency_send_depth = 64;
+// Receives a datagram server keeps posted at least (perftest's UD receive depth): a
+// datagram that finds none is dropped.
+constexpr std::uint32_t datagram_receives = 512;
 
 struct Limits {
   std::string device;  // -d, checked
@@ -27,7 +30,8 @@ struct Limits {
   std::uint32_t recv_depth = 0;
   std::uint32_t largest = 1;
   std::optional<ibv_mtu> mtu;
-  bool atomics = false;  // --op atomic: the device must do them
+  bool atomics = false;   // --op atomic: the device must do them
+  bool datagram = false;  // -c UD: `largest` must fit one packet
 };
 
 // Why a device with these attributes cannot serve atomics, if it cannot.
@@ -63,6 +67,11 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
   }
   if (limits.atomics) {
     if (const auto missing = atomics_missing(device, name)) throw UsageError("--op atomic: " + *missing);
+  }
+  if (limits.datagram && limits.largest > mtu_bytes(port_attributes.active_mtu)) {
+    throw UsageError(
+        fmt::format("-c UD: -s {} is above the active MTU of {} port {} ({} bytes); a datagram is one packet",
+                    limits.largest, name, port, mtu_bytes(port_attributes.active_mtu)));
   }
   if (limits.mtu && *limits.mtu > port_attributes.active_mtu) {
     throw UsageError(fmt::format("-m {} is above the active MTU of {} port {} ({} bytes)", mtu_bytes(*limits.mtu), name,
@@ -102,6 +111,7 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   options.type_of_service = s.traffic_class;
   options.ack_timeout = s.ack_timeout;
   options.retry_count = s.retry_count;
+  options.datagram = s.datagram;
   options.buffer_memory = s.use_hugepages ? BufferMemory::huge_pages : BufferMemory::heap;
   options.check_device = [limits, core = s.pin_core, placed = s.placed](ibv_context* context, std::uint8_t port) {
     check_device_limits(context, port, limits);
@@ -111,11 +121,23 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   return options;
 }
 
+// The active MTU of the endpoint's port: a datagram's limit.
+std::uint32_t port_mtu(const Endpoint& endpoint) {
+  ibv_port_attr port{};
+  check_returned(ibv_query_port(endpoint.context(), endpoint.port_num(), &port), "ibv_query_port",
+                 ibv_get_device_name(endpoint.context()->device));
+  return mtu_bytes(port.active_mtu);
+}
+
 // What the connection ended up using, for the report (the automatic choice when no -x).
-nlohmann::json path_json(const Endpoint& endpoint) {
-  nlohmann::json path = {{"device", ibv_get_device_name(endpoint.context()->device)},
-                         {"port", endpoint.port_num()},
-                         {"path_mtu", mtu_bytes(endpoint.active_path_mtu())}};
+nlohmann::json path_json(const Endpoint& endpoint, bool datagram) {
+  nlohmann::json path = {{"device", ibv_get_device_name(endpoint.context()->device)}, {"port", endpoint.port_num()}};
+  if (datagram) {
+    // A UD QP has no path of its own: its datagrams go at the port's MTU, nothing to retry.
+    path["path_mtu"] = port_mtu(endpoint);
+    return path;
+  }
+  path["path_mtu"] = mtu_bytes(endpoint.active_path_mtu());
   const auto transport = endpoint.transport();
   path["traffic_class"] = transport.traffic_class;
   path["service_level"] = transport.service_level;
@@ -202,10 +224,31 @@ std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
   return s.limits.timeout;
 }
 
-// Latency tests and bidirectional SEND keep receives posted on the client.
+// Latency tests and bidirectional SEND keep receives posted on the client; a datagram
+// client, for the server's answers at the end of the stream.
 std::uint32_t client_receives(const BwSettings& s) {
   if (s.test == bw::Test::latency) return latency_receives;
+  if (s.datagram) return 4;
   return s.bidirectional ? s.depth : 1;
+}
+
+// The connection's transport in the report.
+const char* connection_name(bool datagram) {
+  return datagram ? "UD" : "RC";
+}
+
+// -c UD: the sizes that fit one packet at the port's MTU (-a sweeps only that far).
+std::vector<std::uint32_t> datagram_sizes(std::vector<std::uint32_t> sizes, const Endpoint& endpoint) {
+  const auto mtu = port_mtu(endpoint);
+  std::erase_if(sizes, [mtu](std::uint32_t size) { return size > mtu; });
+  if (sizes.size() > bw::max_datagram_rows) sizes.resize(bw::max_datagram_rows);
+  return sizes;
+}
+
+// What a datagram side's buffers hold besides the messages: the counts at the end of the
+// stream, and in front of what arrives, the GRH.
+std::uint32_t datagram_room(std::uint32_t largest) {
+  return std::max<std::uint32_t>(largest, bw::datagram_counts_max_size);
 }
 
 }  // namespace
@@ -233,13 +276,17 @@ namespace {
 
 // The client's rows over its connected lanes: the latency or bandwidth loops at each size,
 // and for atomics the counters read back at the end.
-void measure_rows(const BwSettings& s, const std::vector<Lane>& lanes, const Endpoint& first, BwResults& results) {
+void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, const std::vector<Lane>& lanes,
+                  const Endpoint& first, BwResults& results) {
   std::optional<AtomicCounters> atomics;
   if (s.operation == bw::Operation::atomic) {
     atomics = AtomicCounters{.kind = s.atomic, .done = std::vector<std::uint64_t>(lanes.size(), 0)};
     results.test["atomic"] = {{"kind", to_string(s.atomic)}};
   }
   AtomicCounters* counters = atomics ? &*atomics : nullptr;
+  // Each lane's messages so far, and (-c UD) per size, warm-up included.
+  std::vector<std::uint64_t> lane_sends(lanes.size(), 0);
+  std::vector<std::vector<bw::SizeCount>> sent(lanes.size());
 
   if (s.test == bw::Test::latency) {
     const PingSettings settings{.lane = lanes.front(),
@@ -249,7 +296,7 @@ void measure_rows(const BwSettings& s, const std::vector<Lane>& lanes, const End
                                 .histogram = s.histogram,
                                 .events = s.events,
                                 .atomics = counters};
-    for (const auto size : s.sizes) {
+    for (const auto size : sizes) {
       const RowWatch watch(s, first, results);
       ping(settings, size, s.budget, s.warmup, results.latency);
     }
@@ -265,16 +312,24 @@ void measure_rows(const BwSettings& s, const std::vector<Lane>& lanes, const End
                                   .interval = s.interval,
                                   .intervals = &results.intervals,
                                   .events = s.events,
-                                  .atomics = counters};
+                                  .atomics = counters,
+                                  .lane_sends = &lane_sends};
     std::vector<BandwidthRow> warmup_rows;
     auto warmup = settings;
     warmup.intervals = nullptr;  // the warm-up is not measured
-    for (const auto size : s.sizes) {
+    for (const auto size : sizes) {
+      const auto before = lane_sends;
       if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
-      const RowWatch watch(s, first, results);
-      stream(paced(settings, s, size), size, s.budget, results.bandwidth);
+      {
+        const RowWatch watch(s, first, results);
+        stream(paced(settings, s, size), size, s.budget, results.bandwidth);
+      }
+      for (std::size_t l = 0; l < lanes.size(); ++l)
+        sent[l].push_back({.size = size, .count = lane_sends[l] - before[l]});
     }
   }
+  // The server counts what arrived: both sides learn what was lost.
+  if (s.datagram) results.datagrams = exchange_datagram_counts(lanes, sent, s.limits);
   if (atomics) {
     // The results checked: each counter on the server holds the operations done on it.
     check_atomic_counters(lanes, *atomics, s.limits);
@@ -286,13 +341,16 @@ void measure_rows(const BwSettings& s, const std::vector<Lane>& lanes, const End
 
 void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   const bool latency = s.test == bw::Test::latency;
-  const auto largest = s.sizes.back();
+  auto sizes = s.sizes;
+  // A datagram sweep is cut at the MTU once the device is known; one size must fit it.
+  const bool datagram_sweep = s.datagram && sizes.size() > 1;
   auto options = endpoint_options(s, Limits{.device = s.device,
                                             .send_depth = latency ? latency_send_depth : s.depth,
                                             .recv_depth = client_receives(s),
-                                            .largest = largest,
+                                            .largest = datagram_sweep ? sizes.front() : sizes.back(),
                                             .mtu = s.mtu,
-                                            .atomics = s.operation == bw::Operation::atomic});
+                                            .atomics = s.operation == bw::Operation::atomic,
+                                            .datagram = s.datagram});
   options.max_inline_data = bw::carries_payload(s.operation) ? s.inline_size : 0;
   options.self_managed_qp = s.mtu.has_value();
   options.path_mtu = s.mtu;
@@ -310,13 +368,19 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   std::vector<Lane> lanes;
   for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
     auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
-    auto& outgoing = endpoint->add_buffer(largest, IBV_ACCESS_LOCAL_WRITE);
-    auto& incoming = endpoint->add_buffer(largest, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (index == 0 && datagram_sweep) sizes = datagram_sizes(sizes, *endpoint);
+    const auto largest = sizes.back();
+    // Datagrams: room for the counts at the end, and in front of what arrives the GRH.
+    const auto outgoing_size = s.datagram ? datagram_room(largest) : largest;
+    const auto incoming_size = s.datagram ? grh_bytes + datagram_room(largest) : largest;
+    auto& outgoing = endpoint->add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE);
+    auto& incoming = endpoint->add_buffer(incoming_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     const bw::Hello hello{.operation = s.operation,
                           .test = s.test,
                           .max_size = largest,
                           .depth = s.depth,
                           .bidirectional = s.bidirectional,
+                          .datagram = s.datagram,
                           .path_mtu = static_cast<std::uint8_t>(s.mtu.value_or(static_cast<ibv_mtu>(0))),
                           .queue_pairs = s.queue_pairs,
                           .queue_pair_index = index,
@@ -331,9 +395,13 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
               .lkey = outgoing.lkey(),
               .receive_address = incoming.address(),
               .receive_lkey = incoming.lkey(),
-              .receive_length = largest};
+              .receive_length = incoming_size,
+              .peer = {}};
     post_receives(lane, options.recv_depth);  // before connecting: the server may answer at once
     endpoint->connect(report);
+    if (const auto peer = endpoint->datagram_peer()) {
+      lane.peer = {.ah = peer->ah, .qp_num = peer->qp_num, .qkey = peer->qkey};
+    }
     const auto answer = bw::decode_answer(endpoint->peer_private_data());
     if (answer.length < largest) {
       throw ProtocolError(fmt::format("the server's buffer holds {} bytes, {} needed", answer.length, largest));
@@ -347,6 +415,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   report.peer_address = endpoints.front()->peer_address();
   results.test = {{"test", bw::to_string(s.test)},
                   {"operation", bw::to_string(s.operation)},
+                  {"connection", connection_name(s.datagram)},
                   {"queue_pairs", s.queue_pairs},
                   {"bidirectional", s.bidirectional},
                   {"depth", latency ? 1 : s.depth},
@@ -355,12 +424,12 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                   {"warmup_iterations", s.warmup},
                   {"completion", completion_mode(s)},
                   {"buffers", buffer_memory_name(s)},
-                  {"path", path_json(*endpoints.front())}};
+                  {"path", path_json(*endpoints.front(), s.datagram)}};
   if (s.budget.duration) {
     results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
   }
   if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();
-  measure_rows(s, lanes, *endpoints.front(), results);
+  measure_rows(s, sizes, lanes, *endpoints.front(), results);
   for (auto& endpoint : endpoints) endpoint->disconnect();
 }
 
@@ -371,6 +440,10 @@ namespace {
 bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::Hello>& first,
                 std::size_t lanes_accepted) {
   const auto hello = bw::decode_hello(request.peer_private_data());
+  if (hello.datagram != s.datagram) {
+    // Each listens in its own port space, so only a foreign client gets this far.
+    throw ProtocolError(fmt::format("this server runs -c {}", connection_name(s.datagram)));
+  }
   if (hello.max_size > s.max_size) {
     throw ProtocolError(
         fmt::format("{}-byte messages asked for; this server allows {} (--max-size)", hello.max_size, s.max_size));
@@ -417,10 +490,36 @@ void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   results.refused.push_back({.peer = request.peer_address(), .reason = reason});
 }
 
+// -c UD: takes the client's datagrams until every lane's stream has ended (or nothing came
+// for the timeout), then answers the end of each stream with what arrived.
+void serve_datagrams(const std::vector<Lane>& lanes, const std::vector<std::unique_ptr<Endpoint>>& endpoints,
+                     const BwSettings& s, BwResults& results) {
+  std::vector<DatagramTally> tallies(lanes.size());
+  sink(SinkSettings{.lanes = lanes,
+                    .depth = s.depth,
+                    .reflect = false,
+                    .max_inline_data = endpoints.front()->max_inline_data(),
+                    .limits = s.limits,
+                    .connected = [] { return true; },  // nothing tells: the end of the stream, or silence
+                    .silence = s.limits.timeout,
+                    .events = s.events,
+                    .datagrams = &tallies},
+       results.bandwidth);
+  std::vector<DatagramReturn> returns;
+  for (const auto& endpoint : endpoints) {
+    returns.push_back({.pd = endpoint->protection_domain(), .port = endpoint->port_num()});
+  }
+  results.datagrams = answer_datagram_counts(lanes, returns, tallies, s.limits);
+}
+
 // The client's test once its connections are up: answer its pings, or take (and reflect)
 // its messages, until it disconnects.
 void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                 const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
+  if (first.datagram) {
+    serve_datagrams(lanes, endpoints, s, results);
+    return;
+  }
   auto connected = [&] {
     return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
   };
@@ -443,6 +542,34 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .events = s.events},
          results.bandwidth);
   }
+}
+
+// A connection's lane and the answer that tells the client of its buffer: one zeroed
+// buffer (an atomics client's counter starts at 0) that takes the messages and is written
+// or read; for datagrams (the message and its GRH in the buffer), another for the counts at
+// the end of the stream.
+struct ServerLane {
+  Lane lane;
+  bw::Answer answer;
+};
+ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
+  const int atomic_access = hello.operation == bw::Operation::atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0;
+  const auto size = hello.datagram ? grh_bytes + datagram_room(hello.max_size) : hello.max_size;
+  auto& buffer = endpoint.add_buffer(
+      size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access);
+  const auto& outgoing =
+      hello.datagram ? endpoint.add_buffer(bw::datagram_counts_max_size, IBV_ACCESS_LOCAL_WRITE) : buffer;
+  return {.lane = {.qp = endpoint.queue_pair(),
+                   .cq = endpoint.completion_queue(),
+                   .local_address = outgoing.address(),
+                   .lkey = outgoing.lkey(),
+                   .remote_address = hello.reply_address,
+                   .rkey = hello.reply_rkey,
+                   .receive_address = buffer.address(),
+                   .receive_lkey = buffer.lkey(),
+                   .receive_length = size,
+                   .peer = {}},
+          .answer = {.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size}};
 }
 
 // One client: accepts `first_request` and the rest of its queue pairs, then receives,
@@ -476,34 +603,28 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     }
     if (!first) first = hello;
     if (hello.path_mtu != 0) endpoint->set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
-    const int atomic_access = hello.operation == bw::Operation::atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0;
-    // Zeroed: an atomics client's counter starts at 0.
-    auto& buffer = endpoint->add_buffer(
-        hello.max_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access);
-    const Lane lane{.qp = endpoint->queue_pair(),
-                    .cq = endpoint->completion_queue(),
-                    .local_address = buffer.address(),
-                    .lkey = buffer.lkey(),
-                    .remote_address = hello.reply_address,
-                    .rkey = hello.reply_rkey,
-                    .receive_address = buffer.address(),
-                    .receive_lkey = buffer.lkey(),
-                    .receive_length = hello.max_size};
+    const auto [lane, buffer_answer] = server_lane(*endpoint, hello);
     // Receives go up before the accept: the first SEND never meets an empty queue.
-    post_receives(lane, hello.test == bw::Test::latency ? latency_receives : s.depth);
-    const auto answer =
-        bw::encode(bw::Answer{.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size});
+    post_receives(lane, hello.test == bw::Test::latency ? latency_receives
+                        : hello.datagram                ? std::max(s.depth, datagram_receives)
+                                                        : s.depth);
+    const auto answer = bw::encode(buffer_answer);
     endpoint->set_private_data({answer.begin(), answer.end()});
     endpoint->accept(report);
     lanes.push_back(lane);
     endpoints.push_back(std::move(endpoint));
     if (lanes.size() == 1) report.peer_address = endpoints.front()->peer_address();
   }
-  results.test = {{"test", bw::to_string(first->test)},   {"operation", bw::to_string(first->operation)},
-                  {"queue_pairs", first->queue_pairs},    {"bidirectional", first->bidirectional},
-                  {"client_depth", first->depth},         {"max_size", first->max_size},
-                  {"completion", completion_mode(s)},     {"buffers", buffer_memory_name(s)},
-                  {"path", path_json(*endpoints.front())}};
+  results.test = {{"test", bw::to_string(first->test)},
+                  {"operation", bw::to_string(first->operation)},
+                  {"connection", connection_name(first->datagram)},
+                  {"queue_pairs", first->queue_pairs},
+                  {"bidirectional", first->bidirectional},
+                  {"client_depth", first->depth},
+                  {"max_size", first->max_size},
+                  {"completion", completion_mode(s)},
+                  {"buffers", buffer_memory_name(s)},
+                  {"path", path_json(*endpoints.front(), s.datagram)}};
   if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();
   const CpuClock cpu;
   serve_test(*first, lanes, endpoints, s, results);
@@ -557,13 +678,14 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
 
 BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
-  auto options = endpoint_options(s, Limits{.device = s.device,
-                                            .send_depth = std::max(s.depth, latency_send_depth),
-                                            .recv_depth = std::max(s.depth, latency_receives),
-                                            .largest = 1,
-                                            .mtu = std::nullopt});
+  auto options = endpoint_options(
+      s, Limits{.device = s.device,
+                .send_depth = std::max(s.depth, latency_send_depth),
+                .recv_depth = std::max({s.depth, latency_receives, s.datagram ? datagram_receives : 0}),
+                .largest = 1,
+                .mtu = std::nullopt});
   options.max_inline_data = s.inline_size;
-  options.self_managed_qp = true;  // so the client's -m can set the path MTU
+  options.self_managed_qp = !s.datagram;  // so the client's -m can set the path MTU
   const auto bind = local_address(s);
   const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
   const auto started = Clock::now();

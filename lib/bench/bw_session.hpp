@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loops.hpp"
 #include "lib/core/cpu_use.hpp"
 #include "lib/core/persistent.hpp"
@@ -40,6 +41,9 @@ struct BwSettings {
   std::uint32_t inline_size = 64;
   std::uint16_t queue_pairs = 1;
   bool bidirectional = false;
+  // -c UD: datagrams over rdma_cm's UDP port space (send bandwidth; sizes up to the MTU, -a
+  // sweeping only that far; the end of the stream counts what was lost).
+  bool datagram = false;
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
   std::optional<ibv_mtu> mtu;
   std::optional<std::uint8_t> traffic_class;  // --tclass: rdma_cm's TOS (client)
@@ -93,6 +97,8 @@ struct BwResults final : ReportSection {
   std::vector<CpuUse> row_cpu;
   // --interval: the measured run's messages per interval (one size: -D runs one).
   std::vector<IntervalSample> intervals;
+  // -c UD: each size's datagrams sent and received (both sides, after the run).
+  std::vector<DatagramLoss> datagrams;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
   std::vector<BwRefusal> refused;
   std::uint64_t answered = 0;           // server of a latency test

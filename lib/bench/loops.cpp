@@ -1,10 +1,10 @@
 #include "lib/bench/loops.hpp"
 
 #include <arpa/inet.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/bench/loop_support.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -20,39 +21,25 @@
 
 namespace rdmakit {
 
+using loop::fail_completion;
+using loop::is_receive;
+using loop::poll_batch;
+using loop::poll_lane;
+using loop::post;
+using loop::receive_work;
+using loop::SpinGuard;
+
 namespace {
 
-constexpr std::size_t poll_batch = 16;
 constexpr std::uint32_t post_batch = 32;
 // The allowance of a sender that is not paced.
 constexpr std::uint64_t unpaced = std::numeric_limits<std::uint64_t>::max();
-// Empty polls between looks at the clock and the stop signal.
-constexpr std::uint32_t spins_between_checks = 1024;
 // -e in the bandwidth loops: empty polls before an idle loop sleeps. The next completion of
 // a stream is often that close, and each sleep costs a wake-up: in the rxe VM a receiver
 // that slept at once lost a fifth of the 4 KiB bandwidth (perftest's -e a third); with 256
 // it kept 0.95 of it at a fifth of the CPU time. The latency loops sleep at once: their -e
 // measures the wake-up.
 constexpr std::uint32_t stream_spins_before_sleep = 256;
-// Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
-// and, in the latency loops, their poster's generation as owner.
-constexpr WorkId receive_work{.kind = WorkKind::receive, .owner = 0, .sequence = 0};
-
-bool is_receive(const ibv_wc& wc) {
-  return WorkId::decode(wc.wr_id).kind == WorkKind::receive;
-}
-
-bool stop_requested(int stop_fd) {
-  if (stop_fd < 0) return false;
-  pollfd p{.fd = stop_fd, .events = POLLIN, .revents = 0};
-  return poll(&p, 1, 0) > 0;
-}
-
-[[noreturn]] void fail_completion(const ibv_wc& wc) {
-  const char* what = is_receive(wc) ? "receive" : "send";
-  throw completion_error(wc, fmt::format("{} completion failed: {} (vendor error {:#x})", what,
-                                         ibv_wc_status_str(wc.status), wc.vendor_err));
-}
 
 ibv_wr_opcode opcode_of(bw::Operation operation, const AtomicCounters* atomics) {
   switch (operation) {
@@ -75,84 +62,6 @@ AtomicOperands atomic_operands(ibv_wr_opcode opcode, std::uint64_t count) {
   if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) return {.compare_add = 1, .swap = 0};
   return {.compare_add = count, .swap = count + 1};
 }
-
-int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
-  const int got = ibv_poll_cq(lane.cq, static_cast<int>(poll_batch), wcs.data());
-  if (got < 0) {
-    throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", got));
-  }
-  return got;
-}
-
-void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
-  ibv_send_wr* bad = nullptr;
-  // The subject is built only on failure: this is the measured loop.
-  if (const int rc = ibv_post_send(qp, wr, &bad); rc != 0) [[unlikely]] {
-    check_returned(rc, "ibv_post_send", fmt::format("{} bytes", size));
-  }
-}
-
-// Says when an idle loop should look at the clock, the stop signal and the connection:
-// every spins_between_checks empty polls, and then only if checks_apart has passed, so the
-// system calls behind those looks stay off the path of a latency measurement.
-class SpinGuard {
- public:
-  // `silence`: how long check_stop() lets the peer send nothing (none: as long as it stays
-  // connected). `sleep_on`: completion events (-e), the idle loop sleeps on these lanes'
-  // CQs rather than spinning (empty: it spins), after `spins_before_sleep` empty polls.
-  explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt,
-                     std::span<const Lane> sleep_on = {}, std::uint32_t spins_before_sleep = 0)
-      : stop_fd_(stop_fd), silence_(silence), spins_before_sleep_(spins_before_sleep) {
-    if (sleep_on.empty()) return;
-    std::vector<ibv_cq*> cqs;
-    for (const auto& lane : sleep_on) cqs.push_back(lane.cq);
-    sleep_.emplace(cqs, stop_fd);
-  }
-  bool due() {
-    if (sleep_) {
-      if (++idle_spins_ < spins_before_sleep_) return false;
-      // Armed, the caller polls once more before the sleep: nothing slips in between.
-      if (!sleep_->armed()) {
-        sleep_->arm();
-        return false;
-      }
-      sleep_->sleep(checks_apart);
-      idle_spins_ = 0;
-    } else if (++spins_ % spins_between_checks != 0) {
-      return false;
-    }
-    const auto now = Clock::now();
-    if (now - last_check_ < checks_apart) return false;
-    last_check_ = now;
-    return true;
-  }
-  // A flag, not a clock read: the loop calls it on every completion it takes.
-  void saw_progress() { progressed_ = true; }
-  void check_stop(const std::string& where) {
-    if (stop_requested(stop_fd_)) {
-      throw RunStopped(StopReason::interrupted, "interrupted " + where);
-    }
-    if (progressed_) {
-      last_progress_ = last_check_;
-      progressed_ = false;
-    } else if (silence_ && last_check_ - last_progress_ > *silence_) {
-      throw RunStopped(StopReason::timed_out,
-                       fmt::format("nothing from the peer for {} ms {}", silence_->count(), where));
-    }
-  }
-
- private:
-  static constexpr auto checks_apart = std::chrono::milliseconds(20);
-  int stop_fd_;
-  std::optional<std::chrono::milliseconds> silence_;
-  std::uint32_t spins_before_sleep_;
-  std::optional<CompletionSleep> sleep_;
-  std::uint32_t spins_ = 0;
-  std::uint32_t idle_spins_ = 0;
-  Clock::time_point last_check_ = Clock::now();
-  Clock::time_point last_progress_ = last_check_;
-  bool progressed_ = false;
-};
 
 // The lanes an idle loop sleeps on: none unless completion events were asked for.
 std::span<const Lane> sleep_lanes(bool events, const std::vector<Lane>& lanes) {
@@ -212,6 +121,7 @@ class StreamPoster {
                                .compare_add = operands.compare_add,
                                .swap = operands.swap},
                    wrs_[i], sges_[i]);
+        if (lane.peer.ah != nullptr) address_datagram(lane.peer, wrs_[i]);
         wrs_[i].next = i + 1 < n ? &wrs_[i + 1] : nullptr;
       }
       post(lane.qp, wrs_.data(), size_);
@@ -255,10 +165,12 @@ bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::arr
 }
 
 // A stream that finished: every request posted has completed, so each lane's atomic counter
-// moved that far.
+// moved that far, and so many went out.
 void count_atomics(const StreamSettings& s, const StreamLedger& ledger) {
-  if (s.atomics == nullptr) return;
-  for (std::size_t l = 0; l < s.lanes.size(); ++l) s.atomics->done[l] += ledger.posted_on(l);
+  for (std::size_t l = 0; l < s.lanes.size(); ++l) {
+    if (s.atomics != nullptr) s.atomics->done[l] += ledger.posted_on(l);
+    if (s.lane_sends != nullptr) (*s.lane_sends)[l] += ledger.posted_on(l);
+  }
 }
 
 }  // namespace
@@ -316,7 +228,29 @@ namespace {
 
 // Reaps `lane`'s completions into the ledger (arrivals timed at `now`, after the poll) and
 // reposts the receives they used. A flushed completion closes the lane: the peer is gone.
-bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs) {
+// A datagram that arrived on `lane`: its size, counted in the tally; none for the client's
+// end-of-stream message, which the tally keeps (with what the reply needs) instead.
+std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, DatagramTally& tally) {
+  if (wc.byte_len < grh_bytes) {
+    throw ProtocolError(fmt::format("a {}-byte datagram is shorter than its GRH", wc.byte_len));
+  }
+  const std::uint32_t size = wc.byte_len - grh_bytes;
+  if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == bw::datagram_end_imm()) {
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane.receive_address);
+    tally.end.emplace(bytes + grh_bytes, bytes + grh_bytes + size);
+    tally.end_completion = wc;
+    std::memcpy(&tally.end_grh, bytes, sizeof tally.end_grh);
+    return std::nullopt;
+  }
+  if (tally.received.empty() || tally.received.back().size != size) {
+    tally.received.push_back({.size = size, .count = 0});
+  }
+  ++tally.received.back().count;
+  return size;
+}
+
+bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
+               DatagramTally* tally) {
   const int got = poll_lane(lane, wcs);
   const auto now = Clock::now();
   std::uint32_t receives = 0;
@@ -330,7 +264,13 @@ bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<i
     const auto id = WorkId::decode(wc.wr_id);
     if (id.kind == WorkKind::receive) {
       ++receives;
-      ledger.arrived(l, wc.byte_len, now);
+      if (tally == nullptr) {
+        ledger.arrived(l, wc.byte_len, now);
+      } else if (const auto size = take_datagram(lane, wc, *tally)) {
+        ledger.arrived(l, *size, now);
+      } else {
+        ledger.close(l);  // the client's stream ended
+      }
     } else {
       ledger.completed_through(l, id.sequence);
     }
@@ -369,7 +309,8 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
       bool progress = false;
       for (std::size_t l = 0; l < s.lanes.size(); ++l) {
         if (ledger.closed(l)) continue;
-        progress = reap_sink(s.lanes[l], l, ledger, wcs) || progress;
+        DatagramTally* tally = s.datagrams != nullptr ? &(*s.datagrams)[l] : nullptr;
+        progress = reap_sink(s.lanes[l], l, ledger, wcs, tally) || progress;
         if (!ledger.closed(l)) reflect(s.lanes[l], l, ledger, s, wr, sge);
       }
       if (progress) spin.saw_progress();

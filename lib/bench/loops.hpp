@@ -20,6 +20,7 @@
 #include "lib/core/pacing.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/rdma/work_request.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
@@ -38,6 +39,22 @@ struct Lane {
   std::uint64_t receive_address = 0;
   std::uint32_t receive_lkey = 0;
   std::uint32_t receive_length = 0;
+  // -c UD: where the sender's datagrams go (no ah: a connected lane). A datagram lane's
+  // receive_length holds the GRH in front of the message.
+  DatagramAddress peer;
+};
+
+// What arrives at a UD receiver ahead of each message.
+inline constexpr std::uint32_t grh_bytes = 40;
+
+// -c UD, the receiving side: a lane's datagrams counted per size (in the order the sizes
+// came), and the client's end-of-stream message (lib/bench/datagram_end) once it came,
+// with what the reply to it needs.
+struct DatagramTally {
+  std::vector<bw::SizeCount> received;
+  std::optional<std::vector<std::uint8_t>> end;
+  ibv_wc end_completion{};
+  ibv_grh end_grh{};
 };
 
 // --op atomic: which atomic, and each lane's counter on the server as the operations so far
@@ -76,6 +93,9 @@ struct StreamSettings {
   std::vector<IntervalSample>* intervals = nullptr;
   bool events = false;                // -e: sleep on the completion channel when the CQs are empty
   AtomicCounters* atomics = nullptr;  // --op atomic: required; advanced by what completed
+  // When given: each lane's messages of a stream that finished are added to its entry (-c
+  // UD: the counts its end-of-stream message says were sent).
+  std::vector<std::uint64_t>* lane_sends = nullptr;
 };
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).
@@ -94,6 +114,9 @@ struct SinkSettings {
   // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
   std::optional<std::chrono::milliseconds> silence;
   bool events = false;  // as StreamSettings::events
+  // -c UD: a tally per lane; a lane ends with its client's end-of-stream message (there is
+  // no disconnect), and each datagram's size is what follows its GRH.
+  std::vector<DatagramTally>* datagrams = nullptr;
 };
 
 // Receives until every lane's peer has disconnected (or Ctrl-C), one row per message size,

@@ -349,9 +349,8 @@ void ConnectionGroup::post_sends(Connection& connection, std::uint64_t count) {
              wr, sge);
   if (datagram) {
     wr.imm_data = htobe32(connection.id_->qp->qp_num);
-    wr.wr.ud.ah = connection.ah_->get();
-    wr.wr.ud.remote_qpn = connection.remote_qpn_;
-    wr.wr.ud.remote_qkey = connection.remote_qkey_;
+    address_datagram({.ah = connection.ah_->get(), .qp_num = connection.remote_qpn_, .qkey = connection.remote_qkey_},
+                     wr);
   }
   for (std::uint64_t i = 0; i < count; ++i) {
     ibv_send_wr* bad = nullptr;

@@ -44,10 +44,11 @@ Endpoint::Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const Endpoin
     : channel_(std::move(channel)), id_(std::move(id)), options_(options), state_(state) {}
 
 Endpoint::~Endpoint() {
-  if (state_ == CmState::established && !disconnect_sent_) {
+  if (state_ == CmState::established && !disconnect_sent_ && !options_.datagram) {
     rdma_disconnect(id_.get());
   }
   buffers_.clear();
+  peer_ah_.reset();
   if (cm_qp_) {
     rdma_destroy_qp(id_.get());
   }
@@ -60,7 +61,7 @@ Endpoint::~Endpoint() {
 std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const SocketAddress& destination,
                                             const EndpointOptions& options, Report& report) {
   auto channel = std::make_unique<EventChannel>();
-  CmId id(*channel, RDMA_PS_TCP);
+  CmId id(*channel, options.datagram ? RDMA_PS_UDP : RDMA_PS_TCP);
   std::unique_ptr<Endpoint> endpoint(new Endpoint(std::move(channel), std::move(id), options, CmState::idle));
   rdma_cm_id* cm_id = endpoint->id_.get();
   if (options.type_of_service) {
@@ -119,13 +120,13 @@ void Endpoint::create_resources() {
   ibv_qp_init_attr attributes{};
   attributes.send_cq = cq_->get();
   attributes.recv_cq = cq_->get();
-  attributes.qp_type = IBV_QPT_RC;
+  attributes.qp_type = options_.datagram ? IBV_QPT_UD : IBV_QPT_RC;
   attributes.cap.max_send_wr = options_.send_depth;
   attributes.cap.max_recv_wr = options_.recv_depth;
   attributes.cap.max_send_sge = 1;
   attributes.cap.max_recv_sge = 1;
   attributes.cap.max_inline_data = options_.max_inline_data;
-  if (options_.self_managed_qp) {
+  if (options_.self_managed_qp && !options_.datagram) {
     own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
     move_qp_to(IBV_QPS_INIT);
   } else {
@@ -171,8 +172,8 @@ rdma_conn_param Endpoint::connection_parameters() const {
       ConnectOffer{.private_data = options_.private_data,
                    .responder_resources = options_.responder_resources,
                    .initiator_depth = options_.initiator_depth,
-                   .qp_num = own_qp_ ? std::optional<std::uint32_t>(own_qp_->get()->qp_num) : std::nullopt,
-                   .datagram = false,
+                   .qp_num = own_qp_ || options_.datagram ? std::optional<std::uint32_t>(qp()->qp_num) : std::nullopt,
+                   .datagram = options_.datagram,
                    .retry_count = options_.retry_count});
 }
 
@@ -197,16 +198,25 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         // REJECTED carries the CM reject reason (IB spec: 8 invalid service ID, i.e. nobody
         // listens; 10 stale connection; 28 consumer reject) rather than an errno.
         auto reason = transition.reason;
-        if (classify(event->event) == CmEvent::rejected) {
+        // A SIDR reject (datagrams) arrives as UNREACHABLE, with the server's private data.
+        const auto kind = classify(event->event);
+        if (kind == CmEvent::rejected || (options_.datagram && kind == CmEvent::unreachable)) {
           if (options_.explain_rejection && event->param.conn.private_data != nullptr) {
             const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
             options_.explain_rejection({bytes, event->param.conn.private_data_len});
           }
-          reason += fmt::format(", reject reason {}", status);
+          reason += fmt::format(", {} {}", kind == CmEvent::rejected ? "reject reason" : "SIDR status", status);
         }
         // The active side names the peer's host, so that the hint and --diagnose can ask
         // diag-connect about it.
         const bool active = step == "connect";
+        if (kind == CmEvent::unreachable && options_.datagram && active && status > 0) {
+          // A SIDR status, not an errno: 1 is "no such service", nobody listening there.
+          throw RdmaError("rdma_connect",
+                          fmt::format("{}: {} (status {}: nothing listens there in rdma_cm's UDP port space)", peer,
+                                      transition.reason, status),
+                          ECONNREFUSED, address_of(rdma_get_peer_addr(id_.get())).host_string());
+        }
         throw event_failure(*event, active ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
                             active ? address_of(rdma_get_peer_addr(id_.get())).host_string() : std::string());
       }
@@ -215,6 +225,14 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         check_errno(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
+        if (options_.datagram) {
+          // SIDR's reply: the peer's path, QP number and Q_Key.
+          auto path = event->param.ud.ah_attr;
+          peer_ah_ = std::make_unique<AddressHandle>(pd_->get(), path);
+          peer_qp_num_ = event->param.ud.qp_num;
+          peer_qkey_ = event->param.ud.qkey;
+        }
+        // A UD event's parameters start like a connection's: the private data first.
         if (event->param.conn.private_data != nullptr) {
           const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
           peer_private_data_.assign(bytes, bytes + event->param.conn.private_data_len);
@@ -263,6 +281,12 @@ void Endpoint::accept(Report& report) {
   auto parameters = connection_parameters();
   check_errno(rdma_accept(id_.get(), &parameters), "rdma_accept", peer_address());
   state_ = CmState::accepting;
+  if (options_.datagram) {
+    // The SIDR reply ends the exchange: no ESTABLISHED follows on this side.
+    state_ = CmState::established;
+    report.add_timing("accept", elapsed_ms(started));
+    return;
+  }
   await_established("accept", report, started);
 }
 
@@ -382,8 +406,13 @@ bool Endpoint::poll_connected() {
   return state_ == CmState::established;
 }
 
+std::optional<Endpoint::DatagramPeer> Endpoint::datagram_peer() const {
+  if (!peer_ah_) return std::nullopt;
+  return DatagramPeer{.ah = peer_ah_->get(), .qp_num = peer_qp_num_, .qkey = peer_qkey_};
+}
+
 void Endpoint::disconnect() noexcept {
-  if (state_ != CmState::established) {
+  if (state_ != CmState::established || options_.datagram) {
     return;
   }
   disconnect_sent_ = true;
@@ -410,7 +439,7 @@ std::string Endpoint::peer_address() const {
 }
 
 Listener::Listener(const SocketAddress& address, int backlog, const EndpointOptions& options)
-    : id_(channel_, RDMA_PS_TCP), options_(options) {
+    : id_(channel_, options.datagram ? RDMA_PS_UDP : RDMA_PS_TCP), options_(options) {
   const auto where = address.to_string();
   check_errno(rdma_bind_addr(id_.get(), const_cast<sockaddr*>(address.get())), "rdma_bind_addr", where,
               address.host_string());

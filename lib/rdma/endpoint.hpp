@@ -2,6 +2,9 @@
 // One reliable-connected RDMA endpoint: its own CM event channel and cm_id, PD, CQ with a
 // completion channel, QP and registered buffers, torn down in the right order. Every wait
 // is bounded by the timeout and cut short by the stop signal or the peer disconnecting.
+// With `datagram`, the same over rdma_cm's UDP port space: a UD QP, connect() and accept()
+// are the SIDR exchange (no disconnect), and the active side learns the peer's address
+// handle, QP number and Q_Key (datagram_peer()).
 //
 // Active side:  Endpoint::resolve() -> register buffers, post receives -> connect()
 // Passive side: Listener::next_request() -> register buffers, post receives -> accept()
@@ -32,6 +35,7 @@ struct EndpointOptions {
   std::optional<std::uint8_t> ack_timeout;
   std::uint8_t retry_count = 7;       // transport retries before a send fails, asked for in the CM exchange
   bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
+  bool datagram = false;              // RDMA_PS_UDP and a UD QP (not with self_managed_qp)
   std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
   BufferMemory buffer_memory = BufferMemory::heap;  // where add_buffer() takes its memory
   // Self-managed QPs only: the path MTU set at RTR instead of the route's.
@@ -101,6 +105,13 @@ class Endpoint {
     std::uint8_t rnr_retry = 0;
   };
   Transport transport() const;
+  // Datagram endpoints, active side once connected: where its sends go.
+  struct DatagramPeer {
+    ibv_ah* ah = nullptr;
+    std::uint32_t qp_num = 0;
+    std::uint32_t qkey = 0;
+  };
+  std::optional<DatagramPeer> datagram_peer() const;
   // For loops that post and poll themselves (benchmarks); the endpoint keeps ownership.
   ibv_qp* queue_pair() const { return qp(); }
   ibv_cq* completion_queue() const { return cq_->get(); }
@@ -140,6 +151,9 @@ class Endpoint {
   std::unique_ptr<QueuePair> own_qp_;
   bool cm_qp_ = false;  // QP made by rdma_create_qp, destroyed with rdma_destroy_qp
   std::vector<std::unique_ptr<RegisteredBuffer>> buffers_;
+  std::unique_ptr<AddressHandle> peer_ah_;  // datagram, active side
+  std::uint32_t peer_qp_num_ = 0;
+  std::uint32_t peer_qkey_ = 0;
   bool cq_armed_ = false;
   bool disconnect_sent_ = false;  // our DREQ or DREP went out: rdma_disconnect once only
   std::vector<std::uint8_t> peer_private_data_;

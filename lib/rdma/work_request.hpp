@@ -49,6 +49,19 @@ inline void build_send(const SendRequest& request, ibv_send_wr& wr, ibv_sge& sge
   }
 }
 
+// Addresses a send built by build_send to a UD queue pair (after build_send: the UD
+// address shares storage with the RDMA fields).
+struct DatagramAddress {
+  ibv_ah* ah = nullptr;
+  std::uint32_t qp_num = 0;
+  std::uint32_t qkey = 0;
+};
+inline void address_datagram(const DatagramAddress& to, ibv_send_wr& wr) {
+  wr.wr.ud.ah = to.ah;
+  wr.wr.ud.remote_qpn = to.qp_num;
+  wr.wr.ud.remote_qkey = to.qkey;
+}
+
 // Fills `wr` for a receive into `local` (its one scatter/gather entry in `sge`), carrying `id`.
 inline void build_receive(WorkId id, const ibv_sge& local, ibv_recv_wr& wr, ibv_sge& sge) {
   sge = local;

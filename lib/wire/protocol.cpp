@@ -101,6 +101,7 @@ namespace {
 constexpr std::uint8_t hello_kind = 1;
 constexpr std::uint8_t answer_kind = 2;
 constexpr std::uint8_t refusal_kind = 3;
+constexpr std::uint8_t datagram_counts_kind = 4;
 
 template <std::size_t N>
 std::array<std::uint8_t, N> header(std::uint8_t kind) {
@@ -136,6 +137,8 @@ void check_size(std::uint32_t size, const char* what) {
 }
 
 constexpr std::uint8_t bidirectional_flag = 1;
+constexpr std::uint8_t datagram_flag = 2;
+constexpr std::uint8_t known_flags = bidirectional_flag | datagram_flag;
 
 }  // namespace
 
@@ -159,7 +162,8 @@ std::array<std::uint8_t, hello_size> encode(const Hello& hello) {
   bytes[7] = static_cast<std::uint8_t>(hello.test);
   store_big_endian(bytes.data() + 8, hello.max_size);
   store_big_endian(bytes.data() + 12, hello.depth);
-  bytes[16] = hello.bidirectional ? bidirectional_flag : 0;
+  bytes[16] =
+      static_cast<std::uint8_t>((hello.bidirectional ? bidirectional_flag : 0) | (hello.datagram ? datagram_flag : 0));
   bytes[17] = hello.path_mtu;
   store_big_endian(bytes.data() + 18, hello.queue_pairs);
   store_big_endian(bytes.data() + 20, hello.queue_pair_index);
@@ -195,14 +199,15 @@ Hello decode_hello(std::span<const std::uint8_t> bytes) {
   if (bytes[7] > static_cast<std::uint8_t>(Test::latency)) {
     throw ProtocolError("send_bw hello: unknown test " + std::to_string(bytes[7]));
   }
-  if ((bytes[16] & ~bidirectional_flag) != 0) {
+  if ((bytes[16] & ~known_flags) != 0) {
     throw ProtocolError(fmt::format("send_bw hello: unknown flags {:#x}", bytes[16]));
   }
   Hello hello{.operation = static_cast<Operation>(bytes[6]),
               .test = static_cast<Test>(bytes[7]),
               .max_size = load_big_endian<std::uint32_t>(bytes.data() + 8),
               .depth = load_big_endian<std::uint32_t>(bytes.data() + 12),
-              .bidirectional = bytes[16] != 0,
+              .bidirectional = (bytes[16] & bidirectional_flag) != 0,
+              .datagram = (bytes[16] & datagram_flag) != 0,
               .path_mtu = bytes[17],
               .queue_pairs = load_big_endian<std::uint16_t>(bytes.data() + 18),
               .queue_pair_index = load_big_endian<std::uint16_t>(bytes.data() + 20),
@@ -231,6 +236,9 @@ Hello decode_hello(std::span<const std::uint8_t> bytes) {
     throw ProtocolError(fmt::format("send_bw hello: atomics are {} bytes one way, not {} bytes{}", atomic_size,
                                     hello.max_size, hello.bidirectional ? " both ways" : ""));
   }
+  if (hello.datagram && (hello.operation != Operation::send || hello.test != Test::bandwidth || hello.bidirectional)) {
+    throw ProtocolError("send_bw hello: datagrams (UD) carry a one-way send bandwidth test only");
+  }
   return hello;
 }
 
@@ -254,6 +262,50 @@ std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes) {
     text += std::isprint(static_cast<unsigned char>(c)) != 0 ? c : '?';
   }
   return text;
+}
+
+std::uint32_t datagram_end_imm() {
+  return htonl(0x524b4544);  // "RKED"
+}
+
+std::vector<std::uint8_t> encode(const DatagramCounts& counts) {
+  if (counts.rows.size() > max_datagram_rows) {
+    throw ProtocolError(
+        fmt::format("send_bw: {} sizes do not fit one datagram (at most {})", counts.rows.size(), max_datagram_rows));
+  }
+  const auto head = header<8>(datagram_counts_kind);
+  std::vector<std::uint8_t> bytes(head.size() + counts.rows.size() * 12);
+  std::copy(head.begin(), head.end(), bytes.begin());
+  bytes[6] = static_cast<std::uint8_t>(counts.kind);
+  bytes[7] = static_cast<std::uint8_t>(counts.rows.size());
+  for (std::size_t i = 0; i < counts.rows.size(); ++i) {
+    store_big_endian(bytes.data() + 8 + i * 12, counts.rows[i].size);
+    store_big_endian(bytes.data() + 12 + i * 12, counts.rows[i].count);
+  }
+  return bytes;
+}
+
+DatagramCounts decode_datagram_counts(std::span<const std::uint8_t> bytes) {
+  check_header(bytes, 8, datagram_counts_kind, "datagram counts");
+  if (bytes[6] > static_cast<std::uint8_t>(DatagramCounts::Kind::done)) {
+    throw ProtocolError("send_bw datagram counts: unknown kind " + std::to_string(bytes[6]));
+  }
+  const std::size_t rows = bytes[7];
+  if (rows > max_datagram_rows || bytes.size() < 8 + rows * 12) {
+    throw ProtocolError(fmt::format("send_bw datagram counts: {} rows in {} bytes (at most {})", rows, bytes.size(),
+                                    max_datagram_rows));
+  }
+  DatagramCounts counts{.kind = static_cast<DatagramCounts::Kind>(bytes[6]), .rows = {}};
+  for (std::size_t i = 0; i < rows; ++i) {
+    const SizeCount row{.size = load_big_endian<std::uint32_t>(bytes.data() + 8 + i * 12),
+                        .count = load_big_endian<std::uint64_t>(bytes.data() + 12 + i * 12)};
+    check_size(row.size, "datagram size");
+    if (std::any_of(counts.rows.begin(), counts.rows.end(), [&](const SizeCount& r) { return r.size == row.size; })) {
+      throw ProtocolError(fmt::format("send_bw datagram counts: size {} twice", row.size));
+    }
+    counts.rows.push_back(row);
+  }
+  return counts;
 }
 
 std::uint32_t encode_size_announcement(std::uint32_t size) {

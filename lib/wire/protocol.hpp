@@ -108,7 +108,10 @@ struct Hello {
   std::uint32_t max_size = 0;  // largest message the client will send (the server sizes its buffer)
   std::uint32_t depth = 0;     // receives the server keeps posted (send)
   bool bidirectional = false;  // the server sends back as much as it receives
-  std::uint8_t path_mtu = 0;   // enum ibv_mtu (1 = 256 ... 5 = 4096); 0: the route's
+  // -c UD: the connection is rdma_cm's UDP port space (SIDR), the messages datagrams; send
+  // bandwidth only, and the end of the stream is the DatagramCounts exchange below.
+  bool datagram = false;
+  std::uint8_t path_mtu = 0;  // enum ibv_mtu (1 = 256 ... 5 = 4096); 0: the route's
   std::uint16_t queue_pairs = 1;
   std::uint16_t queue_pair_index = 0;  // which of them this connection is
   // Write latency: where the server writes its answers (the client's buffer).
@@ -142,6 +145,31 @@ Answer decode_answer(std::span<const std::uint8_t> bytes);
 // The reason in a send_bw server's reject, non-printable bytes replaced by '?'; empty
 // when the bytes are not a send_bw refusal (another server, or a plain CM reject).
 std::optional<std::string> decode_refusal(std::span<const std::uint8_t> bytes);
+
+// -c UD has no disconnect to end a stream and no acknowledgement to count what arrived. Once
+// its rows are done, the client sends `sent` (its datagrams per size, warm-up included) as
+// SEND-with-immediate datagram_end_imm, again every so often until the server answers with
+// `received` (what arrived per size), then `done`. Both sides count what was lost. The rows
+// fit one 256-byte datagram (the smallest MTU).
+inline constexpr std::size_t max_datagram_rows = 20;
+inline constexpr std::size_t datagram_counts_max_size = 8 + max_datagram_rows * 12;
+// The immediate that marks a control datagram (network byte order, as ibv_wc.imm_data).
+std::uint32_t datagram_end_imm();
+struct SizeCount {
+  std::uint32_t size = 0;
+  std::uint64_t count = 0;
+  bool operator==(const SizeCount&) const = default;
+};
+struct DatagramCounts {
+  enum class Kind : std::uint8_t { sent, received, done };
+  Kind kind = Kind::sent;
+  std::vector<SizeCount> rows;  // sizes in 1..max_message_size, each once
+  bool operator==(const DatagramCounts&) const = default;
+};
+std::vector<std::uint8_t> encode(const DatagramCounts& counts);  // ProtocolError above max_datagram_rows
+// ProtocolError for short or foreign data, an unknown kind, more rows than the bytes or
+// max_datagram_rows hold, a size out of range or repeated.
+DatagramCounts decode_datagram_counts(std::span<const std::uint8_t> bytes);
 
 // Latency tests announce each message size in the immediate data of a zero-length SEND,
 // in network byte order as ibv_wc.imm_data holds it. The server takes a size only within

@@ -422,6 +422,55 @@ case_send_bw_events() {
   expect_jq '.outcome == "interrupted"' server_idle.out
 }
 
+# -c UD: datagrams over rdma_cm's UDP port space. After the rows both sides exchange counts,
+# so each knows per size what was sent and what arrived (warm-up included); sizes go up to
+# the MTU (-a stops there, -s above it is a usage error once the device is known); a UD
+# client finds no RC server (another port space) and says so instead of hanging.
+case_send_bw_ud() {
+  require_device
+  local name flags mtu
+  for name in small qp sweep events; do
+    case $name in
+      small) flags=(-s 64 -n 3000) ;;
+      qp) flags=(-s 512 -n 1000 -q 2) ;;
+      sweep) flags=(-a -n 200 --warmup 10) ;;
+      events) flags=(-s 256 -n 1000 -e) ;;
+    esac
+    send_bw_pair_with "-c UD" "server_$name" "client_$name" 60 -c UD "${flags[@]}"
+    expect_jq '.outcome == "completed" and .test.connection == "UD"' "client_$name.out"
+    expect_jq '.outcome == "completed" and .test.connection == "UD"' "server_$name.out"
+    expect_jq "$BW_ROWS_CONSISTENT" "client_$name.out"
+    expect_schema send_bw "client_$name.out"
+    expect_schema send_bw "server_$name.out"
+    # Both sides hold the same counts for every row: the client's sends, the server's arrivals.
+    expect_jq 'all(.rows[]; .datagrams.sent >= .iterations and .datagrams.lost == .datagrams.sent - .datagrams.received)' "client_$name.out"
+    jq -c '[.rows[] | {bytes, datagrams}]' "$T/client_$name.out" > "$T/client_$name.counts"
+    jq -c '[.rows[] | {bytes, datagrams}]' "$T/server_$name.out" > "$T/server_$name.counts"
+    cmp -s "$T/client_$name.counts" "$T/server_$name.counts" ||
+      fail "the two sides' datagram counts differ: $(cat "$T/client_$name.counts") vs $(cat "$T/server_$name.counts")"
+    note "-c UD ${flags[*]}: $(jq -c '[.rows[] | {bytes, mpps: .message_rate_mpps, datagrams}] | .[0:2]' "$T/client_$name.out")"
+  done
+  expect_jq '.rows[0].datagrams.sent == 3100' client_small.out
+  expect_jq '.rows[0].datagrams.sent == 2200 and .test.queue_pairs == 2' client_qp.out
+  mtu=$(jq .test.path.path_mtu "$T/client_sweep.out")
+  expect_jq "[.rows[].bytes] == [range(1; 13) | pow(2; .) | select(. <= $mtu)]" client_sweep.out
+  expect_jq '.test.completion == "events"' client_events.out
+  # One size above the MTU: refused before anything is sent.
+  next_port
+  run above_mtu 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s $((mtu * 2)) --json
+  expect_rc 2 "send_bw -c UD -s $((mtu * 2))"
+  expect_jq ".errors[0].message | test(\"-c UD: -s $((mtu * 2)) is above the active MTU\")" above_mtu.out
+  # A UD client to an RC server: nobody listens in the UDP port space.
+  next_port
+  start server_rc "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 10
+  wait_listening "$PORT"
+  run client_mismatch 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s 64 -n 10 --json
+  expect_rc 1 "send_bw -c UD against an RC server"
+  note "UD client, RC server: $(jq -r ".errors[0].message" "$T/client_mismatch.out")"
+  kill -INT "$PID_server_rc"
+  finish server_rc 10
+}
+
 # --op atomic: fetch-and-add and compare-and-swap, bandwidth on two queue pairs and latency;
 # the client reads each counter back at the end: it must hold every operation (warm-up too).
 case_send_bw_atomics() {

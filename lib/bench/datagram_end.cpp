@@ -1,0 +1,220 @@
+#include "lib/bench/datagram_end.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "lib/bench/loop_support.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rdma/verbs.hpp"
+#include "lib/rdma/work_request.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// The client's wait for an answer before it sends its counts again: well above a round
+// trip, even between two TCG guests (a few ms).
+constexpr auto resend_interval = std::chrono::milliseconds(200);
+// The server's wait for the client's done after its last answer: a few resend intervals,
+// so that a lost answer is asked for again and answered.
+constexpr auto linger = std::chrono::seconds(1);
+
+struct ControlArrival {
+  bw::DatagramCounts counts;
+  ibv_wc completion{};
+  ibv_grh grh{};
+};
+
+// One lane's control datagrams: sends them from the lane's local buffer, one at a time, and
+// picks them out of what arrives (a late data datagram is dropped).
+class ControlChannel {
+ public:
+  ControlChannel(const Lane& lane, const RunLimits& limits) : lane_(lane), limits_(limits) {}
+
+  // Posts `counts` to `to` and waits (bounded) for the send to complete, so that the next
+  // message may take the buffer.
+  void send(const bw::DatagramCounts& counts, const DatagramAddress& to) {
+    const auto bytes = bw::encode(counts);
+    std::memcpy(reinterpret_cast<void*>(lane_.local_address), bytes.data(), bytes.size());
+    const auto length = static_cast<std::uint32_t>(bytes.size());
+    ibv_sge sge{};
+    ibv_send_wr wr{};
+    build_send(SendRequest{.id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = 0},
+                           .opcode = IBV_WR_SEND_WITH_IMM,
+                           .local = ibv_sge{.addr = lane_.local_address, .length = length, .lkey = lane_.lkey},
+                           .flags = IBV_SEND_SIGNALED},
+               wr, sge);
+    wr.imm_data = bw::datagram_end_imm();
+    address_datagram(to, wr);
+    loop::post(lane_.qp, &wr, length);
+    const auto deadline = Clock::now() + limits_.timeout;
+    loop::SpinGuard spin(limits_.stop_fd);
+    for (bool sent = false; !sent;) {
+      if (poll(sent) || sent || !spin.due()) continue;
+      if (Clock::now() > deadline) {
+        throw RunStopped(StopReason::timed_out,
+                         fmt::format("the datagram counts were not sent within {} ms", limits_.timeout.count()));
+      }
+      spin.check_stop("while ending the datagram stream");
+    }
+  }
+
+  // The next control message, if one arrived by `until` (one look when it has passed).
+  std::optional<ControlArrival> receive(Clock::time_point until) {
+    loop::SpinGuard spin(limits_.stop_fd);
+    for (;;) {
+      bool sent = false;
+      const bool polled = poll(sent);
+      if (!arrived_.empty()) {
+        auto arrival = std::move(arrived_.front());
+        arrived_.pop_front();
+        return arrival;
+      }
+      if (polled) continue;
+      if (Clock::now() >= until) return std::nullopt;
+      if (spin.due()) spin.check_stop("while ending the datagram stream");
+    }
+  }
+
+ private:
+  // One completion, if there is one: a receive is reposted (and kept when it is a control
+  // message); `sent` says whether it was our send.
+  bool poll(bool& sent) {
+    ibv_wc wc{};
+    const int got = ibv_poll_cq(lane_.cq, 1, &wc);
+    if (got < 0) throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", got));
+    if (got == 0) return false;
+    if (wc.status != IBV_WC_SUCCESS) loop::fail_completion(wc);
+    if (!loop::is_receive(wc)) {
+      sent = true;
+      return true;
+    }
+    if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == bw::datagram_end_imm() && wc.byte_len >= grh_bytes) {
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane_.receive_address);
+      ControlArrival arrival{.counts = bw::decode_datagram_counts({bytes + grh_bytes, wc.byte_len - grh_bytes}),
+                             .completion = wc};
+      std::memcpy(&arrival.grh, bytes, sizeof arrival.grh);
+      arrived_.push_back(std::move(arrival));
+    }
+    post_receives(lane_, 1);
+    return true;
+  }
+
+  const Lane& lane_;
+  const RunLimits& limits_;
+  std::deque<ControlArrival> arrived_;
+};
+
+// The Q_Key of the lane's own QP: rdma_cm gives both sides of its UDP port space the same.
+std::uint32_t own_qkey(const Lane& lane) {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  check_returned(ibv_query_qp(lane.qp, &attributes, IBV_QP_QKEY, &init), "ibv_query_qp", "Q_Key");
+  return attributes.qkey;
+}
+
+// What the server heard from a lane's client; ProtocolError unless it is the counts sent.
+bw::DatagramCounts expect_sent(const bw::DatagramCounts& counts, std::size_t lane) {
+  if (counts.kind != bw::DatagramCounts::Kind::sent) {
+    throw ProtocolError(fmt::format("queue pair {}: the client ended its datagram stream without its counts", lane));
+  }
+  return counts;
+}
+
+}  // namespace
+
+void add_losses(std::vector<DatagramLoss>& losses, const std::vector<bw::SizeCount>& sent,
+                const std::vector<bw::SizeCount>& received) {
+  auto entry = [&](std::uint32_t size) -> DatagramLoss& {
+    const auto found =
+        std::find_if(losses.begin(), losses.end(), [&](const DatagramLoss& loss) { return loss.size == size; });
+    if (found != losses.end()) return *found;
+    losses.push_back({.size = size, .sent = 0, .received = 0});
+    return losses.back();
+  };
+  for (const auto& row : sent) entry(row.size).sent += row.count;
+  for (const auto& row : received) entry(row.size).received += row.count;
+}
+
+std::vector<DatagramLoss> exchange_datagram_counts(const std::vector<Lane>& lanes,
+                                                   const std::vector<std::vector<bw::SizeCount>>& sent,
+                                                   const RunLimits& limits) {
+  // Every lane's counts go out before any answer is awaited: the server answers once all
+  // its lanes have ended.
+  std::vector<ControlChannel> channels;
+  for (const auto& lane : lanes) channels.emplace_back(lane, limits);
+  std::vector<std::optional<bw::DatagramCounts>> theirs(lanes.size());
+  const auto missing = [&] { return std::find(theirs.begin(), theirs.end(), std::nullopt) != theirs.end(); };
+  const auto deadline = Clock::now() + limits.timeout;
+  while (missing()) {
+    if (Clock::now() > deadline) {
+      throw RunStopped(
+          StopReason::timed_out,
+          fmt::format("the server did not answer the end of the datagram stream within {} ms", limits.timeout.count()));
+    }
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      if (!theirs[l]) channels[l].send({.kind = bw::DatagramCounts::Kind::sent, .rows = sent[l]}, lanes[l].peer);
+    }
+    const auto resend_at = std::min(Clock::now() + resend_interval, deadline);
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      while (!theirs[l]) {
+        auto arrival = channels[l].receive(resend_at);
+        if (!arrival) break;
+        if (arrival->counts.kind == bw::DatagramCounts::Kind::received) theirs[l] = std::move(arrival->counts);
+      }
+    }
+  }
+  std::vector<DatagramLoss> losses;
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    channels[l].send({.kind = bw::DatagramCounts::Kind::done, .rows = {}}, lanes[l].peer);
+    add_losses(losses, sent[l], theirs[l]->rows);
+  }
+  return losses;
+}
+
+std::vector<DatagramLoss> answer_datagram_counts(const std::vector<Lane>& lanes,
+                                                 const std::vector<DatagramReturn>& returns,
+                                                 std::vector<DatagramTally>& tallies, const RunLimits& limits) {
+  std::vector<DatagramLoss> losses;
+  std::vector<std::unique_ptr<AddressHandle>> handles;
+  std::vector<DatagramAddress> clients;
+  std::vector<ControlChannel> channels;
+  std::vector<bw::DatagramCounts> answers;
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    auto& tally = tallies[l];
+    if (!tally.end) throw ProtocolError(fmt::format("queue pair {}: the datagram stream did not end", l));
+    const auto sent = expect_sent(bw::decode_datagram_counts(*tally.end), l);
+    add_losses(losses, sent.rows, tally.received);
+    handles.push_back(
+        std::make_unique<AddressHandle>(returns[l].pd, tally.end_completion, &tally.end_grh, returns[l].port));
+    clients.push_back({.ah = handles.back()->get(), .qp_num = tally.end_completion.src_qp, .qkey = own_qkey(lanes[l])});
+    answers.push_back({.kind = bw::DatagramCounts::Kind::received, .rows = tally.received});
+    channels.emplace_back(lanes[l], limits);
+    channels.back().send(answers.back(), clients.back());
+  }
+  // Until every client said done, answering each repeat; a client whose done was lost is
+  // given up on once nothing came for the linger.
+  std::vector<bool> done(lanes.size(), false);
+  auto last_heard = Clock::now();
+  while (std::find(done.begin(), done.end(), false) != done.end() && Clock::now() - last_heard < linger) {
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      if (done[l]) continue;
+      const auto arrival = channels[l].receive(Clock::now() + std::chrono::milliseconds(1));
+      if (!arrival) continue;
+      last_heard = Clock::now();
+      if (arrival->counts.kind == bw::DatagramCounts::Kind::done) {
+        done[l] = true;
+      } else if (arrival->counts.kind == bw::DatagramCounts::Kind::sent) {
+        channels[l].send(answers[l], clients[l]);
+      }
+    }
+  }
+  return losses;
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,41 @@
+#include "lib/bench/loop_support.hpp"
+
+#include <poll.h>
+
+#include <fmt/format.h>
+
+namespace rdmakit::loop {
+
+bool is_receive(const ibv_wc& wc) {
+  return WorkId::decode(wc.wr_id).kind == WorkKind::receive;
+}
+
+bool stop_requested(int stop_fd) {
+  if (stop_fd < 0) return false;
+  pollfd p{.fd = stop_fd, .events = POLLIN, .revents = 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+[[noreturn]] void fail_completion(const ibv_wc& wc) {
+  const char* what = is_receive(wc) ? "receive" : "send";
+  throw completion_error(wc, fmt::format("{} completion failed: {} (vendor error {:#x})", what,
+                                         ibv_wc_status_str(wc.status), wc.vendor_err));
+}
+
+int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
+  const int got = ibv_poll_cq(lane.cq, static_cast<int>(poll_batch), wcs.data());
+  if (got < 0) {
+    throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", got));
+  }
+  return got;
+}
+
+void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
+  ibv_send_wr* bad = nullptr;
+  // The subject is built only on failure: this is the measured loop.
+  if (const int rc = ibv_post_send(qp, wr, &bad); rc != 0) [[unlikely]] {
+    check_returned(rc, "ibv_post_send", fmt::format("{} bytes", size));
+  }
+}
+
+}  // namespace rdmakit::loop

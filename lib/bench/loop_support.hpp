@@ -1,0 +1,106 @@
+#pragma once
+// What the measurement loops (lib/bench/loops, lib/bench/datagram_end) share: polling a
+// lane's CQ, posting, failing on an error completion, and SpinGuard, which decides when an
+// idle loop looks at the clock and the stop signal (or sleeps, with -e).
+
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "lib/bench/loops.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/wait.hpp"
+#include "lib/core/work_id.hpp"
+#include "lib/rdma/verbs.hpp"
+
+namespace rdmakit::loop {
+
+constexpr std::size_t poll_batch = 16;
+// Empty polls between looks at the clock and the stop signal.
+constexpr std::uint32_t spins_between_checks = 1024;
+// Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
+// and, in the latency loops, their poster's generation as owner.
+constexpr WorkId receive_work{.kind = WorkKind::receive, .owner = 0, .sequence = 0};
+
+bool is_receive(const ibv_wc& wc);
+// Whether the stop signal (Ctrl-C) fired; never waits.
+bool stop_requested(int stop_fd);
+// Throws the CompletionError of an error completion.
+[[noreturn]] void fail_completion(const ibv_wc& wc);
+// Up to poll_batch completions of `lane`'s CQ into `wcs`; how many.
+int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs);
+// ibv_post_send of a request or post list; RdmaError naming `size` bytes on failure.
+void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size);
+
+// Says when an idle loop should look at the clock, the stop signal and the connection:
+// every spins_between_checks empty polls, and then only if checks_apart has passed, so the
+// system calls behind those looks stay off the path of a latency measurement.
+class SpinGuard {
+ public:
+  // `silence`: how long check_stop() lets the peer send nothing (none: as long as it stays
+  // connected). `sleep_on`: completion events (-e), the idle loop sleeps on these lanes'
+  // CQs rather than spinning (empty: it spins), after `spins_before_sleep` empty polls.
+  explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt,
+                     std::span<const Lane> sleep_on = {}, std::uint32_t spins_before_sleep = 0)
+      : stop_fd_(stop_fd), silence_(silence), spins_before_sleep_(spins_before_sleep) {
+    if (sleep_on.empty()) return;
+    std::vector<ibv_cq*> cqs;
+    for (const auto& lane : sleep_on) cqs.push_back(lane.cq);
+    sleep_.emplace(cqs, stop_fd);
+  }
+  bool due() {
+    if (sleep_) {
+      if (++idle_spins_ < spins_before_sleep_) return false;
+      // Armed, the caller polls once more before the sleep: nothing slips in between.
+      if (!sleep_->armed()) {
+        sleep_->arm();
+        return false;
+      }
+      sleep_->sleep(checks_apart);
+      idle_spins_ = 0;
+    } else if (++spins_ % spins_between_checks != 0) {
+      return false;
+    }
+    const auto now = Clock::now();
+    if (now - last_check_ < checks_apart) return false;
+    last_check_ = now;
+    return true;
+  }
+  // A flag, not a clock read: the loop calls it on every completion it takes.
+  void saw_progress() { progressed_ = true; }
+  void check_stop(const std::string& where) {
+    if (stop_requested(stop_fd_)) {
+      throw RunStopped(StopReason::interrupted, "interrupted " + where);
+    }
+    if (progressed_) {
+      last_progress_ = last_check_;
+      progressed_ = false;
+    } else if (silence_ && last_check_ - last_progress_ > *silence_) {
+      throw RunStopped(StopReason::timed_out,
+                       fmt::format("nothing from the peer for {} ms {}", silence_->count(), where));
+    }
+  }
+
+ private:
+  static constexpr auto checks_apart = std::chrono::milliseconds(20);
+  int stop_fd_;
+  std::optional<std::chrono::milliseconds> silence_;
+  std::uint32_t spins_before_sleep_;
+  std::optional<CompletionSleep> sleep_;
+  std::uint32_t spins_ = 0;
+  std::uint32_t idle_spins_ = 0;
+  Clock::time_point last_check_ = Clock::now();
+  Clock::time_point last_progress_ = last_check_;
+  bool progressed_ = false;
+};
+
+}  // namespace rdmakit::loop

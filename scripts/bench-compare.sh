@@ -4,7 +4,8 @@
 # with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB, and 64 KiB on 4 queue pairs (-q 4,
 # the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5), ITERS
 # messages a run (default 5000; per queue pair); the row atomic: send_bw --op atomic
-# (fetch-and-add) against ib_atomic_bw. Latency: at 2 B it alternates send_bw --lat and
+# (fetch-and-add) against ib_atomic_bw; the row ud64: 64-byte datagrams, send_bw -c UD
+# against ib_send_bw -c UD. Latency: at 2 B it alternates send_bw --lat and
 # ib_send_lat RUNS times each, LAT_ITERS round trips a run (default 5000), and the row
 # atomic: send_bw --lat --op atomic against ib_atomic_lat. perftest runs in its default
 # out-of-band mode (its rdma_cm mode, -R, crashed or hung on rxe). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
@@ -14,7 +15,7 @@
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
 # SECTIONS="bandwidth latency events" (the default): the parts to run; BW_SPECS and
-# LAT_SPECS: the rows of the first two (default "64 4096 65536 65536x4 atomic" and "2 atomic").
+# LAT_SPECS: the rows of the first two (default "64 4096 65536 65536x4 atomic ud64" and "2 atomic").
 # BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
 # from DIR (another build, e.g. of the commit before a change), run the same way, interleaved;
 # the JSON's perftest_* and "perftest" fields then hold the base build's figures.
@@ -61,7 +62,7 @@ wait_port() {
 # The send_bw of $run_bin (default $bin).
 ours_run() {
   local tool=${run_bin:-$bin}/send_bw
-  "$tool" --bind "$addr" -p "$port" --accept-timeout 30 > "$work/server.json" 2>&1 &
+  "$tool" --bind "$addr" -p "$port" --accept-timeout 30 -c "${conn:-RC}" > "$work/server.json" 2>&1 &
   local server=$!
   wait_port "$port"
   "$tool" "$addr" -p "$port" "$@" --json > "$work/client.json"
@@ -81,9 +82,9 @@ perftest_run() {
 }
 
 # ours SIZE QPS [OP]: MiB/s average and Mpps of one send_bw run on QPS queue pairs (OP:
-# send, or atomic for 8-byte fetch-and-add).
+# send, or atomic for 8-byte fetch-and-add), over $conn (RC or UD; default RC).
 ours() {
-  ours_run -s "$1" -q "$2" -n "$iters" --op "${3:-send}"
+  ours_run -s "$1" -q "$2" -n "$iters" --op "${3:-send}" -c "${conn:-RC}"
   jq -r '.rows[0] | "\(.bw_average_mib_per_s) \(.message_rate_mpps)"' "$work/client.json"
 }
 
@@ -98,7 +99,7 @@ perftest() {
   if [[ ${3:-send} == atomic ]]; then
     perftest_run ib_atomic_bw -q "$2" -n "$iters"
   else
-    perftest_run ib_send_bw -s "$1" -q "$2" -n "$iters"
+    perftest_run ib_send_bw -s "$1" -q "$2" -n "$iters" -c "${conn:-RC}"
   fi
   awk -v size="$1" '$1 == size && NF >= 5 { print $4, $5; found = 1 } END { exit !found }' "$work/pt_client.txt"
 }
@@ -146,12 +147,13 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 if [[ " $sections " == *" bandwidth "* ]]; then
   printf '%-8s %14s %14s %8s %12s %12s %8s\n' size "ours MiB/s" "$other MiB/s" ratio "ours Mpps" "$other Mpps" ratio
   # SIZE, or SIZExQPS for several queue pairs streamed together (-q), or atomic (8-byte
-  # fetch-and-add against ib_atomic_bw).
-  for spec in ${BW_SPECS:-64 4096 65536 65536x4 atomic}; do
+  # fetch-and-add against ib_atomic_bw), or udSIZE (datagrams, -c UD).
+  for spec in ${BW_SPECS:-64 4096 65536 65536x4 atomic ud64}; do
     size=${spec%x*}
-    qps=1 op=send
+    qps=1 op=send conn=RC
     [[ $spec == *x* ]] && qps=${spec#*x}
     [[ $spec == atomic ]] && size=8 op=atomic
+    [[ $spec == ud* ]] && size=${spec#ud} conn=UD
     : > "$work/ours.txt"
     : > "$work/perf.txt"
     for run in $(seq "$runs"); do
@@ -164,8 +166,8 @@ if [[ " $sections " == *" bandwidth "* ]]; then
       result=$(perftest "$size" "$qps" "$op")
       pbw=${result% *} prate=${result#* }
       echo "$pbw $prate" >> "$work/perf.txt"
-      printf '{"size":%s,"queue_pairs":%s,"operation":"%s","run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-        "$size" "$qps" "$op" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
+      printf '{"size":%s,"queue_pairs":%s,"operation":"%s","connection":"%s","run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+        "$size" "$qps" "$op" "$conn" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
     done
     ob=$(cut -d' ' -f1 "$work/ours.txt" | median)
     orate=$(cut -d' ' -f2 "$work/ours.txt" | median)
@@ -173,8 +175,8 @@ if [[ " $sections " == *" bandwidth "* ]]; then
     prate=$(cut -d' ' -f2 "$work/perf.txt" | median)
     printf '%-8s %14.2f %14.2f %8.3f %12.4f %12.4f %8.3f\n' "$spec" "$ob" "$pb" "$(jq -n "$ob / $pb")" \
       "$orate" "$prate" "$(jq -n "$orate / $prate")"
-    printf '{"size":%s,"queue_pairs":%s,"operation":"%s","ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
-      "$size" "$qps" "$op" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
+    printf '{"size":%s,"queue_pairs":%s,"operation":"%s","connection":"%s","ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
+      "$size" "$qps" "$op" "$conn" "$ob" "$orate" "$pb" "$prate" >> "$work/bw_medians.jsonl"
   done
 fi
 if [[ " $sections " == *" latency "* ]]; then

@@ -123,6 +123,12 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --op atomic -a                  | -a has no sizes to sweep
 2 | send_bw     | 1.2.3.4 --atomic compare-swap           | --atomic chooses the atomic of --op atomic
 2 | send_bw     | 1.2.3.4 --op atomic -b                  | -b works with --op send
+2 | send_bw     | 1.2.3.4 -c UD -s 8192                   | -c UD: -s 8192 is above 4096, the largest MTU
+2 | send_bw     | 1.2.3.4 -c UD --lat                     | latency over datagrams is not implemented
+2 | send_bw     | 1.2.3.4 -c UD --op read                 | -c UD carries SEND only
+2 | send_bw     | 1.2.3.4 -c UD -b                        | -b needs -c RC
+2 | send_bw     | 1.2.3.4 -c UD -m 1024                   | UD datagrams go at the port's active MTU
+2 | send_bw     | 1.2.3.4 -c UC                           | --connection: UC not in
 2 | send_bw     | 1.2.3.4 --pin-core 1000                 | --pin-core 1000: this process may run on cores
 2 | send_bw     | -D 2 --interval 1                       | --interval is the client's
 2 | send_bw     | 1.2.3.4 -D 2 --interval 0               | --interval: Value 0

@@ -455,6 +455,25 @@ case_send_bw_ud() {
   mtu=$(jq .test.path.path_mtu "$T/client_sweep.out")
   expect_jq "[.rows[].bytes] == [range(1; 13) | pow(2; .) | select(. <= $mtu)]" client_sweep.out
   expect_jq '.test.completion == "events"' client_events.out
+  # Loss: the server stopped (SIGSTOP) for half a second of a timed run drops what its 512
+  # posted receives cannot hold; both sides count the same loss and the run still ends.
+  next_port
+  start server_lossy "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -c UD
+  wait_listening "$PORT"
+  start client_lossy "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s 64 -D 3 --json
+  sleep 1.5
+  kill -STOP "$PID_server_lossy"
+  sleep 0.5
+  kill -CONT "$PID_server_lossy"
+  finish client_lossy 30
+  expect_rc 0 "send_bw -c UD -D 3 with its server stopped for 0.5 s"
+  finish server_lossy 15
+  expect_rc 0 "send_bw -c UD server stopped for 0.5 s"
+  expect_jq '.rows[0].datagrams.lost > 0' client_lossy.out
+  expect_jq '.rows[0].datagrams.lost > 0 and .rows[0].iterations == .rows[0].datagrams.received' server_lossy.out
+  [[ $(jq -c .rows[0].datagrams "$T/client_lossy.out") == $(jq -c .rows[0].datagrams "$T/server_lossy.out") ]] ||
+    fail "the sides count the loss differently: $(jq -c .rows[0].datagrams "$T/client_lossy.out") vs $(jq -c .rows[0].datagrams "$T/server_lossy.out")"
+  note "server stopped 0.5 s of a 3 s run: $(jq -c .rows[0].datagrams "$T/client_lossy.out")"
   # One size above the MTU: refused before anything is sent.
   next_port
   run above_mtu 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s $((mtu * 2)) --json

@@ -51,6 +51,31 @@ TEST(BwOptions, AtomicsAreEightBytesOneWay) {
   EXPECT_THROW(validate_bw_atomics(kind_without_atomics, false, true), UsageError);
 }
 
+TEST(BwOptions, DatagramsAreOneWaySendBandwidthWithinAnMtu) {
+  auto ud = client();
+  ud.connection = "UD";
+  ud.size = 4096;
+  EXPECT_NO_THROW(validate_bw_options(ud, false, false));
+  EXPECT_TRUE(bw_settings(ud, CommonOptions{}, -1).datagram);
+  auto refused = [&](auto change) {
+    auto o = ud;
+    change(o);
+    EXPECT_THROW(validate_bw_options(o, false, false), UsageError);
+  };
+  refused([](BwOptions& o) { o.size = 4097; });
+  refused([](BwOptions& o) { o.test = bw::Test::latency; });
+  refused([](BwOptions& o) { o.operation = bw::Operation::write; });
+  refused([](BwOptions& o) { o.bidirectional = true; });
+  refused([](BwOptions& o) { o.mtu = 1024; });
+  auto sweep = ud;
+  sweep.sweep = true;  // cut at the device's MTU once it is known
+  EXPECT_NO_THROW(validate_bw_options(sweep, false, false));
+  BwOptions server;  // its -s is only a default
+  server.connection = "UD";
+  EXPECT_NO_THROW(validate_bw_options(server, false, false));
+  EXPECT_FALSE(bw_settings(client(), CommonOptions{}, -1).datagram);
+}
+
 TEST(BwOptions, SettingsCarryTheNewModes) {
   auto o = client();
   o.events = true;

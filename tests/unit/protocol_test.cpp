@@ -237,5 +237,74 @@ TEST(BwRefusal, CarriesAPrintableReason) {
   EXPECT_EQ(decode_refusal(answer), std::nullopt);
 }
 
+TEST(BwHello, DatagramsCarryOneWaySendBandwidthOnly) {
+  auto hello = plain_hello();
+  hello.datagram = true;
+  const auto bytes = encode(hello);
+  EXPECT_EQ(bytes[16], 2);
+  EXPECT_EQ(decode_hello(bytes), hello);
+  auto both = hello;
+  both.bidirectional = true;
+  EXPECT_EQ(encode(both)[16], 3);
+  EXPECT_THROW(decode_hello(encode(both)), ProtocolError);
+  auto latency = hello;
+  latency.test = bw::Test::latency;
+  EXPECT_THROW(decode_hello(encode(latency)), ProtocolError);
+  auto write = hello;
+  write.operation = Operation::write;
+  EXPECT_THROW(decode_hello(encode(write)), ProtocolError);
+}
+
+TEST(BwDatagramCounts, RoundTripInOneSmallDatagram) {
+  const DatagramCounts sent{.kind = DatagramCounts::Kind::sent,
+                            .rows = {{.size = 2, .count = 210}, {.size = 1024, .count = (1ull << 40) + 7}}};
+  const auto bytes = encode(sent);
+  EXPECT_EQ(bytes.size(), 8u + 2 * 12);
+  EXPECT_EQ(bytes[5], 4);  // its own kind of message: never read as a hello
+  EXPECT_EQ(bytes[6], 0);
+  EXPECT_EQ(bytes[7], 2);
+  EXPECT_EQ(bytes[11], 2);    // size 2, big-endian
+  EXPECT_EQ(bytes[19], 210);  // its count's low byte last
+  EXPECT_EQ(bytes[22], 4);    // size 1024
+  EXPECT_EQ(bytes[26], 1);    // 2^40
+  EXPECT_EQ(bytes[31], 7);
+  EXPECT_EQ(decode_datagram_counts(bytes), sent);
+  const DatagramCounts done{.kind = DatagramCounts::Kind::done, .rows = {}};
+  EXPECT_EQ(decode_datagram_counts(encode(done)), done);
+
+  DatagramCounts full{.kind = DatagramCounts::Kind::received, .rows = {}};
+  for (std::uint32_t i = 0; i < max_datagram_rows; ++i) full.rows.push_back({.size = i + 1, .count = i});
+  EXPECT_EQ(encode(full).size(), datagram_counts_max_size);
+  static_assert(datagram_counts_max_size <= 256, "the counts fit a datagram at the smallest MTU");
+  EXPECT_EQ(decode_datagram_counts(encode(full)), full);
+  full.rows.push_back({.size = 1000, .count = 1});
+  EXPECT_THROW(encode(full), ProtocolError);
+}
+
+TEST(BwDatagramCounts, RejectsWhatDoesNotAddUp) {
+  const DatagramCounts sent{.kind = DatagramCounts::Kind::sent, .rows = {{.size = 64, .count = 5}}};
+  const auto bytes = encode(sent);
+  EXPECT_THROW(decode_datagram_counts(std::span(bytes).first(bytes.size() - 1)), ProtocolError);
+  EXPECT_THROW(decode_datagram_counts(std::span(bytes).first(7)), ProtocolError);
+  auto unknown_kind = bytes;
+  unknown_kind[6] = 3;
+  EXPECT_THROW(decode_datagram_counts(unknown_kind), ProtocolError);
+  auto too_many = bytes;
+  too_many[7] = max_datagram_rows + 1;
+  EXPECT_THROW(decode_datagram_counts(too_many), ProtocolError);
+  auto zero_size = bytes;
+  zero_size[11] = 0;
+  EXPECT_THROW(decode_datagram_counts(zero_size), ProtocolError);
+  const DatagramCounts twice{.kind = DatagramCounts::Kind::sent,
+                             .rows = {{.size = 64, .count = 5}, {.size = 64, .count = 6}}};
+  EXPECT_THROW(decode_datagram_counts(encode(twice)), ProtocolError);
+  auto hello = encode(plain_hello());
+  EXPECT_THROW(decode_datagram_counts(hello), ProtocolError);
+  // What arrives in a receive buffer may run past the message: the count of rows decides.
+  std::vector<std::uint8_t> padded(bytes.begin(), bytes.end());
+  padded.resize(200, 0xff);
+  EXPECT_EQ(decode_datagram_counts(padded), sent);
+}
+
 }  // namespace
 }  // namespace rdmakit::bw

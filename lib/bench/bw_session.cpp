@@ -337,6 +337,51 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
   }
 }
 
+// One queue pair of the client: its buffers, its hello, its receives posted, connected, and
+// the server's buffer (or, for datagrams, the server's address) in its lane.
+Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest, std::uint16_t index,
+                  std::uint32_t receives, Report& report) {
+  // Datagrams: room for the counts at the end, and in front of what arrives the GRH.
+  const auto outgoing_size = s.datagram ? datagram_room(largest) : largest;
+  const auto incoming_size = s.datagram ? grh_bytes + datagram_room(largest) : largest;
+  auto& outgoing = endpoint.add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE);
+  auto& incoming = endpoint.add_buffer(incoming_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  const bw::Hello hello{.operation = s.operation,
+                        .test = s.test,
+                        .max_size = largest,
+                        .depth = s.depth,
+                        .bidirectional = s.bidirectional,
+                        .datagram = s.datagram,
+                        .path_mtu = static_cast<std::uint8_t>(s.mtu.value_or(static_cast<ibv_mtu>(0))),
+                        .queue_pairs = s.queue_pairs,
+                        .queue_pair_index = index,
+                        .reply_address = incoming.address(),
+                        .reply_rkey = incoming.rkey(),
+                        .reply_length = largest};
+  const auto hello_bytes = bw::encode(hello);
+  endpoint.set_private_data({hello_bytes.begin(), hello_bytes.end()});
+  Lane lane{.qp = endpoint.queue_pair(),
+            .cq = endpoint.completion_queue(),
+            .local_address = outgoing.address(),
+            .lkey = outgoing.lkey(),
+            .receive_address = incoming.address(),
+            .receive_lkey = incoming.lkey(),
+            .receive_length = incoming_size,
+            .peer = {}};
+  post_receives(lane, receives);  // before connecting: the server may answer at once
+  endpoint.connect(report);
+  if (const auto peer = endpoint.datagram_peer()) {
+    lane.peer = {.ah = peer->ah, .qp_num = peer->qp_num, .qkey = peer->qkey};
+  }
+  const auto answer = bw::decode_answer(endpoint.peer_private_data());
+  if (answer.length < largest) {
+    throw ProtocolError(fmt::format("the server's buffer holds {} bytes, {} needed", answer.length, largest));
+  }
+  lane.remote_address = answer.address;
+  lane.rkey = answer.rkey;
+  return lane;
+}
+
 }  // namespace
 
 void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
@@ -369,46 +414,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
     auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
     if (index == 0 && datagram_sweep) sizes = datagram_sizes(sizes, *endpoint);
-    const auto largest = sizes.back();
-    // Datagrams: room for the counts at the end, and in front of what arrives the GRH.
-    const auto outgoing_size = s.datagram ? datagram_room(largest) : largest;
-    const auto incoming_size = s.datagram ? grh_bytes + datagram_room(largest) : largest;
-    auto& outgoing = endpoint->add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE);
-    auto& incoming = endpoint->add_buffer(incoming_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-    const bw::Hello hello{.operation = s.operation,
-                          .test = s.test,
-                          .max_size = largest,
-                          .depth = s.depth,
-                          .bidirectional = s.bidirectional,
-                          .datagram = s.datagram,
-                          .path_mtu = static_cast<std::uint8_t>(s.mtu.value_or(static_cast<ibv_mtu>(0))),
-                          .queue_pairs = s.queue_pairs,
-                          .queue_pair_index = index,
-                          .reply_address = incoming.address(),
-                          .reply_rkey = incoming.rkey(),
-                          .reply_length = largest};
-    const auto hello_bytes = bw::encode(hello);
-    endpoint->set_private_data({hello_bytes.begin(), hello_bytes.end()});
-    Lane lane{.qp = endpoint->queue_pair(),
-              .cq = endpoint->completion_queue(),
-              .local_address = outgoing.address(),
-              .lkey = outgoing.lkey(),
-              .receive_address = incoming.address(),
-              .receive_lkey = incoming.lkey(),
-              .receive_length = incoming_size,
-              .peer = {}};
-    post_receives(lane, options.recv_depth);  // before connecting: the server may answer at once
-    endpoint->connect(report);
-    if (const auto peer = endpoint->datagram_peer()) {
-      lane.peer = {.ah = peer->ah, .qp_num = peer->qp_num, .qkey = peer->qkey};
-    }
-    const auto answer = bw::decode_answer(endpoint->peer_private_data());
-    if (answer.length < largest) {
-      throw ProtocolError(fmt::format("the server's buffer holds {} bytes, {} needed", answer.length, largest));
-    }
-    lane.remote_address = answer.address;
-    lane.rkey = answer.rkey;
-    lanes.push_back(lane);
+    lanes.push_back(connect_lane(*endpoint, s, sizes.back(), index, options.recv_depth, report));
     endpoints.push_back(std::move(endpoint));
   }
   report.local_address = endpoints.front()->local_address();

@@ -187,56 +187,65 @@ CmTransition Endpoint::apply(const rdma_cm_event& event) {
   return advance(state_, event);
 }
 
+// The connection request failed: the error of the failing call, with the peer's reason.
+void Endpoint::fail_establishment(const rdma_cm_event& event, const CmTransition& transition, const std::string& step) {
+  const auto peer = peer_address();
+  const auto status = event.status;
+  // REJECTED carries the CM reject reason (IB spec: 8 invalid service ID, i.e. nobody
+  // listens; 10 stale connection; 28 consumer reject) rather than an errno.
+  auto reason = transition.reason;
+  // A SIDR reject (datagrams) arrives as UNREACHABLE, with the server's private data.
+  const auto kind = classify(event.event);
+  if (kind == CmEvent::rejected || (options_.datagram && kind == CmEvent::unreachable)) {
+    if (options_.explain_rejection && event.param.conn.private_data != nullptr) {
+      const auto* bytes = static_cast<const std::uint8_t*>(event.param.conn.private_data);
+      options_.explain_rejection({bytes, event.param.conn.private_data_len});
+    }
+    reason += fmt::format(", {} {}", kind == CmEvent::rejected ? "reject reason" : "SIDR status", status);
+  }
+  // The active side names the peer's host, so that the hint and --diagnose can ask
+  // diag-connect about it.
+  const bool active = step == "connect";
+  const auto host = active ? address_of(rdma_get_peer_addr(id_.get())).host_string() : std::string();
+  constexpr int sidr_no_such_service = 1;  // a SIDR status, not an errno
+  if (kind == CmEvent::unreachable && options_.datagram && active && status == sidr_no_such_service) {
+    throw RdmaError("rdma_connect",
+                    fmt::format("{}: {} (SIDR status {}: nothing listens there in rdma_cm's UDP port space)", peer,
+                                transition.reason, status),
+                    ECONNREFUSED, host);
+  }
+  throw event_failure(event, active ? "rdma_connect" : "rdma_accept", peer + ": " + reason, host);
+}
+
+// What the peer's accept (or a SIDR reply) carries: its private data, and for datagrams
+// the peer's path, QP number and Q_Key.
+void Endpoint::take_reply(const rdma_cm_event& event) {
+  if (options_.datagram) {
+    auto path = event.param.ud.ah_attr;
+    peer_ah_ = std::make_unique<AddressHandle>(pd_->get(), path);
+    peer_qp_num_ = event.param.ud.qp_num;
+    peer_qkey_ = event.param.ud.qkey;
+  }
+  // A UD event's parameters start like a connection's: the private data first.
+  if (event.param.conn.private_data != nullptr) {
+    const auto* bytes = static_cast<const std::uint8_t*>(event.param.conn.private_data);
+    peer_private_data_.assign(bytes, bytes + event.param.conn.private_data_len);
+  }
+}
+
 void Endpoint::await_established(const std::string& step, Report& report, Clock::time_point started) {
   const auto peer = peer_address();
   for (;;) {
     auto event = next_cm_event(*channel_, deadline(), options_.limits.stop_fd, "connection establishment with " + peer);
-    const auto status = event->status;
     const auto transition = apply(*event);
     switch (transition.action) {
-      case CmAction::fail: {
-        // REJECTED carries the CM reject reason (IB spec: 8 invalid service ID, i.e. nobody
-        // listens; 10 stale connection; 28 consumer reject) rather than an errno.
-        auto reason = transition.reason;
-        // A SIDR reject (datagrams) arrives as UNREACHABLE, with the server's private data.
-        const auto kind = classify(event->event);
-        if (kind == CmEvent::rejected || (options_.datagram && kind == CmEvent::unreachable)) {
-          if (options_.explain_rejection && event->param.conn.private_data != nullptr) {
-            const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
-            options_.explain_rejection({bytes, event->param.conn.private_data_len});
-          }
-          reason += fmt::format(", {} {}", kind == CmEvent::rejected ? "reject reason" : "SIDR status", status);
-        }
-        // The active side names the peer's host, so that the hint and --diagnose can ask
-        // diag-connect about it.
-        const bool active = step == "connect";
-        if (kind == CmEvent::unreachable && options_.datagram && active && status > 0) {
-          // A SIDR status, not an errno: 1 is "no such service", nobody listening there.
-          throw RdmaError("rdma_connect",
-                          fmt::format("{}: {} (status {}: nothing listens there in rdma_cm's UDP port space)", peer,
-                                      transition.reason, status),
-                          ECONNREFUSED, address_of(rdma_get_peer_addr(id_.get())).host_string());
-        }
-        throw event_failure(*event, active ? "rdma_connect" : "rdma_accept", peer + ": " + reason,
-                            active ? address_of(rdma_get_peer_addr(id_.get())).host_string() : std::string());
-      }
+      case CmAction::fail: fail_establishment(*event, transition, step);
       case CmAction::establish:
         ready_own_qp();
         check_errno(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
-        if (options_.datagram) {
-          // SIDR's reply: the peer's path, QP number and Q_Key.
-          auto path = event->param.ud.ah_attr;
-          peer_ah_ = std::make_unique<AddressHandle>(pd_->get(), path);
-          peer_qp_num_ = event->param.ud.qp_num;
-          peer_qkey_ = event->param.ud.qkey;
-        }
-        // A UD event's parameters start like a connection's: the private data first.
-        if (event->param.conn.private_data != nullptr) {
-          const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
-          peer_private_data_.assign(bytes, bytes + event->param.conn.private_data_len);
-        }
+        take_reply(*event);
         report.add_timing(step, elapsed_ms(started));
         return;
       default: break;

@@ -133,6 +133,9 @@ class Endpoint {
   void move_qp_to(ibv_qp_state target);
   void ready_own_qp();
   void await_established(const std::string& step, Report& report, Clock::time_point started);
+  [[noreturn]] void fail_establishment(const rdma_cm_event& event, const CmTransition& transition,
+                                       const std::string& step);
+  void take_reply(const rdma_cm_event& event);
   // Applies one CM event; returns the transition taken.
   CmTransition apply(const rdma_cm_event& event);
   rdma_conn_param connection_parameters() const;

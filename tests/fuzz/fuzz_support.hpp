@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/core/error.hpp"
+
 // abort() rather than an exception: a target must never be able to swallow its own
 // verdict, and libFuzzer saves the input for any deadly signal.
 #define FUZZ_CHECK(condition)                                                                  \
@@ -35,6 +37,18 @@ inline std::vector<std::string> split_lines(std::string_view text, std::size_t m
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
   }
   return lines;
+}
+
+// Whether `decode` takes its input: true unless it throws ProtocolError (anything else
+// escapes, and libFuzzer reports it).
+template <class Decode>
+bool accepts(Decode&& decode) {
+  try {
+    decode();
+    return true;
+  } catch (const ProtocolError&) {
+    return false;
+  }
 }
 
 }  // namespace rdmakit::fuzz

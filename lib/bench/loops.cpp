@@ -15,6 +15,7 @@
 
 #include "lib/bench/loop_support.hpp"
 #include "lib/core/error.hpp"
+#include "lib/core/tick_clock.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/rdma/work_request.hpp"
@@ -419,9 +420,9 @@ class PingClient {
     if (s_.operation == bw::Operation::write) last_byte(lane_.receive_address, size_) = 0;
   }
 
-  // One exchange; returns its duration.
-  std::chrono::nanoseconds exchange() {
-    const auto started = Clock::now();
+  // One exchange; returns its duration in ticks (lib/core/tick_clock).
+  std::uint64_t exchange() {
+    const auto started = ticks_now();
     switch (s_.operation) {
       case bw::Operation::send:
         poster_.post_from(lane_.local_address, lane_.lkey, size_, 0, 0, false);
@@ -434,14 +435,16 @@ class PingClient {
       case bw::Operation::write: return exchange_write(started);
       case bw::Operation::atomic: return exchange_atomic(started);
     }
-    return Clock::now() - started;
+    return ticks_now() - started;
   }
 
  private:
-  // Polls until `done` says the awaited completion arrived and returns when it was seen;
-  // reposting receives and bookkeeping come after that instant. Bounded by the timeout.
+  // Polls until `done` says the awaited completion arrived and returns when it was seen
+  // (ticks); reposting receives and bookkeeping come after that instant. Bounded by the
+  // timeout, counted from the first idle check after the last arrival: the clock is read
+  // only there, off the measured path.
   template <class Done>
-  Clock::time_point await(Done done, const char* awaiting) {
+  std::uint64_t await(Done done, const char* awaiting) {
     for (;;) {
       const int got = poll_lane(lane_, wcs_);
       if (got > 0) {
@@ -451,14 +454,18 @@ class PingClient {
           if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
           arrived = done(wc) || arrived;
         }
-        const auto seen = Clock::now();
+        const auto seen = ticks_now();
         settle(got);
         if (arrived) {
-          last_progress_ = seen;
+          progressed_ = true;
           return seen;
         }
       } else if (spin_.due()) {
-        if (Clock::now() - last_progress_ > s_.limits.timeout) {
+        const auto now = Clock::now();
+        if (progressed_) {
+          last_progress_ = now;
+          progressed_ = false;
+        } else if (now - last_progress_ > s_.limits.timeout) {
           throw RunStopped(StopReason::timed_out,
                            fmt::format("no {} for {} ms at {} bytes", awaiting, s_.limits.timeout.count(), size_));
         }
@@ -491,22 +498,23 @@ class PingClient {
     settle(got);
   }
 
-  std::chrono::nanoseconds exchange_write(Clock::time_point started) {
+  std::uint64_t exchange_write(std::uint64_t started) {
     tag_ = static_cast<std::uint8_t>(tag_ % 255 + 1);  // 1..255: never the 0 both sides start from
     last_byte(lane_.local_address, size_) = tag_;
     poster_.post_from(lane_.local_address, lane_.lkey, size_, lane_.remote_address, lane_.rkey, false);
     const auto& answer = last_byte(lane_.receive_address, size_);
+    watch_started_.reset();
     while (answer != tag_) {
-      if (spin_.due()) watch_write(started);
+      if (spin_.due()) watch_write();
     }
-    const auto took = Clock::now() - started;
+    const auto took = ticks_now() - started;
     // Untimed: reap our signalled writes (and see their errors) before the queue fills.
     while (poster_.backlog()) await([](const ibv_wc& wc) { return !is_receive(wc); }, "write completion");
     return took;
   }
 
   // One atomic on the counter; what it fetched must be what the counter held.
-  std::chrono::nanoseconds exchange_atomic(Clock::time_point started) {
+  std::uint64_t exchange_atomic(std::uint64_t started) {
     auto& count = s_.atomics->done.front();
     poster_.post_from(lane_.local_address, lane_.lkey, bw::atomic_size, lane_.remote_address, lane_.rkey, true, count);
     const auto took =
@@ -522,9 +530,11 @@ class PingClient {
     return took;
   }
 
-  void watch_write(Clock::time_point started) {
+  void watch_write() {
     reap();
-    if (Clock::now() - started > s_.limits.timeout) {
+    const auto now = Clock::now();
+    if (!watch_started_) watch_started_ = now;
+    if (now - *watch_started_ > s_.limits.timeout) {
       throw RunStopped(StopReason::timed_out,
                        fmt::format("no answering write for {} ms at {} bytes", s_.limits.timeout.count(), size_));
     }
@@ -539,7 +549,9 @@ class PingClient {
   std::string where_;
   std::array<ibv_wc, poll_batch> wcs_{};
   Clock::time_point last_progress_ = Clock::now();
-  std::uint8_t tag_ = 0;  // write: the last byte of the latest message
+  bool progressed_ = false;                         // an arrival since the last idle check
+  std::optional<Clock::time_point> watch_started_;  // write: the first idle check of this exchange
+  std::uint8_t tag_ = 0;                            // write: the last byte of the latest message
 };
 
 // The server side of ping(): answers each message as it arrives.
@@ -624,8 +636,10 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
           std::vector<LatencyRow>& rows) {
   // Each size appends one row, so the count of rows numbers the sizes of a sweep.
   PingClient client(s, size, static_cast<std::uint32_t>(rows.size() + 1));
+  TickCalibration calibration;  // over the announcement and the warm-up, 10 ms at least
   client.announce_size();
   for (std::uint64_t i = 0; i < warmup; ++i) client.exchange();
+  calibration.finish(std::chrono::milliseconds(10));
   LatencyRecorder recorder;
   auto row = [&] {
     return LatencyRow{.size = size,
@@ -636,11 +650,11 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   const bool halve = s.operation == bw::Operation::send || s.operation == bw::Operation::write;
   // Beyond a million samples the recorder grows (rarely, doubling) rather than reserve gigabytes.
   recorder.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(budget.iterations, std::uint64_t{1} << 20)));
-  const auto ends = Clock::now() + budget.duration.value_or(std::chrono::nanoseconds::zero());
+  const auto ends = ticks_now() + calibration.ticks(budget.duration.value_or(std::chrono::nanoseconds::zero()));
   try {
-    for (std::uint64_t i = 0; budget.duration ? Clock::now() < ends : i < budget.iterations; ++i) {
+    for (std::uint64_t i = 0; budget.duration ? ticks_now() < ends : i < budget.iterations; ++i) {
       const auto took = client.exchange();
-      recorder.add(halve ? took / 2 : took);
+      recorder.add(calibration.duration(halve ? took / 2 : took));
     }
   } catch (...) {
     if (recorder.count() > 0) rows.push_back(row());

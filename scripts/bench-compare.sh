@@ -15,7 +15,8 @@
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
 # SECTIONS="bandwidth latency events" (the default): the parts to run; BW_SPECS and
-# LAT_SPECS: the rows of the first two (default "64 4096 65536 65536x4 atomic ud64" and "2 atomic").
+# LAT_SPECS: the rows of the first two (default "64 4096 65536 65536x4 atomic ud64" and "2 atomic
+# ud2"; udSIZE: -c UD).
 # BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
 # from DIR (another build, e.g. of the commit before a change), run the same way, interleaved;
 # the JSON's perftest_* and "perftest" fields then hold the base build's figures.
@@ -107,7 +108,7 @@ perftest() {
 # ours_lat SIZE [OP]: median, average and p99 latency (us) of one send_bw --lat run; the
 # client tells the server it is a latency test.
 ours_lat() {
-  ours_run --lat -s "$1" -n "$lat_iters" --op "${2:-send}"
+  ours_run --lat -s "$1" -n "$lat_iters" --op "${2:-send}" -c "${conn:-RC}"
   # Slurped: a client that printed nothing fails here too.
   jq -ers '.[0].rows[0] | [.t_median_us, .t_avg_us, .t_p99_us] | select(all(type == "number")) | map(tostring)
     | join(" ")' "$work/client.json" ||
@@ -125,7 +126,7 @@ perftest_lat() {
   if [[ ${2:-send} == atomic ]]; then
     perftest_run ib_atomic_lat -n "$lat_iters"
   else
-    perftest_run ib_send_lat -s "$1" -n "$lat_iters"
+    perftest_run ib_send_lat -s "$1" -n "$lat_iters" -c "${conn:-RC}"
   fi
   awk -v size="$1" '/t_typical/ { header = 1; next }
     header && $1 == size && NF >= 9 { print $5, $6, $8; found = 1; exit }
@@ -183,9 +184,10 @@ if [[ " $sections " == *" latency "* ]]; then
   echo
   printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
   # 2-byte SEND against ib_send_lat, and an 8-byte fetch-and-add against ib_atomic_lat.
-  for spec in ${LAT_SPECS:-2 atomic}; do
-    size=$spec op=send
+  for spec in ${LAT_SPECS:-2 atomic ud2}; do
+    size=$spec op=send conn=RC
     [[ $spec == atomic ]] && size=8 op=atomic
+    [[ $spec == ud* ]] && size=${spec#ud} conn=UD
     : > "$work/ours_lat.txt"
     : > "$work/perf_lat.txt"
     for run in $(seq "$runs"); do
@@ -198,8 +200,8 @@ if [[ " $sections " == *" latency "* ]]; then
       echo "$result" >> "$work/perf_lat.txt"
       read -r ptyp pavg pp99 <<< "$result"
       {
-        printf '{"run":%s,"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$run" "$size" "$op" \
-          "$omed" "$oavg" "$op99"
+        printf '{"run":%s,"size":%s,"operation":"%s","connection":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' \
+          "$run" "$size" "$op" "$conn" "$omed" "$oavg" "$op99"
         printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
       } >> "$work/lat_runs.jsonl"
     done
@@ -211,7 +213,8 @@ if [[ " $sections " == *" latency "* ]]; then
     pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
     printf '%-8s %16.2f %16.2f %8.3f\n' "$spec" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
     {
-      printf '{"size":%s,"operation":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$op" "$omed" "$oavg" "$op99"
+      printf '{"size":%s,"operation":"%s","connection":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$op" \
+        "$conn" "$omed" "$oavg" "$op99"
       printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
     } >> "$work/lat_medians.jsonl"
   done

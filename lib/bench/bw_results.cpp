@@ -148,8 +148,12 @@ std::string datagrams_text(const BwResults& results) {
   std::string text;
   for (const auto& loss : results.datagrams) {
     const double share = loss.sent > 0 ? 100.0 * static_cast<double>(loss.lost()) / static_cast<double>(loss.sent) : 0;
-    text += fmt::format(" {:>10} datagrams: {} sent, {} received, {} lost ({:.2f}%)\n", loss.size, loss.sent,
+    text += fmt::format(" {:>10} datagrams: {} sent, {} received, {} lost ({:.2f}%)", loss.size, loss.sent,
                         loss.received, loss.lost(), share);
+    for (const auto& row : results.latency) {
+      if (row.size == loss.size) text += fmt::format("; {} measured pings unanswered", row.unanswered);
+    }
+    text += "\n";
   }
   return text;
 }
@@ -184,12 +188,21 @@ void BwResults::add_to(nlohmann::json& document) const {
   for (std::size_t i = 0; i < row_cpu.size() && i < rows.size(); ++i) {
     rows[i]["cpu"] = cpu_json(row_cpu[i], row_at(*this, i).second);
   }
+  // -c UD: each row's datagrams (a latency row's pings, and those of its measured pings
+  // whose answer never came); a server without rows lists them on their own.
+  nlohmann::json losses = nlohmann::json::array();
   for (const auto& loss : datagrams) {
     nlohmann::json counts = {{"sent", loss.sent}, {"received", loss.received}, {"lost", loss.lost()}};
     for (auto& row : rows) {
       if (row["bytes"] == loss.size) row["datagrams"] = counts;
     }
+    counts["bytes"] = loss.size;
+    losses.push_back(std::move(counts));
   }
+  for (std::size_t i = 0; i < latency.size() && !datagrams.empty(); ++i) {
+    rows[i]["datagrams"]["unanswered"] = latency[i].unanswered;
+  }
+  if (!datagrams.empty() && rows.empty()) document["datagrams"] = std::move(losses);
   document["test"] = test;
   document["rows"] = std::move(rows);
   if (!intervals.empty()) document["intervals"] = intervals_json(*this);
@@ -198,7 +211,7 @@ void BwResults::add_to(nlohmann::json& document) const {
 
 std::string BwResults::text() const {
   if (persistent) return fmt::format("served {} clients\n", clients.size());
-  if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered);
+  if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered) + datagrams_text(*this);
   auto text = latency.empty() ? table(bandwidth, gbits) : table(latency);
   return text + datagrams_text(*this) + intervals_text(*this) + cpu_text(*this) + counters_text(*this);
 }

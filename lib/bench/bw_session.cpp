@@ -295,7 +295,8 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
                                 .limits = s.limits,
                                 .histogram = s.histogram,
                                 .events = s.events,
-                                .atomics = counters};
+                                .atomics = counters,
+                                .datagrams_sent = s.datagram ? &sent.front() : nullptr};
     for (const auto size : sizes) {
       const RowWatch watch(s, first, results);
       ping(settings, size, s.budget, s.warmup, results.latency);
@@ -496,24 +497,39 @@ void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   results.refused.push_back({.peer = request.peer_address(), .reason = reason});
 }
 
-// -c UD: takes the client's datagrams until every lane's stream has ended (or nothing came
-// for the timeout), then answers the end of each stream with what arrived.
-void serve_datagrams(const std::vector<Lane>& lanes, const std::vector<std::unique_ptr<Endpoint>>& endpoints,
-                     const BwSettings& s, BwResults& results) {
+// -c UD: takes the client's datagrams (bandwidth) or answers its pings (latency) until
+// every lane's stream has ended (or nothing came for the timeout), then answers the end of
+// each stream with what arrived.
+void serve_datagrams(const bw::Hello& first, const std::vector<Lane>& lanes,
+                     const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
   std::vector<DatagramTally> tallies(lanes.size());
-  sink(SinkSettings{.lanes = lanes,
-                    .depth = s.depth,
-                    .reflect = false,
-                    .max_inline_data = endpoints.front()->max_inline_data(),
-                    .limits = s.limits,
-                    .connected = [] { return true; },  // nothing tells: the end of the stream, or silence
-                    .silence = s.limits.timeout,
-                    .events = s.events,
-                    .datagrams = &tallies},
-       results.bandwidth);
   std::vector<DatagramReturn> returns;
   for (const auto& endpoint : endpoints) {
     returns.push_back({.pd = endpoint->protection_domain(), .port = endpoint->port_num()});
+  }
+  // Nothing tells that the client went away but the end of the stream, or silence.
+  const auto still_there = [] { return true; };
+  if (first.test == bw::Test::latency) {
+    results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
+                                                   .operation = first.operation,
+                                                   .max_inline_data = endpoints.front()->max_inline_data(),
+                                                   .limits = s.limits,
+                                                   .connected = still_there,
+                                                   .silence = s.limits.timeout,
+                                                   .events = s.events,
+                                                   .datagram = &tallies.front(),
+                                                   .reply_from = returns.front()});
+  } else {
+    sink(SinkSettings{.lanes = lanes,
+                      .depth = s.depth,
+                      .reflect = false,
+                      .max_inline_data = endpoints.front()->max_inline_data(),
+                      .limits = s.limits,
+                      .connected = still_there,
+                      .silence = s.limits.timeout,
+                      .events = s.events,
+                      .datagrams = &tallies},
+         results.bandwidth);
   }
   results.datagrams = answer_datagram_counts(lanes, returns, tallies, s.limits);
 }
@@ -523,7 +539,7 @@ void serve_datagrams(const std::vector<Lane>& lanes, const std::vector<std::uniq
 void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                 const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
   if (first.datagram) {
-    serve_datagrams(lanes, endpoints, s, results);
+    serve_datagrams(first, lanes, endpoints, s, results);
     return;
   }
   auto connected = [&] {
@@ -536,7 +552,9 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                                                    .limits = s.limits,
                                                    .connected = connected,
                                                    .silence = client_silence(s),
-                                                   .events = s.events});
+                                                   .events = s.events,
+                                                   .datagram = nullptr,
+                                                   .reply_from = {}});
   } else {
     sink(SinkSettings{.lanes = lanes,
                       .depth = s.depth,
@@ -552,8 +570,8 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
 
 // A connection's lane and the answer that tells the client of its buffer: one zeroed
 // buffer (an atomics client's counter starts at 0) that takes the messages and is written
-// or read; for datagrams (the message and its GRH in the buffer), another for the counts at
-// the end of the stream.
+// or read; for datagrams (the message and its GRH in the buffer), another for what it
+// sends: latency answers and the counts at the end of the stream.
 struct ServerLane {
   Lane lane;
   bw::Answer answer;
@@ -564,7 +582,7 @@ ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
   auto& buffer = endpoint.add_buffer(
       size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access);
   const auto& outgoing =
-      hello.datagram ? endpoint.add_buffer(bw::datagram_counts_max_size, IBV_ACCESS_LOCAL_WRITE) : buffer;
+      hello.datagram ? endpoint.add_buffer(datagram_room(hello.max_size), IBV_ACCESS_LOCAL_WRITE) : buffer;
   return {.lane = {.qp = endpoint.queue_pair(),
                    .cq = endpoint.completion_queue(),
                    .local_address = outgoing.address(),

@@ -110,14 +110,6 @@ class ControlChannel {
   std::deque<ControlArrival> arrived_;
 };
 
-// The Q_Key of the lane's own QP: rdma_cm gives both sides of its UDP port space the same.
-std::uint32_t own_qkey(const Lane& lane) {
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  check_returned(ibv_query_qp(lane.qp, &attributes, IBV_QP_QKEY, &init), "ibv_query_qp", "Q_Key");
-  return attributes.qkey;
-}
-
 // What the server heard from a lane's client; ProtocolError unless it is the counts sent.
 bw::DatagramCounts expect_sent(const bw::DatagramCounts& counts, std::size_t lane) {
   if (counts.kind != bw::DatagramCounts::Kind::sent) {
@@ -127,6 +119,15 @@ bw::DatagramCounts expect_sent(const bw::DatagramCounts& counts, std::size_t lan
 }
 
 }  // namespace
+
+DatagramAddress reply_address(const Lane& lane, const DatagramReturn& from, const ibv_wc& completion,
+                              const ibv_grh& grh, std::unique_ptr<AddressHandle>& handle) {
+  handle = std::make_unique<AddressHandle>(from.pd, completion, &grh, from.port);
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  check_returned(ibv_query_qp(lane.qp, &attributes, IBV_QP_QKEY, &init), "ibv_query_qp", "Q_Key");
+  return {.ah = handle->get(), .qp_num = completion.src_qp, .qkey = attributes.qkey};
+}
 
 void add_losses(std::vector<DatagramLoss>& losses, const std::vector<bw::SizeCount>& sent,
                 const std::vector<bw::SizeCount>& received) {
@@ -190,9 +191,8 @@ std::vector<DatagramLoss> answer_datagram_counts(const std::vector<Lane>& lanes,
     if (!tally.end) throw ProtocolError(fmt::format("queue pair {}: the datagram stream did not end", l));
     const auto sent = expect_sent(bw::decode_datagram_counts(*tally.end), l);
     add_losses(losses, sent.rows, tally.received);
-    handles.push_back(
-        std::make_unique<AddressHandle>(returns[l].pd, tally.end_completion, &tally.end_grh, returns[l].port));
-    clients.push_back({.ah = handles.back()->get(), .qp_num = tally.end_completion.src_qp, .qkey = own_qkey(lanes[l])});
+    handles.emplace_back();
+    clients.push_back(reply_address(lanes[l], returns[l], tally.end_completion, tally.end_grh, handles.back()));
     answers.push_back({.kind = bw::DatagramCounts::Kind::received, .rows = tally.received});
     channels.emplace_back(lanes[l], limits);
     channels.back().send(answers.back(), clients.back());

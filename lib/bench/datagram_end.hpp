@@ -7,10 +7,12 @@
 // each gives up within the run's timeout. Both sides then know what was lost.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "lib/bench/loops.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/rdma/verbs.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
@@ -36,12 +38,11 @@ std::vector<DatagramLoss> exchange_datagram_counts(const std::vector<Lane>& lane
                                                    const std::vector<std::vector<bw::SizeCount>>& sent,
                                                    const RunLimits& limits);
 
-// Where the server's answer to a lane's client goes from: the lane's protection domain and
-// port, for the address handle made from the client's datagram.
-struct DatagramReturn {
-  ibv_pd* pd = nullptr;
-  std::uint8_t port = 1;
-};
+// The way back to the sender of a datagram that arrived on `lane` (`completion`, and the
+// GRH in front of it): its address handle, kept in `handle`, its QP number, and the Q_Key,
+// which rdma_cm gives both sides of its UDP port space alike.
+DatagramAddress reply_address(const Lane& lane, const DatagramReturn& from, const ibv_wc& completion,
+                              const ibv_grh& grh, std::unique_ptr<AddressHandle>& handle);
 
 // The server, once sink() has taken every lane's end-of-stream message: answers each, then
 // answers repeats until every client said done or nothing came for a while; returns the

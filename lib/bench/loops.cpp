@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loop_support.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/tick_clock.hpp"
@@ -333,13 +334,25 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
 namespace {
 
 // The control message of the latency test: a zero-length SEND with the size as immediate.
-void post_size(const Lane& lane, std::uint32_t size) {
+// `to`: a datagram's destination (-c UD).
+void post_size(const Lane& lane, std::uint32_t size, const DatagramAddress* to = nullptr) {
   ibv_send_wr wr{};  // no scatter/gather entry: nothing but the immediate
   wr.wr_id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = 0}.encode();
   wr.opcode = IBV_WR_SEND_WITH_IMM;
   wr.imm_data = bw::encode_size_announcement(size);
   wr.send_flags = IBV_SEND_SIGNALED;
+  if (to != nullptr) address_datagram(*to, wr);
   post(lane.qp, &wr, 0);
+}
+
+// -c UD latency: a ping's tag, its immediate (network byte order), which the answer
+// carries back. The top bit tells it from a size announcement; the size's place in the
+// run and the ping's number tell a late answer from the one awaited.
+std::uint32_t ping_tag(std::uint32_t generation, std::uint32_t number) {
+  return htonl(0x80000000u | ((generation & 0x7fu) << 24) | (number & 0xffffffu));
+}
+bool is_ping_tag(std::uint32_t imm_data) {
+  return (ntohl(imm_data) & 0x80000000u) != 0;
 }
 
 volatile std::uint8_t& last_byte(std::uint64_t address, std::uint32_t size) {
@@ -359,8 +372,10 @@ class PingPoster {
         max_inline_data_(max_inline_data),
         sends_(generation) {}
   // `count`: atomics, what the counter holds before this operation.
-  void post_from(std::uint64_t address, std::uint32_t lkey, std::uint32_t size, std::uint64_t remote_address,
-                 std::uint32_t rkey, bool always_signal, std::uint64_t count = 0) {
+  // Returns when it posted (ticks, lib/core/tick_clock): the request is built by then, as
+  // perftest's are before it reads the clock.
+  std::uint64_t post_from(std::uint64_t address, std::uint32_t lkey, std::uint32_t size, std::uint64_t remote_address,
+                          std::uint32_t rkey, bool always_signal, std::uint64_t count = 0) {
     const WorkId id = sends_.next_id();
     const auto operands = is_atomic(opcode_) ? atomic_operands(opcode_, count) : AtomicOperands{0, 0};
     build_send(
@@ -373,7 +388,23 @@ class PingPoster {
                     .compare_add = operands.compare_add,
                     .swap = operands.swap},
         wr_, sge_);
+    const auto posted = ticks_now();
     post(lane_.qp, &wr_, size);
+    return posted;
+  }
+  // -c UD: a SEND with `imm` to `to`, of `size` bytes from the lane's buffer; returns when
+  // it posted, as post_from.
+  std::uint64_t post_datagram(std::uint32_t size, std::uint32_t imm, const DatagramAddress& to) {
+    build_send(SendRequest{.id = sends_.next_id(),
+                           .opcode = IBV_WR_SEND_WITH_IMM,
+                           .local = ibv_sge{.addr = lane_.local_address, .length = size, .lkey = lane_.lkey},
+                           .flags = send_flags(sends_.signalled(false), size <= max_inline_data_)},
+               wr_, sge_);
+    wr_.imm_data = imm;
+    address_datagram(to, wr_);
+    const auto posted = ticks_now();
+    post(lane_.qp, &wr_, size);
+    return posted;
   }
   // Records a completion of ours; the signalled ones free the send queue up to them.
   void reaped(const ibv_wc& wc) {
@@ -403,10 +434,15 @@ class PingClient {
         size_(size),
         poster_(s.lane, s.operation, s.atomics, s.max_inline_data, generation),
         spin_(s.limits.stop_fd, std::nullopt, ping_sleep_lane(s.events, s.operation, lane_)),
-        where_(fmt::format("at {} bytes", size)) {}
+        where_(fmt::format("at {} bytes", size)),
+        generation_(generation) {}
 
   // Announces the size and waits for the server's echo of it.
   void announce_size() {
+    if (lane_.peer.ah != nullptr) {
+      announce_datagram_size();
+      return;
+    }
     post_size(lane_, size_);
     await(
         [&](const ibv_wc& wc) {
@@ -420,31 +456,75 @@ class PingClient {
     if (s_.operation == bw::Operation::write) last_byte(lane_.receive_address, size_) = 0;
   }
 
-  // One exchange; returns its duration in ticks (lib/core/tick_clock).
-  std::uint64_t exchange() {
-    const auto started = ticks_now();
+  // One exchange; returns its duration in ticks (lib/core/tick_clock), none for a datagram
+  // ping that went unanswered.
+  std::optional<std::uint64_t> exchange() {
     switch (s_.operation) {
-      case bw::Operation::send:
-        poster_.post_from(lane_.local_address, lane_.lkey, size_, 0, 0, false);
-        return await(is_receive, "answer") - started;
-      case bw::Operation::read:
-        poster_.post_from(lane_.local_address, lane_.lkey, size_, lane_.remote_address, lane_.rkey, true);
-        return await([](const ibv_wc& wc) { return !is_receive(wc) && wc.opcode == IBV_WC_RDMA_READ; },
-                     "read completion") -
+      case bw::Operation::send: {
+        if (lane_.peer.ah != nullptr) return exchange_datagram();
+        const auto started = poster_.post_from(lane_.local_address, lane_.lkey, size_, 0, 0, false);
+        return *await(is_receive, "answer") - started;
+      }
+      case bw::Operation::read: {
+        const auto started =
+            poster_.post_from(lane_.local_address, lane_.lkey, size_, lane_.remote_address, lane_.rkey, true);
+        return *await([](const ibv_wc& wc) { return !is_receive(wc) && wc.opcode == IBV_WC_RDMA_READ; },
+                      "read completion") -
                started;
-      case bw::Operation::write: return exchange_write(started);
-      case bw::Operation::atomic: return exchange_atomic(started);
+      }
+      case bw::Operation::write: return exchange_write();
+      case bw::Operation::atomic: return exchange_atomic();
     }
-    return ticks_now() - started;
+    return 0;
   }
 
+  std::uint64_t pings_sent() const { return pings_sent_; }
+  std::uint64_t unanswered() const { return unanswered_; }
+
  private:
+  // -c UD: the announcement again every ping_loss_timeout until its echo comes (a datagram
+  // may be lost); a late echo of an earlier announcement, or answer, is passed over.
+  void announce_datagram_size() {
+    const auto deadline = Clock::now() + s_.limits.timeout;
+    for (;;) {
+      post_size(lane_, size_, &lane_.peer);
+      const auto echoed = [&](const ibv_wc& wc) {
+        return is_receive(wc) && (wc.wc_flags & IBV_WC_WITH_IMM) != 0 && !is_ping_tag(wc.imm_data) &&
+               ntohl(wc.imm_data) == size_;
+      };
+      if (await(echoed, "answer to the size announcement", ping_loss_timeout)) return;
+      if (Clock::now() > deadline) {
+        throw RunStopped(StopReason::timed_out, fmt::format("no answer to the {}-byte announcement for {} ms", size_,
+                                                            s_.limits.timeout.count()));
+      }
+    }
+  }
+
+  // -c UD: one tagged ping and its answer, if the answer comes within ping_loss_timeout.
+  std::optional<std::uint64_t> exchange_datagram() {
+    const auto tag = ping_tag(generation_, static_cast<std::uint32_t>(pings_sent_));
+    const auto started = poster_.post_datagram(size_, tag, lane_.peer);
+    ++pings_sent_;
+    const auto answered = [tag](const ibv_wc& wc) {
+      return is_receive(wc) && (wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == tag;
+    };
+    const auto seen = await(answered, "answer", ping_loss_timeout);
+    if (!seen) {
+      ++unanswered_;
+      return std::nullopt;
+    }
+    return *seen - started;
+  }
+
   // Polls until `done` says the awaited completion arrived and returns when it was seen
   // (ticks); reposting receives and bookkeeping come after that instant. Bounded by the
   // timeout, counted from the first idle check after the last arrival: the clock is read
   // only there, off the measured path.
+  // `give_up_after`: none when nothing came that long (at the idle checks' resolution).
   template <class Done>
-  std::uint64_t await(Done done, const char* awaiting) {
+  std::optional<std::uint64_t> await(Done done, const char* awaiting,
+                                     std::optional<std::chrono::milliseconds> give_up_after = std::nullopt) {
+    std::optional<Clock::time_point> waiting_since;
     for (;;) {
       const int got = poll_lane(lane_, wcs_);
       if (got > 0) {
@@ -462,6 +542,8 @@ class PingClient {
         }
       } else if (spin_.due()) {
         const auto now = Clock::now();
+        if (!waiting_since) waiting_since = now;
+        if (give_up_after && now - *waiting_since > *give_up_after) return std::nullopt;
         if (progressed_) {
           last_progress_ = now;
           progressed_ = false;
@@ -498,10 +580,11 @@ class PingClient {
     settle(got);
   }
 
-  std::uint64_t exchange_write(std::uint64_t started) {
+  std::uint64_t exchange_write() {
     tag_ = static_cast<std::uint8_t>(tag_ % 255 + 1);  // 1..255: never the 0 both sides start from
     last_byte(lane_.local_address, size_) = tag_;
-    poster_.post_from(lane_.local_address, lane_.lkey, size_, lane_.remote_address, lane_.rkey, false);
+    const auto started =
+        poster_.post_from(lane_.local_address, lane_.lkey, size_, lane_.remote_address, lane_.rkey, false);
     const auto& answer = last_byte(lane_.receive_address, size_);
     watch_started_.reset();
     while (answer != tag_) {
@@ -514,12 +597,13 @@ class PingClient {
   }
 
   // One atomic on the counter; what it fetched must be what the counter held.
-  std::uint64_t exchange_atomic(std::uint64_t started) {
+  std::uint64_t exchange_atomic() {
     auto& count = s_.atomics->done.front();
-    poster_.post_from(lane_.local_address, lane_.lkey, bw::atomic_size, lane_.remote_address, lane_.rkey, true, count);
+    const auto started = poster_.post_from(lane_.local_address, lane_.lkey, bw::atomic_size, lane_.remote_address,
+                                           lane_.rkey, true, count);
     const auto took =
-        await([](const ibv_wc& wc) { return wc.opcode == IBV_WC_FETCH_ADD || wc.opcode == IBV_WC_COMP_SWAP; },
-              "atomic completion") -
+        *await([](const ibv_wc& wc) { return wc.opcode == IBV_WC_FETCH_ADD || wc.opcode == IBV_WC_COMP_SWAP; },
+               "atomic completion") -
         started;
     const auto fetched = *reinterpret_cast<const volatile std::uint64_t*>(lane_.local_address);
     if (fetched != count) {
@@ -552,6 +636,9 @@ class PingClient {
   bool progressed_ = false;                         // an arrival since the last idle check
   std::optional<Clock::time_point> watch_started_;  // write: the first idle check of this exchange
   std::uint8_t tag_ = 0;                            // write: the last byte of the latest message
+  std::uint32_t generation_;
+  std::uint64_t pings_sent_ = 0;  // -c UD
+  std::uint64_t unanswered_ = 0;
 };
 
 // The server side of ping(): answers each message as it arrives.
@@ -599,12 +686,36 @@ class PingAnswerer {
     return true;
   }
 
+  // -c UD: one datagram. Announcements are echoed, pings answered with their tag, both to
+  // the sender of the first datagram; false for the client's end-of-stream message.
+  bool handle_datagram(const ibv_wc& wc) {
+    if (!client_) {
+      ibv_grh grh{};
+      std::memcpy(&grh, reinterpret_cast<const void*>(lane_.receive_address), sizeof grh);
+      client_ = reply_address(lane_, s_.reply_from, wc, grh, client_handle_);
+    }
+    const bool tagged = (wc.wc_flags & IBV_WC_WITH_IMM) != 0;
+    if (tagged && wc.imm_data != bw::datagram_end_imm() && !is_ping_tag(wc.imm_data)) {
+      size_ = bw::decode_size_announcement(wc.imm_data, lane_.receive_length - grh_bytes);
+      post_size(lane_, size_, &*client_);
+    } else if (const auto size = take_datagram(lane_, wc, *s_.datagram)) {
+      poster_.post_datagram(*size, tagged ? wc.imm_data : 0, *client_);
+      ++answered_;
+    } else {
+      post_receives(lane_, 1);  // for the client's later counts and done
+      return false;
+    }
+    post_receives(lane_, 1);
+    return true;
+  }
+
   // One completion; false when it says the client is gone.
   bool handle(const ibv_wc& wc) {
     if (wc.status == IBV_WC_WR_FLUSH_ERR) return false;
     if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
     poster_.reaped(wc);
     if (!is_receive(wc)) return true;
+    if (s_.datagram != nullptr) return handle_datagram(wc);
     if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) {
       size_ = bw::decode_size_announcement(wc.imm_data, lane_.receive_length);
       seen_ = 0;
@@ -628,6 +739,8 @@ class PingAnswerer {
   std::uint8_t seen_ = 0;   // write: the last tag answered
   std::uint64_t answered_ = 0;
   std::uint32_t polls_skipped_ = 0;
+  std::unique_ptr<AddressHandle> client_handle_;  // -c UD: the way back to the client
+  std::optional<DatagramAddress> client_;
 };
 
 }  // namespace
@@ -640,11 +753,14 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   client.announce_size();
   for (std::uint64_t i = 0; i < warmup; ++i) client.exchange();
   calibration.finish(std::chrono::milliseconds(10));
+  const auto unanswered_in_warmup = client.unanswered();
   LatencyRecorder recorder;
   auto row = [&] {
+    if (s.datagrams_sent != nullptr) s.datagrams_sent->push_back({.size = size, .count = client.pings_sent()});
     return LatencyRow{.size = size,
                       .summary = recorder.summary().value_or(LatencySummary{}),
-                      .histogram = s.histogram ? recorder.histogram() : std::vector<HistogramBucket>{}};
+                      .histogram = s.histogram ? recorder.histogram() : std::vector<HistogramBucket>{},
+                      .unanswered = client.unanswered() - unanswered_in_warmup};
   };
   // perftest's conventions: a READ's or an atomic's sample is the whole operation.
   const bool halve = s.operation == bw::Operation::send || s.operation == bw::Operation::write;
@@ -653,8 +769,7 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   const auto ends = ticks_now() + calibration.ticks(budget.duration.value_or(std::chrono::nanoseconds::zero()));
   try {
     for (std::uint64_t i = 0; budget.duration ? ticks_now() < ends : i < budget.iterations; ++i) {
-      const auto took = client.exchange();
-      recorder.add(calibration.duration(halve ? took / 2 : took));
+      if (const auto took = client.exchange()) recorder.add(calibration.duration(halve ? *took / 2 : *took));
     }
   } catch (...) {
     if (recorder.count() > 0) rows.push_back(row());

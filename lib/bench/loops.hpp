@@ -57,6 +57,13 @@ struct DatagramTally {
   ibv_grh end_grh{};
 };
 
+// Where a datagram server's answers go from: the lane's protection domain and port, for the
+// address handle made from the client's datagram.
+struct DatagramReturn {
+  ibv_pd* pd = nullptr;
+  std::uint8_t port = 1;
+};
+
 // --op atomic: which atomic, and each lane's counter on the server as the operations so far
 // leave it (each lane's own 8 bytes, from 0). Fetch-and-add adds 1; compare-and-swap swaps
 // the count it expects for one more, so either way the counter counts the operations, and a
@@ -142,12 +149,20 @@ struct PingSettings {
   bool events = false;     // send and read: sleep on the completion channel for each answer
   // --op atomic: required (one lane); each operation's fetched value is checked against it.
   AtomicCounters* atomics = nullptr;
+  // -c UD (the lane's peer has an address handle): each size's pings sent, warm-up
+  // included, appended here. A ping is a SEND with a tag as immediate that the server
+  // echoes; one unanswered for ping_loss_timeout is counted and the next one goes out.
+  std::vector<bw::SizeCount>* datagrams_sent = nullptr;
 };
+
+// -c UD latency: how long a ping waits for its answer before it counts as lost.
+inline constexpr auto ping_loss_timeout = std::chrono::milliseconds(200);
 
 struct LatencyRow {
   std::uint32_t size = 0;
   LatencySummary summary;
   std::vector<HistogramBucket> histogram;  // PingSettings::histogram only
+  std::uint64_t unanswered = 0;            // -c UD: pings whose answer did not come in time
 };
 
 // Appends the row for `size`; on an exception, the samples so far as a partial row.
@@ -162,6 +177,10 @@ struct AnswerSettings {
   std::function<bool()> connected;
   std::optional<std::chrono::milliseconds> silence;  // as SinkSettings::silence
   bool events = false;  // send and read: as PingSettings::events (write answers watch memory)
+  // -c UD: the pings counted per size; answering ends with the client's end-of-stream
+  // message (kept in the tally). The answers go to the address of the first datagram.
+  DatagramTally* datagram = nullptr;
+  DatagramReturn reply_from;
 };
 
 // The server side of ping(): answers until the client disconnects; returns how many

@@ -109,7 +109,7 @@ struct Hello {
   std::uint32_t depth = 0;     // receives the server keeps posted (send)
   bool bidirectional = false;  // the server sends back as much as it receives
   // -c UD: the connection is rdma_cm's UDP port space (SIDR), the messages datagrams; send
-  // bandwidth only, and the end of the stream is the DatagramCounts exchange below.
+  // only, and the end of the stream is the DatagramCounts exchange below.
   bool datagram = false;
   std::uint8_t path_mtu = 0;  // enum ibv_mtu (1 = 256 ... 5 = 4096); 0: the route's
   std::uint16_t queue_pairs = 1;

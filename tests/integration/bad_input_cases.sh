@@ -124,7 +124,7 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 --atomic compare-swap           | --atomic chooses the atomic of --op atomic
 2 | send_bw     | 1.2.3.4 --op atomic -b                  | -b works with --op send
 2 | send_bw     | 1.2.3.4 -c UD -s 8192                   | -c UD: -s 8192 is above 4096, the largest MTU
-2 | send_bw     | 1.2.3.4 -c UD --lat                     | latency over datagrams is not implemented
+2 | send_bw     | 1.2.3.4 -c UD --lat --op write          | -c UD carries SEND only
 2 | send_bw     | 1.2.3.4 -c UD --op read                 | -c UD carries SEND only
 2 | send_bw     | 1.2.3.4 -c UD -b                        | -b needs -c RC
 2 | send_bw     | 1.2.3.4 -c UD -m 1024                   | UD datagrams go at the port's active MTU

@@ -474,6 +474,35 @@ case_send_bw_ud() {
   [[ $(jq -c .rows[0].datagrams "$T/client_lossy.out") == $(jq -c .rows[0].datagrams "$T/server_lossy.out") ]] ||
     fail "the sides count the loss differently: $(jq -c .rows[0].datagrams "$T/client_lossy.out") vs $(jq -c .rows[0].datagrams "$T/server_lossy.out")"
   note "server stopped 0.5 s of a 3 s run: $(jq -c .rows[0].datagrams "$T/client_lossy.out")"
+  # Latency: each ping tagged and echoed; both sides count the pings, the client also those
+  # left unanswered; a sweep stops at the MTU.
+  send_bw_pair_with "-c UD" server_lat client_lat 60 -c UD --lat -s 64 -n 500
+  # One ping in flight never finds the server's 512 receives taken: none is lost; an answer
+  # held up past 200 ms in a busy guest would count as unanswered, hence the sum.
+  expect_jq "($LAT_ROWS_CONSISTENT) and .rows[0].iterations + .rows[0].datagrams.unanswered == 500
+    and .test.connection == \"UD\" and .rows[0].datagrams.sent == 600 and .rows[0].datagrams.lost == 0" client_lat.out
+  expect_jq '.answered == 600 and .datagrams == [{bytes: 64, sent: 600, received: 600, lost: 0}]' server_lat.out
+  expect_schema send_bw client_lat.out
+  expect_schema send_bw server_lat.out
+  send_bw_pair_with "-c UD" server_lat_sweep client_lat_sweep 60 -c UD --lat -a -n 20 --warmup 2
+  expect_jq "($LAT_ROWS_CONSISTENT) and [.rows[].bytes] == [range(1; 13) | pow(2; .) | select(. <= $mtu)]" client_lat_sweep.out
+  note "-c UD --lat 64 B: median $(jq .rows[0].t_median_us "$T/client_lat.out") us"
+  # The server stopped for half a second of a timed latency run: the pings it did not answer
+  # in time are counted and the run goes on.
+  next_port
+  start server_lat_lossy "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -c UD
+  wait_listening "$PORT"
+  start client_lat_lossy "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD --lat -s 64 -D 3 --json
+  sleep 1.5
+  kill -STOP "$PID_server_lat_lossy"
+  sleep 0.5
+  kill -CONT "$PID_server_lat_lossy"
+  finish client_lat_lossy 30
+  expect_rc 0 "send_bw -c UD --lat -D 3 with its server stopped for 0.5 s"
+  finish server_lat_lossy 15
+  expect_rc 0 "send_bw -c UD --lat server stopped for 0.5 s"
+  expect_jq '.rows[0].datagrams.unanswered >= 1 and .rows[0].iterations > 0' client_lat_lossy.out
+  note "latency, server stopped 0.5 s of 3 s: $(jq -c .rows[0].datagrams "$T/client_lat_lossy.out")"
   # One size above the MTU: refused before anything is sent.
   next_port
   run above_mtu 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s $((mtu * 2)) --json

@@ -540,20 +540,28 @@ class PingClient {
           progressed_ = true;
           return seen;
         }
-      } else if (spin_.due()) {
-        const auto now = Clock::now();
-        if (!waiting_since) waiting_since = now;
-        if (give_up_after && now - *waiting_since > *give_up_after) return std::nullopt;
-        if (progressed_) {
-          last_progress_ = now;
-          progressed_ = false;
-        } else if (now - last_progress_ > s_.limits.timeout) {
-          throw RunStopped(StopReason::timed_out,
-                           fmt::format("no {} for {} ms at {} bytes", awaiting, s_.limits.timeout.count(), size_));
-        }
-        spin_.check_stop(where_);
+      } else if (spin_.due() && gives_up(waiting_since, give_up_after, awaiting)) {
+        return std::nullopt;
       }
     }
+  }
+
+  // await()'s idle check: true once `give_up_after` has passed since the first one; throws
+  // on the run's timeout and on the stop signal.
+  bool gives_up(std::optional<Clock::time_point>& waiting_since, std::optional<std::chrono::milliseconds> give_up_after,
+                const char* awaiting) {
+    const auto now = Clock::now();
+    if (!waiting_since) waiting_since = now;
+    if (give_up_after && now - *waiting_since > *give_up_after) return true;
+    if (progressed_) {
+      last_progress_ = now;
+      progressed_ = false;
+    } else if (now - last_progress_ > s_.limits.timeout) {
+      throw RunStopped(StopReason::timed_out,
+                       fmt::format("no {} for {} ms at {} bytes", awaiting, s_.limits.timeout.count(), size_));
+    }
+    spin_.check_stop(where_);
+    return false;
   }
 
   // Books the `got` completions just polled and reposts the receives they used.

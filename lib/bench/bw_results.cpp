@@ -189,7 +189,8 @@ void BwResults::add_to(nlohmann::json& document) const {
     rows[i]["cpu"] = cpu_json(row_cpu[i], row_at(*this, i).second);
   }
   // -c UD: each row's datagrams (a latency row's pings, and those of its measured pings
-  // whose answer never came); a server without rows lists them on their own.
+  // whose answer never came), and all of them on their own: a size none of whose datagrams
+  // arrived has no row on the server, and a latency server has no rows at all.
   nlohmann::json losses = nlohmann::json::array();
   for (const auto& loss : datagrams) {
     nlohmann::json counts = {{"sent", loss.sent}, {"received", loss.received}, {"lost", loss.lost()}};
@@ -202,7 +203,7 @@ void BwResults::add_to(nlohmann::json& document) const {
   for (std::size_t i = 0; i < latency.size() && !datagrams.empty(); ++i) {
     rows[i]["datagrams"]["unanswered"] = latency[i].unanswered;
   }
-  if (!datagrams.empty() && rows.empty()) document["datagrams"] = std::move(losses);
+  if (!datagrams.empty()) document["datagrams"] = std::move(losses);
   document["test"] = test;
   document["rows"] = std::move(rows);
   if (!intervals.empty()) document["intervals"] = intervals_json(*this);

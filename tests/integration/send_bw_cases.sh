@@ -462,7 +462,9 @@ case_send_bw_ud() {
   start server_lossy "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -c UD
   wait_listening "$PORT"
   start client_lossy "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s 64 -D 2 --rate-limit 20000 --rate-units p --json
-  sleep 0.8
+  # Connected, then into the measured run (a sanitized client takes seconds to start).
+  wait_connected "$PID_client_lossy" 30
+  sleep 0.5
   kill -STOP "$PID_server_lossy"
   sleep 0.5
   kill -CONT "$PID_server_lossy"
@@ -495,7 +497,8 @@ case_send_bw_ud() {
   start server_lat_lossy "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 -c UD
   wait_listening "$PORT"
   start client_lat_lossy "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD --lat -s 64 -D 2 --json
-  sleep 0.8
+  wait_connected "$PID_client_lat_lossy" 30
+  sleep 0.5
   kill -STOP "$PID_server_lat_lossy"
   sleep 0.5
   kill -CONT "$PID_server_lat_lossy"

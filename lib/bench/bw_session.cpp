@@ -497,64 +497,31 @@ void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   results.refused.push_back({.peer = request.peer_address(), .reason = reason});
 }
 
-// -c UD: takes the client's datagrams (bandwidth) or answers its pings (latency) until
-// every lane's stream has ended (or nothing came for the timeout), then answers the end of
-// each stream with what arrived.
-void serve_datagrams(const bw::Hello& first, const std::vector<Lane>& lanes,
-                     const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
-  std::vector<DatagramTally> tallies(lanes.size());
+// The client's test once its connections are up: answer its pings, or take (and reflect)
+// its messages, until it disconnects. A datagram (-c UD) client has no connection to lose:
+// its test ends with each stream's end message, which is answered with what arrived, or
+// with silence.
+void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
+                const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
+  auto connected = [&] {
+    return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
+  };
+  const auto silence = first.datagram ? std::optional(s.limits.timeout) : client_silence(s);
+  std::vector<DatagramTally> tallies(first.datagram ? lanes.size() : 0);
   std::vector<DatagramReturn> returns;
   for (const auto& endpoint : endpoints) {
     returns.push_back({.pd = endpoint->protection_domain(), .port = endpoint->port_num()});
   }
-  // Nothing tells that the client went away but the end of the stream, or silence.
-  const auto still_there = [] { return true; };
-  if (first.test == bw::Test::latency) {
-    results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
-                                                   .operation = first.operation,
-                                                   .max_inline_data = endpoints.front()->max_inline_data(),
-                                                   .limits = s.limits,
-                                                   .connected = still_there,
-                                                   .silence = s.limits.timeout,
-                                                   .events = s.events,
-                                                   .datagram = &tallies.front(),
-                                                   .reply_from = returns.front()});
-  } else {
-    sink(SinkSettings{.lanes = lanes,
-                      .depth = s.depth,
-                      .reflect = false,
-                      .max_inline_data = endpoints.front()->max_inline_data(),
-                      .limits = s.limits,
-                      .connected = still_there,
-                      .silence = s.limits.timeout,
-                      .events = s.events,
-                      .datagrams = &tallies},
-         results.bandwidth);
-  }
-  results.datagrams = answer_datagram_counts(lanes, returns, tallies, s.limits);
-}
-
-// The client's test once its connections are up: answer its pings, or take (and reflect)
-// its messages, until it disconnects.
-void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
-                const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
-  if (first.datagram) {
-    serve_datagrams(first, lanes, endpoints, s, results);
-    return;
-  }
-  auto connected = [&] {
-    return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
-  };
   if (first.test == bw::Test::latency) {
     results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
                                                    .operation = first.operation,
                                                    .max_inline_data = endpoints.front()->max_inline_data(),
                                                    .limits = s.limits,
                                                    .connected = connected,
-                                                   .silence = client_silence(s),
+                                                   .silence = silence,
                                                    .events = s.events,
-                                                   .datagram = nullptr,
-                                                   .reply_from = {}});
+                                                   .datagram = first.datagram ? &tallies.front() : nullptr,
+                                                   .reply_from = returns.front()});
   } else {
     sink(SinkSettings{.lanes = lanes,
                       .depth = s.depth,
@@ -562,10 +529,12 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .max_inline_data = endpoints.front()->max_inline_data(),
                       .limits = s.limits,
                       .connected = connected,
-                      .silence = client_silence(s),
-                      .events = s.events},
+                      .silence = silence,
+                      .events = s.events,
+                      .datagrams = first.datagram ? &tallies : nullptr},
          results.bandwidth);
   }
+  if (first.datagram) results.datagrams = answer_datagram_counts(lanes, returns, tallies, s.limits);
 }
 
 // A connection's lane and the answer that tells the client of its buffer: one zeroed

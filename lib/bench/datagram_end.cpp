@@ -1,6 +1,7 @@
 #include "lib/bench/datagram_end.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -82,32 +83,34 @@ class ControlChannel {
   }
 
  private:
-  // One completion, if there is one: a receive is reposted (and kept when it is a control
-  // message); `sent` says whether it was our send.
+  // Takes what the CQ holds: the receives are reposted (control messages kept, in order),
+  // `sent` says whether our send was among them; false when the CQ was empty.
   bool poll(bool& sent) {
-    ibv_wc wc{};
-    const int got = ibv_poll_cq(lane_.cq, 1, &wc);
-    if (got < 0) throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", got));
-    if (got == 0) return false;
-    if (wc.status != IBV_WC_SUCCESS) loop::fail_completion(wc);
-    if (!loop::is_receive(wc)) {
-      sent = true;
-      return true;
+    const int got = loop::poll_lane(lane_, wcs_);
+    std::uint32_t receives = 0;
+    for (int k = 0; k < got; ++k) {
+      const auto& wc = wcs_[static_cast<std::size_t>(k)];
+      if (wc.status != IBV_WC_SUCCESS) loop::fail_completion(wc);
+      if (!loop::is_receive(wc)) {
+        sent = true;
+        continue;
+      }
+      ++receives;
+      if (loop::is_datagram_counts(wc) && wc.byte_len >= grh_bytes) {
+        const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane_.receive_address);
+        arrived_.push_back({.counts = bw::decode_datagram_counts({bytes + grh_bytes, wc.byte_len - grh_bytes}),
+                            .completion = wc,
+                            .grh = loop::received_grh(lane_)});
+      }
     }
-    if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == bw::datagram_end_imm() && wc.byte_len >= grh_bytes) {
-      const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane_.receive_address);
-      ControlArrival arrival{.counts = bw::decode_datagram_counts({bytes + grh_bytes, wc.byte_len - grh_bytes}),
-                             .completion = wc};
-      std::memcpy(&arrival.grh, bytes, sizeof arrival.grh);
-      arrived_.push_back(std::move(arrival));
-    }
-    post_receives(lane_, 1);
-    return true;
+    if (receives > 0) post_receives(lane_, receives);
+    return got > 0;
   }
 
   const Lane& lane_;
   const RunLimits& limits_;
   std::deque<ControlArrival> arrived_;
+  std::array<ibv_wc, loop::poll_batch> wcs_{};
 };
 
 // What the server heard from a lane's client; ProtocolError unless it is the counts sent.

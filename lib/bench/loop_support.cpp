@@ -2,6 +2,8 @@
 
 #include <poll.h>
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 namespace rdmakit::loop {
@@ -20,6 +22,16 @@ bool stop_requested(int stop_fd) {
   const char* what = is_receive(wc) ? "receive" : "send";
   throw completion_error(wc, fmt::format("{} completion failed: {} (vendor error {:#x})", what,
                                          ibv_wc_status_str(wc.status), wc.vendor_err));
+}
+
+bool is_datagram_counts(const ibv_wc& wc) {
+  return (wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == bw::datagram_end_imm();
+}
+
+ibv_grh received_grh(const Lane& lane) {
+  ibv_grh grh{};
+  std::memcpy(&grh, reinterpret_cast<const void*>(lane.receive_address), sizeof grh);
+  return grh;
 }
 
 int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {

@@ -32,6 +32,10 @@ constexpr std::uint32_t spins_between_checks = 1024;
 constexpr WorkId receive_work{.kind = WorkKind::receive, .owner = 0, .sequence = 0};
 
 bool is_receive(const ibv_wc& wc);
+// -c UD: whether a receive is a control datagram (bw::DatagramCounts, marked by its
+// immediate), and the GRH in front of what arrived on `lane`.
+bool is_datagram_counts(const ibv_wc& wc);
+ibv_grh received_grh(const Lane& lane);
 // Whether the stop signal (Ctrl-C) fired; never waits.
 bool stop_requested(int stop_fd);
 // Throws the CompletionError of an error completion.

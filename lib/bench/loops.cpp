@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <optional>
@@ -237,11 +236,11 @@ std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, D
     throw ProtocolError(fmt::format("a {}-byte datagram is shorter than its GRH", wc.byte_len));
   }
   const std::uint32_t size = wc.byte_len - grh_bytes;
-  if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0 && wc.imm_data == bw::datagram_end_imm()) {
+  if (loop::is_datagram_counts(wc)) {
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane.receive_address);
     tally.end.emplace(bytes + grh_bytes, bytes + grh_bytes + size);
     tally.end_completion = wc;
-    std::memcpy(&tally.end_grh, bytes, sizeof tally.end_grh);
+    tally.end_grh = loop::received_grh(lane);
     return std::nullopt;
   }
   if (tally.received.empty() || tally.received.back().size != size) {
@@ -697,13 +696,9 @@ class PingAnswerer {
   // -c UD: one datagram. Announcements are echoed, pings answered with their tag, both to
   // the sender of the first datagram; false for the client's end-of-stream message.
   bool handle_datagram(const ibv_wc& wc) {
-    if (!client_) {
-      ibv_grh grh{};
-      std::memcpy(&grh, reinterpret_cast<const void*>(lane_.receive_address), sizeof grh);
-      client_ = reply_address(lane_, s_.reply_from, wc, grh, client_handle_);
-    }
+    if (!client_) client_ = reply_address(lane_, s_.reply_from, wc, loop::received_grh(lane_), client_handle_);
     const bool tagged = (wc.wc_flags & IBV_WC_WITH_IMM) != 0;
-    if (tagged && wc.imm_data != bw::datagram_end_imm() && !is_ping_tag(wc.imm_data)) {
+    if (tagged && !loop::is_datagram_counts(wc) && !is_ping_tag(wc.imm_data)) {
       size_ = bw::decode_size_announcement(wc.imm_data, lane_.receive_length - grh_bytes);
       post_size(lane_, size_, &*client_);
     } else if (const auto size = take_datagram(lane_, wc, *s_.datagram)) {

@@ -28,11 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                   static_cast<std::uint32_t>(data[1]) << 16 | static_cast<std::uint32_t>(data[2]) << 8 |
                                   data[3];
 
-  std::optional<std::uint32_t> taken;
-  try {
-    taken = bw::decode_size_announcement(imm_data, capacity);
-  } catch (const ProtocolError&) {
-  }
+  const auto taken = fuzz::decoded([&] { return bw::decode_size_announcement(imm_data, capacity); });
   // Accepted means the polled last byte, at offset size - 1, lies inside the buffer.
   FUZZ_CHECK(taken.has_value() == (announced >= 1 && announced <= capacity));
   if (!taken) return 0;

@@ -15,11 +15,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;
   const std::span<const std::uint8_t> bytes(data, size);
-  std::optional<bw::Answer> decoded;
-  try {
-    decoded = bw::decode_answer(bytes);
-  } catch (const ProtocolError&) {
-  }
+  const auto decoded = fuzz::decoded([&] { return bw::decode_answer(bytes); });
   if (!decoded) return 0;
   const auto& answer = *decoded;
 

@@ -18,11 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::span<const std::uint8_t> bytes(data, size);
   // Anything but ProtocolError escaping a decoder is a crash for libFuzzer: send_bw
   // reports only that one as "the peer sent something wrong".
-  std::optional<bw::Hello> decoded;
-  try {
-    decoded = bw::decode_hello(bytes);
-  } catch (const ProtocolError&) {
-  }
+  const auto decoded = fuzz::decoded([&] { return bw::decode_hello(bytes); });
   if (!decoded) return 0;
   const auto& hello = *decoded;
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,17 @@ inline std::vector<std::string> split_lines(std::string_view text, std::size_t m
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
   }
   return lines;
+}
+
+// What `decode` returns, or nothing when it throws ProtocolError (the one exception a
+// decoder may throw for bad input; anything else escapes, and libFuzzer reports it).
+template <class Decode>
+auto decoded(Decode&& decode) -> std::optional<decltype(decode())> {
+  try {
+    return decode();
+  } catch (const ProtocolError&) {
+    return std::nullopt;
+  }
 }
 
 // Whether `decode` takes its input: true unless it throws ProtocolError (anything else

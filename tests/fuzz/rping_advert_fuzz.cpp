@@ -21,11 +21,7 @@ using namespace rdmakit;
 
 void check_advert(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> message(reinterpret_cast<const std::byte*>(data), size);
-  std::optional<rping::BufferAdvert> advert;
-  try {
-    advert = rping::decode_advert(message);
-  } catch (const ProtocolError&) {
-  }
+  const auto advert = fuzz::decoded([&] { return rping::decode_advert(message); });
   FUZZ_CHECK(advert.has_value() == (size == rping::advert_wire_size));
   if (!advert) return;
   const auto again = rping::encode(*advert);
@@ -45,12 +41,7 @@ void check_advert(const std::uint8_t* data, std::size_t size) {
                                     length + 1,
                                     std::numeric_limits<std::size_t>::max()};
   for (const auto capacity : capacities) {
-    bool fits = true;
-    try {
-      rping::check_advert_fits(*advert, capacity, "fuzzing");
-    } catch (const ProtocolError&) {
-      fits = false;
-    }
+    const bool fits = fuzz::accepts([&] { rping::check_advert_fits(*advert, capacity, "fuzzing"); });
     FUZZ_CHECK(fits == (length >= 1 && length <= capacity));
   }
 }

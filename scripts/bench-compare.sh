@@ -2,7 +2,8 @@
 # bench-compare.sh [BIN_DIR [OUT_JSON]]: send_bw against perftest's ib_send_bw and
 # ib_send_lat on one RDMA device in loopback (run it inside scripts/rxe-vm.sh, or on a host
 # with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB, and 64 KiB on 4 queue pairs (-q 4,
-# the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5), ITERS
+# the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5; each pair
+# starts with the other tool in turn), ITERS
 # messages a run (default 5000; per queue pair); the row atomic: send_bw --op atomic
 # (fetch-and-add) against ib_atomic_bw; the row ud64: 64-byte datagrams, send_bw -c UD
 # against ib_send_bw -c UD. Latency: at 2 B it alternates send_bw --lat and
@@ -138,6 +139,11 @@ perftest_lat() {
     }
 }
 
+# pair_order RUN: which of the pair runs first: ours on odd runs, the other on even ones, so
+# that what a run leaves behind (rxe's deferred teardown, the caches it warmed) falls on
+# both alike rather than always on the second.
+pair_order() { if (($1 % 2)); then echo ours other; else echo other ours; fi; }
+
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # Runs and medians go to JSON lines here, into OUT_JSON at the end.
@@ -158,15 +164,19 @@ if [[ " $sections " == *" bandwidth "* ]]; then
     : > "$work/ours.txt"
     : > "$work/perf.txt"
     for run in $(seq "$runs"); do
-      # No process substitution: the VM guest has no /dev/fd.
-      port=$((port + 1))
-      result=$(ours "$size" "$qps" "$op")
-      bw=${result% *} rate=${result#* }
-      echo "$bw $rate" >> "$work/ours.txt"
-      port=$((port + 1))
-      result=$(perftest "$size" "$qps" "$op")
-      pbw=${result% *} prate=${result#* }
-      echo "$pbw $prate" >> "$work/perf.txt"
+      for side in $(pair_order "$run"); do
+        # No process substitution: the VM guest has no /dev/fd.
+        port=$((port + 1))
+        if [[ $side == ours ]]; then
+          result=$(ours "$size" "$qps" "$op")
+          bw=${result% *} rate=${result#* }
+          echo "$bw $rate" >> "$work/ours.txt"
+        else
+          result=$(perftest "$size" "$qps" "$op")
+          pbw=${result% *} prate=${result#* }
+          echo "$pbw $prate" >> "$work/perf.txt"
+        fi
+      done
       printf '{"size":%s,"queue_pairs":%s,"operation":"%s","connection":"%s","run":%s,"ours_mib_per_s":%s,"ours_mpps":%s,"perftest_mib_per_s":%s,"perftest_mpps":%s}\n' \
         "$size" "$qps" "$op" "$conn" "$run" "$bw" "$rate" "$pbw" "$prate" >> "$work/bw_runs.jsonl"
     done
@@ -191,14 +201,18 @@ if [[ " $sections " == *" latency "* ]]; then
     : > "$work/ours_lat.txt"
     : > "$work/perf_lat.txt"
     for run in $(seq "$runs"); do
-      port=$((port + 1))
-      result=$(ours_lat "$size" "$op")
-      echo "$result" >> "$work/ours_lat.txt"
-      read -r omed oavg op99 <<< "$result"
-      port=$((port + 1))
-      result=$(perftest_lat "$size" "$op")
-      echo "$result" >> "$work/perf_lat.txt"
-      read -r ptyp pavg pp99 <<< "$result"
+      for side in $(pair_order "$run"); do
+        port=$((port + 1))
+        if [[ $side == ours ]]; then
+          result=$(ours_lat "$size" "$op")
+          echo "$result" >> "$work/ours_lat.txt"
+          read -r omed oavg op99 <<< "$result"
+        else
+          result=$(perftest_lat "$size" "$op")
+          echo "$result" >> "$work/perf_lat.txt"
+          read -r ptyp pavg pp99 <<< "$result"
+        fi
+      done
       {
         printf '{"run":%s,"size":%s,"operation":"%s","connection":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' \
           "$run" "$size" "$op" "$conn" "$omed" "$oavg" "$op99"

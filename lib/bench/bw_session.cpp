@@ -214,9 +214,10 @@ std::string buffer_memory_name(const BwSettings& s) {
   return s.use_hugepages ? "huge_pages" : "heap";
 }
 
-// How this side waits for completions: "events" (-e) or "poll".
-std::string completion_mode(const BwSettings& s) {
-  return s.events ? "events" : "poll";
+// How this side waits for completions: "events" (-e, or a server with nothing to answer:
+// bw::server_idle) or "poll".
+std::string completion_mode(bool events) {
+  return events ? "events" : "poll";
 }
 
 std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
@@ -429,7 +430,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                   {"signal_every", latency ? latency_signal_every : signal_interval(s.depth)},
                   {"inline_bytes", endpoints.front()->max_inline_data()},
                   {"warmup_iterations", s.warmup},
-                  {"completion", completion_mode(s)},
+                  {"completion", completion_mode(s.events)},
                   {"buffers", buffer_memory_name(s)},
                   {"path", path_json(*endpoints.front(), s.datagram)}};
   if (s.budget.duration) {
@@ -519,7 +520,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                                                    .limits = s.limits,
                                                    .connected = connected,
                                                    .silence = silence,
-                                                   .events = s.events,
+                                                   .events = s.events || bw::server_idle(first),
                                                    .datagram = first.datagram ? &tallies.front() : nullptr,
                                                    .reply_from = returns.front()});
   } else {
@@ -530,7 +531,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .limits = s.limits,
                       .connected = connected,
                       .silence = silence,
-                      .events = s.events,
+                      .events = s.events || bw::server_idle(first),
                       .datagrams = first.datagram ? &tallies : nullptr},
          results.bandwidth);
   }
@@ -615,7 +616,7 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
                   {"bidirectional", first->bidirectional},
                   {"client_depth", first->depth},
                   {"max_size", first->max_size},
-                  {"completion", completion_mode(s)},
+                  {"completion", completion_mode(s.events || bw::server_idle(*first))},
                   {"buffers", buffer_memory_name(s)},
                   {"path", path_json(*endpoints.front(), s.datagram)}};
   if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();

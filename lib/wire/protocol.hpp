@@ -122,6 +122,15 @@ struct Hello {
   bool operator==(const Hello&) const = default;
 };
 
+// Whether the client's test leaves the server nothing to reap or answer until the
+// disconnect: write, read and atomic bandwidth (-b is SEND only), read and atomic latency.
+// Such a server sleeps on its CQ rather than spin: on a small host the core it would burn
+// is the one the client's device work needs (rxe runs it in the client's system calls).
+constexpr bool server_idle(const Hello& hello) {
+  if (hello.test == Test::latency) return !carries_payload(hello.operation);
+  return hello.operation != Operation::send;
+}
+
 struct Answer {
   std::uint64_t address = 0;  // the server's buffer, for RDMA WRITE/READ
   std::uint32_t rkey = 0;

@@ -255,6 +255,25 @@ TEST(BwHello, DatagramsCarrySendOnly) {
   EXPECT_THROW(decode_hello(encode(write)), ProtocolError);
 }
 
+TEST(BwHello, ServerIdleWhereNothingComesToAnswer) {
+  auto hello = plain_hello();
+  for (const auto test : {bw::Test::bandwidth, bw::Test::latency}) {
+    hello.test = test;
+    hello.operation = Operation::send;
+    EXPECT_FALSE(server_idle(hello));
+    hello.operation = Operation::read;
+    EXPECT_TRUE(server_idle(hello));
+    hello.operation = Operation::atomic;
+    EXPECT_TRUE(server_idle(hello));
+  }
+  // A write's latency is answered by watching memory; its bandwidth wants nothing.
+  hello.operation = Operation::write;
+  hello.test = bw::Test::latency;
+  EXPECT_FALSE(server_idle(hello));
+  hello.test = bw::Test::bandwidth;
+  EXPECT_TRUE(server_idle(hello));
+}
+
 TEST(BwDatagramCounts, RoundTripInOneSmallDatagram) {
   const DatagramCounts sent{.kind = DatagramCounts::Kind::sent,
                             .rows = {{.size = 2, .count = 210}, {.size = 1024, .count = (1ull << 40) + 7}}};

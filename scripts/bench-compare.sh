@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # bench-compare.sh [BIN_DIR [OUT_JSON]]: send_bw against perftest's ib_send_bw and
 # ib_send_lat on one RDMA device in loopback (run it inside scripts/rxe-vm.sh, or on a host
-# with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB, and 64 KiB on 4 queue pairs (-q 4,
-# the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5; each pair
-# starts with the other tool in turn), ITERS
-# messages a run (default 5000; per queue pair); the row atomic: send_bw --op atomic
-# (fetch-and-add) against ib_atomic_bw; the row ud64: 64-byte datagrams, send_bw -c UD
-# against ib_send_bw -c UD. Latency: at 2 B it alternates send_bw --lat and
-# ib_send_lat RUNS times each, LAT_ITERS round trips a run (default 5000), and the row
-# atomic: send_bw --lat --op atomic against ib_atomic_lat. perftest runs in its default
-# out-of-band mode (its rdma_cm mode, -R, crashed or hung on rxe). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
+# with RXE_ADDR set). Bandwidth: for 64 B, 4 KiB and 64 KiB, and 64 KiB on 4 queue pairs
+# (-q 4, the row 65536x4), it alternates ours and ib_send_bw RUNS times each (default 5;
+# each pair starts with the other tool in turn), ITERS messages a run (default 5000; per
+# queue pair); the row atomic: send_bw --op atomic (fetch-and-add) against ib_atomic_bw; the
+# row ud64: 64-byte datagrams, send_bw -c UD against ib_send_bw -c UD. Latency: at 2 B it
+# alternates send_bw --lat and ib_send_lat RUNS times each, LAT_ITERS round trips a run
+# (default 5000), and the row atomic: send_bw --lat --op atomic against ib_atomic_lat.
+# perftest runs in its default out-of-band mode (its rdma_cm mode, -R, crashed or hung on
+# rxe). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
 # 64 KiB, bandwidth and both sides' CPU per message (--cpu-util). Prints the medians and the
 # ratios, and writes to OUT_JSON {"bandwidth": [run...], "latency": [run...], "events":
 # [run...], "medians": {"bandwidth": [...], "latency": [...], "events": [...]}}.
@@ -192,7 +192,7 @@ if [[ " $sections " == *" bandwidth "* ]]; then
 fi
 if [[ " $sections " == *" latency "* ]]; then
   echo
-  printf '%-8s %16s %16s %8s\n' size "ours median us" "$other typical us" ratio
+  printf '%-8s %16s %16s %8s %11s\n' size "ours median us" "$other typical us" ratio "ours lower"
   # 2-byte SEND against ib_send_lat, and an 8-byte fetch-and-add against ib_atomic_lat.
   for spec in ${LAT_SPECS:-2 atomic ud2}; do
     size=$spec op=send conn=RC
@@ -225,14 +225,16 @@ if [[ " $sections " == *" latency "* ]]; then
     ptyp=$(cut -d' ' -f1 "$work/perf_lat.txt" | median)
     pavg=$(cut -d' ' -f2 "$work/perf_lat.txt" | median)
     pp99=$(cut -d' ' -f3 "$work/perf_lat.txt" | median)
-    printf '%-8s %16.2f %16.2f %8.3f\n' "$spec" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")"
+    # A ratio near 1 is read with the pairs: in how many of them ours came out lower.
+    lower=$(paste -d' ' "$work/ours_lat.txt" "$work/perf_lat.txt" | awk '$1 < $4 { n++ } END { print n + 0 }')
+    printf '%-8s %16.2f %16.2f %8.3f %11s\n' "$spec" "$omed" "$ptyp" "$(jq -n "$omed / $ptyp")" "$lower/$runs"
     {
-      printf '{"size":%s,"operation":"%s","connection":"%s","ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$size" "$op" \
-        "$conn" "$omed" "$oavg" "$op99"
+      printf '{"size":%s,"operation":"%s","connection":"%s","pairs":%s,"ours_lower_in":%s,' "$size" "$op" "$conn" "$runs" "$lower"
+      printf '"ours":{"median_us":%s,"avg_us":%s,"p99_us":%s},' "$omed" "$oavg" "$op99"
       printf '"perftest":{"typical_us":%s,"avg_us":%s,"p99_us":%s}}\n' "$ptyp" "$pavg" "$pp99"
     } >> "$work/lat_medians.jsonl"
   done
-  echo "latency ratio: ours / $other, lower is better (below 1: ours is faster)"
+  echo "latency ratio: ours / $other, lower is better (below 1: ours is faster); ours lower: in how many interleaved pairs"
 fi
 
 # Completion events (-e) against busy polling, ours on both sides, --cpu-util on both:

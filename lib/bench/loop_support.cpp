@@ -34,20 +34,14 @@ ibv_grh received_grh(const Lane& lane) {
   return grh;
 }
 
-int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
-  const int got = ibv_poll_cq(lane.cq, static_cast<int>(poll_batch), wcs.data());
-  if (got < 0) {
-    throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", got));
-  }
-  return got;
+void fail_poll(int returned) {
+  throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", returned));
 }
 
-void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
-  ibv_send_wr* bad = nullptr;
-  // The subject is built only on failure: this is the measured loop.
-  if (const int rc = ibv_post_send(qp, wr, &bad); rc != 0) [[unlikely]] {
-    check_returned(rc, "ibv_post_send", fmt::format("{} bytes", size));
-  }
+void fail_post(int returned, std::uint32_t size) {
+  // The subject is built only here, on failure: post() is in the measured loop.
+  check_returned(returned, "ibv_post_send", fmt::format("{} bytes", size));
+  throw std::logic_error("check_returned let a failed ibv_post_send through");
 }
 
 }  // namespace rdmakit::loop

@@ -40,10 +40,24 @@ ibv_grh received_grh(const Lane& lane);
 bool stop_requested(int stop_fd);
 // Throws the CompletionError of an error completion.
 [[noreturn]] void fail_completion(const ibv_wc& wc);
+// The failures of poll_lane() and post(), out of line: those two are the measured loops' own.
+[[noreturn]] void fail_poll(int returned);
+[[noreturn]] void fail_post(int returned, std::uint32_t size);
 // Up to poll_batch completions of `lane`'s CQ into `wcs`; how many.
-int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs);
+// Inline, as post() and ticks_now(): a latency sample spans them, and each call and return
+// is a lookup of its own under an emulator (the TCG guest).
+inline int poll_lane(const Lane& lane, std::array<ibv_wc, poll_batch>& wcs) {
+  const int got = ibv_poll_cq(lane.cq, static_cast<int>(poll_batch), wcs.data());
+  if (got < 0) [[unlikely]]
+    fail_poll(got);
+  return got;
+}
 // ibv_post_send of a request or post list; RdmaError naming `size` bytes on failure.
-void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size);
+inline void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
+  ibv_send_wr* bad = nullptr;
+  if (const int rc = ibv_post_send(qp, wr, &bad); rc != 0) [[unlikely]]
+    fail_post(rc, size);
+}
 
 // Says when an idle loop should look at the clock, the stop signal and the connection:
 // every spins_between_checks empty polls, and then only if checks_apart has passed, so the

@@ -2,20 +2,7 @@
 
 #include <cmath>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
-
 namespace rdmakit {
-
-std::uint64_t ticks_now() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  return __rdtsc();
-#else
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
-#endif
-}
 
 TickCalibration::TickCalibration() : wall_start_(Clock::now()), ticks_start_(ticks_now()) {}
 

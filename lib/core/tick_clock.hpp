@@ -9,11 +9,23 @@
 #include <chrono>
 #include <cstdint>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
 #include "lib/core/wait.hpp"
 
 namespace rdmakit {
 
-std::uint64_t ticks_now() noexcept;
+// Inline: a latency sample starts and ends with it.
+inline std::uint64_t ticks_now() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+#endif
+}
 
 class TickCalibration {
  public:

@@ -144,6 +144,7 @@ nlohmann::json path_json(const Endpoint& endpoint, bool datagram) {
   path["ack_timeout"] = transport.ack_timeout;
   path["retry_count"] = transport.retry_count;
   path["rnr_retry"] = transport.rnr_retry;
+  path["rnr_nak_timer"] = transport.rnr_nak_timer;
   if (const auto index = endpoint.source_gid_index()) {
     const auto entry = query_gid(endpoint.context(), endpoint.port_num(), *index);
     path["gid_index"] = *index;

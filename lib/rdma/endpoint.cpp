@@ -245,6 +245,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         check_errno(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
+        if (!options_.datagram) set_rnr_nak_timer(qp(), rnr_nak_timer);  // UD: no RNR NAKs
         take_reply(*event);
         report.add_timing(step, elapsed_ms(started));
         return;
@@ -272,13 +273,15 @@ Endpoint::Transport Endpoint::transport() const {
   ibv_qp_attr attributes{};
   ibv_qp_init_attr init{};
   check_returned(
-      ibv_query_qp(qp(), &attributes, IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY, &init),
+      ibv_query_qp(qp(), &attributes,
+                   IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER, &init),
       "ibv_query_qp", "the connected QP");
   return {.traffic_class = attributes.ah_attr.grh.traffic_class,
           .service_level = attributes.ah_attr.sl,
           .ack_timeout = attributes.timeout,
           .retry_count = attributes.retry_cnt,
-          .rnr_retry = attributes.rnr_retry};
+          .rnr_retry = attributes.rnr_retry,
+          .rnr_nak_timer = attributes.min_rnr_timer};
 }
 
 void Endpoint::accept(Report& report) {

@@ -103,6 +103,7 @@ class Endpoint {
     std::uint8_t ack_timeout = 0;
     std::uint8_t retry_count = 0;
     std::uint8_t rnr_retry = 0;
+    std::uint8_t rnr_nak_timer = 0;  // what our RNR NAKs tell the peer to wait (IB encoding)
   };
   Transport transport() const;
   // Datagram endpoints, active side once connected: where its sends go.

@@ -133,6 +133,13 @@ RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access, Buf
   check_pointer(mr_, "ibv_reg_mr", std::to_string(size) + " bytes");
 }
 
+void set_rnr_nak_timer(ibv_qp* qp, std::uint8_t timer) {
+  ibv_qp_attr attributes{};
+  attributes.min_rnr_timer = timer;
+  check_returned(ibv_modify_qp(qp, &attributes, IBV_QP_MIN_RNR_TIMER), "ibv_modify_qp",
+                 fmt::format("RNR NAK timer {}", timer));
+}
+
 std::size_t huge_page_size() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;

@@ -129,6 +129,14 @@ class RegisteredBuffer {
 // The kernel's default huge page size (Hugepagesize in /proc/meminfo), 2 MiB if unknown.
 std::size_t huge_page_size();
 
+// The RNR NAK timer our connected QPs give their peers: 12 = 0.64 ms, perftest's. The
+// kernel's CM leaves 0 there, which the IB encoding reads as 655.36 ms: a receiver that
+// ran out of receives once stalled its sender that long (a 64 B send_bw run on rxe went
+// from 0.06 s to 0.73 s, and to 26 s with 40 of them).
+inline constexpr std::uint8_t rnr_nak_timer = 12;
+// Sets `qp`'s RNR NAK timer, in RTS (an RTS to RTS change, which RC allows).
+void set_rnr_nak_timer(ibv_qp* qp, std::uint8_t timer);
+
 // An address handle for UD sends: from path attributes (a CM event's UD parameters) or
 // from a received work completion and its GRH (the reply path).
 class AddressHandle {

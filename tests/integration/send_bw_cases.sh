@@ -321,6 +321,9 @@ case_send_bw_transport() {
   send_bw_pair server client 60 -s 4096 -n 500 --tclass 96 --ack-timeout 14 --retry-count 3 --counters
   expect_jq '.test.path | .traffic_class == 96 and .ack_timeout == 14 and .retry_count == 3 and .rnr_retry == 7' \
     client.out
+  # Both sides replaced the CM's RNR NAK timer (0: 655 ms) with 0.64 ms.
+  expect_jq '.test.path.rnr_nak_timer == 12' client.out
+  expect_jq '.test.path.rnr_nak_timer == 12' server.out
   expect_jq '.arguments | .tclass == 96 and .ack_timeout == 14 and .retry_count == 3 and .counters' client.out
   # rxe counts the packets it sends: 500 measured messages of 4 packets each (1 KiB path MTU) at least.
   expect_jq '.rows[0].counters | (.sent_pkts // 0) >= 500 and has("retry_exceeded_err")' client.out
@@ -330,7 +333,7 @@ case_send_bw_transport() {
   # Without the flags: rdma_cm's defaults, no counters in the rows.
   send_bw_pair server_plain plain 60 -s 4096 -n 100
   expect_jq '.test.path.retry_count == 7 and (.rows[0] | has("counters") | not)' plain.out
-  note "defaults: $(jq -c '.test.path | {traffic_class, service_level, ack_timeout, retry_count, rnr_retry}' "$T/plain.out")"
+  note "defaults: $(jq -c '.test.path | {traffic_class, service_level, ack_timeout, retry_count, rnr_retry, rnr_nak_timer}' "$T/plain.out")"
   # Latency, in text: the table, then each row's counters that moved.
   next_port
   start server_lat "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 20

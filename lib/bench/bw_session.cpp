@@ -216,9 +216,15 @@ std::string buffer_memory_name(const BwSettings& s) {
 }
 
 // How this side waits for completions: "events" (-e, or a server with nothing to answer:
-// bw::server_idle) or "poll".
+// server_sleeps) or "poll".
 std::string completion_mode(bool events) {
   return events ? "events" : "poll";
+}
+
+// Whether the server sleeps on its CQs for this client's test: with -e, or when the test
+// leaves it nothing to answer (bw::server_idle).
+bool server_sleeps(const BwSettings& s, const bw::Hello& first) {
+  return s.events || bw::server_idle(first);
 }
 
 std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
@@ -509,6 +515,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
     return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
   };
   const auto silence = first.datagram ? std::optional(s.limits.timeout) : client_silence(s);
+  const bool sleeps = server_sleeps(s, first);
   std::vector<DatagramTally> tallies(first.datagram ? lanes.size() : 0);
   std::vector<DatagramReturn> returns;
   for (const auto& endpoint : endpoints) {
@@ -521,7 +528,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                                                    .limits = s.limits,
                                                    .connected = connected,
                                                    .silence = silence,
-                                                   .events = s.events || bw::server_idle(first),
+                                                   .events = sleeps,
                                                    .datagram = first.datagram ? &tallies.front() : nullptr,
                                                    .reply_from = returns.front()});
   } else {
@@ -532,7 +539,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .limits = s.limits,
                       .connected = connected,
                       .silence = silence,
-                      .events = s.events || bw::server_idle(first),
+                      .events = sleeps,
                       .datagrams = first.datagram ? &tallies : nullptr},
          results.bandwidth);
   }
@@ -617,7 +624,7 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
                   {"bidirectional", first->bidirectional},
                   {"client_depth", first->depth},
                   {"max_size", first->max_size},
-                  {"completion", completion_mode(s.events || bw::server_idle(*first))},
+                  {"completion", completion_mode(server_sleeps(s, *first))},
                   {"buffers", buffer_memory_name(s)},
                   {"path", path_json(*endpoints.front(), s.datagram)}};
   if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();

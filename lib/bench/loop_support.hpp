@@ -42,7 +42,7 @@ bool stop_requested(int stop_fd);
 [[noreturn]] void fail_completion(const ibv_wc& wc);
 // The failures of poll_lane() and post(), out of line: those two are the measured loops' own.
 [[noreturn]] void fail_poll(int returned);
-[[noreturn]] void fail_post(int returned, std::uint32_t size);
+void fail_post(int returned, std::uint32_t size);  // throws (check_returned)
 // Up to poll_batch completions of `lane`'s CQ into `wcs`; how many.
 // Inline, as post() and ticks_now(): a latency sample spans them, and each call and return
 // is a lookup of its own under an emulator (the TCG guest).

@@ -272,12 +272,27 @@ TEST(IntervalRecorder, CutsTheRunningTotalAtEachIntervalsEnd) {
 TEST(RatePacer, AllowsWhatTheRateHasEarnedSinceTheStart) {
   const auto start = Clock::now();
   using std::chrono::milliseconds;
-  const RatePacer pacer(1000, start);        // a message a millisecond
+  RatePacer pacer(1000, start);              // a message a millisecond
   EXPECT_EQ(pacer.allowance(0, start), 1u);  // the first goes at once
   EXPECT_EQ(pacer.allowance(1, start), 0u);
   EXPECT_EQ(pacer.allowance(1, start + milliseconds(10)), 10u);
   EXPECT_EQ(pacer.allowance(32, start + milliseconds(10)), 0u);  // a post list ahead: wait
-  EXPECT_EQ(pacer.allowance(500, start + milliseconds(600)), 101u);
+  EXPECT_EQ(pacer.allowance(560, start + milliseconds(600)), 41u);
+}
+
+TEST(RatePacer, CatchesUpAtMostFiftyMillisecondsAfterAStall) {
+  const auto start = Clock::now();
+  using std::chrono::milliseconds;
+  RatePacer pacer(1000, start);
+  EXPECT_EQ(pacer.allowance(0, start), 1u);
+  // Held up 300 ms: 301 earned, 50 allowed at once, the rest forgiven.
+  EXPECT_EQ(pacer.allowance(1, start + milliseconds(300)), 50u);
+  EXPECT_EQ(pacer.allowance(51, start + milliseconds(300)), 0u);
+  // From there on the rate again: 10 ms later, 10 more.
+  EXPECT_EQ(pacer.allowance(51, start + milliseconds(310)), 10u);
+  // A slow rate still lets one go.
+  RatePacer slow(2, start);
+  EXPECT_EQ(slow.allowance(0, start + milliseconds(5000)), 1u);
 }
 
 }  // namespace

@@ -9,10 +9,14 @@
 # alternates send_bw --lat and ib_send_lat RUNS times each, LAT_ITERS round trips a run
 # (default 5000), and the row atomic: send_bw --lat --op atomic against ib_atomic_lat.
 # perftest runs in its default out-of-band mode (its rdma_cm mode, -R, crashed or hung on
-# rxe). Completion events: send_bw -e against send_bw busy polling at 4 KiB and
-# 64 KiB, bandwidth and both sides' CPU per message (--cpu-util). Prints the medians and the
-# ratios, and writes to OUT_JSON {"bandwidth": [run...], "latency": [run...], "events":
-# [run...], "medians": {"bandwidth": [...], "latency": [...], "events": [...]}}.
+# rxe), on the GID of RXE_ADDR (-x), so that both tools send the same headers: perftest's
+# default GID 0 is the IPv6 link-local one, and rxe's IPv4 path costs more per packet (the
+# IP header's checksum and id); PERF_GID=N picks another index, PERF_GID=default none.
+# Completion events: send_bw -e against send_bw busy polling at 4 KiB and 64 KiB, bandwidth
+# and both sides' CPU per message (--cpu-util). Prints the medians and the ratios, and
+# writes to OUT_JSON {"address": RXE_ADDR, "perftest_gid_index": N or "default",
+# "bandwidth": [run...], "latency": [run...], "events": [run...], "medians": {"bandwidth":
+# [...], "latency": [...], "events": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
 # SECTIONS="bandwidth latency events" (the default): the parts to run; BW_SPECS and
@@ -33,6 +37,24 @@ iters=${ITERS:-5000}
 lat_iters=${LAT_ITERS:-5000}
 sections=${SECTIONS:-bandwidth latency events}
 base_bin=${BASE_BIN:+$(cd "$BASE_BIN" && pwd)}
+
+# gid_index_of ADDR: the index of IPv4 address ADDR's RoCE v2 GID on $dev's port 1.
+gid_index_of() {
+  local octets gid entry
+  IFS=. read -ra octets <<< "$1"
+  ((${#octets[@]} == 4)) || return 1
+  gid=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${octets[@]}")
+  for entry in "/sys/class/infiniband/$dev/ports/1/gids/"*; do
+    [[ $(cat "$entry" 2> /dev/null) == "$gid" ]] || continue
+    [[ $(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/${entry##*/}" 2> /dev/null) == "RoCE v2" ]] || continue
+    echo "${entry##*/}"
+    return 0
+  done
+  return 1
+}
+perf_gid=${PERF_GID:-$(gid_index_of "$addr" || echo default)}
+perf_gid_flags=()
+[[ $perf_gid != default ]] && perf_gid_flags=(-x "$perf_gid")
 other=${base_bin:+base}
 other=${other:-perf}
 if [[ -z $base_bin ]]; then
@@ -76,10 +98,10 @@ ours_run() {
 perftest_run() {
   local tool=$1
   shift
-  "$tool" -d "$dev" -p "$port" "$@" -F > "$work/pt_server.txt" 2>&1 &
+  "$tool" -d "$dev" -p "$port" "${perf_gid_flags[@]}" "$@" -F > "$work/pt_server.txt" 2>&1 &
   local server=$!
   wait_port "$port"
-  "$tool" -d "$dev" -p "$port" "$@" -F "$addr" > "$work/pt_client.txt" 2>&1
+  "$tool" -d "$dev" -p "$port" "${perf_gid_flags[@]}" "$@" -F "$addr" > "$work/pt_client.txt" 2>&1
   wait "$server" || true
 }
 
@@ -145,6 +167,8 @@ perftest_lat() {
 pair_order() { if (($1 % 2)); then echo ours other; else echo other ours; fi; }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+[[ -z $base_bin ]] && echo "perftest on GID index $perf_gid of $dev (send_bw on $addr)"
 
 # Runs and medians go to JSON lines here, into OUT_JSON at the end.
 : > "$work/bw_runs.jsonl"
@@ -306,9 +330,9 @@ if [[ " $sections " == *" events "* ]]; then
   echo "-e ratios: events / poll; cpu: both sides' CPU microseconds per message; perftest: ib_send_bw -e / ib_send_bw"
 fi
 
-jq -n --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
+jq -n --arg addr "$addr" --arg gid "$perf_gid" --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
   --slurpfile bwm "$work/bw_medians.jsonl" --slurpfile latm "$work/lat_medians.jsonl" \
   --slurpfile ev "$work/events_runs.jsonl" --slurpfile evm "$work/events_medians.jsonl" \
-  '{bandwidth: $bw, latency: $lat, events: $ev,
+  '{address: $addr, perftest_gid_index: ($gid | tonumber? // $gid), bandwidth: $bw, latency: $lat, events: $ev,
     medians: {bandwidth: $bwm, latency: $latm, events: $evm}}' > "$out"
 echo "all runs: $out"

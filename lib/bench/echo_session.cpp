@@ -24,6 +24,7 @@ void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chr
   messages.post_recv();
   connection.accept(bounds("the connection to be established"));
   timer.lap("accept");
+  report.add(NamedValue("rnr_nak_timer", connection.rnr_nak_timer()));
 
   for (;;) {
     echo::check_message_length(connection.recv_completion(bounds("a message from the client")).byte_len);
@@ -62,6 +63,7 @@ void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
   messages.post_recv();
   endpoint.connect(bounds("the connection to " + report.peer_address));
   timer.lap("connect");
+  report.add(NamedValue("rnr_nak_timer", endpoint.rnr_nak_timer()));
 
   LatencyRecorder rtt;
   rtt.reserve(o.count);

@@ -82,6 +82,7 @@ class Connection {
   std::unique_ptr<AddressHandle> ah_;
   std::uint32_t remote_qpn_ = 0;
   std::uint32_t remote_qkey_ = 0;
+  std::optional<unsigned> rnr_nak_timer_;  // connected (RC) QPs, once established
   CmState state_ = CmState::idle;
   bool disconnecting_ = false;  // we called rdma_disconnect (or answered the peer's)
   std::vector<StepSpan> steps_;

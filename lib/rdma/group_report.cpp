@@ -47,6 +47,7 @@ nlohmann::json Connection::to_json() const {
   if (remote_qpn_ != 0) {
     j["remote_qpn"] = remote_qpn_;
   }
+  if (rnr_nak_timer_) j["rnr_nak_timer"] = *rnr_nak_timer_;
   if (failure_) {
     j["failure"] = rdmakit::to_json(*failure_);
     const auto failed = std::ranges::find_if(steps_, [](const StepSpan& span) { return span.failed; });

@@ -140,6 +140,13 @@ void set_rnr_nak_timer(ibv_qp* qp, std::uint8_t timer) {
                  fmt::format("RNR NAK timer {}", timer));
 }
 
+std::uint8_t rnr_nak_timer_of(ibv_qp* qp) {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  check_returned(ibv_query_qp(qp, &attributes, IBV_QP_MIN_RNR_TIMER, &init), "ibv_query_qp", "its RNR NAK timer");
+  return attributes.min_rnr_timer;
+}
+
 std::size_t huge_page_size() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;

@@ -136,6 +136,8 @@ std::size_t huge_page_size();
 inline constexpr std::uint8_t rnr_nak_timer = 12;
 // Sets `qp`'s RNR NAK timer, in RTS (an RTS to RTS change, which RC allows).
 void set_rnr_nak_timer(ibv_qp* qp, std::uint8_t timer);
+// What `qp` has there now (ibv_query_qp), for the reports.
+std::uint8_t rnr_nak_timer_of(ibv_qp* qp);
 
 // An address handle for UD sends: from path attributes (a CM event's UD parameters) or
 // from a received work completion and its GRH (the reply path).

@@ -19,6 +19,9 @@ case_echo_self() {
   expect_schema rdma_client client.out
   note "rtt p50 $(jq .rtt_us.p50 "$T/client.out") us over 50 exchanges; inline $(jq .inline_send "$T/client.out")"
   expect_jq '.inline_send == true' client.out
+  # Both QPs tell a peer that found no receive posted to wait 0.64 ms, not the CM's 655 ms.
+  expect_jq '.rnr_nak_timer == 12' client.out
+  expect_jq '.rnr_nak_timer == 12' server.out
   # The path for devices without inline sends: messages from registered memory, both sides.
   next_port
   start server2 "$OURS_RDMA_SERVER" -s "$RXE_ADDR" -p "$PORT" --accept-timeout 20 --json --no-inline

@@ -147,6 +147,8 @@ case_ucmatose_stock() {
   expect_grep "disconnected" stock.out
   expect_jq '.outcome == "completed" and .messages.received == 40 and .messages.sent == 40' client.out
   expect_jq '.connections | all(.state == "disconnected")' client.out
+  # Each RC QP tells a peer that found no receive posted to wait 0.64 ms, not the CM's 655 ms.
+  expect_jq '.connections | all(.rnr_nak_timer == 12)' client.out
 
   next_port
   start server "$OURS_UCMATOSE" -b "$RXE_ADDR" -p "$PORT" -c 4 -m --json --accept-timeout 20
@@ -157,6 +159,7 @@ case_ucmatose_stock() {
   finish server 10
   expect_rc 0 "our ucmatose server (-m)"
   expect_jq '.outcome == "completed" and .messages.received == 40 and (.migrate_ms | type == "number")' server.out
+  expect_jq '.connections | all(.rnr_nak_timer == 12)' server.out
 }
 
 case_ucmatose_no_peer() {

@@ -282,6 +282,59 @@ double messages_per_s(double rate, char units, std::uint32_t size) {
 
 namespace {
 
+// The bandwidth rows, each size's warm-up and measured stream; `sent` takes each lane's
+// messages per size, warm-up included, also of a size a stop cut short.
+void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, const std::vector<Lane>& lanes,
+                 const Endpoint& first, AtomicCounters* counters, BwResults& results,
+                 std::vector<std::vector<bw::SizeCount>>& sent) {
+  std::vector<std::uint64_t> lane_sends(lanes.size(), 0);  // each lane's messages so far
+  const StreamSettings settings{.lanes = lanes,
+                                .operation = s.operation,
+                                .depth = s.depth,
+                                .signal_every = signal_interval(s.depth),
+                                .max_inline_data = first.max_inline_data(),
+                                .bidirectional = s.bidirectional,
+                                .limits = s.limits,
+                                .messages_per_s = std::nullopt,
+                                .interval = s.interval,
+                                .intervals = &results.intervals,
+                                .events = s.events,
+                                .atomics = counters,
+                                .lane_sends = &lane_sends};
+  std::vector<BandwidthRow> warmup_rows;
+  auto warmup = settings;
+  warmup.intervals = nullptr;  // the warm-up is not measured
+  for (const auto size : sizes) {
+    const auto before = lane_sends;
+    const auto count_sent = [&] {
+      for (std::size_t l = 0; l < lanes.size(); ++l)
+        sent[l].push_back({.size = size, .count = lane_sends[l] - before[l]});
+    };
+    try {
+      if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
+      const RowWatch watch(s, first, results);
+      stream(paced(settings, s, size), size, s.budget, results.bandwidth);
+    } catch (const RunStopped&) {
+      count_sent();
+      throw;
+    }
+    count_sent();
+  }
+}
+
+// -c UD: a client stopped by Ctrl-C still tells the server what it sent, so that the server
+// ends at once with the same counts rather than after its --timeout of silence. A second
+// at most, which a second Ctrl-C does not cut short; the stop is reported however it goes.
+void tell_counts_after_stop(const std::vector<Lane>& lanes, const std::vector<std::vector<bw::SizeCount>>& sent,
+                            const RunLimits& limits, BwResults& results) {
+  const RunLimits brief{.stop_fd = -1, .timeout = std::min(limits.timeout, std::chrono::milliseconds(1000))};
+  try {
+    results.datagrams = exchange_datagram_counts(lanes, sent, brief);
+  } catch (const std::exception& error) {
+    spdlog::debug("the datagram counts after the stop: {}", error.what());
+  }
+}
+
 // The client's rows over its connected lanes: the latency or bandwidth loops at each size,
 // and for atomics the counters read back at the end.
 void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, const std::vector<Lane>& lanes,
@@ -292,50 +345,29 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
     results.test["atomic"] = {{"kind", to_string(s.atomic)}};
   }
   AtomicCounters* counters = atomics ? &*atomics : nullptr;
-  // Each lane's messages so far, and (-c UD) per size, warm-up included.
-  std::vector<std::uint64_t> lane_sends(lanes.size(), 0);
+  // -c UD: each lane's messages per size, warm-up included.
   std::vector<std::vector<bw::SizeCount>> sent(lanes.size());
-
-  if (s.test == bw::Test::latency) {
-    const PingSettings settings{.lane = lanes.front(),
-                                .operation = s.operation,
-                                .max_inline_data = first.max_inline_data(),
-                                .limits = s.limits,
-                                .histogram = s.histogram,
-                                .events = s.events,
-                                .atomics = counters,
-                                .datagrams_sent = s.datagram ? &sent.front() : nullptr};
-    for (const auto size : sizes) {
-      const RowWatch watch(s, first, results);
-      ping(settings, size, s.budget, s.warmup, results.latency);
-    }
-  } else {
-    const StreamSettings settings{.lanes = lanes,
+  try {
+    if (s.test == bw::Test::latency) {
+      const PingSettings settings{.lane = lanes.front(),
                                   .operation = s.operation,
-                                  .depth = s.depth,
-                                  .signal_every = signal_interval(s.depth),
                                   .max_inline_data = first.max_inline_data(),
-                                  .bidirectional = s.bidirectional,
                                   .limits = s.limits,
-                                  .messages_per_s = std::nullopt,
-                                  .interval = s.interval,
-                                  .intervals = &results.intervals,
+                                  .histogram = s.histogram,
                                   .events = s.events,
                                   .atomics = counters,
-                                  .lane_sends = &lane_sends};
-    std::vector<BandwidthRow> warmup_rows;
-    auto warmup = settings;
-    warmup.intervals = nullptr;  // the warm-up is not measured
-    for (const auto size : sizes) {
-      const auto before = lane_sends;
-      if (s.warmup > 0) stream(warmup, size, Budget{.iterations = s.warmup, .duration = std::nullopt}, warmup_rows);
-      {
+                                  .datagrams_sent = s.datagram ? &sent.front() : nullptr};
+      for (const auto size : sizes) {
         const RowWatch watch(s, first, results);
-        stream(paced(settings, s, size), size, s.budget, results.bandwidth);
+        ping(settings, size, s.budget, s.warmup, results.latency);
       }
-      for (std::size_t l = 0; l < lanes.size(); ++l)
-        sent[l].push_back({.size = size, .count = lane_sends[l] - before[l]});
+    } else {
+      stream_rows(s, sizes, lanes, first, counters, results, sent);
     }
+  } catch (const RunStopped& stopped) {
+    if (s.datagram && stopped.reason() == StopReason::interrupted)
+      tell_counts_after_stop(lanes, sent, s.limits, results);
+    throw;
   }
   // The server counts what arrived: both sides learn what was lost.
   if (s.datagram) results.datagrams = exchange_datagram_counts(lanes, sent, s.limits);

@@ -166,12 +166,16 @@ bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::arr
 }
 
 // A stream that finished: every request posted has completed, so each lane's atomic counter
-// moved that far, and so many went out.
+// moved that far.
 void count_atomics(const StreamSettings& s, const StreamLedger& ledger) {
-  for (std::size_t l = 0; l < s.lanes.size(); ++l) {
-    if (s.atomics != nullptr) s.atomics->done[l] += ledger.posted_on(l);
-    if (s.lane_sends != nullptr) (*s.lane_sends)[l] += ledger.posted_on(l);
-  }
+  if (s.atomics == nullptr) return;
+  for (std::size_t l = 0; l < s.lanes.size(); ++l) s.atomics->done[l] += ledger.posted_on(l);
+}
+
+// What went out on each lane, however the stream ended: -c UD's counts (after a Ctrl-C too).
+void count_sends(const StreamSettings& s, const StreamLedger& ledger) {
+  if (s.lane_sends == nullptr) return;
+  for (std::size_t l = 0; l < s.lanes.size(); ++l) (*s.lane_sends)[l] += ledger.posted_on(l);
 }
 
 }  // namespace
@@ -218,10 +222,12 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   } catch (...) {
     keep_intervals();
     if (ledger.total() > 0) rows.push_back(ledger.row(size));
+    count_sends(s, ledger);  // the atomic counters are not checked after a stop
     throw;
   }
   keep_intervals();
   count_atomics(s, ledger);
+  count_sends(s, ledger);
   rows.push_back(ledger.row(size));
 }
 

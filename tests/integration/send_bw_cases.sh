@@ -207,34 +207,46 @@ case_send_bw_refused() {
 case_send_bw_interrupted() {
   require_device
   # Ctrl-C in the middle of a -D run: the client stops within a second or two and its report
-  # keeps the partial row; the server sees the disconnect and reports what arrived.
-  local test signal expected
-  for test in bw lat; do
+  # keeps the partial row; the server sees the disconnect and reports what arrived. Over UD
+  # (no disconnect) the stopped client still sends its counts: the server, with 20 s of
+  # --timeout, ends within seconds, and both sides hold the same counts.
+  local run test signal expected both client
+  for run in bw lat bw_ud lat_ud; do
+    test=${run%_ud} both=() client=()
+    [[ $run == *_ud ]] && both=(-c UD --timeout 20)
+    # Paced: a UD flood would slow the cases running beside this one.
+    [[ $run == bw_ud ]] && client=(--rate-limit 20000 --rate-units p)
     # SIGINT for bandwidth, SIGTERM for latency: 128 + the signal number either way.
     signal=INT expected=130
     [[ $test == lat ]] && signal=TERM expected=143
     next_port
-    start "server_$test" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+    start "server_$run" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20 "${both[@]}"
     wait_listening "$PORT"
     # Two warm-up messages, not 100: beside a busy guest 100 latency round trips took longer
     # than the 2 s before the signal, which then left no partial row to check.
-    start "client_$test" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test "$test" -s 64 -D 60 --warmup 2 --json
-    eval "wait_connected \$PID_client_$test 30"
+    start "client_$run" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test "$test" -s 64 -D 60 --warmup 2 --json "${both[@]}" "${client[@]}"
+    eval "wait_connected \$PID_client_$run 30"
     sleep 2
-    eval "kill -$signal \$PID_client_$test"
-    finish "client_$test" 5
-    expect_rc "$expected" "send_bw --test $test after SIG$signal"
-    eval "expect_released \$PID_client_$test \"send_bw --test $test after SIG$signal\""
-    finish "server_$test" 10
+    eval "kill -$signal \$PID_client_$run"
+    finish "client_$run" 5
+    expect_rc "$expected" "send_bw --test $test ${both[*]} after SIG$signal"
+    eval "expect_released \$PID_client_$run \"send_bw --test $test after SIG$signal\""
+    finish "server_$run" 10
     expect_rc 0 "send_bw server after its client's Ctrl-C"
     expect_jq '.outcome == "interrupted" and (.rows | length == 1) and .rows[0].iterations > 0
-      and .duration_s < 10' "client_$test.out"
+      and .duration_s < 10' "client_$run.out"
+    expect_schema send_bw "client_$run.out"
+    expect_schema send_bw "server_$run.out"
   done
   expect_jq "$BW_ROWS_CONSISTENT" client_bw.out
-  expect_schema send_bw client_bw.out
-  expect_schema send_bw client_lat.out
   expect_jq "$LAT_ROWS_CONSISTENT" client_lat.out
   expect_jq '.answered > 0' server_lat.out
+  for run in bw_ud lat_ud; do
+    expect_jq '.outcome == "completed" and .duration_s < 8 and .datagrams[0].received > 0' "server_$run.out"
+    [[ $(jq -c .datagrams "$T/client_$run.out") == "$(jq -c .datagrams "$T/server_$run.out")" ]] ||
+      fail "$run: the sides' counts differ: $(jq -c .datagrams "$T/client_$run.out") vs $(jq -c .datagrams "$T/server_$run.out")"
+    note "$run stopped: $(jq -c .datagrams "$T/client_$run.out")"
+  done
 }
 
 # send_bw -P: one test at a time, client after client, whatever each runs; clients arriving

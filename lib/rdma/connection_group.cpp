@@ -526,9 +526,7 @@ void ConnectionGroup::start_join(Connection& connection) {
 void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& event) {
   connection.end_step();
   if (!is_datagram(options_.port_space)) {
-    // As Endpoint's: the CM's 0 would stall a peer we once cannot take for 655 ms.
-    set_rnr_nak_timer(connection.id_->qp, rnr_nak_timer);
-    connection.rnr_nak_timer_ = rnr_nak_timer_of(connection.id_->qp);
+    keep_rnr_naks_short(connection.id_->qp);
   } else {
     // Active UD side and multicast: the event carries the path, QP number and Q_Key.
     auto path = event.param.ud.ah_attr;
@@ -537,6 +535,8 @@ void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& even
     connection.remote_qkey_ = event.param.ud.qkey;
   }
   connection.ready_at_ = Clock::now();
+  // For the report, read back after ready_at_: the setup rate times connecting only.
+  if (!is_datagram(options_.port_space)) connection.rnr_nak_timer_ = rnr_nak_timer_of(connection.id_->qp);
 }
 
 void ConnectionGroup::on_connect_request(rdma_cm_event& event) {

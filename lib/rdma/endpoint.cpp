@@ -245,7 +245,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
         check_errno(rdma_establish(id_.get()), "rdma_establish", peer);
         [[fallthrough]];
       case CmAction::start_traffic:
-        if (!options_.datagram) set_rnr_nak_timer(qp(), rnr_nak_timer);  // UD: no RNR NAKs
+        keep_rnr_naks_short(qp());
         take_reply(*event);
         report.add_timing(step, elapsed_ms(started));
         return;

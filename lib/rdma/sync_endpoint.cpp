@@ -141,20 +141,14 @@ void SyncEndpoint::connect(const Bounds& bounds) {
   state_ = CmState::connecting;
   complete_cm_call("rdma_connect", rdma_connect(id_, nullptr), bounds);
   state_ = CmState::established;
-  keep_rnr_naks_short();
+  if (id_->qp != nullptr) keep_rnr_naks_short(id_->qp);
 }
 
 void SyncEndpoint::accept(const Bounds& bounds) {
   state_ = CmState::accepting;
   complete_cm_call("rdma_accept", rdma_accept(id_, nullptr), bounds);
   state_ = CmState::established;
-  keep_rnr_naks_short();
-}
-
-// As Endpoint's: the CM leaves the RNR NAK timer at 0, which makes a peer that once found
-// no receive posted here wait 655 ms.
-void SyncEndpoint::keep_rnr_naks_short() {
-  if (id_->qp != nullptr && id_->qp->qp_type == IBV_QPT_RC) set_rnr_nak_timer(id_->qp, rdmakit::rnr_nak_timer);
+  if (id_->qp != nullptr) keep_rnr_naks_short(id_->qp);
 }
 
 unsigned SyncEndpoint::rnr_nak_timer() const {

@@ -82,8 +82,6 @@ class SyncEndpoint {
   void finish_cm_call(const char* call, const Bounds& bounds);
   // `result` of a synchronous call: done, failed (throws), or still under way (waits).
   void complete_cm_call(const char* call, int result, const Bounds& bounds);
-  // Once connected: our RNR NAKs ask the peer to wait 0.64 ms (lib/rdma/verbs' rnr_nak_timer).
-  void keep_rnr_naks_short();
 
   rdma_cm_id* id_ = nullptr;
   // Where the id is in rdma_cm(7)'s flow; every event read goes through cm_transition.

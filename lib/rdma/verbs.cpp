@@ -133,11 +133,12 @@ RegisteredBuffer::RegisteredBuffer(ibv_pd* pd, std::size_t size, int access, Buf
   check_pointer(mr_, "ibv_reg_mr", std::to_string(size) + " bytes");
 }
 
-void set_rnr_nak_timer(ibv_qp* qp, std::uint8_t timer) {
+void keep_rnr_naks_short(ibv_qp* qp) {
+  if (qp->qp_type != IBV_QPT_RC) return;
   ibv_qp_attr attributes{};
-  attributes.min_rnr_timer = timer;
+  attributes.min_rnr_timer = rnr_nak_timer;
   check_returned(ibv_modify_qp(qp, &attributes, IBV_QP_MIN_RNR_TIMER), "ibv_modify_qp",
-                 fmt::format("RNR NAK timer {}", timer));
+                 fmt::format("RNR NAK timer {}", rnr_nak_timer));
 }
 
 std::uint8_t rnr_nak_timer_of(ibv_qp* qp) {

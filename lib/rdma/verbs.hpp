@@ -134,8 +134,9 @@ std::size_t huge_page_size();
 // ran out of receives once stalled its sender that long (a 64 B send_bw run on rxe went
 // from 0.06 s to 0.73 s, and to 26 s with 40 of them).
 inline constexpr std::uint8_t rnr_nak_timer = 12;
-// Sets `qp`'s RNR NAK timer, in RTS (an RTS to RTS change, which RC allows).
-void set_rnr_nak_timer(ibv_qp* qp, std::uint8_t timer);
+// Gives an RC `qp`, once in RTS, rnr_nak_timer (an RTS to RTS change); other QP types send
+// no RNR NAKs and are left as they are. Every connection path calls it once established.
+void keep_rnr_naks_short(ibv_qp* qp);
 // What `qp` has there now (ibv_query_qp), for the reports.
 std::uint8_t rnr_nak_timer_of(ibv_qp* qp);
 

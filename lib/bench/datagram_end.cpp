@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "lib/bench/loop_support.hpp"
 #include "lib/core/error.hpp"
@@ -35,7 +36,9 @@ struct ControlArrival {
 // picks them out of what arrives (a late data datagram is dropped).
 class ControlChannel {
  public:
-  ControlChannel(const Lane& lane, const RunLimits& limits) : lane_(lane), limits_(limits) {}
+  // `deadline`: no send waits past it, whatever the run's timeout (the whole exchange's bound).
+  ControlChannel(const Lane& lane, const RunLimits& limits, Clock::time_point deadline = Clock::time_point::max())
+      : lane_(lane), limits_(limits), deadline_(deadline) {}
 
   // Posts `counts` to `to` and waits (bounded) for the send to complete, so that the next
   // message may take the buffer.
@@ -53,7 +56,7 @@ class ControlChannel {
     wr.imm_data = bw::datagram_end_imm();
     address_datagram(to, wr);
     loop::post(lane_.qp, &wr, length);
-    const auto deadline = Clock::now() + limits_.timeout;
+    const auto deadline = std::min(Clock::now() + limits_.timeout, deadline_);
     loop::SpinGuard spin(limits_.stop_fd);
     for (bool sent = false; !sent;) {
       if (poll(sent) || sent || !spin.due()) continue;
@@ -109,9 +112,21 @@ class ControlChannel {
 
   const Lane& lane_;
   const RunLimits& limits_;
+  Clock::time_point deadline_;
   std::deque<ControlArrival> arrived_;
   std::array<ibv_wc, loop::poll_batch> wcs_{};
 };
+
+// The client's last word, once the counts are known on both sides: a done not sent by the
+// exchange's deadline only makes the server wait out its linger.
+void send_done(ControlChannel& channel, const DatagramAddress& server) {
+  try {
+    channel.send({.kind = bw::DatagramCounts::Kind::done, .rows = {}}, server);
+  } catch (const RunStopped& stopped) {
+    if (stopped.reason() != StopReason::timed_out) throw;
+    spdlog::debug("the datagram stream's done: {}", stopped.what());
+  }
+}
 
 // What the server heard from a lane's client; ProtocolError unless it is the counts sent.
 bw::DatagramCounts expect_sent(const bw::DatagramCounts& counts, std::size_t lane) {
@@ -149,12 +164,12 @@ std::vector<DatagramLoss> exchange_datagram_counts(const std::vector<Lane>& lane
                                                    const std::vector<std::vector<bw::SizeCount>>& sent,
                                                    const RunLimits& limits) {
   // Every lane's counts go out before any answer is awaited: the server answers once all
-  // its lanes have ended.
+  // its lanes have ended. The timeout bounds the whole exchange, the done included.
+  const auto deadline = Clock::now() + limits.timeout;
   std::vector<ControlChannel> channels;
-  for (const auto& lane : lanes) channels.emplace_back(lane, limits);
+  for (const auto& lane : lanes) channels.emplace_back(lane, limits, deadline);
   std::vector<std::optional<bw::DatagramCounts>> theirs(lanes.size());
   const auto missing = [&] { return std::find(theirs.begin(), theirs.end(), std::nullopt) != theirs.end(); };
-  const auto deadline = Clock::now() + limits.timeout;
   while (missing()) {
     if (Clock::now() > deadline) {
       throw RunStopped(
@@ -175,8 +190,8 @@ std::vector<DatagramLoss> exchange_datagram_counts(const std::vector<Lane>& lane
   }
   std::vector<DatagramLoss> losses;
   for (std::size_t l = 0; l < lanes.size(); ++l) {
-    channels[l].send({.kind = bw::DatagramCounts::Kind::done, .rows = {}}, lanes[l].peer);
     add_losses(losses, sent[l], theirs[l]->rows);
+    send_done(channels[l], lanes[l].peer);
   }
   return losses;
 }

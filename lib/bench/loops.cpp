@@ -209,6 +209,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
         const auto now = Clock::now();
         ledger.progressed(now);
         if (intervals) intervals->record(ledger.total(), now);
+        spin.check_stop_while_busy([size] { return fmt::format("at {} bytes", size); });
       } else if (spin.due()) {
         const auto now = Clock::now();
         ledger.close_if_due(now);
@@ -320,8 +321,12 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
         progress = reap_sink(s.lanes[l], l, ledger, wcs, tally) || progress;
         if (!ledger.closed(l)) reflect(s.lanes[l], l, ledger, s, wr, sge);
       }
-      if (progress) spin.saw_progress();
-      if (progress || ledger.all_closed() || !spin.due()) continue;
+      if (progress) {
+        spin.saw_progress();
+        spin.check_stop_while_busy([] { return std::string("while receiving"); });
+        continue;
+      }
+      if (ledger.all_closed() || !spin.due()) continue;
       // The peer's DISCONNECTED can overtake the completions of what it sent just before
       // (a server counted 292 of 300 beside a busy guest): go on polling until the flushed
       // receives close every lane, for a second at most.

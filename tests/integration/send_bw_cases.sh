@@ -210,7 +210,12 @@ case_send_bw_interrupted() {
   # keeps the partial row; the server sees the disconnect and reports what arrived. Over UD
   # (no disconnect) the stopped client still sends its counts: the server, with 20 s of
   # --timeout, ends within seconds, and both sides hold the same counts.
-  local run test signal expected both client
+  # The bound from the signal to the client's exit, on the wall clock: the stop is seen within
+  # 20 ms of the client's next turn on a CPU (busy or idle), the UD counts exchange takes a
+  # second at most (man send_bw), and 4 s more pay for the teardown and a sanitized exit on a
+  # loaded host. (A UD client starved by the cases beside it once never saw its CQ empty,
+  # where alone it looked for the stop, and ran on past this bound to its -D 60.)
+  local run test signal expected both client signalled exited
   for run in bw lat bw_ud lat_ud; do
     test=${run%_ud} both=() client=()
     [[ $run == *_ud ]] && both=(-c UD --timeout 20)
@@ -227,9 +232,14 @@ case_send_bw_interrupted() {
     start "client_$run" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test "$test" -s 64 -D 60 --warmup 2 --json "${both[@]}" "${client[@]}"
     eval "wait_connected \$PID_client_$run 30"
     sleep 2
+    signalled=$(date +%s%N)
     eval "kill -$signal \$PID_client_$run"
-    finish "client_$run" 5
+    finish "client_$run" 10
+    exited=$(date +%s%N)
     expect_rc "$expected" "send_bw --test $test ${both[*]} after SIG$signal"
+    (((exited - signalled) / 1000000 <= 5000)) ||
+      fail "send_bw --test $test ${both[*]} exited $(((exited - signalled) / 1000000)) ms after SIG$signal, over 5000"
+    note "$run: exit $(((exited - signalled) / 1000000)) ms after SIG$signal"
     eval "expect_released \$PID_client_$run \"send_bw --test $test after SIG$signal\""
     finish "server_$run" 10
     expect_rc 0 "send_bw server after its client's Ctrl-C"

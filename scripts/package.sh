@@ -31,8 +31,14 @@ dir=$(cd "$dir" && pwd)
 {
   # A fresh folder is configured without tests; an existing build (CI packages the one it
   # has just tested, to save a third build) keeps its tests, which install nothing.
-  tests=()
-  [[ -f $dir/CMakeCache.txt ]] || tests=(-DRDMAKIT_BUILD_TESTS=OFF)
+  # Such a build is given its own program prefix back afterwards, so that an install from
+  # it, or its next build, is what it was before it was packaged.
+  tests=() restore=()
+  if [[ -f $dir/CMakeCache.txt ]]; then
+    restore=("-DRDMAKIT_PROGRAM_PREFIX=$(sed -n 's/^RDMAKIT_PROGRAM_PREFIX:STRING=//p' "$dir/CMakeCache.txt")")
+  else
+    tests=(-DRDMAKIT_BUILD_TESTS=OFF)
+  fi
   cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRDMAKIT_PROGRAM_PREFIX="$prefix" \
     "${tests[@]}" -DRDMAKIT_WERROR=ON > "$dir/package-configure.log" 2>&1 ||
     { cat "$dir/package-configure.log"; fail "configure failed (log above)"; }
@@ -40,6 +46,10 @@ dir=$(cd "$dir" && pwd)
   rm -f "$dir"/rdmakit_*.deb "$dir"/rdmakit-rxe-vm_*.deb
   (cd "$dir" && cpack -G DEB) > "$dir/package-cpack.log" 2>&1 ||
     { cat "$dir/package-cpack.log"; fail "cpack failed (log above)"; }
+  if [[ ${#restore[@]} -gt 0 ]]; then
+    cmake -S "$root" -B "$dir" "${restore[@]}" >> "$dir/package-configure.log" 2>&1 ||
+      { cat "$dir/package-configure.log"; fail "restoring the build's program prefix failed (log above)"; }
+  fi
 } >&2
 # rdma_mesh is built where CMake found MPI (libopenmpi-dev); the package then holds it and
 # depends on Open MPI's library.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,10 +20,6 @@
 #include "lib/rdma/cm.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/smoke/smoke_report.hpp"
-
-#ifndef RDMAKIT_PROGRAM_PREFIX
-#define RDMAKIT_PROGRAM_PREFIX ""
-#endif
 
 namespace {
 
@@ -84,11 +81,21 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(1.0, 86400.0));
 }
 
-// The tools installed beside this program (with its install prefix), never ones found on
-// PATH: rdmacm-utils installs stock tools of the same names.
+// The tools installed beside this program, never ones found on PATH: rdmacm-utils installs
+// stock tools of the same names.
 fs::path tools_dir(const Options& o) {
   if (!o.tools_dir.empty()) return o.tools_dir;
   return fs::read_symlink("/proc/self/exe").parent_path();
+}
+
+// The packager's program prefix, read from this program's own file name (rdmakit-rdma_smoke
+// runs rdmakit-rping), not compiled in: a build folder reconfigured for a package keeps
+// working from bin/, where the tools have their plain names.
+std::string program_prefix() {
+  constexpr std::string_view own_name = "rdma_smoke";
+  const auto file = fs::read_symlink("/proc/self/exe").filename().string();
+  if (file.size() < own_name.size() || !file.ends_with(own_name)) return {};
+  return file.substr(0, file.size() - own_name.size());
 }
 
 std::string numeric(const std::string& host) {
@@ -112,7 +119,7 @@ void validate(const Options& o) {
     throw rdmakit::UsageError("--serve and --peer take at most one address (this host's)");
   }
   const auto dir = tools_dir(o);
-  if (!fs::exists(dir / (std::string(RDMAKIT_PROGRAM_PREFIX) + "rping"))) {
+  if (!fs::exists(dir / (program_prefix() + "rping"))) {
     throw rdmakit::UsageError("no rdmakit tools in " + dir.string() + " (--tools-dir)");
   }
 }
@@ -253,7 +260,8 @@ int main(int argc, char** argv) {
         const auto started = rdmakit::Clock::now();
         const auto dir = tools_dir(options);
         const rdmakit::smoke::RunEnvironment environment{
-            .program = [&dir](const std::string& tool) { return (dir / (RDMAKIT_PROGRAM_PREFIX + tool)).string(); },
+            .program =
+                [&dir, prefix = program_prefix()](const std::string& tool) { return (dir / (prefix + tool)).string(); },
             .listening = listening_on,
             .stop_fd = stop.fd()};
         rdmakit::smoke::SmokeRun run;

@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(
   # build
-  build-essential cmake pkg-config clang-format
+  build-essential cmake ninja-build pkg-config clang-format
   # the cognitive-complexity cap (.clang-tidy) and the shell scripts' lint
   clang-tidy shellcheck
   # the report schemas' validator (tests/schema)
@@ -25,6 +25,8 @@ packages=(
   nftables libnftables-dev
   # one memcheck run of every tool (tests/integration/valgrind_cases.sh)
   valgrind
+  # scripts/test.sh --under-load: CPU burners beside the guests
+  stress-ng
   # the soft-RoCE VM (scripts/rxe-vm.sh)
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 )

@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# test.sh [--quick]: the test suite. Installs missing dependencies and checks formatting;
-# then, in full (what CI runs):
+# test.sh [--quick] [--under-load]: the test suite. Installs missing dependencies and checks
+# formatting; then, in full (what CI runs):
 #   build          gcc, warnings as errors: the tools, the unit tests, the .deb
 #   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
 #                  build serves the sanitized unit and integration runs and the fuzz run
+#   clang-tidy     the cognitive-complexity cap, with build-asan's compile commands
 #   unit           both builds on this host, with the device-free cases of the tools (bad
-#                  flags: label nodevice) and every fuzz corpus replayed
+#                  flags: label nodevice); build-asan replays every fuzz corpus
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan)
 #   integration    both builds in one soft-RoCE guest (scripts/rxe-vm.sh), several cases at
-#                  a time where they share nothing (tests/README.md says which run alone)
+#                  a time where they share nothing (tests/README.md says which run alone,
+#                  and which the sanitized build runs)
 #   pair           the two-host cases on two guests joined by a wire (plain build)
 #   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
 #                  (scripts/package.sh), then installed: from a fresh folder the installed
 #                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick; removed after
+#   build/bin      the tested build still runs from build/bin afterwards
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
-# tool, about 6 minutes on 2 cores from a fresh clone (22 for the full suite). CI runs the
-# full suite.
-# Every run ends with a table of each stage's time (also kept in build/test-times.txt).
+# tool. CI runs the full suite.
+# --under-load: CPU burners (stress-ng, RDMAKIT_BURNERS of them, default one per core) run on
+# this host beside every guest, as on a user's busy machine; every case must hold.
+# Every run ends with a table of each stage's time (also kept in build/test-times.txt);
+# tests/README.md says where the time goes.
 #   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
@@ -29,14 +34,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
-mode=full
-case ${1:-} in
-  "") ;;
-  --quick) mode=quick ;;
-  -h | --help) usage 0 ;;
-  *) echo "test.sh: unknown argument '$1' (expected --quick)" >&2; usage 2 ;;
-esac
+mode=full under_load=false
+for argument in "$@"; do
+  case $argument in
+    --quick) mode=quick ;;
+    --under-load) under_load=true ;;
+    -h | --help) usage 0 ;;
+    *) echo "test.sh: unknown argument '$argument' (expected --quick, --under-load)" >&2; usage 2 ;;
+  esac
+done
 jobs=${RDMAKIT_JOBS:-3}
+burners=${RDMAKIT_BURNERS:-$(nproc)}
 
 # The stage clock: every stage's wall time and outcome, printed at the end however the run
 # ends. Stages run in the guest report their own time (stage-time: lines, from
@@ -47,11 +55,29 @@ suite_started=$SECONDS
 add_row() { stage_rows+=("$(printf '%6d s  %-6s  %s' "$1" "$2" "$3")"); }
 print_times() {
   local total=$((SECONDS - suite_started))
-  echo "== stage times ($mode suite, $(nproc) cores): total ${total} s ($((total / 60)) min $((total % 60)) s)"
+  local load=""
+  $under_load && load=", $burners CPU burners beside the guests"
+  echo "== stage times ($mode suite, $(nproc) cores$load): total ${total} s ($((total / 60)) min $((total % 60)) s)"
   printf '%s\n' "${stage_rows[@]}" "$(printf '%6d s  %-6s  %s' "$total" "$([[ $status == 0 ]] && echo ok || echo FAILED)" total)" |
     tee "$root/build/test-times.txt" 2> /dev/null || true
 }
-trap print_times EXIT
+
+# --under-load: CPU burners beside every guest, started before the first and stopped after
+# the last, so that each case runs on a host whose CPU is taken, as a user's often is.
+burner_pid=""
+burn_start() {
+  $under_load && [[ -z $burner_pid ]] || return 0
+  stress-ng --cpu "$burners" --cpu-method int64 --timeout 4h --quiet &
+  burner_pid=$!
+  echo "== under load: $burners CPU burners (stress-ng --cpu $burners, pid $burner_pid) beside the guests"
+}
+burn_stop() {
+  [[ -n $burner_pid ]] || return 0
+  kill "$burner_pid" 2> /dev/null || true
+  wait "$burner_pid" 2> /dev/null || true
+  burner_pid=""
+}
+trap 'burn_stop; print_times' EXIT
 
 # stage NAME COMMAND...: one timed stage; a failure fails the suite and is returned.
 stage() {
@@ -84,9 +110,13 @@ format_check() {
 }
 
 # tidy_check: .clang-tidy's cognitive-complexity cap over lib/ and apps/, with the compile
-# commands of the gcc build.
+# commands of the clang build (clang-tidy is the same LLVM). The builds are unity builds, so
+# it reads each unity source once and reports on the sources it includes (-header-filter):
+# every lib/ and apps/ .cpp is in one, and CLI11, json and spdlog are parsed once a batch
+# instead of once a file.
 tidy_check() {
-  run-clang-tidy -p "$root/build" -j "$(nproc)" -quiet "$root/(lib|apps)/.*\.cpp\$" > "$root/build/clang-tidy.log" 2>&1 ||
+  run-clang-tidy -p "$root/build-asan" -j "$(nproc)" -quiet -header-filter="^$root/(lib|apps)/.*\.cpp\$" \
+    "^$root/build-asan/(lib|apps)/.*/unity_.*\.cxx\$" > "$root/build/clang-tidy.log" 2>&1 ||
     {
       grep -E "warning:|error:" "$root/build/clang-tidy.log"
       return 1
@@ -97,7 +127,16 @@ stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
 # The entry points; -x follows what they source (.shellcheckrc).
 stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh
-stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build"
+# Both builds are unity builds (CMake batches of 8 sources): most of a compile was the
+# templates of CLI11, nlohmann/json and fmt instantiated and optimised again in every source
+# (a precompiled header made gcc slower still); a batch does them once.
+# The plain build: the tools as packaged, their unit tests and the plain integration pass;
+# line tables only (-g1), enough for a backtrace, and the package strips them anyway. The
+# full suite leaves out the gcc copies of the fuzz targets: the sanitized build replays
+# every corpus with its libFuzzer binaries (unit stage).
+plain_flags=(-DCMAKE_UNITY_BUILD=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DRDMAKIT_FUZZ_REPLAY=ON)
+[[ $mode == full ]] && plain_flags[2]=-DRDMAKIT_FUZZ_REPLAY=OFF
+stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build" "${plain_flags[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS;"
@@ -109,23 +148,38 @@ unit_stage() {
     --output-on-failure
 }
 
+# build_usable: the README's build still runs from build/bin after the suite (the package
+# stage reconfigures that build with the packages' program prefix): rdma_smoke finds its
+# siblings there and, on a host without RDMA, exits 77 naming the missing device.
+build_usable() {
+  if compgen -G "/sys/class/infiniband/*" > /dev/null; then
+    echo "build/bin check skipped: this host has an RDMA device (the check wants one without)"
+    return 0
+  fi
+  local rc=0
+  "$root/build/bin/rdma_smoke" 192.0.2.1 > "$root/build/usable.out" 2> "$root/build/usable.err" || rc=$?
+  ((rc == 77)) || { echo "build/bin/rdma_smoke 192.0.2.1: exit $rc, expected 77 (no RDMA device)"; cat "$root/build/usable.err"; return 1; }
+}
+
 if [[ $mode == quick ]]; then
   unit_stage build || true
   if [[ ${RDMAKIT_SKIP_VM:-0} != 1 ]]; then
+    burn_start
     in_guest "guest: the quick integration set (build)" "$root/build/vm-quick.log" \
-      scripts/rxe-vm.sh --name quick --timeout 900 "$root" "$guest_env" \
+      scripts/rxe-vm.sh --name quick --timeout 1800 "$root" "$guest_env" \
       "$steps 'quick (build)|$root/build|^quick\$|$jobs'" || true
+    burn_stop
   fi
   exit $status
 fi
 
-stage "clang-tidy: cognitive-complexity cap" tidy_check || true
-
 # One clang build for ASan+UBSan and libFuzzer: -O1, as ASan's authors advise (Debug's -O0
-# makes every sanitized start in the guest and every fuzz execution slower).
+# makes every sanitized start in the guest and every fuzz execution slower), and line tables
+# only: enough for the sanitizers' symbolized stacks, and a third less to compile and link.
 stage "build-asan (clang, ASan+UBSan, libFuzzer targets)" env CC=clang CXX=clang++ \
   scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
-  "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+  "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" -DCMAKE_UNITY_BUILD=ON
+stage "clang-tidy: cognitive-complexity cap" tidy_check || true
 for dir in build build-asan; do
   unit_stage "$dir" || true
 done
@@ -137,15 +191,16 @@ if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   exit $status
 fi
 
+burn_start
 runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs")
 [[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak and valgrind memcheck (build)|$root/build|^(soak|valgrind)\$|1")
 in_guest "guest: integration of both builds" "$root/build/vm-integration.log" \
-  scripts/rxe-vm.sh --timeout 2400 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
+  scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 
 pair_labels=pair
 [[ ${RDMAKIT_LONG:-0} == 1 ]] && pair_labels='pair|pair_long'
 in_guest "two guests on a wire: pair cases (build)" "$root/build/vm-pair.log" \
-  scripts/rxe-vm.sh --pair --memory 1024 --timeout 1500 "$root" \
+  scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root" \
   "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'" || true
 
 stage "Debian packages from the tested build, checked" scripts/package.sh "$root/build" || true
@@ -168,4 +223,6 @@ installed_smoke() {
   return "$rc"
 }
 stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true
+burn_stop
+stage "build/bin still usable: rdma_smoke without a device exits 77" build_usable || true
 exit $status

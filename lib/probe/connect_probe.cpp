@@ -140,7 +140,7 @@ void record_source(const ConnectCase& connect_case, const rdma_cm_id* id, Connec
   attempt.source_netdev = netdev_holding(connect_case.local, attempt.source_address);
   if (id->verbs != nullptr) attempt.device = ibv_get_device_name(id->verbs->device);
   attempt.device_port = id->port_num;
-  attempt.source_gid = gid_text(id->route.addr.addr.ibaddr.sgid);
+  attempt.source_gid = rdmakit::gid_text(id->route.addr.addr.ibaddr.sgid);
   attempt.gid_type = gid_type_of(connect_case.local, attempt.device, attempt.device_port);
 }
 

@@ -22,10 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path fixtures = RDMAKIT_CONNECT_FIXTURES;
+const fs::path connect_fixtures = RDMAKIT_CONNECT_FIXTURES;
 
 nlohmann::json fixture_json(const std::string& name) {
-  std::ifstream in(fixtures / (name + ".json"));
+  std::ifstream in(connect_fixtures / (name + ".json"));
   EXPECT_TRUE(in) << name;
   return nlohmann::json::parse(in);
 }
@@ -104,7 +104,7 @@ TEST(ConnectFixtures, EveryFixtureHasAnExpectationAndSaysWhereItCameFrom) {
   std::set<std::string> expected;
   for (const auto& e : expectations) expected.insert(e.fixture);
   std::size_t seen = 0;
-  for (const auto& entry : fs::directory_iterator(fixtures)) {
+  for (const auto& entry : fs::directory_iterator(connect_fixtures)) {
     if (entry.path().extension() != ".json") continue;
     ++seen;
     const auto name = entry.path().stem().string();

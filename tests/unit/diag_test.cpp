@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path fixtures = RDMAKIT_DIAG_FIXTURES;
+const fs::path diag_fixtures = RDMAKIT_DIAG_FIXTURES;
 
 struct Loaded {
   Target target;
@@ -32,7 +32,7 @@ struct Loaded {
 
 // As diag-bind --replay reads a fixture.
 Loaded load(const std::string& name) {
-  auto replay = load_replay(fixtures / name);
+  auto replay = load_replay(diag_fixtures / name);
   Loaded loaded;
   loaded.inventory = std::move(replay.inventory);
   loaded.attempt = std::move(replay.attempt);
@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, DiagFixture, testing::ValuesIn(expectations),
 TEST(DiagFixtures, EveryFixtureHasAnExpectation) {
   std::set<std::string> expected;
   for (const auto& e : expectations) expected.insert(e.fixture);
-  for (const auto& entry : fs::directory_iterator(fixtures)) {
+  for (const auto& entry : fs::directory_iterator(diag_fixtures)) {
     if (entry.is_directory()) {
       EXPECT_TRUE(expected.count(entry.path().filename().string())) << entry.path() << " is not checked";
     }
@@ -150,7 +150,7 @@ class ReplayDir {
   ReplayDir() : dir_(fs::temp_directory_path() / ("rdmakit-replay-" + std::to_string(::getpid()))) {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    fs::create_directory_symlink(fixtures / "ok" / "sys", dir_ / "sys");
+    fs::create_directory_symlink(diag_fixtures / "ok" / "sys", dir_ / "sys");
   }
   ~ReplayDir() { fs::remove_all(dir_); }
   std::string load(const std::string& facts) const {

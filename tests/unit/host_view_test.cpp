@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path fixtures = fs::path(RDMAKIT_SOURCE_DIR) / "tests" / "fixtures";
+const fs::path fixture_root = fs::path(RDMAKIT_SOURCE_DIR) / "tests" / "fixtures";
 
 const ViewNetdev* netdev_named(const HostView& view, const std::string& name) {
   const auto it =
@@ -27,7 +27,7 @@ const ViewNetdev* netdev_named(const HostView& view, const std::string& name) {
 }
 
 TEST(HostViewFrom, MapsDevicesPortsGidsAndNetdevs) {
-  const auto view = view_from(load_replay(fixtures / "diag" / "ok").inventory);
+  const auto view = view_from(load_replay(fixture_root / "diag" / "ok").inventory);
   ASSERT_EQ(view.devices.size(), 1u);
   const auto& device = view.devices[0];
   EXPECT_EQ(device.name, "rxe0");
@@ -58,18 +58,18 @@ TEST(HostViewFrom, MapsDevicesPortsGidsAndNetdevs) {
 }
 
 TEST(HostViewFrom, EachDeviceKeepsItsOwnNetdevAndPortState) {
-  const auto several = view_from(load_replay(fixtures / "diag" / "several_devices").inventory);
+  const auto several = view_from(load_replay(fixture_root / "diag" / "several_devices").inventory);
   ASSERT_EQ(several.devices.size(), 2u);
   EXPECT_EQ(several.devices[0].name, "rxe0");
   EXPECT_EQ(several.devices[0].netdev, "rxenet0");
   EXPECT_EQ(several.devices[1].name, "rxe1");
   EXPECT_EQ(several.devices[1].netdev, "plainnet0");
 
-  const auto down = view_from(load_replay(fixtures / "diag" / "port_not_active").inventory);
+  const auto down = view_from(load_replay(fixture_root / "diag" / "port_not_active").inventory);
   ASSERT_EQ(down.devices.size(), 1u);
   EXPECT_EQ(down.devices[0].ports.at(0).state, "DOWN");
 
-  EXPECT_TRUE(view_from(load_replay(fixtures / "diag" / "no_rdma_device").inventory).devices.empty());
+  EXPECT_TRUE(view_from(load_replay(fixture_root / "diag" / "no_rdma_device").inventory).devices.empty());
 }
 
 TEST(HostViewFrom, WithoutAParentTheNetdevComesFromTheGids) {
@@ -94,8 +94,8 @@ TEST(HostViewFrom, WithoutAParentTheNetdevComesFromTheGids) {
 }
 
 TEST(HostViewNetFiles, ReadsRpFilterMacsAndRoceModes) {
-  auto view = view_from(load_replay(fixtures / "diag" / "several_devices").inventory);
-  const auto root = fixtures / "host_view";
+  auto view = view_from(load_replay(fixture_root / "diag" / "several_devices").inventory);
+  const auto root = fixture_root / "host_view";
   read_net_files(root / "proc", root / "sys", root / "configfs", view);
   EXPECT_EQ(view.rp_filter_all, 0);
   EXPECT_EQ(netdev_named(view, "rxenet0")->rp_filter, 1);
@@ -109,7 +109,7 @@ TEST(HostViewNetFiles, ReadsRpFilterMacsAndRoceModes) {
 }
 
 TEST(HostViewNetFiles, NothingReadableLeavesUnknowns) {
-  auto view = view_from(load_replay(fixtures / "diag" / "ok").inventory);
+  auto view = view_from(load_replay(fixture_root / "diag" / "ok").inventory);
   view.devices.push_back(ViewDevice{.name = "mlx5_ib", .netdev = {}, .ports = {ViewPort{}}});
   view.devices.back().ports[0].link_layer = "InfiniBand";
   // An entry that exists but does not read (here a directory) tells nothing.
@@ -125,7 +125,7 @@ TEST(HostViewNetFiles, NothingReadableLeavesUnknowns) {
 }
 
 nlohmann::json nft_fixture(const std::string& name) {
-  std::ifstream in(fixtures / "nft" / (name + ".json"));
+  std::ifstream in(fixture_root / "nft" / (name + ".json"));
   return nlohmann::json::parse(in);
 }
 

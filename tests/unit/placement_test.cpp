@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using fixture::fresh_tree;
-constexpr auto write = fixture::write_file;
+using fixture::write_file;
 
 TEST(Placement, ParsesCpulists) {
   EXPECT_EQ(parse_cpulist("0-3,8,10-11"), (std::set<int>{0, 1, 2, 3, 8, 10, 11}));
@@ -30,12 +30,12 @@ TEST(Placement, ParsesCpulists) {
 
 TEST(Placement, ReadsTheNodesOfDevicesAndCores) {
   const auto root = fresh_tree("placement_sysfs");
-  write(root / "class/infiniband/mlx5_0/device/numa_node", "1\n");
-  write(root / "class/infiniband/mlx5_1/device/numa_node", "-1\n");  // no NUMA
-  fs::create_directories(root / "class/infiniband/rxe0");            // no PCI function at all
-  write(root / "devices/system/node/node0/cpulist", "0-7,16-23\n");
-  write(root / "devices/system/node/node1/cpulist", "8-15,24-31\n");
-  write(root / "devices/system/node/possible", "0-1\n");  // not a node folder
+  write_file(root / "class/infiniband/mlx5_0/device/numa_node", "1\n");
+  write_file(root / "class/infiniband/mlx5_1/device/numa_node", "-1\n");  // no NUMA
+  fs::create_directories(root / "class/infiniband/rxe0");                 // no PCI function at all
+  write_file(root / "devices/system/node/node0/cpulist", "0-7,16-23\n");
+  write_file(root / "devices/system/node/node1/cpulist", "8-15,24-31\n");
+  write_file(root / "devices/system/node/possible", "0-1\n");  // not a node folder
   EXPECT_EQ(device_numa_node("mlx5_0", root), 1);
   EXPECT_EQ(device_numa_node("mlx5_1", root), std::nullopt);
   EXPECT_EQ(device_numa_node("rxe0", root), std::nullopt);

@@ -13,17 +13,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using fixture::fresh_tree;
-constexpr auto write = fixture::write_file;
+using fixture::write_file;
 
 TEST(PortCounters, ReadsBothFoldersAndSkipsWhatIsNoNumber) {
   const auto root = fresh_tree("port_counters_sysfs");
   const auto port = root / "rxe0" / "ports" / "1";
-  write(port / "hw_counters" / "sent_pkts", "1200\n");
-  write(port / "hw_counters" / "retry_exceeded_err", "0\n");
-  write(port / "hw_counters" / "lifespan", "10\n");  // a setting, not a counter
-  write(port / "hw_counters" / "link_state", "not a number\n");
-  write(port / "counters" / "port_xmit_data", "77\n");
-  write(port / "counters" / "sent_pkts", "5\n");  // the hw_counters one wins
+  write_file(port / "hw_counters" / "sent_pkts", "1200\n");
+  write_file(port / "hw_counters" / "retry_exceeded_err", "0\n");
+  write_file(port / "hw_counters" / "lifespan", "10\n");  // a setting, not a counter
+  write_file(port / "hw_counters" / "link_state", "not a number\n");
+  write_file(port / "counters" / "port_xmit_data", "77\n");
+  write_file(port / "counters" / "sent_pkts", "5\n");  // the hw_counters one wins
   const auto counters = read_port_counters("rxe0", 1, root);
   EXPECT_EQ(counters, (PortCounters{{"port_xmit_data", 77}, {"retry_exceeded_err", 0}, {"sent_pkts", 1200}}));
   EXPECT_EQ(counters_lifespan("rxe0", 1, root), std::chrono::milliseconds(10));

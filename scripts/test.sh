@@ -183,7 +183,7 @@ stage "clang-tidy: cognitive-complexity cap" tidy_check || true
 for dir in build build-asan; do
   unit_stage "$dir" || true
 done
-stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=10} s" \
+stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=5} s" \
   scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan" || true
 
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then

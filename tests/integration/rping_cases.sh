@@ -57,7 +57,9 @@ case_rping_stock_server() {
 case_rping_size_sweep() {
   require_device
   local size
-  for size in 26 27 64 1000 4096 4097 65535; do
+  # The edges: the smallest message the protocol allows and one byte more, a page and one
+  # byte, the largest (the sizes between are every other case's).
+  for size in 26 27 4097 65535; do
     next_port
     ping_pair "ours$size" "$OURS_RPING" -s -a "$RXE_ADDR" -p "$PORT" -- \
       "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 100 -S "$size" -V

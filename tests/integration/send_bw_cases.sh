@@ -243,8 +243,11 @@ case_send_bw_interrupted() {
     eval "expect_released \$PID_client_$run \"send_bw --test $test after SIG$signal\""
     finish "server_$run" 10
     expect_rc 0 "send_bw server after its client's Ctrl-C"
+    note "$run: the server exited $((($(date +%s%N) - exited) / 1000000)) ms after its client"
+    # Under 60 s: the stop cut the -D 60 run short (how promptly is the bound above; the
+    # report's duration also holds the client's start-up, seconds under ASan on a busy host).
     expect_jq '.outcome == "interrupted" and (.rows | length == 1) and .rows[0].iterations > 0
-      and .duration_s < 10' "client_$run.out"
+      and .duration_s < 30' "client_$run.out"
     expect_schema send_bw "client_$run.out"
     expect_schema send_bw "server_$run.out"
   done
@@ -252,7 +255,11 @@ case_send_bw_interrupted() {
   expect_jq "$LAT_ROWS_CONSISTENT" client_lat.out
   expect_jq '.answered > 0' server_lat.out
   for run in bw_ud lat_ud; do
-    expect_jq '.outcome == "completed" and .duration_s < 8 and .datagrams[0].received > 0' "server_$run.out"
+    # Completed, within 10 s of its client's exit (finish above): without the client's counts
+    # it would have waited out its --timeout 20 of silence and reported timed_out. (Its own
+    # duration_s also holds the wait for its client, whose start-up under ASan beside busy
+    # cases took it to 8.5 s against a bound of 8 in a loaded run.)
+    expect_jq '.outcome == "completed" and .datagrams[0].received > 0' "server_$run.out"
     [[ $(jq -c .datagrams "$T/client_$run.out") == "$(jq -c .datagrams "$T/server_$run.out")" ]] ||
       fail "$run: the sides' counts differ: $(jq -c .datagrams "$T/client_$run.out") vs $(jq -c .datagrams "$T/server_$run.out")"
     note "$run stopped: $(jq -c .datagrams "$T/client_$run.out")"

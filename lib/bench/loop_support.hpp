@@ -62,10 +62,10 @@ inline void post(ibv_qp* qp, ibv_send_wr* wr, std::uint32_t size) {
 // Says when an idle loop should look at the clock, the stop signal and the connection:
 // every spins_between_checks empty polls, and then only if checks_apart has passed, so the
 // system calls behind those looks stay off the path of a latency measurement. A loop that
-// keeps finding work asks busy_due() instead: a process starved of CPU on a loaded host can
-// stay behind its pacer or its peer for a whole run and never meet an empty CQ, and a
-// Ctrl-C must still end it within checks_apart of its next turn on a CPU: such a loop calls
-// check_stop_while_busy() on each iteration that made progress.
+// keeps finding work also calls check_stop_while_busy() on each iteration that made
+// progress: a process starved of CPU on a loaded host can stay behind its pacer or its peer
+// for a whole run and never meet an empty CQ, and a Ctrl-C must still end it within
+// checks_apart of its next turn on a CPU.
 class SpinGuard {
  public:
   // `silence`: how long check_stop() lets the peer send nothing (none: as long as it stays
@@ -92,20 +92,13 @@ class SpinGuard {
     } else if (++spins_ % spins_between_checks != 0) {
       return false;
     }
-    const auto now = Clock::now();
-    if (now - last_check_ < checks_apart) return false;
-    last_check_ = now;
-    return true;
+    return checks_apart_passed();
   }
   // check_stop() for an iteration that made progress, every busy_spins_between_checks of
   // them and then only if checks_apart has passed; `where()` names the place for the error.
   template <class Where>
   void check_stop_while_busy(const Where& where) {
-    if (++busy_spins_ % busy_spins_between_checks != 0) return;
-    const auto now = Clock::now();
-    if (now - last_check_ < checks_apart) return;
-    last_check_ = now;
-    check_stop(where());
+    if (++busy_spins_ % busy_spins_between_checks == 0 && checks_apart_passed()) check_stop(where());
   }
   // A flag, not a clock read: the loop calls it on every completion it takes.
   void saw_progress() { progressed_ = true; }
@@ -123,6 +116,15 @@ class SpinGuard {
   }
 
  private:
+  // One clock read: true, and the check's time kept, once checks_apart has passed since the
+  // last check, busy or idle.
+  bool checks_apart_passed() {
+    const auto now = Clock::now();
+    if (now - last_check_ < checks_apart) return false;
+    last_check_ = now;
+    return true;
+  }
+
   static constexpr auto checks_apart = std::chrono::milliseconds(20);
   // An iteration with progress posts or reaps up to a batch of requests, microseconds of
   // work: one clock read per 64 of them is lost in it.

@@ -21,6 +21,8 @@ packages=(
   file
   # run and test against the stock tools
   rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2 jq gnuplot-nox
+  # the integration cases' jq (tests/integration/lib.sh: a start in the TCG guest is 40 ms, not 300)
+  gojq
   # diag-connect reads the firewall through libnftables; the cases break RoCE with nft
   nftables libnftables-dev
   # one memcheck run of every tool (tests/integration/valgrind_cases.sh)

@@ -22,9 +22,9 @@ expect_cause() {
 
 wait_port_active() {
   local i
-  for i in $(seq 50); do
+  for ((i = 0; i < 50; i++)); do
     rdma link show "$RXE_DEV/1" 2>/dev/null | grep -q "state ACTIVE" && return 0
-    sleep 0.2
+    tick 0.2
   done
   fail "$RXE_DEV port 1 is not ACTIVE again"
 }

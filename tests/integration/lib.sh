@@ -4,6 +4,19 @@
 
 T=$(mktemp -d)
 trap 'cleanup' EXIT
+# The harness starts as few processes as it can: in the TCG guest a fork and exec costs
+# 30-60 ms of CPU (jq 1.6's, 300 ms), and while a case waits, the cases beside it want
+# that CPU. Measured with process accounting over the plain pass, the harness's own
+# processes (jq, python3, sleep, date, seq, grep) took half of the guest's CPU.
+HARNESS_ROOT=$(cd "${BASH_SOURCE[0]%/*}/../.." && pwd)
+mkfifo "$T/tick" && exec {TICK_FD}<> "$T/tick"
+
+# tick [SECONDS]: a sleep that starts no process (a read that nothing ever answers).
+tick() { read -r -t "${1:-0.05}" -u "$TICK_FD" || true; }
+
+# jq: gojq where it is installed (scripts/install-deps.sh). Our filters mean the same to
+# both; jq 1.6 compiles its builtins at every start, 300 ms in the guest against gojq's 40.
+if command -v gojq > /dev/null; then jq() { gojq "$@"; }; fi
 declare -a BACKGROUND=()
 declare -a RESTORE=()
 
@@ -51,15 +64,22 @@ next_port() { port_counter=$((port_counter + 1)); PORT=$port_counter; }
 poll_until() {
   local seconds=$1 failure=$2 i
   shift 2
-  for i in $(seq $((seconds * 10))); do
+  for ((i = 0; i < seconds * 10; i++)); do
     "$@" && return 0
-    sleep 0.1
+    tick 0.1
   done
   fail "$failure"
 }
 
-listening_on() { rdma res show cm_id 2> /dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "; }
-has_connected_qp() { rdma res show qp 2> /dev/null | grep -q "state RTS .* pid $1 "; }
+# rdma_res_has KIND PATTERN: a line of `rdma res show KIND` matches PATTERN (an extended
+# regular expression that stays on its line); one process where a pipe into grep took two.
+rdma_res_has() {
+  local shown
+  shown=$(rdma res show "$1" 2> /dev/null) || return 1
+  [[ $'\n'$shown$'\n' =~ $2 ]]
+}
+listening_on() { rdma_res_has cm_id $'\n'"[^"$'\n'"]*state LISTEN [^"$'\n'"]*src-addr [^ "$'\n'"]*:$1 "; }
+has_connected_qp() { rdma_res_has qp $'\n'"[^"$'\n'"]*state RTS [^"$'\n'"]* pid $1 "; }
 
 # wait_listening PORT [SECONDS]: until an rdma_cm id listens on PORT (10 s at most by default).
 wait_listening() {
@@ -88,9 +108,9 @@ start() {
 finish() {
   local name=$1 seconds=$2 pid i
   eval "pid=\$PID_$name"
-  for i in $(seq $((seconds * 10))); do
+  for ((i = 0; i < seconds * 10; i++)); do
     kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
+    tick 0.1
   done
   if kill -0 "$pid" 2>/dev/null; then
     kill -9 "$pid" 2>/dev/null
@@ -106,10 +126,10 @@ finish() {
 run() {
   local name=$1 seconds=$2 started
   shift 2
-  started=$(date +%s%N)
+  started=${EPOCHREALTIME/./}
   RC=0
   timeout -k 5 "$seconds" "$@" > "$T/$name.out" 2> "$T/$name.err" || RC=$?
-  ELAPSED_MS=$(( ($(date +%s%N) - started) / 1000000 ))
+  ELAPSED_MS=$(((${EPOCHREALTIME/./} - started) / 1000))
 }
 
 # expect_released PID WHAT: no RDMA resource (cm_id, QP, CQ, MR, PD) is left owned by PID.
@@ -138,16 +158,21 @@ expect_wait_bounded() {
 
 # expect_schema TOOL FILE: $T/FILE is a report that doc/schema/TOOL.schema.json accepts
 # (tests/schema/schema_check.py: Debian's python3-jsonschema, draft 2020-12). The report is
-# copied as it is now and checked with the case's others when the case ends
-# (check_schemas): importing jsonschema takes seconds in an emulated guest, once a case.
+# copied as it is now and checked later, because importing jsonschema takes 3 s of the
+# guest's CPU. Under ctest (RDMAKIT_REPORT_QUEUE, set by tests/CMakeLists.txt) the copy
+# joins the queue of every case's reports, which the run's last case checks in one go
+# (reports_match_schemas, a fixture's cleanup); by hand, the case checks its own when it
+# ends (check_schemas).
 SCHEMA_PAIRS=()
+schema_copies=0
 expect_schema() {
-  local root copy
-  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-  mkdir -p "$T/schema-checked"
-  copy="$T/schema-checked/${#SCHEMA_PAIRS[@]}-$2"
+  local folder=$T/schema-checked
+  [[ -n ${RDMAKIT_REPORT_QUEUE:-} ]] && folder=$RDMAKIT_REPORT_QUEUE/$1
+  mkdir -p "$folder"
+  schema_copies=$((schema_copies + 1))
+  local copy="$folder/$CASE_NAME.$schema_copies.$2"
   cp "$T/$2" "$copy" || fail "$2: no report to check against doc/schema/$1.schema.json"
-  SCHEMA_PAIRS+=("$root/doc/schema/$1.schema.json" "$copy")
+  [[ -n ${RDMAKIT_REPORT_QUEUE:-} ]] || SCHEMA_PAIRS+=("$HARNESS_ROOT/doc/schema/$1.schema.json" "$copy")
 }
 
 # check_schemas: every report expect_schema queued matches its schema (run-case.sh calls it
@@ -155,6 +180,23 @@ expect_schema() {
 check_schemas() {
   local out
   ((${#SCHEMA_PAIRS[@]} > 0)) || return 0
-  out=$("${RDMAKIT_PYTHON:-/usr/bin/python3}" "$(dirname "${BASH_SOURCE[0]}")/../schema/schema_check.py" \
+  out=$("${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/schema/schema_check.py" \
     "${SCHEMA_PAIRS[@]}" 2>&1) || fail "reports that do not match their schema (doc/schema):"$'\n'"$out"
+}
+
+# reports_queue_emptied: the report queue starts empty (the fixture's setup).
+case_reports_queue_emptied() {
+  rm -rf "${RDMAKIT_REPORT_QUEUE:?}" && mkdir -p "$RDMAKIT_REPORT_QUEUE" || fail "cannot empty $RDMAKIT_REPORT_QUEUE"
+}
+
+# reports_match_schemas: every report the run's cases queued matches its tool's schema;
+# a report's name says the case that wrote it (CASE.N.FILE).
+case_reports_match_schemas() {
+  local report tool
+  for report in "${RDMAKIT_REPORT_QUEUE:?}"/*/*; do
+    [[ -f $report ]] || continue
+    tool=${report%/*}
+    SCHEMA_PAIRS+=("$HARNESS_ROOT/doc/schema/${tool##*/}.schema.json" "$report")
+  done
+  note "$((${#SCHEMA_PAIRS[@]} / 2)) reports from $RDMAKIT_REPORT_QUEUE"
 }

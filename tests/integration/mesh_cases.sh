@@ -151,8 +151,10 @@ case_mesh_bad_flags() {
   expect_rc 2 "--op nope on rank 1"
   expect_grep '^rdma_mesh\[1\]: --op' one.err
   expect_grep '^rdma_mesh\[0\]: rank 1 refused its options: --op' one.err
-  # Every rank must measure alike; its own address may differ.
-  run unlike 60 "${MESH_MPIRUN[@]}" -np 1 "$OURS_RDMA_MESH" -s 4096 --bind 127.0.0.1 \
+  # Every rank must measure alike; its own address may differ. Rank 0 writes the report, so
+  # --json on both (with it on rank 1 alone, there was no JSON to check, which jq 1.6's -e
+  # took for a pass).
+  run unlike 60 "${MESH_MPIRUN[@]}" -np 1 "$OURS_RDMA_MESH" -s 4096 --bind 127.0.0.1 --json \
     : -np 1 "$OURS_RDMA_MESH" -s 8192 --bind 127.0.0.2 --json
   expect_rc 2 "-s differing between ranks"
   expect_jq '.outcome == "usage_error" and (.errors[0].message | startswith("rank 1'"'"'s options differ from rank 0'"'"'s in size:"))' unlike.out
@@ -173,7 +175,7 @@ case_pair_mesh() {
   mesh_ports 4
   local wire=${WIRE_ADDR%.*}.0/24
   run mesh 300 "${MESH_MPIRUN[@]}" --host rxevm-b:2,rxevm-a:2 -np 4 \
-    --mca plm_rsh_agent "$(dirname "${BASH_SOURCE[0]}")/mpi-rsh-agent.sh" \
+    --mca plm_rsh_agent "$HARNESS_ROOT/tests/integration/mpi-rsh-agent.sh" \
     --mca oob_tcp_if_include "$wire" --mca btl_tcp_if_include "$wire" \
     "$OURS_RDMA_MESH" -d "$WIRE_DEV" -p "$PORT" -s 4096 -n 50 --warmup 5 --timeout 10 "${NO_OUTLIERS[@]}" --json
   expect_rc 0 "mpirun across two guests"
@@ -204,8 +206,7 @@ case_mesh_no_device() {
 # The heatmap of a report (scripts/bench-plot.sh), from a sample with outliers and from one
 # with a rank that could not take part.
 case_mesh_heatmap() {
-  local root sample
-  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  local root=$HARNESS_ROOT sample
   command -v gnuplot > /dev/null || { echo "SKIP: gnuplot missing (Debian package gnuplot-nox)"; exit 77; }
   for sample in rdma_mesh-rxe-5-ranks-outliers rdma_mesh-netdev-without-rdma; do
     run "$sample" 60 "$root/scripts/bench-plot.sh" "$T/$sample.svg" "$root/tests/schema/samples/$sample.json"
@@ -240,9 +241,9 @@ case_mesh_peer_silent() {
   }
   poll_until 60 "no rank 0 started" find_rank_0
   poll_until 60 "rank 0 never connected" has_connected_qp "$sender"
-  sleep 1
+  tick 1
   kill -STOP "$sender"
-  sleep 6
+  tick 6
   kill -CONT "$sender"
   finish mesh 60
   expect_rc 1 "rdma_mesh with its sender stopped for 6 s"

@@ -145,7 +145,7 @@ fault_run() {
     tick 0.1
   done
   grep -q -- "-> established" "$T/$name.err" || fail "$name did not connect within 30 s"
-  sleep "$delay"
+  tick "$delay"
   "$fault"
   finish "$name" 60
   local ended
@@ -184,7 +184,7 @@ case_pair_faults() {
   pair_client_ended rping_killed_client "$timeout"
   expect_jq '.iterations.completed > 0' rping_killed_client.out
   note "rping server killed: client exit $RC after ${FAULT_MS} ms, $(jq -c '{outcome, iterations: .iterations.completed}' "$T/rping_killed_client.out")"
-  sleep 2  # let the peer's CM retire the killed connection before the next one
+  tick 2  # let the peer's CM retire the killed connection before the next one
 
   # The server's link goes down mid-transfer: nothing tells the client; its completions
   # stop, and the silence bound (--timeout) ends the run.
@@ -197,7 +197,7 @@ case_pair_faults() {
   note "peer link down mid-transfer: client exit $RC after ${FAULT_MS} ms, $(jq -c '{outcome, iterations: .rows[0].iterations, error: .errors[0].message}' "$T/bw_link_client.out")"
   remote_run link_up_again 10 bash -c 'ip link set "$WIRE_NETDEV" up'
   remote_stop bw_link
-  sleep 2
+  tick 2
 
   # Nobody listens on the peer: the peer's CM rejects the connection at once. A wrong port
   # (a server on the neighbouring one) is the same to the client.

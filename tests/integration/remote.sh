@@ -8,12 +8,7 @@ require_peer() {
     echo "SKIP: no peer host (run inside scripts/rxe-vm.sh --pair)"
     exit 77
   fi
-  mkfifo "$T/tick" && exec {TICK_FD}<> "$T/tick"
 }
-
-# tick [SECONDS]: a sleep that starts no process. Spawning one is slow in the TCG guest,
-# and slower still while a client spins on its CQ.
-tick() { read -r -t "${1:-0.05}" -u "$TICK_FD" || true; }
 
 remote_counter=0
 # remote_start NAME COMMAND...: start COMMAND on the peer; NAME must be unique in the case.

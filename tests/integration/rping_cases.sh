@@ -238,29 +238,29 @@ case_rping_server_killed() {
     for attempt in 1 2 3; do
       start pinger "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0 --timeout 8 --json
       eval "pid=\$PID_pinger"
-      for i in $(seq 150); do
+      for ((i = 0; i < 150; i++)); do
         kill -0 "$pid" 2>/dev/null || break
         # The server side of the connection exists once its REQ arrived.
         if rdma res show cm_id 2>/dev/null | grep "state CONNECT" | grep -q "src-addr [^ ]*:$PORT "; then
           connected=true
           break
         fi
-        sleep 0.1
+        tick 0.1
       done
       $connected && break
       kill -0 "$pid" 2>/dev/null && fail "client not connected after 15 s"
       note "connect attempt $attempt failed: $(head -1 "$T/pinger.err"); retrying"
-      sleep 1
+      tick 1
     done
     $connected || fail "client never connected"
-    sleep 1  # let pings flow
+    tick 1  # let pings flow
     rdma res show cm_id > "$T/cm_ids_before_kill.txt" 2>&1
     eval "pid=\$PID_victim"
     kill -9 "$pid"
     local killed_at
-    killed_at=$(date +%s%N)
+    killed_at=${EPOCHREALTIME/./}
     finish pinger 15
-    local took=$(( ($(date +%s%N) - killed_at) / 1000000 ))
+    local took=$(((${EPOCHREALTIME/./} - killed_at) / 1000))
     [[ $RC -ne 124 ]] || fail "client still running 15 s after the server ($server) was killed"
     expect_rc 1 "client after its server ($server) was killed"
     expect_jq '.outcome == "peer_disconnected" or .outcome == "timed_out"' pinger.out
@@ -268,7 +268,7 @@ case_rping_server_killed() {
     note "server ${server##*/} killed: client ended in ${took} ms, $(jq -c '{outcome, iterations}' "$T/pinger.out")"
     # The killed connection sits in CM timewait; rxe may hand its QP number to the next
     # client, whose REQ the CM would then reject as stale (reject reason 10).
-    sleep 4
+    tick 4
   done
 }
 
@@ -282,7 +282,7 @@ case_rping_interrupt() {
   eval "pid=\$PID_iclient"
   # Connected, then pinging for a while, however slow the guest is to start a process.
   wait_connected "$pid" 30
-  sleep 1
+  tick 1
   kill -INT "$pid"
   finish iclient 10
   expect_rc 130 "unlimited client after Ctrl-C"
@@ -298,7 +298,7 @@ case_rping_interrupt() {
   start iclient2 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 100000000 --json
   eval "pid=\$PID_iclient2"
   wait_connected "$pid" 30
-  sleep 1
+  tick 1
   kill -TERM "$pid"
   finish iclient2 10
   expect_rc 143 "counted client after SIGTERM"

@@ -2,9 +2,9 @@
 # run-case.sh CASE BIN_DIR: runs one integration case (see rping_cases.sh). Exit 0 pass,
 # 1 fail, 77 skipped (no RDMA device here).
 set -uo pipefail
-case_name=$1
+CASE_NAME=$1
 BIN=$(cd "$2" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "${0%/*}" && pwd)
 OURS_RPING=$BIN/rping
 STOCK_RPING=$(command -v rping 2>/dev/null || echo /usr/bin/rping)
 # shellcheck source=lib.sh
@@ -47,7 +47,7 @@ source "$here/connect_cases.sh"
 OURS_SMOKE=$BIN/rdma_smoke
 # shellcheck source=smoke_cases.sh
 source "$here/smoke_cases.sh"
-declare -F "case_$case_name" > /dev/null || { echo "no such case: $case_name"; exit 2; }
-"case_$case_name"
+declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
+"case_$CASE_NAME"
 check_schemas
-echo "PASS: $case_name"
+echo "PASS: $CASE_NAME"

@@ -231,19 +231,19 @@ case_send_bw_interrupted() {
     # than the 2 s before the signal, which then left no partial row to check.
     start "client_$run" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --test "$test" -s 64 -D 60 --warmup 2 --json "${both[@]}" "${client[@]}"
     eval "wait_connected \$PID_client_$run 30"
-    sleep 2
-    signalled=$(date +%s%N)
+    tick 2
+    signalled=${EPOCHREALTIME/./}
     eval "kill -$signal \$PID_client_$run"
     finish "client_$run" 10
-    exited=$(date +%s%N)
+    exited=${EPOCHREALTIME/./}
     expect_rc "$expected" "send_bw --test $test ${both[*]} after SIG$signal"
-    (((exited - signalled) / 1000000 <= 5000)) ||
-      fail "send_bw --test $test ${both[*]} exited $(((exited - signalled) / 1000000)) ms after SIG$signal, over 5000"
-    note "$run: exit $(((exited - signalled) / 1000000)) ms after SIG$signal"
+    (((exited - signalled) / 1000 <= 5000)) ||
+      fail "send_bw --test $test ${both[*]} exited $(((exited - signalled) / 1000)) ms after SIG$signal, over 5000"
+    note "$run: exit $(((exited - signalled) / 1000)) ms after SIG$signal"
     eval "expect_released \$PID_client_$run \"send_bw --test $test after SIG$signal\""
     finish "server_$run" 10
     expect_rc 0 "send_bw server after its client's Ctrl-C"
-    note "$run: the server exited $((($(date +%s%N) - exited) / 1000000)) ms after its client"
+    note "$run: the server exited $(((${EPOCHREALTIME/./} - exited) / 1000)) ms after its client"
     # Under 60 s: the stop cut the -D 60 run short (how promptly is the bound above; the
     # report's duration also holds the client's start-up, seconds under ASan on a busy host).
     expect_jq '.outcome == "interrupted" and (.rows | length == 1) and .rows[0].iterations > 0
@@ -449,7 +449,7 @@ case_send_bw_events() {
   wait_listening "$PORT"
   start client_idle "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 -D 60 --rate-limit 10 --rate-units p -e --json
   wait_connected "$PID_client_idle" 30
-  sleep 1
+  tick 1
   kill -INT "$PID_server_idle"
   finish server_idle 5
   expect_rc 130 "send_bw -e server after SIGINT"
@@ -499,9 +499,9 @@ case_send_bw_ud() {
   start client_lossy "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD -s 64 -D 2 --rate-limit 20000 --rate-units p --json
   # Connected, then into the measured run (a sanitized client takes seconds to start).
   wait_connected "$PID_client_lossy" 30
-  sleep 0.5
+  tick 0.5
   kill -STOP "$PID_server_lossy"
-  sleep 0.5
+  tick 0.5
   kill -CONT "$PID_server_lossy"
   finish client_lossy 30
   expect_rc 0 "send_bw -c UD -D 2 with its server stopped for 0.5 s"
@@ -534,9 +534,9 @@ case_send_bw_ud() {
   wait_listening "$PORT"
   start client_lat_lossy "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -c UD --lat -s 64 -D 2 --warmup 0 --json
   wait_connected "$PID_client_lat_lossy" 30
-  sleep 0.5
+  tick 0.5
   kill -STOP "$PID_server_lat_lossy"
-  sleep 0.5
+  tick 0.5
   kill -CONT "$PID_server_lat_lossy"
   finish client_lat_lossy 30
   expect_rc 0 "send_bw -c UD --lat -D 2 with its server stopped for 0.5 s"

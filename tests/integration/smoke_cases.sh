@@ -79,7 +79,7 @@ delete_device_bounded() {
   local pid=$! waited=0
   while kill -0 "$pid" 2> /dev/null; do
     ((waited++ < $1)) || fail "rdma link delete $RXE_DEV still waits after $1 s; blocked: $(blocked_tasks)"
-    sleep 1
+    tick 1
   done
   wait "$pid" || fail "rdma link delete $RXE_DEV failed"
 }

@@ -41,7 +41,7 @@ soak() {
     timeout 60 "${SOAK_CLIENT[@]}" > /dev/null 2>&1 || failed=$((failed + 1))
   done
   concurrent_burst warmup "$concurrent"
-  sleep 1
+  tick 1
   local fds_before rss_before anon_before fds_after rss_after anon_after
   read -r fds_before rss_before anon_before <<< "$(server_usage "$pid")"
   for ((i = 0; i < sequential; i++)); do
@@ -56,7 +56,7 @@ soak() {
   local fds_middle rss_middle anon_middle
   read -r fds_middle rss_middle anon_middle <<< "$(server_usage "$pid")"
   concurrent_burst together "$concurrent"
-  sleep 1  # the server's last connections finish their teardown
+  tick 1  # the server's last connections finish their teardown
   kill -0 "$pid" 2> /dev/null || fail "the server died during the soak"
   read -r fds_after rss_after anon_after <<< "$(server_usage "$pid")"
   kill -INT "$pid"
@@ -81,7 +81,7 @@ rping_misbehaves() {
   # A client that dies mid-run, and one that speaks another protocol (rdma_client: a
   # 16-byte message the server cannot take for an advert of a usable buffer).
   start victim "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0
-  sleep 1
+  tick 1
   eval "kill -9 \$PID_victim"
   finish victim 5
   run stranger 10 rdma_client -s "$RXE_ADDR" -p "$PORT"
@@ -100,7 +100,7 @@ echo_misbehaves() {
   # rping speaks another protocol: its 16-byte advert reads as a message, the server
   # answers, and rping then waits for an RDMA READ that never comes; killed mid-run.
   start victim "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 0
-  sleep 1
+  tick 1
   eval "kill -9 \$PID_victim"
   finish victim 5
   # Our send_bw client wants an answer in the accept's private data; it gets none.
@@ -119,7 +119,7 @@ case_rdma_server_soak() {
 # one test at a time, so the concurrent ones queue and need a patient --timeout.
 send_bw_misbehaves() {
   start victim "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -D 30 -s 4096
-  sleep 2
+  tick 2
   eval "kill -9 \$PID_victim"
   finish victim 5
   # The stock rdma_client sends no hello: refused with a reason, the server goes on.

@@ -171,11 +171,14 @@ class Agent {
     auto client = FileDescriptor::checked(
         accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC), "accept");
     const auto client_address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
-    const auto deadline = Clock::now() + options_.client_timeout;
     try {
-      const auto request = agent::decode_request(read_request(client.get(), deadline));
+      const auto request = agent::decode_request(read_request(client.get(), Clock::now() + options_.client_timeout));
       auto answer = answer_for(options_, client_address, request.source);
-      write_all(client.get(), to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), deadline);
+      // The client's time to read starts once the answer is ready: building it (this host's
+      // view, the nftables ruleset too) took a sanitized agent on a loaded host past the
+      // whole timeout, and it hung up on a client that was still waiting.
+      write_all(client.get(), to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                Clock::now() + options_.client_timeout);
       ++tally_.answers;
       log_(fmt::format("answered {} (probing {} port {})", client_address, request.address, request.port));
     } catch (const ProtocolError& bad) {

@@ -60,7 +60,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--case-timeout", o.case_seconds, "Seconds each case may take, its servers and client together")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 3600.0));
-  app.add_option("--junit", o.junit_file, "Also write JUnit XML for CI test reporters to FILE")->type_name("FILE");
+  app.add_option("--junit", o.junit_file, "Also write JUnit XML for CI test reporters to FILE")
+      ->type_name("FILE")
+      ->check(rdmakit::WritableFile());
   app.add_option("--tools-dir", o.tools_dir, "Where the tools are (default: beside rdma_smoke)")->type_name("DIR");
   auto* serve =
       app.add_flag("--serve", o.serve,
@@ -168,6 +170,14 @@ void run_here(const Options& o, const std::vector<std::string>& addresses, doubl
     plan.skip.clear();
     auto result = rdmakit::smoke::run_case(rdmakit::smoke::plan_cases(plan).front(), environment);
     run.no_device = result.runs.empty() ? nlohmann::json() : result.runs.front().report;
+    // Nothing could start here: a CI that reads exit 77 as "skipped" must see no failure in
+    // the table or the JUnit file either.
+    result.outcome = CaseOutcome::skipped;
+    if (run.no_device->is_object()) {
+      const auto verdict = run.no_device->value("verdict", nlohmann::json::object());
+      result.reason = fmt::format("nothing to test: {}: {}", verdict.value("cause", std::string("unknown")),
+                                  verdict.value("summary", std::string()));
+    }
     run.cases.push_back(std::move(result));
     return;
   }

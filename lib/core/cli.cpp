@@ -1,10 +1,12 @@
 #include "lib/core/cli.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -30,6 +32,24 @@ FiniteNumber::FiniteNumber() : CLI::Validator("") {
     }
     const bool finite = std::isfinite(value) && std::fabs(value) <= std::numeric_limits<double>::max();
     return finite ? std::string() : "'" + text + "' is not a finite number";
+  };
+}
+
+WritableFile::WritableFile() : CLI::Validator("FILE") {
+  func_ = [](const std::string& text) {
+    namespace fs = std::filesystem;
+    std::error_code error;
+    const fs::path file(text);
+    if (fs::is_directory(file, error)) return "'" + text + "' is a directory";
+    if (fs::exists(file, error)) {
+      return ::access(text.c_str(), W_OK) == 0 ? std::string()
+                                               : "'" + text + "' cannot be written: " + std::strerror(errno);
+    }
+    const auto folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    if (!fs::is_directory(folder, error)) return "'" + text + "': no folder " + folder.string();
+    return ::access(folder.c_str(), W_OK | X_OK) == 0
+               ? std::string()
+               : "'" + text + "': folder " + folder.string() + " cannot be written to: " + std::strerror(errno);
   };
 }
 
@@ -88,7 +108,9 @@ void ToolRunner::rename_argument(const std::string& long_name, std::string key) 
 }
 
 void ToolRunner::enable_json_file() {
-  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file")->type_name("FILE");
+  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file")
+      ->type_name("FILE")
+      ->check(WritableFile());
 }
 
 void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
@@ -110,6 +132,19 @@ void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
 }
 
 namespace {
+
+// Whether user space can reach any RDMA device: each has a uverbsN entry in
+// infiniband_verbs once ib_uverbs serves it. Without one, an ENODEV from whichever call a tool makes first
+// (rdma_getaddrinfo in rdma_server) means the run could not start here at all: exit 77.
+bool verbs_device_present() {
+  std::error_code error;
+  // Beside the uverbsN entries the folder holds abi_version, with or without a device.
+  for (std::filesystem::directory_iterator entry("/sys/class/infiniband_verbs", error), end; !error && entry != end;
+       entry.increment(error)) {
+    if (entry->path().filename().string().starts_with("uverbs")) return true;
+  }
+  return false;
+}
 
 // The exit code for a run that ended "interrupted": the stop signals stay blocked and
 // pending (lib/wait reads them through a signalfd without consuming them), so the pending
@@ -245,8 +280,8 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   try {
     body(report);
   } catch (const RdmaError& error) {
-    const bool no_device =
-        error.call() == "rdma_create_event_channel" && (error.errnum() == ENODEV || error.errnum() == ENOENT);
+    const bool no_device = !verbs_device_present() || (error.call() == "rdma_create_event_channel" &&
+                                                       (error.errnum() == ENODEV || error.errnum() == ENOENT));
     report.fail(record_of(error), no_device ? ExitCode::no_device : ExitCode::run_failed);
     diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {

@@ -26,6 +26,14 @@ class FiniteNumber : public CLI::Validator {
   FiniteNumber();
 };
 
+// A file the tool will write at the end of its run (--json-file, --junit): refused as a usage
+// error before the run when it could not be written then (a directory, no such folder, no
+// permission), so that an hour's measurement is not lost to a typo.
+class WritableFile : public CLI::Validator {
+ public:
+  WritableFile();
+};
+
 // A transformer from a fixed set of names to values (an enum), as CLI11 checks it (the usage
 // error is CLI11's), described by the names alone ("{send,write,read}") for help and shell
 // completion. The report's arguments read the option's value through operator<<, which must

@@ -189,8 +189,10 @@ struct ConnectVerdict {
   ExitCode exit_code = ExitCode::unexplained;  // ok 0, cause_found 1, unexplained 3
   std::string summary;                         // one line
   std::vector<std::string> evidence;           // the facts that name the cause, both sides'
-  std::string fix;                             // a command or action, "" when none applies
-  std::string fix_host;                        // "client", "server" or "" : where the fix runs
+  // A command that fixes it, names filled in; "" where none does or the operator must choose.
+  std::string fix;
+  std::string fix_host;  // "client", "server" or "" : where the fix runs
+  std::string next;      // the next step where `fix` is not the whole answer: a check, a choice
   // Without the agent (or with too little from it): the causes the facts fit and could not
   // be told apart, most likely first.
   std::vector<std::string> candidates;
@@ -205,6 +207,8 @@ struct ConnectVerdict {
 ConnectVerdict diagnose_connect(const ConnectCase& connect_case);
 
 std::string render_connect_text(const ConnectCase& connect_case, const ConnectVerdict& verdict);
+// The verdict's "fix (on the server): ..." and "next: ..." lines, each indented by two.
+std::string render_remedy(const ConnectVerdict& verdict);
 
 // ---- JSON: the report, the fixtures and the agent's answer ----
 

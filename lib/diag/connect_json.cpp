@@ -183,6 +183,7 @@ void members(Describes<ConnectVerdict> auto& verdict, auto&& visit) {
   visit("evidence", verdict.evidence);
   visit("fix", verdict.fix);
   visit("fix_host", verdict.fix_host);
+  visit("next", verdict.next);
   visit("candidates", verdict.candidates);
   visit("warnings", verdict.warnings);
 }

@@ -28,10 +28,7 @@ void ConnectResult::add_to(nlohmann::json& document) const {
 std::string render_connect_verdict(const ConnectVerdict& verdict) {
   std::string text = "diag-connect: " + verdict.cause + ": " + verdict.summary + "\n";
   for (const auto& line : verdict.evidence) text += "  " + line + "\n";
-  if (!verdict.fix.empty()) {
-    text += "  fix" + (verdict.fix_host.empty() ? std::string() : " (on the " + verdict.fix_host + ")") + ": " +
-            verdict.fix + "\n";
-  }
+  text += render_remedy(verdict);
   if (!verdict.candidates.empty()) {
     text += "  could not tell apart:";
     for (const auto& candidate : verdict.candidates) text += " " + candidate;

@@ -61,6 +61,14 @@ void render_data(const ConnectAttempt& a, std::ostringstream& out) {
 
 }  // namespace
 
+std::string render_remedy(const ConnectVerdict& v) {
+  std::string text;
+  if (!v.fix.empty())
+    text += fmt::format("  fix{}: {}\n", v.fix_host.empty() ? "" : " (on the " + v.fix_host + ")", v.fix);
+  if (!v.next.empty()) text += "  next: " + v.next + "\n";
+  return text;
+}
+
 std::string render_connect_text(const ConnectCase& connect_case, const ConnectVerdict& v) {
   std::ostringstream out;
   render_steps(connect_case.attempt, out);
@@ -69,9 +77,7 @@ std::string render_connect_text(const ConnectCase& connect_case, const ConnectVe
   render_data(connect_case.attempt, out);
   out << fmt::format("verdict: {}: {} (exit {})\n", v.cause, v.summary, static_cast<int>(v.exit_code));
   for (const auto& line : v.evidence) out << "  " << line << "\n";
-  if (!v.fix.empty()) {
-    out << fmt::format("  fix{}: {}\n", v.fix_host.empty() ? "" : " (on the " + v.fix_host + ")", v.fix);
-  }
+  out << render_remedy(v);
   if (!v.candidates.empty()) out << "  candidates: " << join(v.candidates) << "\n";
   for (const auto& warning : v.warnings) out << "  warning: " << warning << "\n";
   return out.str();

@@ -61,6 +61,11 @@ std::string lower(std::string text) {
   return text;
 }
 
+std::string upper(std::string text) {
+  std::ranges::transform(text, text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return text;
+}
+
 const ViewNetdev* netdev_named(const HostView& view, const std::string& name) {
   const auto it = std::ranges::find(view.netdevs, name, &ViewNetdev::name);
   return it == view.netdevs.end() ? nullptr : &*it;
@@ -126,6 +131,20 @@ std::pair<const ViewNetdev*, std::string> rdma_address(const HostView& view) {
   for (const auto& netdev : view.netdevs) {
     if (rdma_device_on(view, netdev.name) != nullptr && !netdev.addresses.empty()) {
       return {&netdev, without_prefix(netdev.addresses.front())};
+    }
+  }
+  return {nullptr, {}};
+}
+
+// An address on one of `view`'s RDMA netdevs that `other` (the far side) does not hold
+// itself: the guests of a pair share some addresses on their private links.
+std::pair<const ViewNetdev*, std::string> rdma_address_not_held_by(const HostView& view, const HostView& other) {
+  for (const auto& netdev : view.netdevs) {
+    if (rdma_device_on(view, netdev.name) == nullptr) continue;
+    for (const auto& held : netdev.addresses) {
+      const auto address = without_prefix(held);
+      if (address.starts_with("fe80:") || netdev_with_address(other, address) != nullptr) continue;
+      return {&netdev, address};
     }
   }
   return {nullptr, {}};
@@ -228,7 +247,7 @@ std::string agent_text(const AgentContact& agent) {
 }
 
 ConnectVerdict found(std::string cause, std::string summary, std::vector<std::string> evidence, std::string fix = {},
-                     std::string fix_host = {}) {
+                     std::string fix_host = {}, std::string next = {}) {
   ConnectVerdict v;
   v.cause = std::move(cause);
   v.exit_code = ExitCode::cause_found;
@@ -237,6 +256,7 @@ ConnectVerdict found(std::string cause, std::string summary, std::vector<std::st
   // Where the fix runs means nothing without a fix.
   v.fix_host = fix.empty() ? std::string() : std::move(fix_host);
   v.fix = std::move(fix);
+  v.next = std::move(next);
   return v;
 }
 
@@ -281,21 +301,50 @@ std::optional<ConnectVerdict> source_not_rdma(const Facts& f) {
                                    f.local.route ? " (source " + f.local.route->source + ")" : ""));
   }
   if (refused) evidence.push_back("client: " + step_text(*f.resolve_addr));
+  // The server holds the target on a netdev without RDMA too: no route on the client helps
+  // (the server's RDMA device has no GID for that address); another of its addresses does.
+  if (const auto* owner = f.peer_owner(); owner != nullptr && f.peer_port().device == nullptr) {
+    const auto instead = rdma_address_not_held_by(f.peer->view, f.local);
+    if (instead.first == nullptr) return std::nullopt;  // peer_not_rdma: the server has no RDMA address at all
+    evidence.push_back(fmt::format("server: {} is on {}, which has no RDMA device; {} on {} has one", a.target,
+                                   owner->name, instead.second, instead.first->name));
+    return found(
+        "source_not_rdma",
+        fmt::format("neither side has an RDMA device on the way to {}: the client sends through {}, the "
+                    "server holds it on {}",
+                    a.target, source.empty() ? std::string("a netdev") : source, owner->name),
+        std::move(evidence), "", "client",
+        fmt::format("connect to the server's address on an RDMA netdev: {} ({})", instead.second, instead.first->name));
+  }
   const auto [rdma_netdev, address] = rdma_address(f.local);
+  const auto through = source.empty() ? std::string("a netdev") : source;
   if (rdma_netdev == nullptr) {
+    const bool soft_roce_fits = !source.empty() && source != "lo";
     return found("source_not_rdma",
                  fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device",
-                             a.target, source.empty() ? "a netdev" : source),
-                 std::move(evidence), source.empty() ? "" : rxe_link_command(source), "client");
+                             a.target, through),
+                 std::move(evidence), soft_roce_fits ? rxe_link_command(source) : "", "client",
+                 soft_roce_fits ? "that makes a soft-RoCE device on " + source +
+                                      "; with a RoCE NIC, reach the server through its netdev instead"
+                                : "reach the server through a netdev with an RDMA device");
   }
   const auto* device = rdma_device_on(f.local, rdma_netdev->name);
   evidence.push_back(fmt::format("client: {} is on {}, served by {}", address, rdma_netdev->name, device->name));
+  // A route cannot send the host's own address elsewhere: only another address helps.
+  if (netdev_with_address(f.local, a.target) != nullptr) {
+    return found("source_not_rdma",
+                 fmt::format("{} is the client's own address on {}, which has no RDMA device", a.target, through),
+                 std::move(evidence), "", "client",
+                 fmt::format("connect to an address on an RDMA netdev, e.g. {} on {}", address, rdma_netdev->name));
+  }
   return found("source_not_rdma",
                fmt::format("the client reaches {} through {}, which has no RDMA device; bind to {} (--bind {}) or "
                            "route through {}",
-                           a.target, source.empty() ? "a netdev" : source, address, address, rdma_netdev->name),
+                           a.target, through, address, address, rdma_netdev->name),
                std::move(evidence),
-               fmt::format("ip route add {}/32 dev {} src {}", a.target, rdma_netdev->name, address), "client");
+               fmt::format("ip route add {}/32 dev {} src {}", a.target, rdma_netdev->name, address), "client",
+               fmt::format("that route sends {} through {}; or bind the client to {} instead", a.target,
+                           rdma_netdev->name, address));
 }
 
 bool unreachable_errno(int errnum) {
@@ -316,15 +365,19 @@ std::optional<ConnectVerdict> no_route(const Facts& f) {
   const auto& target = f.attempt.target;
   const auto [rdma_netdev, address] = rdma_address(f.local);
   if (rdma_netdev == nullptr) {
-    return found("no_route", fmt::format("the client has no route to {}", target), std::move(evidence),
-                 fmt::format("ip route add {}/32 dev <an RDMA netdev>", target), "client");
+    return found(
+        "no_route", fmt::format("the client has no route to {}, and no netdev with an RDMA device", target),
+        std::move(evidence), "", "client",
+        "give the client an RDMA device first (diag-bind says how), then a route to " + target + " through it");
   }
   evidence.push_back(
       fmt::format("client: {} ({}) has an RDMA device", rdma_netdev->name, join(rdma_netdev->addresses)));
   return found("no_route",
                fmt::format("the client has no route to {}; add one through {} or an address in {}'s subnet", target,
                            rdma_netdev->name, target),
-               std::move(evidence), fmt::format("ip route add {}/32 dev {}", target, rdma_netdev->name), "client");
+               std::move(evidence), fmt::format("ip route add {}/32 dev {}", target, rdma_netdev->name), "client",
+               fmt::format("that route puts {} on {}'s link; if it sits behind a router, add 'via GATEWAY' instead",
+                           target, rdma_netdev->name));
 }
 
 std::string neighbour_text(const Neighbour& n) {
@@ -349,8 +402,11 @@ std::optional<ConnectVerdict> neighbour_unresolved(const Facts& f) {
   return found("neighbour_unresolved",
                fmt::format("{} does not answer ARP/ND on {}: is the server up and on that link and subnet?", address,
                            netdev.empty() ? "the client's link" : netdev),
-               std::move(evidence), netdev.empty() ? "" : fmt::format("arping -c 3 -I {} {}", netdev, address),
-               "client");
+               std::move(evidence), "", "client",
+               netdev.empty()
+                   ? fmt::format("check that the server is up and holds {}", address)
+                   : fmt::format("check that the server is up and holds {} on {}'s link: arping -c 3 -I {} {}", address,
+                                 netdev, netdev, address));
 }
 
 std::optional<ConnectVerdict> neighbour_wrong(const Facts& f) {
@@ -408,7 +464,10 @@ std::optional<ConnectVerdict> wrong_port_space(const Facts& f) {
                   a.port_space),
       {"client: " + rejection_text(*a.rejection) + fmt::format(" for {}:{}/{}", a.target, a.port, a.port_space),
        listeners_text(listeners)},
-      "--ps " + other->port_space, "client");
+      "", "client",
+      fmt::format(
+          "connect in port space {} (RDMA_PS_{}), as the server listens; to check: diag-connect {} -p {} --ps {}",
+          other->port_space, upper(other->port_space), a.target, a.port, other->port_space));
 }
 
 std::optional<ConnectVerdict> no_listener(const Facts& f) {
@@ -424,7 +483,10 @@ std::optional<ConnectVerdict> no_listener(const Facts& f) {
     evidence.push_back(agent_text(f.c.agent) + "; a REJ came back, so the host and the RDMA path work");
   }
   return found("no_listener", fmt::format("nothing listens on {}:{} in port space {}", a.target, a.port, a.port_space),
-               std::move(evidence), fmt::format("diag-connect --serve -p {}", a.port), "server");
+               std::move(evidence), "", "server",
+               fmt::format("start the server application on {} port {} (is it running? is -p right?); "
+                           "diag-connect --serve on another port tells why a connection fails",
+                           a.target, a.port));
 }
 
 std::optional<ConnectVerdict> rejected_by_application(const Facts& f) {
@@ -436,7 +498,7 @@ std::optional<ConnectVerdict> rejected_by_application(const Facts& f) {
   return found("rejected_by_application",
                fmt::format("the server application on {}:{} rejected the connection{}", f.attempt.target,
                            f.attempt.port, r->private_data.empty() ? "" : ": \"" + r->private_data + "\""),
-               std::move(evidence), "", "server");
+               std::move(evidence), "", "server", "the server application refused it: its log says why");
 }
 
 std::optional<ConnectVerdict> peer_not_rdma(const Facts& f) {
@@ -451,7 +513,9 @@ std::optional<ConnectVerdict> peer_not_rdma(const Facts& f) {
                {fmt::format("server: {} owns {}; RDMA devices: {}", owner->name, f.attempt.target,
                             devices.empty() ? "none" : join(devices)),
                 "server: a RoCE NIC needs RoCE enabled instead of a soft-RoCE device"},
-               rxe_link_command(owner->name), "server");
+               rxe_link_command(owner->name), "server",
+               "that makes a soft-RoCE device on the server's " + owner->name +
+                   "; with a RoCE NIC there, connect to the address on its netdev instead");
 }
 
 std::optional<ConnectVerdict> peer_port_down(const Facts& f) {
@@ -465,12 +529,14 @@ std::optional<ConnectVerdict> peer_port_down(const Facts& f) {
   }
   const auto ref = f.peer_port();
   if (ref.port == nullptr || ref.port->state.find("ACTIVE") != std::string::npos) return std::nullopt;
-  return found("peer_port_down",
-               fmt::format("the server's {} port {} (serving {}) is {}: check {}'s carrier", ref.device->name,
-                           ref.port->number, f.attempt.target, ref.port->state, owner->name),
-               {fmt::format("server: {} port {}: {}; {} is up, operstate {}", ref.device->name, ref.port->number,
-                            ref.port->state, owner->name, owner->operstate)},
-               "", "server");
+  return found(
+      "peer_port_down",
+      fmt::format("the server's {} port {} (serving {}) is {}: check {}'s carrier", ref.device->name, ref.port->number,
+                  f.attempt.target, ref.port->state, owner->name),
+      {fmt::format("server: {} port {}: {}; {} is up, operstate {}", ref.device->name, ref.port->number,
+                   ref.port->state, owner->name, owner->operstate)},
+      "", "server",
+      fmt::format("on the server: 'ip link show {}' and 'ethtool {}' (cable, switch port)", owner->name, owner->name));
 }
 
 struct Block {
@@ -658,7 +724,8 @@ std::optional<ConnectVerdict> mtu_mismatch(const Facts& f) {
   std::vector<std::string> evidence{data_pattern(f.attempt)};
   if (f.peer == nullptr) {
     return found("mtu_mismatch", "large transfers die while small ones pass; the server's MTU is unknown (no agent)",
-                 std::move(evidence), "", "");
+                 std::move(evidence), "", "",
+                 "run diag-connect --serve on the server and connect to it, so that the two MTUs can be compared");
   }
   const auto pair = mtus(f);
   if (!pair.differ() || pair.client == nullptr || pair.server == nullptr) return std::nullopt;
@@ -693,10 +760,14 @@ std::optional<ConnectVerdict> no_rdma_answer(const Facts& f) {
   std::vector<std::string> evidence{"client: " + step_text(*f.resolve_addr), "client: " + step_text(*f.connect)};
   if (n) evidence.push_back("client: " + neighbour_text(*n));
   evidence.push_back(agent_text(f.c.agent));
-  auto v =
-      found("no_rdma_answer",
-            fmt::format("{} answers ARP but no RDMA CM answer came back, and no agent answered to tell why", a.target),
-            std::move(evidence), "diag-connect --serve", "server");
+  const bool answered_arp = n && (n->state == "REACHABLE" || n->state == "STALE" || n->state == "DELAY" ||
+                                  n->state == "PROBE" || n->state == "PERMANENT");
+  auto v = found("no_rdma_answer",
+                 fmt::format("{} {} but no RDMA CM answer came back, and no agent answered to tell why", a.target,
+                             answered_arp ? "answers ARP (neighbour " + n->state + ")" : "resolves"),
+                 std::move(evidence), "", "server",
+                 "run diag-connect --serve on the server and connect to it: the agent tells which of the candidates "
+                 "it is");
   v.candidates = std::move(candidates);
   return v;
 }
@@ -715,6 +786,9 @@ ConnectVerdict unexplained(const Facts& f) {
           fmt::format("client: data check {} {} B: {}, {}", check.operation, check.bytes, check.status, check.detail));
     }
   }
+  v.next = f.peer == nullptr
+               ? "run diag-connect --serve on the server and connect to it, then compare the evidence of both sides"
+               : "rerun with --log-level debug, and compare 'rdma link show' and 'ip addr' on both hosts";
   if (f.peer == nullptr) {
     v.evidence.push_back(agent_text(f.c.agent));
   } else if (!f.peer->view.firewall.readable) {

@@ -22,19 +22,63 @@ namespace {
 
 constexpr std::uint64_t recommended_memlock = 64ull << 20;  // enough for send_bw sweeps up to 8 MiB
 
-Verdict verdict(std::string cause, ExitCode exit_code, std::string summary, std::string fix = {}) {
+// What the operator does about a verdict: a command that fixes it here, and/or the next step.
+struct Remedy {
+  std::string fix;
+  std::string next;
+};
+
+Remedy command(std::string fix, std::string next = {}) {
+  return Remedy{std::move(fix), std::move(next)};
+}
+
+Remedy next_step(std::string next) {
+  return Remedy{{}, std::move(next)};
+}
+
+Verdict verdict(std::string cause, ExitCode exit_code, std::string summary, Remedy remedy = {}) {
   Verdict v;
   v.cause = std::move(cause);
   v.exit_code = exit_code;
   v.summary = std::move(summary);
-  v.fix = std::move(fix);
+  v.fix = std::move(remedy.fix);
+  v.next = std::move(remedy.next);
   return v;
 }
 
 Verdict unknown(std::string summary) {
   return verdict(
       "unknown", ExitCode::unexplained,
-      std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data");
+      std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data",
+      next_step("compare 'rdma link show' and 'ibv_devinfo' (the kernel's and libibverbs' views) with the "
+                "inventory above, and rerun with --log-level debug"));
+}
+
+// On a host with a NIC, its driver is the answer; soft-RoCE is for testing.
+constexpr std::string_view nic_driver_instead =
+    "with an RDMA NIC, load its driver instead of rdma_rxe (mlx5_ib, irdma, bnxt_re, ...)";
+
+// No device at all: load the modules and make a soft-RoCE device where this kernel has them,
+// or say that it has none (a kernel without RDMA, as in many containers and cloud images).
+Remedy no_device_remedy(const Inventory& inventory) {
+  const auto& modules = inventory.kernel_modules;
+  if (modules.known && !modules.has("rdma_rxe")) {
+    return next_step(
+        fmt::format("this kernel ({}) has no rdma_rxe module under /lib/modules/{}: in a container, load "
+                    "the RDMA modules on the host; otherwise boot a kernel with RDMA (Debian's "
+                    "linux-image-amd64 has rdma_rxe), or run the tools under soft-RoCE in a VM "
+                    "(rdmakit-rxe-vm, package rdmakit-rxe-vm)",
+                    modules.release, modules.release));
+  }
+  const auto* candidate = rxe_candidate(inventory);
+  if (candidate == nullptr) {
+    return command("modprobe -a ib_uverbs rdma_ucm rdma_rxe",
+                   fmt::format("{}; soft-RoCE needs an Ethernet netdev that is up with an address, then: rdma link "
+                               "add rxe0 type rxe netdev NETDEV",
+                               nic_driver_instead));
+  }
+  return command("modprobe -a ib_uverbs rdma_ucm rdma_rxe && " + rxe_link_command(candidate->name),
+                 std::string(nic_driver_instead));
 }
 
 // rdma_create_event_channel failed: librdmacm could not start at all.
@@ -45,20 +89,16 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
       return verdict("no_rdma_device", ExitCode::cause_found,
                      "this kernel has no RDMA core loaded (no /sys/class/infiniband), so there is no device at all "
                      "(rdma_create_event_channel: ENODEV)",
-                     "modprobe ib_core rdma_ucm rdma_rxe; if those modules do not exist, this kernel was built without "
-                     "RDMA: boot one with it (Debian's linux-image-amd64 has rdma_rxe) or use scripts/rxe-vm.sh");
+                     no_device_remedy(inventory));
     }
     if (inventory.kernel_devices.empty()) {
-      const auto* candidate = rxe_candidate(inventory);
       auto v = verdict("no_rdma_device", ExitCode::cause_found,
                        "the kernel has no RDMA device at all, so librdmacm finds nothing to work with "
                        "(rdma_create_event_channel: ENODEV)",
-                       candidate ? "modprobe rdma_rxe && " + rxe_link_command(candidate->name)
-                                 : "load your RDMA NIC's driver (e.g. modprobe mlx5_ib), or create a soft-RoCE device: "
-                                   "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev <ethernet netdev>");
-      if (candidate) {
+                       no_device_remedy(inventory));
+      if (const auto* candidate = rxe_candidate(inventory)) {
         v.details.push_back("no RDMA NIC driver is bound; soft-RoCE (rxe) can run on " + candidate->name +
-                            " for testing; on hardware load its driver instead (mlx5_ib, irdma, bnxt_re, ...)");
+                            " for testing");
       }
       return v;
     }
@@ -75,16 +115,21 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
                          "the kernel has " + std::to_string(inventory.kernel_devices.size()) +
                              " RDMA device(s) but libibverbs lists none: no user-space provider library for " +
                              join(without_provider),
-                         "apt-get install ibverbs-providers   (or check that " +
-                             (inventory.provider_dir.empty() ? std::string("the libibverbs provider directory")
-                                                             : inventory.provider_dir) +
-                             " and /etc/libibverbs.d are present, e.g. in a container image)");
+                         command("apt-get install ibverbs-providers",
+                                 "in a container image, check that " +
+                                     (inventory.provider_dir.empty() ? std::string("the libibverbs provider directory")
+                                                                     : inventory.provider_dir) +
+                                     " and /etc/libibverbs.d are present"));
         return v;
       }
       std::vector<std::string> hidden;
+      std::vector<std::string> absent_nodes;  // in this mount namespace: a container's
+      std::vector<std::string> closed_nodes;  // there, but not for this user
+      bool without_uverbs = false;
       for (const auto& device : inventory.kernel_devices) {
         if (device.uverbs.empty()) {
           hidden.push_back(device.name + " has no uverbs device (is ib_uverbs loaded?)");
+          without_uverbs = true;
           continue;
         }
         const auto path = "/dev/infiniband/" + device.uverbs;
@@ -92,21 +137,35 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
                                        [&](const DeviceNode& n) { return n.path == path; });
         if (node == inventory.uverbs_nodes.end() || !node->exists) {
           hidden.push_back(device.name + ": " + path + " does not exist in this mount namespace");
+          absent_nodes.push_back(path);
         } else if (node->access_errno != 0) {
           hidden.push_back(device.name + ": " + path + " is not accessible (" + errno_name(node->access_errno) + ")");
+          closed_nodes.push_back(path);
         }
       }
       if (!hidden.empty()) {
+        Remedy remedy;
+        if (without_uverbs) {
+          remedy.fix = "modprobe ib_uverbs";
+        } else if (!closed_nodes.empty()) {
+          remedy.fix = "chmod 666 " + join(closed_nodes, " ");
+          remedy.next = "rdma-core's udev rules give these nodes that mode; or run as a user allowed to open them";
+        }
+        if (!absent_nodes.empty()) {
+          std::string devices;
+          for (const auto& node : absent_nodes) devices += " --device " + node;
+          remedy.next = "in a container, pass the host's nodes in (docker run --device /dev/infiniband/rdma_cm" +
+                        devices + " ...)";
+        }
         return verdict("uverbs_unavailable", ExitCode::cause_found,
                        "the kernel has the RDMA device but user space cannot reach it: " + join(hidden, "; "),
-                       "modprobe ib_uverbs; in a container pass the device nodes, e.g. docker run --device "
-                       "/dev/infiniband/rdma_cm --device /dev/infiniband/uverbs0 ...");
+                       std::move(remedy));
       }
       return verdict("userspace_mismatch", ExitCode::cause_found,
                      "the kernel lists " + std::to_string(inventory.kernel_devices.size()) +
                          " RDMA device(s), libibverbs lists none, and neither a missing provider nor a missing "
                          "uverbs node explains it",
-                     "run 'ibv_devices' with IBV_SHOW_WARNINGS=1 to see what libibverbs rejects");
+                     next_step("run 'IBV_SHOW_WARNINGS=1 ibv_devices' to see what libibverbs rejects"));
     }
     return unknown("rdma_create_event_channel failed with ENODEV although devices are visible to libibverbs");
   }
@@ -119,16 +178,18 @@ Verdict channel_failure(const Inventory& inventory, const Step& step) {
                      module_loaded ? "/dev/infiniband/rdma_cm does not exist although rdma_ucm is loaded (a container "
                                      "or a /dev without udev)"
                                    : "/dev/infiniband/rdma_cm does not exist: the rdma_ucm module is not loaded",
-                     module_loaded ? "pass the node into the container (--device /dev/infiniband/rdma_cm) or create "
-                                     "it: mknod /dev/infiniband/rdma_cm c 10 $(cut -d: -f2 /sys/class/misc/rdma_cm/dev)"
-                                   : "modprobe rdma_ucm");
+                     module_loaded ? command("mkdir -p /dev/infiniband && mknod -m 666 /dev/infiniband/rdma_cm c 10 "
+                                             "\"$(cut -d: -f2 /sys/class/misc/rdma_cm/dev)\"",
+                                             "in a container, pass the host's node in instead (docker run --device "
+                                             "/dev/infiniband/rdma_cm ...)")
+                                   : command("modprobe rdma_ucm"));
     }
     if (inventory.rdma_cm.access_errno != 0) {
       return verdict("rdma_cm_permission", ExitCode::cause_found,
                      "/dev/infiniband/rdma_cm exists (" + inventory.rdma_cm.mode + ") but this user may not open it (" +
                          errno_name(inventory.rdma_cm.access_errno) + ")",
-                     "chmod 666 /dev/infiniband/rdma_cm (rdma-core's udev rules do this), or run as a user allowed "
-                     "to open it");
+                     command("chmod 666 /dev/infiniband/rdma_cm",
+                             "rdma-core's udev rules give the node that mode; or run as a user allowed to open it"));
     }
   }
   return unknown("rdma_create_event_channel failed: " + errno_text(step.errnum));
@@ -151,9 +212,16 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
                          : fmt::format("{} is reached through {}, and no RDMA device has a GID on {}: the kernel has "
                                        "no device to send from",
                                        host, netdev->name, netdev->name),
-                     netdev->type == "ether" ? rxe_link_command(netdev->name) + "   (soft-RoCE on " + netdev->name +
-                                                   "; on a RoCE NIC, use the netdev of its port)"
-                                             : "use an address on a netdev that belongs to an RDMA device");
+                     netdev->type == "ether"
+                         ? command((inventory.kernel_modules.has("rdma_rxe") &&
+                                            std::find(inventory.modules.begin(), inventory.modules.end(), "rdma_rxe") ==
+                                                inventory.modules.end()
+                                        ? "modprobe rdma_rxe && "
+                                        : "") +
+                                       rxe_link_command(netdev->name),
+                                   "that makes a soft-RoCE device on " + netdev->name +
+                                       "; on a RoCE NIC, use an address on the netdev of its port instead")
+                         : next_step("use an address on a netdev that belongs to an RDMA device"));
     if (auto instead = use_instead(inventory); !instead.empty()) {
       v.details.push_back(instead);
     }
@@ -167,7 +235,7 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
                      fmt::format("the kernel binds {} to {} (GUID {}), but libibverbs has no provider for driver {} so "
                                  "librdmacm cannot match the device",
                                  host, device.name, device.node_guid, device.driver),
-                     "apt-get install ibverbs-providers");
+                     command("apt-get install ibverbs-providers"));
     }
     std::vector<std::string> seen;
     for (const auto& other : inventory.user_devices) {
@@ -179,8 +247,8 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
                                "with that GUID/index (it lists: {}); librdmacm then fails with ENODEV",
                                host, device.name, device.node_guid, device.index ? std::to_string(*device.index) : "?",
                                seen.empty() ? "none" : join(seen)),
-                   "expose the same devices to user space as the kernel has (container device list, "
-                   "RDMAV_DRIVERS or IBV_* environment, stale /sys bind mount)");
+                   next_step("expose the same devices to user space as the kernel has (a container's device list, "
+                             "RDMAV_DRIVERS or IBV_* in the environment, a stale /sys bind mount)"));
   }
   if (user->open_errno != 0) {
     const auto path = "/dev/infiniband/" + device.uverbs;
@@ -193,16 +261,22 @@ Verdict no_device_for(const Target& target, const Inventory& inventory, const St
                          : "";
       }
     }
+    const bool node_absent = node_state == " (the node does not exist)";
     return verdict("uverbs_unavailable", ExitCode::cause_found,
                    fmt::format("{} is on {}, which libibverbs lists but cannot open (ibv_open_device: {}){}", host,
                                device.name, errno_name(user->open_errno), node_state),
-                   "chmod 666 /dev/infiniband/" + device.uverbs +
-                       " (rdma-core's udev rules do this), or run as a user allowed to open it");
+                   node_absent
+                       ? next_step("in a container, pass the host's node in (docker run --device " + path + " ...)")
+                       : command("chmod 666 " + path,
+                                 "rdma-core's udev rules give the node that mode; or run as a user allowed to "
+                                 "open it"));
   }
   if (target.loopback) {
+    const auto instead = rdma_addresses(inventory);
     return verdict("loopback_address", ExitCode::cause_found,
                    host + " is a loopback address: no RDMA device has a GID for it, so " + step.call + " has no device",
-                   "use an address on an RDMA netdev");
+                   next_step(instead.empty() ? "give an RDMA device's netdev an address, and use that address"
+                                             : "use an address served by RDMA here: " + join(instead)));
   }
   return unknown(fmt::format("{} failed with ENODEV although {} serves {} in both kernel and user-space views",
                              step.call, device.name, host));
@@ -253,16 +327,33 @@ std::optional<Verdict> port_problem(const Target& target, const Inventory& inven
                    fmt::format("{} binds to {} port {}, but its netdev {} is administratively down, so the port is {} "
                                "({}): connections will time out",
                                target.host, device->name, port->number, netdev->name, port->state, port->phys_state),
-                   "ip link set " + netdev->name + " up");
+                   command("ip link set " + netdev->name + " up"));
   }
-  return verdict("port_not_active", ExitCode::cause_found,
-                 fmt::format("{} binds to {} port {}, but the port is {} ({}){}: connections will time out",
-                             target.host, device->name, port->number, port->state, port->phys_state,
-                             port->link_layer == "InfiniBand" ? "; an IB port needs a subnet manager to become ACTIVE"
-                                                              : "; check the cable/switch port"),
-                 port->link_layer == "InfiniBand"
-                     ? "start a subnet manager (opensm) on the fabric, then check ibstat"
-                     : "ip link show " + (netdev ? netdev->name : std::string("<netdev>")));
+  return verdict(
+      "port_not_active", ExitCode::cause_found,
+      fmt::format("{} binds to {} port {}, but the port is {} ({}){}: connections will time out", target.host,
+                  device->name, port->number, port->state, port->phys_state,
+                  port->link_layer == "InfiniBand" ? "; an IB port needs a subnet manager to become ACTIVE"
+                                                   : "; check the cable/switch port"),
+      next_step(port->link_layer == "InfiniBand"
+                    ? fmt::format("start a subnet manager (opensm) on the fabric, then check 'ibstat {}'", device->name)
+                : netdev ? fmt::format("check the link: 'ip link show {}' and 'ethtool {}' (cable, switch port)",
+                                       netdev->name, netdev->name)
+                         : fmt::format("check the link: 'rdma link show {}/{}'", device->name, port->number)));
+}
+
+// ulimit raises the soft limit as far as the hard one; beyond it, only the limits files do.
+Remedy memlock_remedy(const Memlock& m) {
+  constexpr std::string_view lasting =
+      "to keep it: memlock in /etc/security/limits.conf for a login, LimitMEMLOCK=infinity for a service";
+  if (!m.hard_bytes) return command("ulimit -l unlimited", std::string(lasting));
+  if (*m.hard_bytes >= recommended_memlock) {
+    return command(fmt::format("ulimit -l {}", *m.hard_bytes / 1024), std::string(lasting));
+  }
+  return next_step(
+      fmt::format("the hard limit is {} too: raise it as root, memlock in /etc/security/limits.conf for a "
+                  "login, LimitMEMLOCK=infinity for a service",
+                  human_bytes(*m.hard_bytes)));
 }
 
 std::optional<Verdict> registration_problem(const Attempt& attempt, const Inventory& inventory) {
@@ -277,8 +368,7 @@ std::optional<Verdict> registration_problem(const Attempt& attempt, const Invent
         fmt::format("the bind works, but registering {} fails with {}: the locked-memory limit is {}{}", reg->subject,
                     errno_name(reg->errnum), m.soft_bytes ? human_bytes(*m.soft_bytes) : std::string("unlimited"),
                     m.cap_ipc_lock ? "" : " and this process lacks CAP_IPC_LOCK"),
-        "ulimit -l unlimited (for a service: LimitMEMLOCK=infinity; for a login: memlock in "
-        "/etc/security/limits.conf)");
+        memlock_remedy(m));
   }
   return unknown("ibv_reg_mr failed: " + errno_text(reg->errnum));
 }
@@ -335,6 +425,30 @@ Verdict usable(const Target& target, const Inventory& inventory, const Attempt& 
   return v;
 }
 
+// Whether the address belongs here is the operator's call: bind one of this host's, or add it
+// to the RDMA netdev (named when there is one).
+std::string not_local_next(const Target& target, const Inventory& inventory) {
+  const auto netdevs = rdma_netdevs(inventory);
+  const auto addresses = rdma_addresses(inventory);
+  std::string next = addresses.empty() ? std::string("bind an address of this host")
+                                       : "bind an address served by RDMA here (" + join(addresses) + ")";
+  if (netdevs.size() == 1) {
+    next += fmt::format(", or, if {} should be this host's, add it: ip addr add {}/{} dev {}", target.host, target.host,
+                        target.family == AF_INET6 ? 64 : 24, netdevs.front());
+  }
+  return next;
+}
+
+// The route is the operator's to choose: a local subnet on the RDMA netdev, or a gateway.
+std::string no_route_next(const Target& target, const Inventory& inventory) {
+  const auto netdevs = rdma_netdevs(inventory);
+  const auto netdev = netdevs.size() == 1 ? netdevs.front() : std::string("NETDEV");
+  return fmt::format(
+      "give {} an address in {}'s subnet, or add a route through your gateway: ip route add {} via "
+      "GATEWAY dev {}",
+      netdev, target.host, target.host, netdev);
+}
+
 Verdict diagnose_remote(const Target& target, const Inventory& inventory, const Attempt& attempt) {
   const auto* resolve = attempt.find("rdma_resolve_addr");
   const auto* route = attempt.find("rdma_resolve_route");
@@ -345,8 +459,7 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
                          " is not assigned to any netdev on this host, so binding it fails with "
                          "EADDRNOTAVAIL" +
                          why,
-                     "bind an address of this host, or add it: ip addr add " + target.host + "/" +
-                         (target.family == AF_INET6 ? "64" : "24") + " dev <RDMA netdev>");
+                     next_step(not_local_next(target, inventory)));
     if (!instead.empty()) v.details.push_back(instead);
     return v;
   };
@@ -360,8 +473,7 @@ Verdict diagnose_remote(const Target& target, const Inventory& inventory, const 
       case ENETUNREACH:
         return verdict("no_route", ExitCode::cause_found,
                        target.host + " is not local and there is no route to it (rdma_resolve_addr: ENETUNREACH)",
-                       "add an address in " + target.host + "'s subnet on the RDMA netdev, or a route: ip route add " +
-                           target.host + " via <gateway> dev <RDMA netdev>");
+                       next_step(no_route_next(target, inventory)));
       case ETIMEDOUT:
       case EHOSTUNREACH:
       case EADDRNOTAVAIL:
@@ -535,7 +647,7 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
               " is a loopback address: the bind works but attaches no device, and a client "
               "cannot reach it over RoCE" +
               (route && !route->ok() ? " (rdma_resolve_route: " + errno_name(route->errnum) + ")" : std::string()),
-          "use an address on an RDMA netdev");
+          next_step("use an address on an RDMA netdev"));
       if (auto instead = use_instead(inventory); !instead.empty()) v.details.push_back(instead);
       return v;
     }

@@ -79,7 +79,17 @@ struct Memlock {
   bool cap_ipc_lock = false;  // the limit does not apply to us
 };
 
+// The RDMA modules modprobe could load into the running kernel (modules.dep and
+// modules.builtin under /lib/modules/RELEASE): whether "modprobe rdma_rxe" can work here.
+struct KernelModules {
+  std::string release;                 // uname -r
+  bool known = false;                  // looked for (a report or fixture from before may not say)
+  std::vector<std::string> available;  // of the RDMA modules diag-bind names, those present
+  bool has(std::string_view module) const;
+};
+
 struct Inventory {
+  KernelModules kernel_modules;
   bool rdma_core_present = false;  // the kernel's RDMA core is loaded (class/infiniband exists)
   bool kernel_indices_known = false;
   std::vector<KernelDevice> kernel_devices;
@@ -136,7 +146,11 @@ struct Verdict {
   std::string cause;                           // stable code, see man/diag-bind.1
   ExitCode exit_code = ExitCode::unexplained;  // ok: usable, cause_found: cause named
   std::string summary;
-  std::string fix;  // a command or action, "" when none applies
+  // A command that fixes it on this host, names filled in; "" where none does, or where
+  // the operator must choose (which netdev, which gateway, which host owns the address).
+  std::string fix;
+  // What to do when `fix` alone is not the answer: a check to run, a choice to make.
+  std::string next;
   std::vector<std::string> details;
   std::vector<std::string> warnings;
 };

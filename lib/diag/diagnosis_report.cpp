@@ -41,10 +41,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserPort, number, state, active_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserDevice, name, node_guid, index, open_errno, ports)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceNode, path, exists, mode, access_errno)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memlock, soft_bytes, hard_bytes, cap_ipc_lock)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelModules, release, known, available)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Step, call, subject, errnum, detail)
 
 nlohmann::json to_json(const Inventory& inv) {
-  return {{"rdma_core_present", inv.rdma_core_present},
+  return {{"kernel_modules", inv.kernel_modules},
+          {"rdma_core_present", inv.rdma_core_present},
           {"kernel_indices_known", inv.kernel_indices_known},
           {"kernel_devices", inv.kernel_devices},
           {"userspace_list_errno", inv.userspace_list_errno},
@@ -70,9 +72,10 @@ nlohmann::json to_json(const Attempt& attempt) {
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return {{"cause", v.cause},     {"exit_code", static_cast<int>(v.exit_code)},
-          {"summary", v.summary}, {"fix", v.fix},
-          {"details", v.details}, {"warnings", v.warnings}};
+  return {{"cause", v.cause},      {"exit_code", static_cast<int>(v.exit_code)},
+          {"summary", v.summary},  {"fix", v.fix},
+          {"next", v.next},        {"details", v.details},
+          {"warnings", v.warnings}};
 }
 
 nlohmann::json to_json(const Check& check) {
@@ -193,6 +196,7 @@ std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attem
   member("rdma_cm", [&](const nlohmann::json& value) { value.get_to(inventory.rdma_cm); });
   member("uverbs_nodes", [&](const nlohmann::json& value) { value.get_to(inventory.uverbs_nodes); });
   member("memlock", [&](const nlohmann::json& value) { value.get_to(inventory.memlock); });
+  member("kernel_modules", [&](const nlohmann::json& value) { value.get_to(inventory.kernel_modules); });
   member("attempt", [&](const nlohmann::json& value) {
     value.at("steps").get_to(attempt.steps);
     attempt.device = value.value("device", "");
@@ -242,6 +246,7 @@ std::string render_verdict(const Verdict& v) {
   out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, static_cast<int>(v.exit_code), v.summary);
   for (const auto& detail : v.details) out << "  " << detail << "\n";
   if (!v.fix.empty()) out << "  fix: " << v.fix << "\n";
+  if (!v.next.empty()) out << "  next: " << v.next << "\n";
   for (const auto& warning : v.warnings) out << "  warning: " << warning << "\n";
   return out.str();
 }

@@ -173,6 +173,10 @@ std::string rxe_link_command(const std::string& netdev) {
   return fmt::format("rdma link add rxe_{} type rxe netdev {}", netdev, netdev);
 }
 
+bool KernelModules::has(std::string_view module) const {
+  return std::find(available.begin(), available.end(), module) != available.end();
+}
+
 const Step* Attempt::find(std::string_view call) const {
   // The last one: a call may be tried twice (bind, then bind on a fresh id).
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {

@@ -1,6 +1,8 @@
 #include "lib/diag/sysfs.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -169,6 +171,30 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
     }
     inventory.netdevs.push_back(std::move(netdev));
   }
+}
+
+KernelModules read_kernel_modules(const fs::path& modules_root, const std::string& kernel) {
+  KernelModules modules;
+  modules.release = kernel;
+  // Looked for: without the index files modprobe cannot load a module either.
+  modules.known = true;
+  for (const char* index : {"modules.dep", "modules.builtin"}) {
+    std::ifstream file(modules_root / kernel / index);
+    if (!file) continue;
+    std::string line;
+    while (std::getline(file, line)) {
+      // "kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko.xz: deps...": the name is the file's
+      // up to ".ko"; modprobe treats '-' and '_' alike.
+      const auto path = line.substr(0, line.find(':'));
+      auto name = path.substr(path.rfind('/') + 1);
+      name = name.substr(0, name.find(".ko"));
+      std::replace(name.begin(), name.end(), '-', '_');
+      const bool rdma = std::find(std::begin(rdma_modules), std::end(rdma_modules), name) != std::end(rdma_modules);
+      if (rdma && !modules.has(name)) modules.available.push_back(name);
+    }
+  }
+  std::sort(modules.available.begin(), modules.available.end());
+  return modules;
 }
 
 }  // namespace rdmakit::diag

@@ -15,4 +15,9 @@ namespace rdmakit::diag {
 // rdma_core_present. Missing files leave fields empty; nothing here throws for a bad tree.
 void read_sysfs(const std::filesystem::path& root, Inventory& inventory);
 
+// Which of the RDMA modules `kernel` (uname -r) could load, from its modules.dep and
+// modules.builtin under `modules_root` (/lib/modules); none where neither file exists, as
+// for a kernel whose modules are not installed (modprobe finds nothing there either).
+KernelModules read_kernel_modules(const std::filesystem::path& modules_root, const std::string& kernel);
+
 }  // namespace rdmakit::diag

@@ -11,6 +11,7 @@
 #include <rdma/rdma_netlink.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bit>
@@ -315,6 +316,7 @@ std::optional<std::map<std::string, int>> rdma_device_indices() {
 Inventory collect_inventory(const ProbeOptions& options) {
   Inventory inventory;
   read_sysfs(options.sysfs_root, inventory);
+  if (utsname host{}; uname(&host) == 0) inventory.kernel_modules = read_kernel_modules("/lib/modules", host.release);
   const auto indices = rdma_device_indices().value_or(std::map<std::string, int>{});
   inventory.kernel_indices_known = !indices.empty();
   for (auto& device : inventory.kernel_devices) {

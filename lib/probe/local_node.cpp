@@ -53,7 +53,8 @@ mesh::Node describe_local_node(const std::string& bind, const std::string& netde
       verdict = Verdict{.cause = "no_address",
                         .exit_code = ExitCode::cause_found,
                         .summary = choice.problem,
-                        .fix = "give the address with --bind, or the netdev with --netdev",
+                        .fix = {},
+                        .next = "give the address with --bind, or the netdev with --netdev",
                         .details = {},
                         .warnings = {}};
     }

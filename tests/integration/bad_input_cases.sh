@@ -148,8 +148,47 @@ case_all_tools_bad_flags() {
 2 | rdma_smoke  | -p 70000                                | --port: Value 70000
 2 | rdma_smoke  | nohost.invalid                          | cannot resolve 'nohost.invalid'
 2 | rdma_smoke  | --tools-dir /nonexistent                | no rdmakit tools in /nonexistent
+2 | rdma_smoke  | --junit /nonexistent/smoke.xml          | --junit: '/nonexistent/smoke.xml': no folder /nonexistent
+2 | rdma_smoke  | --junit /                               | --junit: '/' is a directory
+2 | send_bw     | 1.2.3.4 --json-file /nonexistent/r.json  | --json-file: '/nonexistent/r.json': no folder
+2 | send_bw     | --json-file / --json                    | --json-file: '/' is a directory
 ROWS
 
+}
+
+# A host without RDMA (the build host, label nodevice): every tool exits 77, the code a CI
+# reads as "skipped", whichever call it makes first, server and client; -x fails in
+# ibv_get_device_list rather than in librdmacm. Skipped where the host has a device.
+case_all_tools_no_device() {
+  if ls /sys/class/infiniband_verbs/ 2> /dev/null | grep -q '^uverbs'; then
+    echo "SKIP: this host has an RDMA device"
+    exit 77
+  fi
+  local line tool n=0
+  local -a argv
+  while read -r line; do
+    read -r -a argv <<< "$line"
+    tool=${argv[0]}
+    n=$((n + 1))
+    run "row$n" 20 "$BIN/$tool" "${argv[@]:1}" --json
+    expect_rc 77 "$line"
+    expect_jq '.exit_code == 77 and (.errors | length == 1)' "row$n.out"
+    grep -q "^$tool: " "$T/row$n.err" || fail "$line: stderr does not name $tool"
+  done <<'ROWS'
+rping -s -a 127.0.0.1 --accept-timeout 2
+rping -c -a 127.0.0.1
+udaddy
+udaddy -s 127.0.0.1
+ucmatose
+ucmatose -s 127.0.0.1
+mckey -m 239.1.1.1
+rdma_server --accept-timeout 2
+rdma_client -s 127.0.0.1
+send_bw --accept-timeout 2
+send_bw 127.0.0.1
+send_bw 127.0.0.1 -x 0
+ROWS
+  note "$n runs without a device: exit 77 each"
 }
 
 # What only the device can refuse: a device name, a GID index, the device's limits. All are

@@ -291,8 +291,17 @@ case_pair_connect() {
   expect_connect_cause no_route_fixed ok 0
 
   # The source this host routes from has no RDMA: the peer's management address.
+  # No route helps (the peer holds that address on a netdev without RDMA too): the verdict
+  # names the peer's RDMA address instead, and connecting there works.
   connect source 30 "$PEER_MGMT_ADDR" "${agent[@]}"
   expect_connect_cause source source_not_rdma 1
+  expect_jq '.verdict.fix == ""' source.out
+  local instead
+  instead=$(jq -r '.verdict.next | capture("on an RDMA netdev: (?<address>[0-9a-f.:]+) ").address' "$T/source.out")
+  [[ -n $instead ]] || fail "source_not_rdma names no address to use: $(jq -r .verdict.next "$T/source.out")"
+  connect source_fixed 30 "$instead" "${agent[@]}"
+  expect_connect_cause source_fixed ok 0
+  note "source: connected instead to $instead, as the verdict said"
 
   # Strict reverse-path filtering with an asymmetric route on the server.
   ip addr add 10.57.0.12/24 dev "$WIRE_NETDEV"

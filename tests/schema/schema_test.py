@@ -290,8 +290,8 @@ class Schemas(unittest.TestCase):
 
         # A rank with no address at all: rdma_mesh's own no_address verdict, and its pairs' cause.
         no_address = {"cause": "no_address", "exit_code": 1, "summary": "no ACTIVE port has an address",
-                      "fix": "give the address with --bind, or the netdev with --netdev", "details": [],
-                      "warnings": []}
+                      "fix": "", "next": "give the address with --bind, or the netdev with --netdev",
+                      "details": [], "warnings": []}
         self.assertAccepted("rdma_mesh", changed(lambda d: (d["nodes"][2].update(address="", verdict=no_address),
                                                             d["pairs"][failed].update(cause="no_address"))))
         # A usable node has no verdict; an unusable one has a failing one.

@@ -98,7 +98,7 @@ std::optional<std::chrono::milliseconds> ServerOptions::accept_timeout() const {
 }
 
 ToolRunner::ToolRunner(std::string name, std::string description, const std::string& debug_flag)
-    : name_(std::move(name)), app_(std::move(description), name_) {
+    : name_(std::move(name)), invoked_(name_), app_(std::move(description), name_) {
   app_.set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
   common_.add_to(app_, debug_flag);
 }
@@ -183,7 +183,23 @@ std::optional<std::string> completion_request(int argc, char** argv, const std::
 }  // namespace
 
 std::string ToolRunner::speaker() const {
-  return job_ == nullptr ? name_ : fmt::format("{}[{}]", name_, job_->rank());
+  return job_ == nullptr ? invoked_ : fmt::format("{}[{}]", invoked_, job_->rank());
+}
+
+std::string ToolRunner::with_sibling_names(const std::string& text) const {
+  if (prefix_.empty()) return text;
+  std::string named;
+  // Only where a command line starts: "run 'diag-bind 10.0.0.1'", "'diag-connect --serve'".
+  for (std::size_t at = 0; at < text.size();) {
+    const auto quote = text.find('\'', at);
+    named += text.substr(at, quote == std::string::npos ? std::string::npos : quote + 1 - at);
+    if (quote == std::string::npos) break;
+    at = quote + 1;
+    for (const std::string_view sibling : {"diag-bind", "diag-connect"}) {
+      if (text.compare(at, sibling.size(), sibling) == 0) named += prefix_;
+    }
+  }
+  return named;
 }
 
 std::optional<std::string> ToolRunner::agree_on_options(std::optional<std::string> refusal) {
@@ -198,7 +214,7 @@ std::optional<std::string> ToolRunner::agree_on_options(std::optional<std::strin
 int ToolRunner::usage_error(const std::string& message) {
   // One line, so scripts and people see what is wrong without scrolling past help text.
   // One write: the processes of a job share a terminal, and unbuffered pieces interleave.
-  std::cerr << fmt::format("{}: {} (see '{} --help')\n", speaker(), message, name_) << std::flush;
+  std::cerr << fmt::format("{}: {} (see '{} --help')\n", speaker(), message, invoked_) << std::flush;
   if (common_.json && prints_report()) {
     Report report;
     report.tool = name_;
@@ -224,7 +240,7 @@ void ToolRunner::render(const Report& report) const {
     std::ofstream file(json_file_);
     file << json << "\n";
     if (!file) {
-      std::cerr << name_ << ": cannot write " << json_file_ << "\n";
+      std::cerr << speaker() << ": cannot write " << json_file_ << "\n";
     }
   }
   if (common_.json) {
@@ -236,6 +252,12 @@ void ToolRunner::render(const Report& report) const {
 
 int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate,
                     const std::function<void(Report&)>& body) {
+  if (argc > 0 && argv[0] != nullptr && *argv[0] != '\0') {
+    invoked_ = std::filesystem::path(argv[0]).filename().string();
+    prefix_ = invoked_.ends_with(name_) ? invoked_.substr(0, invoked_.size() - name_.size()) : std::string();
+    app_.name(invoked_);
+    app_.set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
+  }
   // Looked for before parsing: the build generates completions by running each tool, and
   // that must work whatever else the command line would require or refuse.
   if (const auto program = completion_request(argc, argv, name_)) {
@@ -282,7 +304,9 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   } catch (const RdmaError& error) {
     const bool no_device = !verbs_device_present() || (error.call() == "rdma_create_event_channel" &&
                                                        (error.errnum() == ENODEV || error.errnum() == ENOENT));
-    report.fail(record_of(error), no_device ? ExitCode::no_device : ExitCode::run_failed);
+    auto record = record_of(error);
+    record.hint = with_sibling_names(record.hint);
+    report.fail(std::move(record), no_device ? ExitCode::no_device : ExitCode::run_failed);
     diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {
     report.stop(stopped.reason(), stopped.what());

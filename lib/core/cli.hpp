@@ -121,11 +121,16 @@ class ToolRunner {
   std::optional<std::string> agree_on_options(std::optional<std::string> refusal);
   // The tool's name, with the rank in a job: "rdma_mesh[3]".
   std::string speaker() const;
+  // `text` with the sibling tools it names ('diag-bind ...') under this program's prefix:
+  // rdmakit-rping's hints name rdmakit-diag-bind, which is what the package installs.
+  std::string with_sibling_names(const std::string& text) const;
   bool prints_report() const { return job_ == nullptr || job_->rank() == 0; }
   void render(const Report& report) const;
   void diagnose_failure(const RdmaError& error, Report& report);
 
-  std::string name_;
+  std::string name_;     // the tool's own name: the report's "tool"
+  std::string invoked_;  // argv[0]'s base name, as the user typed it: what messages say
+  std::string prefix_;   // what invoked_ has before name_ ("rdmakit-" from the package), or ""
   CLI::App app_;
   CommonOptions common_;
   Diagnoser diagnoser_;

@@ -191,6 +191,32 @@ ROWS
   note "$n runs without a device: exit 77 each"
 }
 
+# The package installs the tools as rdmakit-<tool>: every message names the program as
+# invoked, and a hint names the sibling under the same prefix (rdmakit-diag-bind), never the
+# stock program a host with rdmacm-utils has under the plain name. Skipped with a device (the
+# no-device hint is the one checked).
+case_renamed_tool() {
+  if compgen -G '/sys/class/infiniband_verbs/uverbs*' > /dev/null; then
+    echo "SKIP: this host has an RDMA device"
+    exit 77
+  fi
+  cp "$BIN/rping" "$T/rdmakit-rping"
+  run bad 20 "$T/rdmakit-rping" -c -a 1.2.3.4 --bogus
+  expect_rc 2 "rdmakit-rping --bogus"
+  expect_grep "^rdmakit-rping: .*(see 'rdmakit-rping --help')$" bad.err
+  run help 20 "$T/rdmakit-rping" --help
+  expect_rc 0 "rdmakit-rping --help"
+  expect_grep "^Usage: rdmakit-rping " help.out
+  run version 20 "$T/rdmakit-rping" --version
+  expect_grep "^rdmakit-rping (rdmakit)" version.out
+  run nodevice 20 "$T/rdmakit-rping" -c -a 10.0.0.1 --json
+  expect_rc 77 "rdmakit-rping without a device"
+  expect_grep "^rdmakit-rping: hint: .*'rdmakit-diag-bind" nodevice.err
+  expect_jq '.tool == "rping" and (.errors[0].hint | contains("rdmakit-diag-bind"))' nodevice.out
+  if grep -q "[^-]diag-bind\|'diag-bind" "$T/nodevice.err"; then fail "a hint names diag-bind without the prefix"; fi
+  note "$(grep hint "$T/nodevice.err")"
+}
+
 # What only the device can refuse: a device name, a GID index, the device's limits. All are
 # checked before connecting (an unknown -d even before the address resolves), so nobody
 # needs to listen on the port.

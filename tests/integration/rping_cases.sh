@@ -2,6 +2,20 @@
 
 # ping_pair NAME SERVER_CMD... -- CLIENT_CMD...: server in the background, client in the
 # foreground (60 s), then the server must exit 0 on its own. Client must exit 0.
+# expect_stock_client_rc NAME WHAT: stock rping's client exited 0. Debian 12's rping
+# (rdma-core 44.0) has a teardown race: once its pings are done, its CM thread can still
+# read the event channel that main has just destroyed, and it exits 255 with
+# "rdma_get_cm_event: Bad file descriptor" (seen in one full suite run beside CPU burners;
+# later rdma-core stops that thread with an eventfd first). That exit alone passes, with a
+# note; the pings are counted on the server's side (ping_pair does it for ours).
+expect_stock_client_rc() {
+  if [[ $RC -eq 255 && $(tail -n 1 "$T/$1.err") == "rdma_get_cm_event: Bad file descriptor" ]]; then
+    note "$2: stock rping's teardown race (rdma_get_cm_event: EBADF, exit 255) after its pings"
+    return
+  fi
+  expect_rc 0 "$2"
+}
+
 ping_pair() {
   local name=$1; shift
   local -a server=() client=()
@@ -11,10 +25,18 @@ ping_pair() {
   start "${name}_server" "${server[@]}"
   wait_listening "$PORT"
   run "${name}_client" 60 "${client[@]}"
-  expect_rc 0 "$name client (${client[*]})"
+  if [[ ${client[0]} == "$STOCK_RPING" ]]; then
+    expect_stock_client_rc "${name}_client" "$name client (${client[*]})"
+  else
+    expect_rc 0 "$name client (${client[*]})"
+  fi
   finish "${name}_server" 20
   if [[ ${server[0]} == "$OURS_RPING" ]]; then
     expect_rc 0 "$name server (${server[*]})"
+    # Whatever the stock client's exit, our server counted every ping it asked for.
+    if [[ ${client[0]} == "$STOCK_RPING" && " ${client[*]} " =~ \ -C\ ([0-9]+)\  ]]; then
+      expect_grep "${BASH_REMATCH[1]} of unlimited iterations" "${name}_server.out"
+    fi
   fi
 }
 
@@ -84,7 +106,7 @@ case_rping_persistent() {
   run c1 60 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 20 -V
   expect_rc 0 "first client"
   run c2 60 "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 20 -V
-  expect_rc 0 "stock client"
+  expect_stock_client_rc c2 "stock client"
   run c3 60 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 20 -V -q
   expect_rc 0 "third client (-q)"
   start c4 "$OURS_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 50 -V
@@ -107,7 +129,7 @@ case_rping_persistent() {
   start idle "$OURS_RPING" -s -P -a "$RXE_ADDR" -p "$PORT" --accept-timeout 8 --json
   wait_listening "$PORT"
   run c6 60 "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 5
-  expect_rc 0 "client of the idle-stopping server"
+  expect_stock_client_rc c6 "client of the idle-stopping server"
   finish idle 30
   expect_rc 0 "persistent server idle for --accept-timeout"
   expect_schema rping idle.out

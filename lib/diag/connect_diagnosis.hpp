@@ -16,6 +16,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/gid.hpp"
+#include "lib/diag/diagnosis.hpp"
 
 namespace rdmakit::diag {
 
@@ -182,6 +183,10 @@ struct ConnectCase {
   HostView local;
   AgentContact agent;
   std::optional<PeerAnswer> peer;
+  // diag-bind's verdict on this host for the address (the target, or --bind), taken when
+  // address or route resolution failed: where the host itself cannot do RDMA (no device, no
+  // rdma_cm, a loopback or own address without RDMA), that is the verdict, whichever tool asks.
+  std::optional<Verdict> host;
 };
 
 struct ConnectVerdict {

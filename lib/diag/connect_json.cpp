@@ -174,6 +174,17 @@ void members(Describes<ConnectCase> auto& connect_case, auto&& visit) {
   visit("local", connect_case.local);
   visit("agent", connect_case.agent);
   visit("peer", connect_case.peer);
+  visit("host", connect_case.host);
+}
+
+void members(Describes<Verdict> auto& verdict, auto&& visit) {
+  visit("cause", verdict.cause);
+  visit("exit_code", verdict.exit_code);
+  visit("summary", verdict.summary);
+  visit("fix", verdict.fix);
+  visit("next", verdict.next);
+  visit("details", verdict.details);
+  visit("warnings", verdict.warnings);
 }
 
 void members(Describes<ConnectVerdict> auto& verdict, auto&& visit) {

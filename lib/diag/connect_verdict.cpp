@@ -23,11 +23,13 @@
 // clang-format on
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -261,6 +263,27 @@ ConnectVerdict found(std::string cause, std::string summary, std::vector<std::st
 }
 
 using Rule = std::optional<ConnectVerdict> (*)(const Facts&);
+
+// ---- The host first: what diag-bind says about this host, where it stops RDMA here ----
+
+// diag-bind's causes that are this host's alone: no connection can work until they are fixed,
+// whatever the route or the server. netdev_without_rdma counts only for the host's own
+// address (for a remote one, the route is source_not_rdma's, told with the agent's view).
+std::optional<ConnectVerdict> host_cause(const Facts& f) {
+  const auto& host = f.c.host;
+  if (!host || host->exit_code != ExitCode::cause_found) return std::nullopt;
+  static constexpr std::array<std::string_view, 8> host_causes = {
+      "no_rdma_device",  "provider_missing",   "uverbs_unavailable", "userspace_mismatch",
+      "rdma_cm_missing", "rdma_cm_permission", "loopback_address",   "netdev_without_rdma"};
+  if (std::ranges::find(host_causes, host->cause) == host_causes.end()) return std::nullopt;
+  if (host->cause == "netdev_without_rdma" && netdev_with_address(f.local, f.attempt.target) == nullptr) {
+    return std::nullopt;
+  }
+  std::vector<std::string> evidence;
+  for (const auto& detail : host->details) evidence.push_back("client: " + detail);
+  evidence.push_back("client: diag-bind's verdict on this host: " + host->cause);
+  return found(host->cause, host->summary, std::move(evidence), host->fix, "client", host->next);
+}
 
 // ---- The rules, in the order they are tried ----
 
@@ -817,6 +840,7 @@ void add_warnings(const Facts& f, ConnectVerdict& v) {
 
 ConnectVerdict diagnose_connect(const ConnectCase& connect_case) {
   static constexpr Rule rules[] = {works,
+                                   host_cause,
                                    source_not_rdma,
                                    no_route,
                                    neighbour_unresolved,

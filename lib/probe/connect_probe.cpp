@@ -23,6 +23,7 @@
 #include "lib/core/file_descriptor.hpp"
 #include "lib/diag/connect_report.hpp"
 #include "lib/probe/check_connection.hpp"
+#include "lib/probe/host_probe.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/wire/agent_protocol.hpp"
@@ -493,6 +494,18 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
   }
   for (const char* later : {"resolve_addr", "resolve_route", "connect"}) {
     if (attempt.find(later) == nullptr) attempt.steps.push_back(skipped(later, "an earlier step did not succeed"));
+  }
+  const auto resolved = [&attempt](const char* name) {
+    const auto* step = attempt.find(name);
+    return step == nullptr || step->status == "ok" || step->status == "skipped";
+  };
+  if (!resolved("resolve_addr") || !resolved("resolve_route")) {
+    // The same checks diag-bind makes, on the address this side binds or resolves.
+    const auto address = options.bind.empty() ? options.target : options.bind;
+    const auto target = make_target(address, 0, options.port_space);
+    ProbeOptions host_probe;
+    host_probe.limits = options.limits;
+    connect_case.host = diagnose(target, collect_inventory(host_probe), run_attempt(target, host_probe));
   }
   const bool interrupted = std::any_of(attempt.steps.begin(), attempt.steps.end(),
                                        [](const ConnectStep& step) { return step.status == "interrupted"; });

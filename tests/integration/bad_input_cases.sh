@@ -217,6 +217,25 @@ case_renamed_tool() {
   note "$(grep hint "$T/nodevice.err")"
 }
 
+# A host without RDMA: diag-bind, diag-connect and a tool's --diagnose give one verdict, the
+# host's (diag-connect asks diag-bind's questions first). Skipped with a device.
+case_one_verdict_per_host() {
+  if compgen -G '/sys/class/infiniband_verbs/uverbs*' > /dev/null; then
+    echo "SKIP: this host has an RDMA device"
+    exit 77
+  fi
+  local address=192.0.2.77 causes
+  run bind 20 "$BIN/diag-bind" "$address" --json
+  run connect 20 "$BIN/diag-connect" "$address" --no-agent --timeout 2 --json
+  run rping 20 "$BIN/rping" -c -a "$address" --diagnose --json
+  expect_rc 77 "rping --diagnose without a device"
+  causes=$(jq -r '.verdict.cause' "$T/bind.out")/$(jq -r '.verdict.cause' "$T/connect.out")/$(jq -r '.diagnosis.verdict.cause' "$T/rping.out")
+  local first=${causes%%/*}
+  [[ $first == no_rdma* && $causes == "$first/$first/$first" ]] || fail "three verdicts for one host: $causes"
+  expect_jq '.verdict.fix_host == (if .verdict.fix == "" then "" else "client" end)' connect.out
+  note "diag-bind, diag-connect, rping --diagnose: $causes"
+}
+
 # What only the device can refuse: a device name, a GID index, the device's limits. All are
 # checked before connecting (an unknown -d even before the address resolves), so nobody
 # needs to listen on the port.

@@ -427,6 +427,34 @@ TEST(ConnectRules, ListenersFromTheAgentWhenTheCmDumpIsUnreadable) {
   EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "a listener there contradicts the REJ";
 }
 
+// diag-bind's verdict on the host comes first where it is the host's alone, as diag-bind
+// gives it; route-level causes only after.
+TEST(ConnectRules, TheHostsOwnCauseIsTheVerdict) {
+  auto c = fixture("source_not_rdma");
+  c.host = Verdict{.cause = "no_rdma_device",
+                   .exit_code = ExitCode::cause_found,
+                   .summary = "the kernel has no RDMA device at all",
+                   .fix = "modprobe -a ib_uverbs rdma_ucm rdma_rxe",
+                   .next = "with an RDMA NIC, load its driver instead",
+                   .details = {"no RDMA NIC driver is bound"},
+                   .warnings = {}};
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "no_rdma_device");
+  EXPECT_EQ(v.fix, c.host->fix);
+  EXPECT_EQ(v.fix_host, "client");
+  EXPECT_EQ(v.next, c.host->next);
+  EXPECT_TRUE(mentions(v, "client: no RDMA NIC driver is bound"));
+  // A netdev without RDMA on the way to a remote target is the route's: source_not_rdma.
+  c.host->cause = "netdev_without_rdma";
+  EXPECT_EQ(diagnose_connect(c).cause, "source_not_rdma");
+  // On the host's own address, it is the host's.
+  c.attempt.target = "10.57.0.2";
+  EXPECT_EQ(diagnose_connect(c).cause, "netdev_without_rdma");
+  // What only the route or the server explains stays theirs.
+  c.host->cause = "no_route";
+  EXPECT_NE(diagnose_connect(c).cause, "no_route");
+}
+
 TEST(ConnectRules, ResolveAddrEnodevAloneIsSourceNotRdma) {
   auto c = fixture("source_not_rdma");
   c.local.route.reset();

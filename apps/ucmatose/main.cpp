@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
                            "Concurrent RC connections over rdma_cm (interoperates with rdma-core ucmatose)");
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   Options o;
-  o.flags.port = "7471";
+  o.flags.port = 7471;
   auto& app = tool.app();
   o.flags.add_to(tool, "Messages each way per connection (0: connect only)", 1u << 30, "Message bytes");
   app.add_option("-P,--port-space", o.port_space, "tcp or ib")->capture_default_str();

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("udaddy", "UD datagrams over rdma_cm (interoperates with rdma-core udaddy)");
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
   Options o;
-  o.flags.port = "7174";  // the stock udaddy's fixed port
+  o.flags.port = 7174;  // the stock udaddy's fixed port
   tool.rename_argument("p", "port_space_number");
   auto& app = tool.app();
   o.flags.add_to(tool, "Datagrams each way per connection (0: connect only)", 65536,

@@ -48,7 +48,7 @@ void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
   const StopSignal stop;
   auto bounds = [&](std::string what) { return within(timeout, stop.fd(), std::move(what)); };
   StepTimer timer(report);
-  const AddrInfo info(o.server, o.port, false);
+  const AddrInfo info(o.server, std::to_string(o.port), false);
   timer.lap("getaddrinfo");
   ibv_qp_init_attr attributes{};
   // Resolves address and route and creates the QP.
@@ -92,7 +92,7 @@ void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
 void run_echo_server(const EchoServerOptions& o, std::chrono::milliseconds timeout, Report& report) {
   const StopSignal stop;
   StepTimer timer(report);
-  const AddrInfo info(o.server, o.port, true);
+  const AddrInfo info(o.server, std::to_string(o.port), true);
   timer.lap("getaddrinfo");
   auto attributes = message_qp_attributes(o.no_inline ? 0 : echo::message_size);
   SyncEndpoint listener(info, &attributes);  // its QP attributes serve each accepted connection

@@ -15,7 +15,7 @@ namespace rdmakit {
 
 struct EchoClientOptions {
   std::string server = "127.0.0.1";
-  std::string port = echo::default_port;
+  std::uint16_t port = echo::default_port;
   std::uint32_t count = 1;  // exchanges on the connection
   bool no_inline = false;   // send from registered memory even where inline sends work
 };
@@ -23,7 +23,7 @@ struct EchoClientOptions {
 // ServerOptions: -P (keep serving clients, each on a thread of its own) and --accept-timeout.
 struct EchoServerOptions : ServerOptions {
   std::string server = "0.0.0.0";  // the address to listen on
-  std::string port = echo::default_port;
+  std::uint16_t port = echo::default_port;
   bool no_inline = false;
 };
 

@@ -146,6 +146,13 @@ bool verbs_device_present() {
   return false;
 }
 
+// 77 where the run could not start here at all, 1 for any other failed call.
+ExitCode exit_code_for(const RdmaError& error) {
+  const bool channel_refused =
+      error.call() == "rdma_create_event_channel" && (error.errnum() == ENODEV || error.errnum() == ENOENT);
+  return channel_refused || !verbs_device_present() ? ExitCode::no_device : ExitCode::run_failed;
+}
+
 // The exit code for a run that ended "interrupted": the stop signals stay blocked and
 // pending (lib/wait reads them through a signalfd without consuming them), so the pending
 // set says which one arrived. SIGTERM wins when both did.
@@ -184,6 +191,14 @@ std::optional<std::string> completion_request(int argc, char** argv, const std::
 
 std::string ToolRunner::speaker() const {
   return job_ == nullptr ? invoked_ : fmt::format("{}[{}]", invoked_, job_->rank());
+}
+
+void ToolRunner::take_invoked_name(int argc, char** argv) {
+  if (argc < 1 || argv[0] == nullptr || *argv[0] == '\0') return;
+  invoked_ = std::filesystem::path(argv[0]).filename().string();
+  prefix_ = invoked_.ends_with(name_) ? invoked_.substr(0, invoked_.size() - name_.size()) : std::string();
+  app_.name(invoked_);
+  app_.set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
 }
 
 std::string ToolRunner::with_sibling_names(const std::string& text) const {
@@ -252,12 +267,7 @@ void ToolRunner::render(const Report& report) const {
 
 int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate,
                     const std::function<void(Report&)>& body) {
-  if (argc > 0 && argv[0] != nullptr && *argv[0] != '\0') {
-    invoked_ = std::filesystem::path(argv[0]).filename().string();
-    prefix_ = invoked_.ends_with(name_) ? invoked_.substr(0, invoked_.size() - name_.size()) : std::string();
-    app_.name(invoked_);
-    app_.set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
-  }
+  take_invoked_name(argc, argv);
   // Looked for before parsing: the build generates completions by running each tool, and
   // that must work whatever else the command line would require or refuse.
   if (const auto program = completion_request(argc, argv, name_)) {
@@ -302,11 +312,9 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   try {
     body(report);
   } catch (const RdmaError& error) {
-    const bool no_device = !verbs_device_present() || (error.call() == "rdma_create_event_channel" &&
-                                                       (error.errnum() == ENODEV || error.errnum() == ENOENT));
     auto record = record_of(error);
     record.hint = with_sibling_names(record.hint);
-    report.fail(std::move(record), no_device ? ExitCode::no_device : ExitCode::run_failed);
+    report.fail(std::move(record), exit_code_for(error));
     diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {
     report.stop(stopped.reason(), stopped.what());

@@ -124,6 +124,8 @@ class ToolRunner {
   // `text` with the sibling tools it names ('diag-bind ...') under this program's prefix:
   // rdmakit-rping's hints name rdmakit-diag-bind, which is what the package installs.
   std::string with_sibling_names(const std::string& text) const;
+  // invoked_ and prefix_ from argv[0]; the usage line and --version name the program so.
+  void take_invoked_name(int argc, char** argv);
   bool prints_report() const { return job_ == nullptr || job_->rank() == 0; }
   void render(const Report& report) const;
   void diagnose_failure(const RdmaError& error, Report& report);

@@ -20,7 +20,7 @@
 
 namespace rdmakit {
 
-inline constexpr int report_schema_version = 1;
+inline constexpr int report_schema_version = 2;
 
 struct ErrorRecord {
   std::string message;  // one line, as printed

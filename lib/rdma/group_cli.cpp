@@ -52,8 +52,8 @@ GroupOptions ConnectionFlags::group_options(rdma_port_space port_space, const Co
 }
 
 void establish(ConnectionGroup& group, const ConnectionFlags& flags, rdma_port_space port_space, Report& report) {
-  const auto addresses =
-      lookup_addresses(flags.bind, flags.server, flags.port, addressing_hints(flags.format, port_space));
+  const auto addresses = lookup_addresses(flags.bind, flags.server, std::to_string(flags.port),
+                                          addressing_hints(flags.format, port_space));
   if (flags.is_server()) {
     report.role = "server";
     group.listen(addresses->get()->ai_src_addr);

@@ -18,7 +18,7 @@ struct ConnectionFlags {
   std::string server;
   std::string bind;
   std::string format = "name";
-  std::string port;
+  std::uint16_t port = 0;
   std::size_t connections = 1;
   std::uint32_t count = 10;
   std::uint32_t size = 100;

@@ -60,7 +60,7 @@ std::size_t echo_length(std::span<const char> received);
 namespace rdmakit::echo {
 
 inline constexpr std::size_t message_size = 16;
-inline constexpr const char* default_port = "7471";
+inline constexpr std::uint16_t default_port = 7471;
 
 void encode_remaining(std::span<std::uint8_t, message_size> message, std::uint32_t remaining);
 std::uint32_t decode_remaining(std::span<const std::uint8_t, message_size> message);

@@ -86,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       [](const rdmakit::RdmaError&, std::chrono::milliseconds, std::string&) { return nlohmann::json(); });
   tool.enable_json_file();
   ConnectionFlags flags;
-  flags.port = "7471";
+  flags.port = 7471;
   flags.add_to(tool, "Messages each way per connection", max_size, "Message bytes");
 
   // argv as the kernel hands it over: C strings, so an embedded NUL ends an argument.

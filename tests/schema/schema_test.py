@@ -146,7 +146,7 @@ class Schemas(unittest.TestCase):
             "role": "server", "outcome": "timed_out", "exit_code": 1,
             "errors": [{"message": "timed out waiting for datagrams from the client(s) (1 connection(s) short, ..."}],
             "arguments": {"accept_timeout": 0.0, "bind": "", "connections": 1, "count": 10, "debug": False,
-                          "diagnose": False, "format": "name", "json": True, "log_level": "warn", "port": "7174",
+                          "diagnose": False, "format": "name", "json": True, "log_level": "warn", "port": 7174,
                           "port_space": "udp", "port_space_number": "", "server": "", "size": 100, "timeout_s": 5,
                           "tos": None},
             "steps": [], "connections": [{"index": 0, "state": "established", "steps_ms": {"accept": 0.5},
@@ -216,7 +216,7 @@ class Schemas(unittest.TestCase):
         rdma_server = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
             "arguments": {"accept_timeout": 0.0, "debug": False, "diagnose": False, "json": True, "log_level": "warn",
-                          "no_inline": False, "persistent": True, "port": "7471", "server": "10.55.0.1",
+                          "no_inline": False, "persistent": True, "port": 7471, "server": "10.55.0.1",
                           "timeout_s": 5},
             "connections": [{"peer": "10.55.0.1:40000", "iterations": 10, "bytes": 320, "outcome": "completed",
                              "error": ""},

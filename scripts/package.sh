@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# package.sh [BUILD_DIR]: builds the rdmakit Debian packages in BUILD_DIR (default build-pkg)
+# package.sh [--print-deb | --print-vm-deb] [BUILD_DIR]: builds the rdmakit Debian packages in BUILD_DIR (default build-pkg)
 # and checks them: rdmakit (the tools) and rdmakit-rxe-vm (scripts/rxe-vm.sh as
 # rdmakit-rxe-vm, depending on qemu and the kernel image, so that the tools' package does not). Programs, man pages and completions are named rdmakit-<tool>, so the
 # package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
@@ -14,10 +14,18 @@
 # options including --json, --log-level to its levels, diag-bind --ps and diag-connect --ps
 # to their port spaces and send_bw --json-file to file names.
 #
-# Build output goes to stderr; stdout is the two .debs' paths, the tools' first. The first failed check
-# ends the run with one line on stderr and exit 1.
+# Build output goes to stderr; stdout is the two .debs' paths, one a line, the tools' first;
+# --print-deb prints the tools' alone, --print-vm-deb rdmakit-rxe-vm's alone (for
+# deb=$(scripts/package.sh --print-deb) in a CI step). The first failed check ends the run
+# with one line on stderr and exit 1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+print=both
+case ${1:-} in
+  --print-deb) print=tools; shift ;;
+  --print-vm-deb) print=vm; shift ;;
+  -*) echo "package.sh: unknown option '$1' (expected --print-deb, --print-vm-deb)" >&2; exit 2 ;;
+esac
 dir=${1:-$root/build-pkg}
 prefix=rdmakit-
 tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect rdma_smoke)
@@ -217,5 +225,5 @@ echo "package: ok: ${#tools[@]} programs, gzipped man pages, completions, ${#sch
   "$files files," \
   "$((size / 1024)) KiB; Depends: $depends" >&2
 echo "package: ok: rdmakit-rxe-vm: the program, its man page, copyright; Depends: $vm_depends" >&2
-echo "$deb"
-echo "$vm_deb"
+[[ $print == vm ]] || echo "$deb"
+[[ $print == tools ]] || echo "$vm_deb"

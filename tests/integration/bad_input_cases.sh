@@ -160,10 +160,7 @@ ROWS
 # reads as "skipped", whichever call it makes first, server and client; -x fails in
 # ibv_get_device_list rather than in librdmacm. Skipped where the host has a device.
 case_all_tools_no_device() {
-  if compgen -G '/sys/class/infiniband_verbs/uverbs*' > /dev/null; then
-    echo "SKIP: this host has an RDMA device"
-    exit 77
-  fi
+  require_no_device
   local line tool n=0
   local -a argv
   while read -r line; do
@@ -196,10 +193,7 @@ ROWS
 # stock program a host with rdmacm-utils has under the plain name. Skipped with a device (the
 # no-device hint is the one checked).
 case_renamed_tool() {
-  if compgen -G '/sys/class/infiniband_verbs/uverbs*' > /dev/null; then
-    echo "SKIP: this host has an RDMA device"
-    exit 77
-  fi
+  require_no_device
   cp "$BIN/rping" "$T/rdmakit-rping"
   run bad 20 "$T/rdmakit-rping" -c -a 1.2.3.4 --bogus
   expect_rc 2 "rdmakit-rping --bogus"
@@ -220,10 +214,7 @@ case_renamed_tool() {
 # A host without RDMA: diag-bind, diag-connect and a tool's --diagnose give one verdict, the
 # host's (diag-connect asks diag-bind's questions first). Skipped with a device.
 case_one_verdict_per_host() {
-  if compgen -G '/sys/class/infiniband_verbs/uverbs*' > /dev/null; then
-    echo "SKIP: this host has an RDMA device"
-    exit 77
-  fi
+  require_no_device
   local address=192.0.2.77 causes
   run bind 20 "$BIN/diag-bind" "$address" --json
   run connect 20 "$BIN/diag-connect" "$address" --no-agent --timeout 2 --json

@@ -49,6 +49,15 @@ require_device() {
   fi
 }
 
+# require_no_device: the case checks what a host without RDMA prints; skip where user space
+# reaches a device (a uverbsN entry).
+require_no_device() {
+  if compgen -G '/sys/class/infiniband_verbs/uverbs*' > /dev/null; then
+    echo "SKIP: this host has an RDMA device"
+    exit 77
+  fi
+}
+
 require_root() {
   [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root to break and repair the host on purpose"; exit 77; }
 }

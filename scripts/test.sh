@@ -26,8 +26,7 @@
 #   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
-#                       -L valgrind) and the crafted peer across the wire (ctest -L pair_long);
-#                       about 20 more minutes
+#                       -L valgrind) and the crafted peer across the wire (ctest -L pair_long)
 #   RDMAKIT_JOBS=N      integration cases at a time in the guest (default 3)
 # Exits non-zero on any failure.
 set -euo pipefail

@@ -110,8 +110,7 @@ def main(argv):
             file.writelines(lines)
     if failed:
         print(f"{failed} of {len(samples)} sample(s) differ or failed; "
-              f"python3 {os.path.relpath(__file__, source_dir)} --update BIN_DIR rewrites them",
-              file=sys.stderr)
+              "python3 tests/docs/readme_samples.py --update build/bin rewrites them", file=sys.stderr)
         return 1
     return 0
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh [--if-missing]: installs what rdmakit needs to build, test and boot the
-# soft-RoCE test VM, from Debian packages. Idempotent; runs apt-get only when something is
-# missing (with --if-missing it says nothing when all is there). Root or sudo.
+# soft-RoCE test VM, from Debian packages, and the CI files' checkers (tests/ci) from npm.
+# Idempotent; runs apt-get and npm only when something is missing (with --if-missing it says
+# nothing when all is there). Root or sudo.
 set -euo pipefail
 packages=(
   # build
@@ -32,6 +33,12 @@ packages=(
   # the soft-RoCE VM (scripts/rxe-vm.sh)
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 )
+# The checkers of the CI files in doc/ci (tests/ci) run on node, with npm to install them.
+# Any node and npm will do (a host with NodeSource's nodejs, which bundles npm and conflicts
+# with Debian's npm, keeps its own); Debian's otherwise.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  packages+=(nodejs npm)
+fi
 quiet=false
 [[ ${1:-} == --if-missing ]] && quiet=true
 
@@ -39,15 +46,24 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [[ ${#missing[@]} -eq 0 ]]; then
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "install-deps: installing ${missing[*]}"
+  as_root=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+    as_root=(sudo)
+  fi
+  "${as_root[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# tests/ci's node packages, at the versions its package-lock.json pins, into tests/ci/node_modules
+# (git-ignored); again only when that lock file differs from the one last installed.
+ci=$(cd "$(dirname "$0")/../tests/ci" && pwd)
+if ! cmp -s "$ci/package-lock.json" "$ci/node_modules/.installed-package-lock.json"; then
+  echo "install-deps: npm ci in tests/ci"
+  (cd "$ci" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$ci/package-lock.json" "$ci/node_modules/.installed-package-lock.json"
+elif [[ ${#missing[@]} -eq 0 ]]; then
   $quiet || echo "install-deps: everything is installed"
-  exit 0
 fi
-echo "install-deps: installing ${missing[*]}"
-as_root=()
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
-  as_root=(sudo)
-fi
-"${as_root[@]}" apt-get update -q
-DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# package.sh [--print-deb | --print-vm-deb] [BUILD_DIR]: builds the rdmakit Debian packages in BUILD_DIR (default build-pkg)
+# package.sh [--print-deb | --print-vm-deb] [BUILD_DIR]: builds the rdmakit Debian packages in BUILD_DIR (default
+# $RDMAKIT_PACKAGE_DIR, else build-pkg)
 # and checks them: rdmakit (the tools) and rdmakit-rxe-vm (scripts/rxe-vm.sh as
 # rdmakit-rxe-vm, depending on qemu and the kernel image, so that the tools' package does not). Programs, man pages and completions are named rdmakit-<tool>, so the
 # package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
@@ -26,7 +27,9 @@ case ${1:-} in
   --print-vm-deb) print=vm; shift ;;
   -*) echo "package.sh: unknown option '$1' (expected --print-deb, --print-vm-deb)" >&2; exit 2 ;;
 esac
-dir=${1:-$root/build-pkg}
+# RDMAKIT_PACKAGE_DIR: the default folder, so that scripts/test.sh can run doc/ci's workflow
+# step (which names no folder) on the build it has just tested.
+dir=${1:-${RDMAKIT_PACKAGE_DIR:-$root/build-pkg}}
 prefix=rdmakit-
 tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect rdma_smoke)
 fail() {
@@ -112,6 +115,10 @@ for path in "${contents[@]}"; do
     has_tool=false
     for tool in "${tools[@]}"; do [[ $path == "usr/bin/$prefix$tool" ]] && has_tool=true; done
     $has_tool || fail "the package ships an unexpected program /$path"
+  fi
+  # The test programs (build/tests/bin: crafted_peer) never ship, wherever they would land.
+  if [[ ${path##*/} == crafted_peer ]]; then
+    fail "the package ships the test program /$path"
   fi
 done
 

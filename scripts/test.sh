@@ -13,8 +13,9 @@
 #                  and which the sanitized build runs)
 #   pair           the two-host cases on two guests joined by a wire (plain build)
 #   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
-#                  (scripts/package.sh), then installed: from a fresh folder the installed
-#                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick; removed after
+#                  (scripts/package.sh, run by doc/ci's GitHub package step), then
+#                  installed: from a fresh folder the installed rdmakit-rxe-vm runs the
+#                  installed rdmakit-rdma_smoke --quick; removed after
 #   build/bin      the tested build still runs from build/bin afterwards
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
@@ -125,7 +126,7 @@ tidy_check() {
 stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
 # The entry points; -x follows what they source (.shellcheckrc).
-stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh
+stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh tests/ci/*.sh
 # Both builds are unity builds (CMake batches of 8 sources): most of a compile was the
 # templates of CLI11, nlohmann/json and fmt instantiated and optimised again in every source
 # (a precompiled header made gcc slower still); a batch does them once.
@@ -202,7 +203,18 @@ in_guest "two guests on a wire: pair cases (build)" "$root/build/vm-pair.log" \
   scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root" \
   "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'" || true
 
-stage "Debian packages from the tested build, checked" scripts/package.sh "$root/build" || true
+# package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
+# (tests/ci/run-github-step.sh), on the tested build: scripts/package.sh --print-deb builds
+# and checks both .debs; its $GITHUB_OUTPUT must be deb=<the tools' .deb>.
+package_step() {
+  local outputs=$root/build/package-step-output deb
+  RDMAKIT_PACKAGE_DIR="$root/build" tests/ci/run-github-step.sh --outputs "$outputs" \
+    doc/ci/github-rdma-smoke.yml rdma-smoke package || return
+  deb=$(sed -n 's/^deb=//p' "$outputs")
+  [[ $(wc -l < "$outputs") -eq 1 && $deb == "$root"/build/rdmakit_*.deb && -f $deb ]] ||
+    { echo "package step: \$GITHUB_OUTPUT holds '$(cat "$outputs")', not deb=$root/build/rdmakit_<version>.deb"; return 1; }
+}
+stage "Debian packages from the tested build, checked (doc/ci's GitHub package step)" package_step || true
 
 # installed_smoke: the two packages installed, and from a fresh folder outside the build
 # the installed VM runner runs the installed smoke test; both removed again after.

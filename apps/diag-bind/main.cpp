@@ -48,6 +48,8 @@ rdmakit::diag::Diagnosis replay(const Options& o) {
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner runner("diag-bind", "Explain why an RDMA address bind or resolution fails on this host");
+  // Nothing connects or is measured; the address diagnosed is the report's "address".
+  runner.report_groups({.connection = false, .measurement = false});
   Options options;
   runner.rename_argument("ps", "port_space");
   runner.rename_argument("mr-size", "mr_size_kib");
@@ -83,7 +85,6 @@ int main(int argc, char** argv) {
       d.attempt = rdmakit::diag::run_attempt(d.target, probe);
     }
     d.verdict = rdmakit::diag::diagnose(d.target, d.inventory, d.attempt);
-    report.local_address = d.target.host;
     report.exit_code = d.verdict.exit_code;
     report.add(rdmakit::diag::DiagnosisResult(d));
   });

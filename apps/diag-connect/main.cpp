@@ -113,6 +113,8 @@ void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report&
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner runner("diag-connect", "Explain why two hosts cannot talk over rdma_cm, with both sides' views");
+  // It connects but measures nothing: the data check's transfers are in its capture.
+  runner.report_groups({.connection = true, .measurement = false});
   Options options;
   runner.rename_argument("ps", "port_space");
   runner.rename_argument("agent", "agent_host");

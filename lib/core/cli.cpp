@@ -233,6 +233,7 @@ int ToolRunner::usage_error(const std::string& message) {
   if (common_.json && prints_report()) {
     Report report;
     report.tool = name_;
+    report.groups = groups_;
     report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}, .completion = {}},
                 ExitCode::usage);
     std::cout << json_text(to_json(report)) << std::endl;
@@ -307,6 +308,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
 
   Report report;
   report.tool = name_;
+  report.groups = groups_;
   report.arguments = arguments_of(app_, argument_keys_);
   const auto started = std::chrono::steady_clock::now();
   try {

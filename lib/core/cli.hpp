@@ -105,6 +105,10 @@ class ToolRunner {
   // (ToolRunner fills report.arguments from the options; see arguments_of).
   void rename_argument(const std::string& long_name, std::string key);
 
+  // The common key groups this tool's report carries (all by default), its usage errors'
+  // included; see ReportGroups.
+  void report_groups(ReportGroups groups) { groups_ = groups; }
+
   CLI::App& app() { return app_; }
   const CommonOptions& common() const { return common_; }
 
@@ -140,6 +144,7 @@ class ToolRunner {
   std::string diagnosis_text_;
   std::string json_file_;
   Job* job_ = nullptr;
+  ReportGroups groups_;
   ArgumentKeys argument_keys_{{"timeout", "timeout_s"}};
 };
 

@@ -104,10 +104,6 @@ std::string outcome_text(const Report& r) {
 }  // namespace
 
 nlohmann::json to_json(const Report& r) {
-  nlohmann::json timings = nlohmann::json::object();
-  for (const auto& [step, ms] : r.cm_timings_ms) {
-    timings[step] = ms;
-  }
   nlohmann::json errors = nlohmann::json::array();
   for (const auto& e : r.errors) {
     errors.push_back(to_json(e));
@@ -119,15 +115,23 @@ nlohmann::json to_json(const Report& r) {
       {"arguments", r.arguments},
       {"outcome", outcome_text(r)},
       {"exit_code", static_cast<int>(r.exit_code)},
-      {"local_address", r.local_address},
-      {"peer_address", r.peer_address},
-      {"cm_timings_ms", timings},
-      {"iterations", {{"requested", r.iterations_requested}, {"completed", r.iterations_completed}}},
-      {"bytes", r.bytes},
-      {"rtt_us", r.rtt ? to_json(*r.rtt) : nlohmann::json(nullptr)},
-      {"duration_s", r.duration_s},
-      {"errors", errors},
   };
+  if (r.groups.connection) {
+    nlohmann::json timings = nlohmann::json::object();
+    for (const auto& [step, ms] : r.cm_timings_ms) {
+      timings[step] = ms;
+    }
+    doc["local_address"] = r.local_address;
+    doc["peer_address"] = r.peer_address;
+    doc["cm_timings_ms"] = std::move(timings);
+  }
+  if (r.groups.measurement) {
+    doc["iterations"] = {{"requested", r.iterations_requested}, {"completed", r.iterations_completed}};
+    doc["bytes"] = r.bytes;
+    doc["rtt_us"] = r.rtt ? to_json(*r.rtt) : nlohmann::json(nullptr);
+  }
+  doc["duration_s"] = r.duration_s;
+  doc["errors"] = std::move(errors);
   for (const auto& section : r.sections) {
     nlohmann::json keys = nlohmann::json::object();
     section->add_to(keys);
@@ -163,18 +167,25 @@ std::string render_text(const Report& r) {
     return own;
   }
   std::ostringstream out;
-  const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
-  out << fmt::format("{} {}{}: {} of {} iterations, {} bytes in {:.3f} s, {}\n", r.tool, r.role,
-                     r.peer_address.empty() ? "" : " peer " + r.peer_address, r.iterations_completed, requested,
-                     r.bytes, r.duration_s, outcome_text(r));
-  if (!r.cm_timings_ms.empty()) {
+  // The text says what the JSON says: a group the tool does not have is not printed as zeros.
+  const bool connection = r.groups.connection;
+  const bool measurement = r.groups.measurement;
+  std::string did;
+  if (measurement) {
+    const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
+    did = fmt::format("{} of {} iterations, {} bytes in ", r.iterations_completed, requested, r.bytes);
+  }
+  out << fmt::format("{} {}{}: {}{:.3f} s, {}\n", r.tool, r.role,
+                     !connection || r.peer_address.empty() ? "" : " peer " + r.peer_address, did, r.duration_s,
+                     outcome_text(r));
+  if (connection && !r.cm_timings_ms.empty()) {
     out << "  cm:";
     for (const auto& [step, ms] : r.cm_timings_ms) {
       out << fmt::format(" {} {:.3f} ms", step, ms);
     }
     out << '\n';
   }
-  if (r.rtt) {
+  if (measurement && r.rtt) {
     const auto& s = *r.rtt;
     out << fmt::format("  rtt us: min {:.2f} avg {:.2f} p50 {:.2f} p99 {:.2f} p99.9 {:.2f} max {:.2f} ({} samples)\n",
                        s.min_us, s.avg_us, s.p50_us, s.p99_us, s.p999_us, s.max_us, s.count);

@@ -20,7 +20,7 @@
 
 namespace rdmakit {
 
-inline constexpr int report_schema_version = 2;
+inline constexpr int report_schema_version = 3;
 
 struct ErrorRecord {
   std::string message;  // one line, as printed
@@ -80,10 +80,20 @@ class AttachedDiagnosis final : public ReportSection {
   nlohmann::json diagnosis_;
 };
 
+// The common keys beyond those every report has (schema_version, tool, role, arguments,
+// outcome, exit_code, duration_s, errors). A tool has a group only where its keys mean
+// something for it, declares it once (ToolRunner::report_groups), and its schema requires
+// exactly the groups it has.
+struct ReportGroups {
+  bool connection = true;   // local_address, peer_address, cm_timings_ms
+  bool measurement = true;  // iterations, bytes, rtt_us
+};
+
 struct Report {
   std::string tool;
   std::string role;  // "client", "server", "" when not applicable
   nlohmann::json arguments = nlohmann::json::object();
+  ReportGroups groups;  // which of the keys below the report carries
   Outcome outcome = Outcome::completed;
   ExitCode exit_code = ExitCode::ok;
   std::string local_address;

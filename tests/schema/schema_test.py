@@ -107,6 +107,57 @@ class Schemas(unittest.TestCase):
             self.assertIs(schema.get("additionalProperties"), False, tool)
             self.assertEqual(schema["properties"]["tool"]["const"], tool)
 
+    def test_objects_are_closed_at_every_level(self):
+        # An object whose shape is known lists its members and refuses others, below the top
+        # too. Objects inside allOf/anyOf/if narrow one already closed, so they are not
+        # walked; the two left open are open on purpose.
+        open_on_purpose = {
+            # Another tool's report, or null: checked against that tool's schema by the
+            # integration cases, not here.
+            ("rdma_smoke.schema.json", "/$defs/run/properties/report"),
+            # Closed per test (bw_figures, lat_figures, cm_figures, no_figures) by the allOf
+            # that knows which test it was.
+            ("rdma_mesh.schema.json", "/$defs/attempt/properties/figures"),
+            ("rdma_mesh.schema.json", "/$defs/pair/properties/figures"),
+        }
+
+        def declared(node, pointer=""):
+            if not isinstance(node, dict):
+                return
+            yield pointer, node
+            for key in ("properties", "$defs"):
+                for name, child in node.get(key, {}).items():
+                    yield from declared(child, f"{pointer}/{key}/{name}")
+            if isinstance(node.get("items"), dict):
+                yield from declared(node["items"], f"{pointer}/items")
+
+        for path in schema_files():
+            unclosed = []
+            for pointer, node in declared(schema_check.load(path)):
+                types = node.get("type")
+                is_object = types == "object" or (isinstance(types, list) and "object" in types)
+                if is_object and "additionalProperties" not in node and (path.name, pointer) not in open_on_purpose:
+                    unclosed.append(pointer)
+            self.assertEqual(unclosed, [], path.name)
+
+    def test_reports_carry_only_their_tools_groups(self):
+        # lib/core/report.hpp ReportGroups, as each tool declares them (ToolRunner::report_groups).
+        every = {"schema_version", "tool", "role", "arguments", "outcome", "exit_code", "duration_s", "errors"}
+        connection = {"local_address", "peer_address", "cm_timings_ms"}
+        measurement = {"iterations", "bytes", "rtt_us"}
+        both = connection | measurement
+        groups = {"diag-bind": set(), "rdma_smoke": set(), "diag-connect": connection}
+        for tool in TOOLS:
+            with self.subTest(tool=tool):
+                schema = schema_check.load(SCHEMAS / f"{tool}.schema.json")
+                has = groups.get(tool, both)
+                self.assertEqual(set(schema["required"]), every | has)
+                self.assertEqual(set(schema["properties"]) & both, has)
+                sample = first_sample(tool)
+                self.assertEqual(set(sample) & both, has)
+                for key in both - has:
+                    self.assertRefused(tool, dict(sample, **{key: None}))
+
     def test_refuse_what_the_tools_never_write(self):
         for tool in TOOLS:
             with self.subTest(tool=tool):

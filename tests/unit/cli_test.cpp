@@ -180,6 +180,32 @@ TEST(ToolRunner, UsageErrorJsonIsValidWhateverTheArgument) {
   EXPECT_NE(report["errors"][0]["message"].get<std::string>().find("--bogus\xef\xbf\xbd"), std::string::npos);
 }
 
+// A tool's groups hold for every report it prints: a usage error's as much as a run's.
+TEST(ToolRunner, ReportGroupsHoldForRunsAndUsageErrors) {
+  for (const bool usage_error : {false, true}) {
+    std::vector<std::string> args = {"testtool", "--json"};
+    if (usage_error) args.emplace_back("--bogus");
+    std::vector<char*> argv;
+    for (auto& a : args) {
+      argv.push_back(a.data());
+    }
+    ToolRunner tool("testtool", "test");
+    tool.report_groups({.connection = true, .measurement = false});
+    testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
+    tool.run(
+        static_cast<int>(argv.size()), argv.data(), [] {}, [](Report&) {});
+    const auto out = testing::internal::GetCapturedStdout();
+    testing::internal::GetCapturedStderr();
+    const auto report = nlohmann::json::parse(out, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << out;
+    EXPECT_TRUE(report.contains("peer_address")) << out;
+    EXPECT_FALSE(report.contains("iterations")) << out;
+    EXPECT_FALSE(report.contains("bytes")) << out;
+    EXPECT_FALSE(report.contains("rtt_us")) << out;
+  }
+}
+
 TEST(LogLevel, ParsesKnownNamesOnly) {
   EXPECT_EQ(parse_log_level("debug"), spdlog::level::debug);
   EXPECT_EQ(parse_log_level("off"), spdlog::level::off);

@@ -210,6 +210,36 @@ TEST(ReportJson, NoSamplesMeansNullRtt) {
   EXPECT_TRUE(to_json(r)["rtt_us"].is_null());
 }
 
+TEST(ReportJson, CarriesOnlyTheGroupsItsToolHas) {
+  Report r = sample();
+  r.groups = {.connection = false, .measurement = false};
+  const auto bare = to_json(r);
+  for (const char* key : {"local_address", "peer_address", "cm_timings_ms", "iterations", "bytes", "rtt_us"}) {
+    EXPECT_FALSE(bare.contains(key)) << key;
+  }
+  for (const char* key :
+       {"schema_version", "tool", "role", "arguments", "outcome", "exit_code", "duration_s", "errors"}) {
+    EXPECT_TRUE(bare.contains(key)) << key;
+  }
+  r.groups = {.connection = true, .measurement = false};
+  const auto connected = to_json(r);
+  EXPECT_EQ(connected["peer_address"], "10.0.0.1:7174");
+  EXPECT_TRUE(connected.contains("cm_timings_ms"));
+  EXPECT_FALSE(connected.contains("iterations"));
+  EXPECT_FALSE(connected.contains("rtt_us"));
+}
+
+TEST(ReportText, SummaryLeavesOutTheGroupsTheToolLacks) {
+  Report r = sample();
+  r.groups = {.connection = false, .measurement = false};
+  const auto text = render_text(r);
+  EXPECT_EQ(text.find("iterations"), std::string::npos) << text;
+  EXPECT_EQ(text.find("peer"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cm:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rtt"), std::string::npos) << text;
+  EXPECT_NE(text.find("rping client: 0.000 s, completed"), std::string::npos) << text;
+}
+
 TEST(ReportText, SectionTextReplacesTheSummary) {
   Report r = sample();
   r.add(Rows("rows", "table\n"));

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <string_view>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -90,21 +89,14 @@ fs::path tools_dir(const Options& o) {
   return fs::read_symlink("/proc/self/exe").parent_path();
 }
 
-// The packager's program prefix, read from this program's own file name (rdmakit-rdma_smoke
-// runs rdmakit-rping), not compiled in: a build folder reconfigured for a package keeps
-// working from bin/, where the tools have their plain names.
-std::string program_prefix() {
-  constexpr std::string_view own_name = "rdma_smoke";
-  const auto file = fs::read_symlink("/proc/self/exe").filename().string();
-  if (file.size() < own_name.size() || !file.ends_with(own_name)) return {};
-  return file.substr(0, file.size() - own_name.size());
-}
-
 std::string numeric(const std::string& host) {
   return rdmakit::parse_address(host, 0).host_string();
 }
 
-void validate(const Options& o) {
+// The tools run under this program's prefix (rdmakit-rdma_smoke runs rdmakit-rping), as the
+// runner reads it from this program's name, not compiled in: a build folder reconfigured
+// for a package keeps working from bin/, where the tools have their plain names.
+void validate(const Options& o, const rdmakit::ToolRunner& runner) {
   // Any address will do: the plan is made only to refuse unknown tool names now.
   rdmakit::smoke::PlanOptions plan{.address = "192.0.2.1",
                                    .local_address = {},
@@ -121,7 +113,7 @@ void validate(const Options& o) {
     throw rdmakit::UsageError("--serve and --peer take at most one address (this host's)");
   }
   const auto dir = tools_dir(o);
-  if (!fs::exists(dir / (program_prefix() + "rping"))) {
+  if (!fs::exists(dir / runner.sibling("rping"))) {
     throw rdmakit::UsageError("no rdmakit tools in " + dir.string() + " (--tools-dir)");
   }
 }
@@ -264,14 +256,13 @@ int main(int argc, char** argv) {
       "Exit status: 0 every case passed (skips allowed), 1 a case failed, 2 usage error, 77 no RDMA device at all, "
       "130/143 stopped.");
   return runner.run(
-      argc, argv, [&] { validate(options); },
+      argc, argv, [&] { validate(options, runner); },
       [&](rdmakit::Report& report) {
         const rdmakit::StopSignal stop;
         const auto started = rdmakit::Clock::now();
         const auto dir = tools_dir(options);
         const rdmakit::smoke::RunEnvironment environment{
-            .program =
-                [&dir, prefix = program_prefix()](const std::string& tool) { return (dir / (prefix + tool)).string(); },
+            .program = [&dir, &runner](const std::string& tool) { return (dir / runner.sibling(tool)).string(); },
             .listening = listening_on,
             .stop_fd = stop.fd()};
         rdmakit::smoke::SmokeRun run;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -193,10 +194,19 @@ std::string ToolRunner::speaker() const {
   return job_ == nullptr ? invoked_ : fmt::format("{}[{}]", invoked_, job_->rank());
 }
 
+std::string program_prefix(const std::string& tool, const std::string& executable, const std::string& invoked) {
+  for (const auto& path : {executable, invoked}) {
+    const auto file = std::filesystem::path(path).filename().string();
+    if (!tool.empty() && file.ends_with(tool)) return file.substr(0, file.size() - tool.size());
+  }
+  return {};
+}
+
 void ToolRunner::take_invoked_name(int argc, char** argv) {
   if (argc < 1 || argv[0] == nullptr || *argv[0] == '\0') return;
   invoked_ = std::filesystem::path(argv[0]).filename().string();
-  prefix_ = invoked_.ends_with(name_) ? invoked_.substr(0, invoked_.size() - name_.size()) : std::string();
+  std::error_code unreadable;  // no /proc: argv[0] alone says it
+  prefix_ = program_prefix(name_, std::filesystem::read_symlink("/proc/self/exe", unreadable).string(), argv[0]);
   app_.name(invoked_);
   app_.set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
 }

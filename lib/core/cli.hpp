@@ -76,6 +76,12 @@ struct ServerOptions {
   std::optional<std::chrono::milliseconds> accept_timeout() const;
 };
 
+// The packager's prefix of a tool's program ("rdmakit-" for rdmakit-rping), "" for none:
+// what the executable's file name has before `tool`, else what the name it was invoked by
+// has, else "". The file comes first because it is what the package installed beside its
+// siblings, whatever a symlink or argv[0] calls it.
+std::string program_prefix(const std::string& tool, const std::string& executable, const std::string& invoked);
+
 class ToolRunner {
  public:
   // `debug_flag` is the short name of --debug ("" for tools whose stock -d means a device).
@@ -111,6 +117,10 @@ class ToolRunner {
 
   CLI::App& app() { return app_; }
   const CommonOptions& common() const { return common_; }
+  // A sibling tool's program name under this program's prefix ("rdmakit-rping" beside
+  // rdmakit-rdma_smoke): what hints name and what a tool that starts its siblings runs.
+  // Known once run() has begun (in `validate` and `body`).
+  std::string sibling(const std::string& tool) const { return prefix_ + tool; }
 
   // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
   // with a report to fill in (its tool and arguments already set), then renders it. Returns the process exit code.
@@ -128,7 +138,8 @@ class ToolRunner {
   // `text` with the sibling tools it names ('diag-bind ...') under this program's prefix:
   // rdmakit-rping's hints name rdmakit-diag-bind, which is what the package installs.
   std::string with_sibling_names(const std::string& text) const;
-  // invoked_ and prefix_ from argv[0]; the usage line and --version name the program so.
+  // invoked_ from argv[0] (the usage line and --version name the program so), prefix_ by
+  // program_prefix.
   void take_invoked_name(int argc, char** argv);
   bool prints_report() const { return job_ == nullptr || job_->rank() == 0; }
   void render(const Report& report) const;
@@ -136,7 +147,7 @@ class ToolRunner {
 
   std::string name_;     // the tool's own name: the report's "tool"
   std::string invoked_;  // argv[0]'s base name, as the user typed it: what messages say
-  std::string prefix_;   // what invoked_ has before name_ ("rdmakit-" from the package), or ""
+  std::string prefix_;   // "rdmakit-" from the package, or "" (program_prefix)
   CLI::App app_;
   CommonOptions common_;
   Diagnoser diagnoser_;

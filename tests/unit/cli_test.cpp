@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/core/cli.hpp"
@@ -203,6 +204,39 @@ TEST(ToolRunner, ReportGroupsHoldForRunsAndUsageErrors) {
     EXPECT_FALSE(report.contains("iterations")) << out;
     EXPECT_FALSE(report.contains("bytes")) << out;
     EXPECT_FALSE(report.contains("rtt_us")) << out;
+  }
+}
+
+TEST(ProgramPrefix, TheExecutableFirstThenTheInvokedName) {
+  EXPECT_EQ(program_prefix("rdma_smoke", "/usr/bin/rdmakit-rdma_smoke", "rdmakit-rdma_smoke"), "rdmakit-");
+  // A symlink under the plain name still runs the package's siblings, never the stock rping
+  // that rdmacm-utils puts beside them.
+  EXPECT_EQ(program_prefix("rdma_smoke", "/usr/bin/rdmakit-rdma_smoke", "/usr/local/bin/rdma_smoke"), "rdmakit-");
+  EXPECT_EQ(program_prefix("rdma_smoke", "/work/build/bin/rdma_smoke", "./rdma_smoke"), "");
+  // A program whose file is not the tool's (the unit tests): the name it was invoked by.
+  EXPECT_EQ(program_prefix("rping", "/work/build/bin/unit_tests", "/opt/x/rdmakit-rping"), "rdmakit-");
+  EXPECT_EQ(program_prefix("rping", "", "ping"), "");
+}
+
+// rdma_smoke starts its siblings by these names: the runner's prefix, the one its hints use.
+TEST(ToolRunner, NamesSiblingsUnderItsPrefix) {
+  for (const auto& [invoked, expected] :
+       {std::pair<std::string, std::string>{"/usr/bin/rdmakit-rdma_smoke", "rdmakit-rping"}, {"rdma_smoke", "rping"}}) {
+    ToolRunner tool("rdma_smoke", "test");
+    std::vector<std::string> args = {invoked};
+    std::vector<char*> argv;
+    for (auto& a : args) {
+      argv.push_back(a.data());
+    }
+    std::string in_validate;
+    std::string in_body;
+    testing::internal::CaptureStdout();
+    tool.run(
+        static_cast<int>(argv.size()), argv.data(), [&] { in_validate = tool.sibling("rping"); },
+        [&](Report&) { in_body = tool.sibling("rping"); });
+    testing::internal::GetCapturedStdout();
+    EXPECT_EQ(in_validate, expected) << invoked;
+    EXPECT_EQ(in_body, expected) << invoked;
   }
 }
 

@@ -11,7 +11,7 @@
 # servers listen); one host passes its RDMA address twice. A two-host case points the
 # CRAFTED_* hooks below at the remote_* helpers, so the crafted peer runs on the other host.
 
-CRAFTED_PEER=$BIN/crafted_peer
+CRAFTED_PEER=$TEST_BIN/crafted_peer  # a test program: build/tests/bin, not beside the tools
 CRAFTED_START=start
 CRAFTED_FINISH=finish
 CRAFTED_WAIT_LISTENING=wait_listening

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# run-case.sh CASE BIN_DIR: runs one integration case (see rping_cases.sh). Exit 0 pass,
-# 1 fail, 77 skipped (no RDMA device here).
+# run-case.sh CASE BIN_DIR TEST_BIN_DIR: runs one integration case (see rping_cases.sh):
+# the tools from BIN_DIR (build/bin), the test programs (crafted_peer) from TEST_BIN_DIR
+# (build/tests/bin). Exit 0 pass, 1 fail, 77 skipped (no RDMA device here).
 set -uo pipefail
 CASE_NAME=$1
 BIN=$(cd "$2" && pwd)
+TEST_BIN=$(cd "$3" && pwd)
 here=$(cd "${0%/*}" && pwd)
 OURS_RPING=$BIN/rping
 STOCK_RPING=$(command -v rping 2>/dev/null || echo /usr/bin/rping)

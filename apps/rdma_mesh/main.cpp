@@ -11,6 +11,7 @@
 
 #include "lib/bench/mesh_session.hpp"
 #include "lib/core/cli.hpp"
+#include "lib/core/progress.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/mpi/mpi_job.hpp"
 #include "lib/probe/local_node.hpp"
@@ -180,17 +181,22 @@ int main(int argc, char** argv) {
   Options o;
   auto& app = tool.app();
   add_options(app, o);
+  rdmakit::ProgressOptions progress_options;
+  progress_options.add_to(app);
   auto* iterations = app.get_option("--iters");
   auto* duration = app.get_option("--duration");
   return tool.run(
       argc, argv, [&] { validate(o, duration->count() > 0, iterations->count() > 0); },
       [&](rdmakit::Report& report) {
         // A rank's own address may differ; what is measured and how may not.
-        rdmakit::require_same_arguments(job, report.arguments,
-                                        {"bind", "netdev", "ib_dev", "json", "json_file", "debug", "log_level"});
+        rdmakit::require_same_arguments(
+            job, report.arguments,
+            {"bind", "netdev", "ib_dev", "json", "json_file", "debug", "log_level", "progress", "quiet"});
         const rdmakit::StopSignal stop;
         auto settings = settings_of(o, tool.common(), stop.fd());
         settings.json_file = tool.json_file();
+        auto progress = rdmakit::Progress::for_stderr(progress_options);
+        settings.progress = &progress;
         if (o.port + job.size() - 1 > 65535) {
           throw rdmakit::UsageError(
               fmt::format("-p {}: {} ranks need ports up to {}", o.port, job.size(), o.port + job.size() - 1));

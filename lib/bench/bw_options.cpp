@@ -75,6 +75,7 @@ void validate_datagrams(const BwOptions& o) {
 }  // namespace
 
 std::vector<std::uint32_t> bw_sizes(const BwOptions& o) {
+  if (!o.sweep && o.size == 0) return {};
   if (!o.sweep) return {o.size};
   std::vector<std::uint32_t> sizes;
   for (std::uint32_t size = 2; size <= (8u << 20); size *= 2) sizes.push_back(size);
@@ -151,6 +152,8 @@ void apply_bw_defaults(BwOptions& o, bool size_given) {
     o.size = bw::atomic_size;
   } else if (!size_given && o.test == bw::Test::latency) {
     o.size = 2;
+  } else if (!size_given && o.connection == "UD") {
+    o.size = 0;
   }
 }
 
@@ -212,6 +215,8 @@ BwSettings bw_settings(const BwOptions& o, const CommonOptions& common, int stop
                .use_hugepages = o.use_hugepages,
                .pin_core = o.pin_core,
                .interval = std::nullopt,
+               .row_done = {},
+               .interval_done = {},
                .rate_limit = std::nullopt,
                .rate_units = o.rate_units,
                .max_size = o.max_size,
@@ -228,6 +233,15 @@ BwSettings bw_settings(const BwOptions& o, const CommonOptions& common, int stop
   if (o.ack_timeout) s.ack_timeout = static_cast<std::uint8_t>(*o.ack_timeout);
   s.accept_timeout = o.accept_timeout();
   return s;
+}
+
+void show_bw_progress(BwSettings& s, Progress& progress, bool gbits) {
+  if (!progress.enabled()) return;
+  s.row_done = [&progress](const BwResults& results) { progress.lines(newest_row_text(results)); };
+  s.interval_done = [&progress, gbits, first = true](const IntervalSample& sample, std::uint32_t size) mutable {
+    progress.lines(interval_progress_text(sample, size, gbits, first));
+    first = false;
+  };
 }
 
 }  // namespace rdmakit

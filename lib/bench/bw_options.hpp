@@ -13,6 +13,7 @@
 #include "lib/bench/bw_gate.hpp"
 #include "lib/bench/bw_session.hpp"
 #include "lib/core/cli.hpp"
+#include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
@@ -26,7 +27,7 @@ struct BwOptions : ServerOptions {
   bw::Operation operation = bw::Operation::send;
   bw::Test test = bw::Test::bandwidth;
   bool latency_flag = false;
-  std::uint32_t size = 65536;
+  std::uint32_t size = 65536;  // 0: the port's active MTU (-c UD without -s, as perftest)
   bool sweep = false;
   std::uint64_t iterations = 1000;
   double duration_s = 0;
@@ -52,6 +53,8 @@ struct BwOptions : ServerOptions {
   std::optional<int> pin_core;
   AtomicKind atomic = AtomicKind::fetch_add;
   double interval_s = 0;
+  bool run_forever = false;  // perftest's --run_infinitely: -D without end, each interval shown
+  bool out_json = false;     // perftest's --out_json: the report to a file
   double rate_limit = 0;
   char rate_units = 'M';
   RowLimits limits;
@@ -60,7 +63,8 @@ struct BwOptions : ServerOptions {
   std::optional<Baseline> baseline;  // read from baseline_file before the run
 };
 
-// The sizes a run measures: -s, or -a's 23 powers of two from 2 B to 8 MiB.
+// The sizes a run measures: -s, or -a's 23 powers of two from 2 B to 8 MiB; none when the
+// size is the port's MTU, which the session learns from the device.
 std::vector<std::uint32_t> bw_sizes(const BwOptions& o);
 
 // Flag combinations that cannot work (UsageError); reads --baseline's file. `*_given`:
@@ -69,13 +73,18 @@ void validate_bw_options(BwOptions& o, bool duration_given, bool iterations_give
 // --op atomic: 8 bytes, one way, one size; --atomic only with it.
 void validate_bw_atomics(const BwOptions& o, bool size_given, bool kind_given);
 
-// The size when -s was not given: 2 for a latency test (perftest's default), 8 for atomics.
+// The size when -s was not given: 2 for a latency test (perftest's default), 8 for atomics,
+// the port's MTU for datagrams (0 here: the device is not known yet). Runs before the checks.
 void apply_bw_defaults(BwOptions& o, bool size_given);
 
 // --expect-bw, --expect-rate, --expect-lat-p99, --baseline and --tolerance.
 void add_gate_options(CLI::App& app, BwOptions& o);
 
 BwSettings bw_settings(const BwOptions& o, const CommonOptions& common, int stop_fd);
+
+// Progress on stderr while the client runs (when `progress` is on): each row of the table
+// as it completes, and each interval of --interval as it ends.
+void show_bw_progress(BwSettings& s, Progress& progress, bool gbits);
 
 // The results into the report, with how the text shows them; runs on success and on
 // failure. After a run that completed, the rows held against the gate's limits and baseline.

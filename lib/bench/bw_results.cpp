@@ -37,29 +37,52 @@ nlohmann::json to_json(const BwRefusal& refusal) {
   return {{"peer", refusal.peer}, {"reason", refusal.reason}};
 }
 
-std::string table(const std::vector<BandwidthRow>& rows, bool gbits) {
+double unit_scale(bool gbits) {
+  return gbits ? 1048576.0 * 8 / 1e9 : 1.0;  // MiB/s -> Gb/s
+}
+
+std::string table_header(const BandwidthRow* /*kind*/, bool gbits) {
   const char* unit = gbits ? "Gb/sec" : "MB/sec";  // perftest's MB: 2^20 bytes
-  std::string text =
-      fmt::format(" {:>10} {:>12} {:>16} {:>19} {:>14}\n", "#bytes", "#iterations", fmt::format("BW peak[{}]", unit),
-                  fmt::format("BW average[{}]", unit), "MsgRate[Mpps]");
-  for (const auto& row : rows) {
-    const double scale = gbits ? 1048576.0 * 8 / 1e9 : 1.0;  // MiB/s -> Gb/s
-    text += fmt::format(" {:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f}\n", row.size, row.iterations,
-                        row.peak_mib_per_s * scale, row.average_mib_per_s * scale, row.message_rate_mpps);
-  }
+  return fmt::format(" {:>10} {:>12} {:>16} {:>19} {:>14}\n", "#bytes", "#iterations", fmt::format("BW peak[{}]", unit),
+                     fmt::format("BW average[{}]", unit), "MsgRate[Mpps]");
+}
+
+std::string table_line(const BandwidthRow& row, bool gbits) {
+  const double scale = unit_scale(gbits);
+  return fmt::format(" {:>10} {:>12} {:>16.2f} {:>19.2f} {:>14.6f}\n", row.size, row.iterations,
+                     row.peak_mib_per_s * scale, row.average_mib_per_s * scale, row.message_rate_mpps);
+}
+
+std::string table_header(const LatencyRow* /*kind*/, bool /*gbits*/) {
+  return fmt::format(" {:>10} {:>12} {:>11} {:>11} {:>14} {:>11} {:>13} {:>11} {:>13}\n", "#bytes", "#iterations",
+                     "t_min[us]", "t_max[us]", "t_median[us]", "t_avg[us]", "t_stdev[us]", "p99[us]", "p99.9[us]");
+}
+
+std::string table_line(const LatencyRow& row, bool /*gbits*/) {
+  const auto& s = row.summary;
+  return fmt::format(" {:>10} {:>12} {:>11.2f} {:>11.2f} {:>14.2f} {:>11.2f} {:>13.2f} {:>11.2f} {:>13.2f}\n", row.size,
+                     s.count, s.min_us, s.max_us, s.p50_us, s.avg_us, s.stdev_us, s.p99_us, s.p999_us);
+}
+
+// perftest's table: its header, a line per row.
+template <typename Row>
+std::string table(const std::vector<Row>& rows, bool gbits) {
+  std::string text = table_header(static_cast<const Row*>(nullptr), gbits);
+  for (const auto& row : rows) text += table_line(row, gbits);
   return text;
 }
 
-std::string table(const std::vector<LatencyRow>& rows) {
-  std::string text =
-      fmt::format(" {:>10} {:>12} {:>11} {:>11} {:>14} {:>11} {:>13} {:>11} {:>13}\n", "#bytes", "#iterations",
-                  "t_min[us]", "t_max[us]", "t_median[us]", "t_avg[us]", "t_stdev[us]", "p99[us]", "p99.9[us]");
-  for (const auto& row : rows) {
-    const auto& s = row.summary;
-    text += fmt::format(" {:>10} {:>12} {:>11.2f} {:>11.2f} {:>14.2f} {:>11.2f} {:>13.2f} {:>11.2f} {:>13.2f}\n",
-                        row.size, s.count, s.min_us, s.max_us, s.p50_us, s.avg_us, s.stdev_us, s.p99_us, s.p999_us);
-  }
-  return text;
+// The newest row of `rows` as a line of the table, after the header for the first.
+template <typename Row>
+std::string newest_line(const std::vector<Row>& rows, bool gbits) {
+  if (rows.empty()) return {};
+  const auto header = rows.size() == 1 ? table_header(static_cast<const Row*>(nullptr), gbits) : std::string();
+  return header + table_line(rows.back(), gbits);
+}
+
+std::string interval_header(bool gbits) {
+  return fmt::format(" {:>10} {:>12} {:>19} {:>14}\n", "#end[s]", "#messages",
+                     fmt::format("BW average[{}]", gbits ? "Gb/sec" : "MB/sec"), "MsgRate[Mpps]");
 }
 
 // One interval's rates at the row's message size (-D measures one size).
@@ -91,17 +114,17 @@ nlohmann::json intervals_json(const BwResults& results) {
   return items;
 }
 
+std::string interval_line(const IntervalSample& sample, std::uint32_t size, bool gbits) {
+  const auto rates = rates_of(sample, size);
+  return fmt::format(" {:>10.3f} {:>12} {:>19.2f} {:>14.6f}\n", sample.end_s, sample.messages,
+                     rates.mib_per_s * unit_scale(gbits), rates.mpps);
+}
+
 // --interval: under the table, a line per interval.
 std::string intervals_text(const BwResults& results) {
   if (results.intervals.empty()) return {};
-  const double scale = results.gbits ? 1048576.0 * 8 / 1e9 : 1.0;
-  std::string text = fmt::format(" {:>10} {:>12} {:>19} {:>14}\n", "#end[s]", "#messages",
-                                 fmt::format("BW average[{}]", results.gbits ? "Gb/sec" : "MB/sec"), "MsgRate[Mpps]");
-  for (const auto& sample : results.intervals) {
-    const auto rates = rates_of(sample, interval_size(results));
-    text += fmt::format(" {:>10.3f} {:>12} {:>19.2f} {:>14.6f}\n", sample.end_s, sample.messages,
-                        rates.mib_per_s * scale, rates.mpps);
-  }
+  std::string text = interval_header(results.gbits);
+  for (const auto& sample : results.intervals) text += interval_line(sample, interval_size(results), results.gbits);
   return text;
 }
 
@@ -213,7 +236,7 @@ void BwResults::add_to(nlohmann::json& document) const {
 std::string BwResults::text() const {
   if (persistent) return fmt::format("served {} clients\n", clients.size());
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered) + datagrams_text(*this);
-  auto text = latency.empty() ? table(bandwidth, gbits) : table(latency);
+  auto text = latency.empty() ? table(bandwidth, gbits) : table(latency, gbits);
   return text + datagrams_text(*this) + intervals_text(*this) + cpu_text(*this) + counters_text(*this);
 }
 
@@ -223,6 +246,15 @@ nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages) {
           {"wall_s", use.wall_s},
           {"utilization", use.utilization()},
           {"us_per_message", use.us_per_message(messages)}};
+}
+
+std::string newest_row_text(const BwResults& results) {
+  return results.latency.empty() ? newest_line(results.bandwidth, results.gbits)
+                                 : newest_line(results.latency, results.gbits);
+}
+
+std::string interval_progress_text(const IntervalSample& sample, std::uint32_t size, bool gbits, bool first) {
+  return (first ? interval_header(gbits) : std::string()) + interval_line(sample, size, gbits);
 }
 
 void report_results(BwResults results, Report& report) {

@@ -166,7 +166,8 @@ class RowWatch {
         device_(ibv_get_device_name(endpoint.context()->device)),
         port_(endpoint.port_num()),
         results_(results),
-        rows_before_(rows()) {
+        rows_before_(rows()),
+        row_done_(s.row_done) {
     if (counters_) {
       lifespan_ = counters_lifespan(device_, port_);
       before_ = read_port_counters(device_, port_);
@@ -177,11 +178,13 @@ class RowWatch {
   ~RowWatch() {
     if (rows() == rows_before_) return;
     if (cpu_util_) results_.row_cpu.push_back(cpu_.used());
-    if (!counters_) return;
-    // The kernel answers a second read within the lifespan from its cache: a row shorter
-    // than that (a quick latency row) would show no change at all.
-    std::this_thread::sleep_until(read_at_ + lifespan_ + std::chrono::milliseconds(1));
-    results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
+    if (counters_) {
+      // The kernel answers a second read within the lifespan from its cache: a row shorter
+      // than that (a quick latency row) would show no change at all.
+      std::this_thread::sleep_until(read_at_ + lifespan_ + std::chrono::milliseconds(1));
+      results_.row_counters.push_back(counter_deltas(before_, read_port_counters(device_, port_)));
+    }
+    if (row_done_) row_done_(results_);
   }
   RowWatch(const RowWatch&) = delete;
   RowWatch& operator=(const RowWatch&) = delete;
@@ -194,6 +197,7 @@ class RowWatch {
   unsigned port_;
   BwResults& results_;
   std::size_t rows_before_;
+  std::function<void(const BwResults&)> row_done_;
   PortCounters before_;
   std::chrono::milliseconds lifespan_{0};
   Clock::time_point read_at_;
@@ -298,6 +302,7 @@ void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, c
                                 .messages_per_s = std::nullopt,
                                 .interval = s.interval,
                                 .intervals = &results.intervals,
+                                .interval_done = s.interval_done,
                                 .events = s.events,
                                 .atomics = counters,
                                 .lane_sends = &lane_sends};
@@ -428,12 +433,16 @@ Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest
 void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   const bool latency = s.test == bw::Test::latency;
   auto sizes = s.sizes;
-  // A datagram sweep is cut at the MTU once the device is known; one size must fit it.
+  // A datagram sweep is cut at the MTU once the device is known, and without sizes the
+  // size is that MTU; one size given must fit it.
   const bool datagram_sweep = s.datagram && sizes.size() > 1;
+  const bool size_from_mtu = s.datagram && sizes.empty();
   auto options = endpoint_options(s, Limits{.device = s.device,
                                             .send_depth = latency ? latency_send_depth : s.depth,
                                             .recv_depth = client_receives(s),
-                                            .largest = datagram_sweep ? sizes.front() : sizes.back(),
+                                            .largest = size_from_mtu    ? 1
+                                                       : datagram_sweep ? sizes.front()
+                                                                        : sizes.back(),
                                             .mtu = s.mtu,
                                             .atomics = s.operation == bw::Operation::atomic,
                                             .datagram = s.datagram});
@@ -455,6 +464,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
     auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
     if (index == 0 && datagram_sweep) sizes = datagram_sizes(sizes, *endpoint);
+    if (index == 0 && size_from_mtu) sizes = {port_mtu(*endpoint)};
     lanes.push_back(connect_lane(*endpoint, s, sizes.back(), index, options.recv_depth, report));
     endpoints.push_back(std::move(endpoint));
   }
@@ -475,6 +485,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   if (s.budget.duration) {
     results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
   }
+  if (s.rate_limit) results.test["rate_limit"] = {{"rate", *s.rate_limit}, {"units", std::string(1, s.rate_units)}};
   if (s.placed->has_value()) results.test["placement"] = (*s.placed)->to_json();
   measure_rows(s, sizes, lanes, *endpoints.front(), results);
   for (auto& endpoint : endpoints) endpoint->disconnect();

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,8 @@
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
+
+struct BwResults;
 
 struct BwSettings {
   std::string server;  // empty: the server side
@@ -61,6 +64,10 @@ struct BwSettings {
   std::optional<int> pin_core;
   std::shared_ptr<std::optional<Placement>> placed = std::make_shared<std::optional<Placement>>();
   std::optional<std::chrono::nanoseconds> interval;  // --interval: a timed bandwidth run's time series
+  // Progress while the client runs: each row as it completes (the results so far), and each
+  // interval of --interval as it ends, with the message size.
+  std::function<void(const BwResults&)> row_done;
+  std::function<void(const IntervalSample&, std::uint32_t)> interval_done;
   // --rate-limit and --rate-units: software pacing of a bandwidth client, in MiB/s ('M'),
   // Gb/s ('g') or messages/s ('p').
   std::optional<double> rate_limit;
@@ -116,6 +123,12 @@ nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages);
 
 // --rate-limit in messages a second at `size` bytes.
 double messages_per_s(double rate, char units, std::uint32_t size);
+
+// Progress lines while a client runs, as the text report prints them: the newest row
+// (after the table's header for the first), and an interval of --interval (after its
+// header for the `first`).
+std::string newest_row_text(const BwResults& results);
+std::string interval_progress_text(const IntervalSample& sample, std::uint32_t size, bool gbits, bool first);
 
 // Adds `results` to `report` with the rows' totals (a persistent server counted its clients
 // as they ended).

@@ -208,7 +208,12 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
       if (progress) {
         const auto now = Clock::now();
         ledger.progressed(now);
-        if (intervals) intervals->record(ledger.total(), now);
+        if (intervals) {
+          const auto closed = intervals->samples().size();
+          intervals->record(ledger.total(), now);
+          if (s.interval_done && intervals->samples().size() > closed)
+            s.interval_done(intervals->samples().back(), size);
+        }
         spin.check_stop_while_busy([size] { return fmt::format("at {} bytes", size); });
       } else if (spin.due()) {
         const auto now = Clock::now();

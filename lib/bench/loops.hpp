@@ -98,6 +98,8 @@ struct StreamSettings {
   // --interval: the run's messages per interval of this length, appended to `intervals`.
   std::optional<std::chrono::nanoseconds> interval;
   std::vector<IntervalSample>* intervals = nullptr;
+  // Called as each interval ends, with the message size (progress while the run goes on).
+  std::function<void(const IntervalSample&, std::uint32_t)> interval_done;
   bool events = false;                // -e: sleep on the completion channel when the CQs are empty
   AtomicCounters* atomics = nullptr;  // --op atomic: required; advanced by what completed
   // When given: each lane's messages of a stream that finished are added to its entry (-c

@@ -441,6 +441,31 @@ void count_traffic(const MeshResults& results, Report& report) {
   }
 }
 
+// "round N of M" on rank 0's stderr after each round, with the pairs done and the time
+// left at the pace so far.
+class RoundsShown {
+ public:
+  RoundsShown(Progress* progress, const std::vector<Round>& rounds)
+      : progress_(progress), rounds_(rounds), started_(Clock::now()) {
+    for (const auto& round : rounds) pairs_ += round.size();
+  }
+  void round_done(std::size_t number) {
+    done_ += rounds_[number].size();
+    if (progress_ == nullptr) return;
+    const auto elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+    const auto left = elapsed / static_cast<double>(done_) * static_cast<double>(pairs_ - done_);
+    progress_->status(fmt::format("round {} of {}: {} of {} pairs measured, {:.0f} s so far, about {:.0f} s left",
+                                  number + 1, rounds_.size(), done_, pairs_, elapsed, left));
+  }
+
+ private:
+  Progress* progress_;
+  const std::vector<Round>& rounds_;
+  Clock::time_point started_;
+  std::size_t pairs_ = 0;
+  std::size_t done_ = 0;
+};
+
 }  // namespace
 
 void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report, MeshResults& results) {
@@ -460,11 +485,13 @@ void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report,
   const auto rounds = plan(m, job.size());
   results.rounds = static_cast<int>(rounds.size());
   record_unusable(m, results.nodes, rounds, results);
+  RoundsShown shown(job.rank() == 0 ? m.progress : nullptr, rounds);
   for (std::size_t number = 0; number < rounds.size(); ++number) {
     spdlog::info("round {} of {}: {} pair(s)", number + 1, rounds.size(), rounds[number].size());
     run_round(job, m, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
     results.rounds_completed = static_cast<int>(number) + 1;
     if (job.rank() == 0) write_progress(m.json_file, report, results);
+    shown.round_done(number);
   }
   for (int pass = 0; pass < m.retests; ++pass) {
     const auto again = needing_retest(results);

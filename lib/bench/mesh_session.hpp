@@ -16,6 +16,7 @@
 #include "lib/core/job.hpp"
 #include "lib/core/mesh_node.hpp"
 #include "lib/core/mesh_plan.hpp"
+#include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit::mesh {
@@ -37,7 +38,8 @@ struct MeshSettings {
   int retests = 1;
   double bw_threshold = 0.8;
   double time_threshold = 2.0;
-  std::string json_file;  // rank 0 rewrites it after every round
+  std::string json_file;         // rank 0 rewrites it after every round
+  Progress* progress = nullptr;  // rank 0's: "round N of M" with the pairs done and an ETA
 };
 
 // One attempt at one direction of one pair.

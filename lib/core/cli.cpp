@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -108,8 +110,8 @@ void ToolRunner::rename_argument(const std::string& long_name, std::string key) 
   argument_keys_[long_name] = std::move(key);
 }
 
-void ToolRunner::enable_json_file() {
-  app_.add_option("--json-file", json_file_, "Also write the JSON report to this file")
+void ToolRunner::enable_json_file(const std::string& aliases) {
+  app_.add_option("--json-file" + aliases, json_file_, "Also write the JSON report to this file")
       ->type_name("FILE")
       ->check(WritableFile());
 }
@@ -186,6 +188,21 @@ std::optional<std::string> completion_request(int argc, char** argv, const std::
     }
   }
   return std::nullopt;
+}
+
+// CLI11 2.1 lists the arguments it did not expect last first; a user reads them in the
+// order typed, so they are put back in the command line's order.
+std::string unexpected_arguments(int argc, char** argv, std::vector<std::string> unexpected) {
+  std::vector<std::string> in_order;
+  for (int i = 1; i < argc && !unexpected.empty(); ++i) {
+    const auto found = std::find(unexpected.begin(), unexpected.end(), argv[i]);
+    if (found == unexpected.end()) continue;
+    in_order.push_back(*found);
+    unexpected.erase(found);
+  }
+  in_order.insert(in_order.end(), unexpected.begin(), unexpected.end());
+  return fmt::format("{} not expected: {}", in_order.size() > 1 ? "these arguments were" : "this argument was",
+                     fmt::join(in_order, " "));
 }
 
 }  // namespace
@@ -294,6 +311,8 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     app_.parse(argc, argv);
   } catch (const CLI::Success& done) {
     return app_.exit(done);  // --help, --version
+  } catch (const CLI::ExtrasError&) {
+    refusal = unexpected_arguments(argc, argv, app_.remaining());
   } catch (const CLI::ParseError& error) {
     refusal = error.what();
   }

@@ -98,7 +98,12 @@ class ToolRunner {
   void enable_diagnose(Diagnoser diagnoser);
 
   // Adds --json-file FILE: the JSON report is also written there, on failure too.
-  void enable_json_file();
+  // `aliases`: more names for it, in CLI11's form (",--out_json_file").
+  void enable_json_file(const std::string& aliases = "");
+  // The file the report goes to when --json-file named none (perftest's --out_json).
+  void default_json_file(std::string path) {
+    if (json_file_.empty()) json_file_ = std::move(path);
+  }
   // The --json-file path, "" when none was given (a tool that rewrites it as it goes).
   const std::string& json_file() const { return json_file_; }
 

@@ -65,16 +65,91 @@ case_send_bw_sweep() {
   note "sweep 8 MiB: $(jq -c '.rows[-1] | {bw_average_mib_per_s}' "$T/client.out")"
 }
 
+# Progress: with --progress the client prints each row on stderr as it completes, so a
+# sweep is not silent until its end. -n 300 at the default -t 128 wraps the send queue at
+# every size up to 8 MiB, where a size change once lost a race; the sweep must complete.
+case_send_bw_progress() {
+  require_device
+  local i rows=0 header
+  next_port
+  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 30
+  wait_listening "$PORT"
+  start client "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -a -n 300 --warmup 20 --progress --json
+  # Three rows (2, 4 and 8 bytes) on stderr while the client still runs: the sizes up to
+  # 8 MiB take seconds more.
+  for ((i = 0; i < 600; i++)); do
+    rows=$(grep -cE '^ +[0-9]+ +300 ' "$T/client.err" || true)
+    ((rows >= 3)) && break
+    kill -0 "$PID_client" 2> /dev/null || break
+    tick 0.1
+  done
+  ((rows >= 3)) || fail "no three rows on stderr before the end (rows: $rows)"$'\n'"$(cat "$T/client.err")"
+  kill -0 "$PID_client" 2> /dev/null || fail "the client had ended before its third row was seen"
+  header=$(head -1 "$T/client.err")
+  [[ $header == *'#bytes'*'BW average[MB/sec]'* ]] || fail "stderr does not start with the table header: $header"
+  finish client 300
+  expect_rc 0 "send_bw -a -n 300 --progress"
+  finish server 30
+  expect_rc 0 "send_bw server for -a -n 300"
+  expect_jq "$BW_ROWS_CONSISTENT" client.out
+  expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)] and all(.rows[]; .iterations == 300)' client.out
+  # stderr holds the rows of the report, one line each, in order.
+  [[ $(grep -cE '^ +[0-9]+ +300 ' "$T/client.err") == 23 ]] || fail "stderr holds not 23 rows: $(cat "$T/client.err")"
+  # Without --progress, stderr (not a terminal here) stays quiet.
+  send_bw_pair server_quiet client_quiet 60 -s 4096 -n 100
+  [[ ! -s $T/client_quiet.err ]] || fail "progress without --progress on a pipe: $(cat "$T/client_quiet.err")"
+  # --interval: each interval on stderr as it ends.
+  send_bw_pair server_timed client_timed 60 -s 4096 -D 2 --interval 0.5 --progress
+  grep -q '#end\[s\]' "$T/client_timed.err" || fail "no interval header on stderr: $(cat "$T/client_timed.err")"
+  note "8 MiB at -n 300: $(jq -c '.rows[-1] | {bw_average_mib_per_s, seconds}' "$T/client.out"); 3 rows seen after $((i / 10)) s"
+}
+
 # Flags alone: refused before anything opens a device (label nodevice, on the build host).
 case_send_bw_bad_flags() {
   local args
   for args in "-s 0" "-s 2147483648" "-a -s 64" "--op swap" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
-    "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind 1.2.3.4"; do
+    "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind 1.2.3.4" \
+    "-Q 4" "-V" "--use-srq" "--reversed" "-c XRC" "--rate_limit_type HW" "--run_infinitely -n 5" \
+    "--run_infinitely -a" "--lat --run_infinitely" "--rate_limit 1 --rate-limit 1" "--progress --quiet"; do
     # shellcheck disable=SC2086
     run bad 10 "$OURS_SEND_BW" 1.2.3.4 $args
     expect_rc 2 "send_bw $args"
     grep -q . "$T/bad.err" || fail "send_bw $args: no message on stderr"
   done
+}
+
+# perftest's spellings: each one send_bw has is accepted (the run then ends for want of a
+# device: 77, not a usage error), each it has not is refused with one line naming the flag
+# and what to use; -c UD and --lat -c UD need no -s. On the build host (label nodevice).
+case_send_bw_perftest_flags() {
+  require_no_device
+  local args n=0
+  for args in "--report_gbits" "--out_json_file $T/p.json" "--rate_limit 5" "--rate_limit 5 --rate_units M" \
+    "--run_infinitely" "--run_infinitely -D 2" "-F" "-R" "-z" "-N" "--perform_warm_up" "-u 14" "--qp-timeout 14" \
+    "-T 32" "--tos 32" "--cpu_util" "--use_hugepages" "--retry_count 3" "--inline_size 0" "--source_ip 127.0.0.1" \
+    "--rate_limit_type SW" "-c UD" "--lat -c UD" "-c UD --rate_limit 1"; do
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    run "ok$n" 20 "$OURS_SEND_BW" 127.0.0.1 $args --json
+    expect_rc 77 "send_bw $args"
+  done
+  # What the spelling means lands in the report: perftest's --rate_limit is in Gb/s.
+  expect_jq '.arguments.report_gbits == true' ok1.out
+  [[ -s $T/p.json ]] || fail "--out_json_file: no report written"
+  grep -q 'always connects through rdma_cm' "$T/ok8.err" || fail "-R: no note"
+  # --out_json writes perftest's file name in the working folder.
+  (cd "$T" && "$OURS_SEND_BW" 127.0.0.1 --out_json > /dev/null 2>&1)
+  [[ -s $T/perftest_out.json ]] || fail "--out_json: no perftest_out.json"
+  # Refused: the flag named, perftest named, what to use.
+  run refused 10 "$OURS_SEND_BW" 127.0.0.1 -w 10
+  expect_rc 2 "send_bw -w 10"
+  grep -q "^send_bw: -w: perftest's flag is not in send_bw: use --expect-bw" "$T/refused.err" \
+    || fail "-w: $(cat "$T/refused.err")"
+  # Words not expected are listed in the order typed.
+  run extras 10 "$OURS_SEND_BW" 127.0.0.1 --foo --bar
+  expect_rc 2 "send_bw --foo --bar"
+  grep -q "not expected: --foo --bar" "$T/extras.err" || fail "extras: $(cat "$T/extras.err")"
+  note "$n perftest spellings accepted; -w refused with its replacement"
 }
 
 # Limits only the device knows: checked after address resolution, before connecting.
@@ -490,6 +565,11 @@ case_send_bw_ud() {
   mtu=$(jq .test.path.path_mtu "$T/client_sweep.out")
   expect_jq "[.rows[].bytes] == [range(1; 13) | pow(2; .) | select(. <= $mtu)]" client_sweep.out
   expect_jq '.test.completion == "events"' client_events.out
+  # Without -s, as perftest: bandwidth at the port's MTU, latency at 2 bytes.
+  send_bw_pair_with "-c UD" server_mtu client_mtu 60 -c UD -n 500
+  expect_jq "[.rows[].bytes] == [$mtu] and .rows[0].iterations == 500" client_mtu.out
+  send_bw_pair_with "-c UD" server_lat2 client_lat2 60 -c UD --lat -n 200
+  expect_jq '[.rows[].bytes] == [2] and .test.test == "lat"' client_lat2.out
   # Loss: the server stopped (SIGSTOP) for half a second of a timed run drops what its 512
   # posted receives cannot hold; both sides count the same loss and the run still ends.
   # Paced at 20000 a second: a flood would slow the cases running beside this one.

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "lib/bench/bw_options.hpp"
+#include "lib/bench/perftest_flags.hpp"
 #include "lib/core/error.hpp"
 
 namespace rdmakit {
@@ -99,6 +104,73 @@ TEST(BwOptions, SettingsCarryTheNewModes) {
   latency.size = 64;
   apply_bw_defaults(latency, true);
   EXPECT_EQ(latency.size, 64u);
+}
+
+// perftest's command line parsed as send_bw parses it: the flags, then the spellings applied.
+struct PerftestLine {
+  BwOptions o = client();
+  CLI::App app;
+  PerftestFlags flags{app, o};
+  CLI::Option* duration = app.add_option("-D", o.duration_s);
+  CLI::Option* iterations = app.add_option("-n", o.iterations);
+  CLI::Option* rate_units = app.add_option("--rate_units", o.rate_units);
+
+  std::vector<std::string> apply(std::vector<std::string> args) {
+    std::reverse(args.begin(), args.end());  // CLI11 takes them last first
+    app.parse(args);
+    bool duration_given = duration->count() > 0;
+    return flags.apply(o, duration_given, iterations->count() > 0, rate_units->count() > 0);
+  }
+};
+
+TEST(PerftestFlags, RateLimitIsInGbitsAsPerftestHasIt) {
+  PerftestLine line;
+  line.apply({"--rate_limit", "5"});
+  EXPECT_EQ(line.o.rate_limit, 5);
+  EXPECT_EQ(line.o.rate_units, 'g');
+  PerftestLine in_mib;
+  in_mib.apply({"--rate_limit", "5", "--rate_units", "M"});
+  EXPECT_EQ(in_mib.o.rate_units, 'M');
+}
+
+TEST(PerftestFlags, RunInfinitelyIsATimedRunShownEachDuration) {
+  PerftestLine line;
+  line.apply({"--run_infinitely", "-D", "2"});
+  EXPECT_EQ(line.o.interval_s, 2);
+  EXPECT_EQ(line.o.duration_s, run_forever_s);
+  EXPECT_NO_THROW(validate_bw_options(line.o, true, false));
+  PerftestLine without_duration;
+  without_duration.apply({"--run_infinitely"});
+  EXPECT_EQ(without_duration.o.interval_s, perftest_default_interval_s);
+  PerftestLine with_count;
+  EXPECT_THROW(with_count.apply({"--run_infinitely", "-n", "5"}), UsageError);
+}
+
+TEST(PerftestFlags, WhatSendBwLacksIsRefusedNamingTheFlag) {
+  PerftestLine line;
+  try {
+    line.apply({"-Q", "4"});
+    FAIL() << "-Q accepted";
+  } catch (const UsageError& error) {
+    EXPECT_STREQ(error.what(), "-Q: perftest's flag is not in send_bw: completions are signalled every -t/4 requests");
+  }
+  PerftestLine noted;
+  EXPECT_EQ(noted.apply({"-R", "-F"}).size(), 2u);
+}
+
+TEST(BwOptions, DatagramsWithoutSizeRunAtThePortsMtu) {
+  auto ud = client();
+  ud.connection = "UD";
+  apply_bw_defaults(ud, false);
+  EXPECT_EQ(ud.size, 0u);
+  EXPECT_TRUE(bw_sizes(ud).empty());
+  EXPECT_NO_THROW(validate_bw_options(ud, false, false));
+  auto latency = client();
+  latency.connection = "UD";
+  latency.test = bw::Test::latency;
+  apply_bw_defaults(latency, false);
+  EXPECT_EQ(latency.size, 2u);
+  EXPECT_NO_THROW(validate_bw_options(latency, false, false));
 }
 
 }  // namespace

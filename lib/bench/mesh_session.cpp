@@ -436,7 +436,7 @@ void count_traffic(const MeshResults& results, Report& report) {
     if (figures.contains("bytes") && figures.contains("iterations")) {
       const auto iterations = figures["iterations"].get<std::uint64_t>();
       report.iterations_completed += iterations;
-      report.bytes += figures["bytes"].get<std::uint64_t>() * iterations;
+      report.bytes += figures["bytes"].get<std::uint64_t>();  // the row's bytes: size x iterations
     }
   }
 }

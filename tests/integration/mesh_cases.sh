@@ -56,6 +56,8 @@ case_mesh_ranks() {
   expect_rc 0 "mpirun -np $ranks rdma_mesh"
   expect_full_mesh "mesh$ranks.out" "$ranks" '["bw"]'
   expect_jq 'all(.pairs[]; .figures.size == 4096 and .figures.iterations == 100 and .unit == "MiB/s")' "mesh$ranks.out"
+  # The report's totals are the last attempts' rows summed (each row's bytes: size x iterations).
+  expect_jq '.bytes == ([.pairs[] | select(.figures.bytes != null) | .figures.bytes] | add)' "mesh$ranks.out"
   expect_jq '.summary.bw.measured == (.pairs | length) and .summary.bw.failed == 0
     and .summary.bw.min <= .summary.bw.median and .summary.bw.median <= .summary.bw.max' "mesh$ranks.out"
   jq -S 'del(.duration_s)' "$T/mesh$ranks.out" > "$T/stdout.sorted"

@@ -178,6 +178,15 @@ void count_sends(const StreamSettings& s, const StreamLedger& ledger) {
   for (std::size_t l = 0; l < s.lanes.size(); ++l) (*s.lane_sends)[l] += ledger.posted_on(l);
 }
 
+// --interval: the running total into its intervals; one that closes is shown as it ends.
+void record_interval(const StreamSettings& s, std::optional<IntervalRecorder>& intervals, std::uint64_t total,
+                     Clock::time_point now, std::uint32_t size) {
+  if (!intervals) return;
+  const auto closed = intervals->samples().size();
+  intervals->record(total, now);
+  if (s.interval_done && intervals->samples().size() > closed) s.interval_done(intervals->samples().back(), size);
+}
+
 }  // namespace
 
 void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows) {
@@ -208,12 +217,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
       if (progress) {
         const auto now = Clock::now();
         ledger.progressed(now);
-        if (intervals) {
-          const auto closed = intervals->samples().size();
-          intervals->record(ledger.total(), now);
-          if (s.interval_done && intervals->samples().size() > closed)
-            s.interval_done(intervals->samples().back(), size);
-        }
+        record_interval(s, intervals, ledger.total(), now, size);
         spin.check_stop_while_busy([size] { return fmt::format("at {} bytes", size); });
       } else if (spin.due()) {
         const auto now = Clock::now();

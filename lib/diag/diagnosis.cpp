@@ -20,6 +20,13 @@ namespace rdmakit::diag {
 
 namespace {
 
+// A loopback address's way out: one of the addresses RDMA serves here, checked the same way.
+std::string loopback_instead(const Inventory& inventory) {
+  const auto addresses = rdma_addresses(inventory);
+  if (addresses.empty()) return "use an address on an RDMA netdev";
+  return "use an address RDMA serves here instead, such as " + addresses.front();
+}
+
 constexpr std::uint64_t recommended_memlock = 64ull << 20;  // enough for send_bw sweeps up to 8 MiB
 
 // What the operator does about a verdict: a command that fixes it here, and/or the next step.
@@ -647,7 +654,7 @@ Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt
               " is a loopback address: the bind works but attaches no device, and a client "
               "cannot reach it over RoCE" +
               (route && !route->ok() ? " (rdma_resolve_route: " + errno_name(route->errnum) + ")" : std::string()),
-          next_step("use an address on an RDMA netdev"));
+          next_step(loopback_instead(inventory)));
       if (auto instead = use_instead(inventory); !instead.empty()) v.details.push_back(instead);
       return v;
     }

@@ -66,42 +66,62 @@ case_send_bw_sweep() {
 }
 
 # Progress: with --progress the client prints each row on stderr as it completes, so a
-# sweep is not silent until its end. -n 300 at the default -t 128 wraps the send queue at
-# every size up to 8 MiB, where a size change once lost a race; the sweep must complete.
+# sweep is not silent until its end. -n 40 at -t 16 wraps the send queue at every size up
+# to 8 MiB, where a size change once lost a race; the sweep must complete. (-n 300 at -t 128,
+# 4.8 GB through a loaded guest, ran past the case's 180 s.)
 case_send_bw_progress() {
   require_device
-  local i rows=0 header
+  local i rows=0 header seen_after
   next_port
   start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 30
   wait_listening "$PORT"
-  start client "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -a -n 300 --warmup 20 --progress --json
+  start client "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -a -n 40 -t 16 --warmup 4 --progress --json
   # Three rows (2, 4 and 8 bytes) on stderr while the client still runs: the sizes up to
   # 8 MiB take seconds more.
   for ((i = 0; i < 600; i++)); do
-    rows=$(grep -cE '^ +[0-9]+ +300 ' "$T/client.err" || true)
+    rows=$(grep -cE '^ +[0-9]+ +40 ' "$T/client.err" || true)
     ((rows >= 3)) && break
     kill -0 "$PID_client" 2> /dev/null || break
     tick 0.1
   done
   ((rows >= 3)) || fail "no three rows on stderr before the end (rows: $rows)"$'\n'"$(cat "$T/client.err")"
   kill -0 "$PID_client" 2> /dev/null || fail "the client had ended before its third row was seen"
+  seen_after=$((i / 10))
   header=$(head -1 "$T/client.err")
   [[ $header == *'#bytes'*'BW average[MB/sec]'* ]] || fail "stderr does not start with the table header: $header"
-  finish client 300
-  expect_rc 0 "send_bw -a -n 300 --progress"
+  finish client 120
+  expect_rc 0 "send_bw -a -n 40 -t 16 --progress"
   finish server 30
-  expect_rc 0 "send_bw server for -a -n 300"
+  expect_rc 0 "send_bw server for -a -n 40 -t 16"
   expect_jq "$BW_ROWS_CONSISTENT" client.out
-  expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)] and all(.rows[]; .iterations == 300)' client.out
+  expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)] and all(.rows[]; .iterations == 40)' client.out
   # stderr holds the rows of the report, one line each, in order.
-  [[ $(grep -cE '^ +[0-9]+ +300 ' "$T/client.err") == 23 ]] || fail "stderr holds not 23 rows: $(cat "$T/client.err")"
+  [[ $(grep -cE '^ +[0-9]+ +40 ' "$T/client.err") == 23 ]] || fail "stderr holds not 23 rows: $(cat "$T/client.err")"
   # Without --progress, stderr (not a terminal here) stays quiet.
   send_bw_pair server_quiet client_quiet 60 -s 4096 -n 100
   [[ ! -s $T/client_quiet.err ]] || fail "progress without --progress on a pipe: $(cat "$T/client_quiet.err")"
   # --interval: each interval on stderr as it ends.
   send_bw_pair server_timed client_timed 60 -s 4096 -D 2 --interval 0.5 --progress
   grep -q '#end\[s\]' "$T/client_timed.err" || fail "no interval header on stderr: $(cat "$T/client_timed.err")"
-  note "8 MiB at -n 300: $(jq -c '.rows[-1] | {bw_average_mib_per_s, seconds}' "$T/client.out"); 3 rows seen after $((i / 10)) s"
+  # perftest's --run_infinitely: -D's seconds are each interval's, shown as it ends; the run
+  # goes on until Ctrl-C, which ends it with the report (intervals and the partial row).
+  next_port
+  start server_forever "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  start client_forever "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -s 4096 --run_infinitely -D 1 --warmup 2 --json
+  wait_connected "$PID_client_forever" 30
+  for ((i = 0; i < 300; i++)); do
+    (($(grep -cE '^ +[0-9]+\.[0-9]{3} +[0-9]+ ' "$T/client_forever.err" || true) >= 2)) && break
+    tick 0.1
+  done
+  kill -INT "$PID_client_forever"
+  finish client_forever 10
+  expect_rc 130 "send_bw --run_infinitely after SIGINT"
+  finish server_forever 10
+  expect_rc 0 "send_bw server after its --run_infinitely client's Ctrl-C"
+  expect_jq '.outcome == "interrupted" and (.intervals | length >= 2) and .rows[0].iterations > 0' client_forever.out
+  expect_schema send_bw client_forever.out
+  note "8 MiB at -n 40 -t 16: $(jq -c '.rows[-1] | {bw_average_mib_per_s, seconds}' "$T/client.out"); 3 rows seen after $seen_after s"
 }
 
 # Flags alone: refused before anything opens a device (label nodevice, on the build host).

@@ -97,9 +97,7 @@ int main(int argc, char** argv) {
                  "RC, or UD: datagrams over rdma_cm's UDP port space (send bandwidth, sizes up to the MTU, "
                  "lost datagrams counted); both sides")
       ->capture_default_str()
-      ->transform(CLI::IsMember({"RC", "UD"}, CLI::ignore_case)
-                      .description("")
-                      .name("RC or UD (perftest's XRC, UC, DC and SRD are not in send_bw)"));
+      ->transform(rdmakit::connection_type());
   app.add_flag("-b,--bidirectional", o.bidirectional, "The server sends every message back (--op send)");
   app.add_option("-x,--gid-index", o.gid_index,
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")

@@ -1,5 +1,8 @@
 #include "lib/bench/perftest_flags.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
@@ -25,7 +28,7 @@ constexpr Absent absent_flags[] = {
     {"--recv_post_list", true, "one receive per post"},
     {"-L,--hop_limit", true, "rdma_cm sets the hop limit from the route"},
     {"-O,--dualport", false, "one port per run; run one send_bw per port"},
-    {"-Q,--cq-mod", true, "completions are signalled every -t/4 requests"},
+    {"-Q,--cq-mod", true, "one request in -t/2 (at most 64) is signalled; the report's test.signal_every"},
     {"-r,--rx-depth", true, "the server posts -t receives"},
     {"-S,--sl", true, "on RoCE the service level follows --tclass"},
     {"-V", false, "use --version"},
@@ -81,6 +84,16 @@ std::string first_name(const CLI::Option& option) {
 }
 
 }  // namespace
+
+CLI::Validator connection_type() {
+  return CLI::Validator(
+      [](std::string& text) {
+        std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
+        if (text == "RC" || text == "UD") return std::string();
+        return fmt::format("{}: send_bw runs RC or UD (perftest's XRC, UC, DC and SRD are not in send_bw)", text);
+      },
+      "RC|UD", "connection type");
+}
 
 PerftestFlags::PerftestFlags(CLI::App& app, BwOptions& o) {
   constexpr const char* hidden = "";  // CLI11's group for options --help leaves out

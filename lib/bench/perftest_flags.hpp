@@ -42,6 +42,9 @@ class PerftestFlags {
   std::string rate_limit_type_value_;
 };
 
+// -c: RC or UD in either case; perftest's other connection types refused, by name.
+CLI::Validator connection_type();
+
 // perftest's --run_infinitely: a timed run this long, printing each interval (-D's seconds).
 inline constexpr double run_forever_s = 10.0 * 365 * 24 * 3600;
 // perftest's interval for --run_infinitely without -D.

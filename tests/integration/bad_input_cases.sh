@@ -128,7 +128,7 @@ case_all_tools_bad_flags() {
 2 | send_bw     | 1.2.3.4 -c UD --op read                 | -c UD carries SEND only
 2 | send_bw     | 1.2.3.4 -c UD -b                        | -b needs -c RC
 2 | send_bw     | 1.2.3.4 -c UD -m 1024                   | UD datagrams go at the port's active MTU
-2 | send_bw     | 1.2.3.4 -c UC                           | --connection: UC not in
+2 | send_bw     | 1.2.3.4 -c UC                           | --connection: UC: send_bw runs RC or UD
 2 | send_bw     | 1.2.3.4 --pin-core 1000                 | --pin-core 1000: this process may run on cores
 2 | send_bw     | -D 2 --interval 1                       | --interval is the client's
 2 | send_bw     | 1.2.3.4 -D 2 --interval 0               | --interval: Value 0

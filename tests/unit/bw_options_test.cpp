@@ -152,7 +152,9 @@ TEST(PerftestFlags, WhatSendBwLacksIsRefusedNamingTheFlag) {
     line.apply({"-Q", "4"});
     FAIL() << "-Q accepted";
   } catch (const UsageError& error) {
-    EXPECT_STREQ(error.what(), "-Q: perftest's flag is not in send_bw: completions are signalled every -t/4 requests");
+    EXPECT_STREQ(error.what(),
+                 "-Q: perftest's flag is not in send_bw: one request in -t/2 (at most 64) is signalled; the report's "
+                 "test.signal_every");
   }
   PerftestLine noted;
   EXPECT_EQ(noted.apply({"-R", "-F"}).size(), 2u);

@@ -50,8 +50,8 @@ struct Options {
   bool serial = false;
   std::string pairs_file;
   int retests = 1;
-  double threshold = 0.8;
-  double lat_threshold = 2.0;
+  double threshold = mesh::default_bw_threshold;
+  double lat_threshold = mesh::default_time_threshold;
 };
 
 std::vector<mesh::Test> tests_of(const std::vector<std::string>& names) {

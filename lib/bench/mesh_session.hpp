@@ -36,8 +36,8 @@ struct MeshSettings {
   bool serial = false;
   std::vector<RankPair> only_pairs;  // --pairs: these alone
   int retests = 1;
-  double bw_threshold = 0.8;
-  double time_threshold = 2.0;
+  double bw_threshold = default_bw_threshold;
+  double time_threshold = default_time_threshold;
   std::string json_file;         // rank 0 rewrites it after every round
   Progress* progress = nullptr;  // rank 0's: "round N of M" with the pairs done and an ETA
 };
@@ -79,10 +79,14 @@ struct MeshResults final : ReportSection {
   // False in the --json-file rank 0 rewrites as the rounds end: the run was still going
   // (a job that died leaves it so).
   bool finished = false;
-  AnalysisSettings bw_analysis{
-      .better = Better::higher, .threshold = 0.8, .slowest_count = 5, .reference_median = std::nullopt};
-  AnalysisSettings time_analysis{
-      .better = Better::lower, .threshold = 2.0, .slowest_count = 5, .reference_median = std::nullopt};
+  AnalysisSettings bw_analysis{.better = Better::higher,
+                               .threshold = default_bw_threshold,
+                               .slowest_count = 5,
+                               .reference_median = std::nullopt};
+  AnalysisSettings time_analysis{.better = Better::lower,
+                                 .threshold = default_time_threshold,
+                                 .slowest_count = 5,
+                                 .reference_median = std::nullopt};
 
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;

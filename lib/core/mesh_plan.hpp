@@ -73,11 +73,16 @@ struct Analysis {
   std::vector<NodeProblem> node_problems;
 };
 
+// rdma_mesh's outlier thresholds unless told otherwise: a bandwidth below 0.8 times the
+// median (--threshold), a latency or set-up time above 2 times it (--lat-threshold).
+inline constexpr double default_bw_threshold = 0.8;
+inline constexpr double default_time_threshold = 2.0;
+
 struct AnalysisSettings {
   Better better = Better::higher;
   // An outlier: figure < threshold * median (higher is better) or > threshold * median
-  // (lower is better). rdma_mesh: 0.8 for bandwidth (--threshold), 2 for times (--lat-threshold).
-  double threshold = 0.8;
+  // (lower is better).
+  double threshold = default_bw_threshold;
   std::size_t slowest_count = 5;
   // Judge outliers against this median instead of the samples' own: after the retests,
   // the first pass's, which every first figure was measured under (a retest runs alone,

@@ -19,13 +19,18 @@ def plain(text):
     return " ".join(text.split())
 
 
-def readme_codes(path):
+def section(path, heading, next_heading, name):
+    """The text under `heading` (a regex line) up to the next `next_heading` or the end."""
     with open(path, encoding="utf-8") as file:
         text = file.read()
-    section = re.search(r"^## Exit codes\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-    if not section:
-        raise ValueError(f"{path}: no '## Exit codes' section")
-    rows = re.findall(r"^\| (\d+) \| (.+?) \|$", section.group(1), re.M)
+    found = re.search(rf"^{heading}\n(.*?)(?=^{next_heading}|\Z)", text, re.M | re.S)
+    if not found:
+        raise ValueError(f"{path}: no {name} section")
+    return found.group(1)
+
+
+def readme_codes(path):
+    rows = re.findall(r"^\| (\d+) \| (.+?) \|$", section(path, "## Exit codes", "## ", "'## Exit codes'"), re.M)
     return {int(code): plain(meaning) for code, meaning in rows}
 
 
@@ -39,12 +44,7 @@ def enum_codes(path):
 
 
 def man_codes(path):
-    with open(path, encoding="utf-8") as file:
-        text = file.read()
-    section = re.search(r"^\.SH EXIT STATUS\n(.*?)(?=^\.SH |\Z)", text, re.M | re.S)
-    if not section:
-        raise ValueError(f"{path}: no EXIT STATUS section")
-    rows = re.findall(r"^(\d+)\tT\{\n(.*?)\nT\}$", section.group(1), re.M | re.S)
+    rows = re.findall(r"^(\d+)\tT\{\n(.*?)\nT\}$", section(path, r"\.SH EXIT STATUS", r"\.SH ", "EXIT STATUS"), re.M | re.S)
     if not rows:
         raise ValueError(f"{path}: no 'CODE<TAB>T{{ ... T}}' rows under EXIT STATUS")
     return {int(code): plain(meaning) for code, meaning in rows}

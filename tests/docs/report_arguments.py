@@ -15,7 +15,6 @@ between its "generated" comment lines. Exit 0 when they agree, 1 with one line p
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 
@@ -68,13 +67,6 @@ def operands(help_text):
         elif in_positionals and re.match(r"^  \w", line):
             found.append(Operand([line.split()[0]], positional=True))
     return found
-
-
-def run_help(program):
-    result = subprocess.run([program, "--help"], capture_output=True, text=True, timeout=30, check=False)
-    if result.returncode != 0:
-        raise SystemExit(f"{program} --help exited {result.returncode}")
-    return result.stdout
 
 
 def renames(tool, keys, found):
@@ -159,7 +151,7 @@ def check(tool, program):
     if not problems and page_order != schema_order:
         problems.append("rdmakit(7) lists the keys in another order than the schema")
     if program:
-        found = operands(run_help(program))
+        found = operands(roff.tool_help(program))
         renamed, rename_problems = renames(tool, keys, found)
         problems += rename_problems
         for key, option in page:
@@ -177,7 +169,7 @@ def write(bin_dir):
         program = os.path.join(bin_dir, tool)
         if not os.path.exists(program):
             raise SystemExit(f"{program}: not built; write needs every tool")
-        renamed, problems = renames(tool, keys, operands(run_help(program)))
+        renamed, problems = renames(tool, keys, operands(roff.tool_help(program)))
         # An option without a key is the schema's to fix (check reports it); the list
         # can still be written. A key without an option cannot.
         for problem in problems:

@@ -44,9 +44,6 @@ struct Lane {
   DatagramAddress peer;
 };
 
-// What arrives at a UD receiver ahead of each message.
-inline constexpr std::uint32_t grh_bytes = 40;
-
 // -c UD, the receiving side: a lane's datagrams counted per size (in the order the sizes
 // came), and the client's end-of-stream message (lib/bench/datagram_end) once it came,
 // with what the reply to it needs.

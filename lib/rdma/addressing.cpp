@@ -1,9 +1,41 @@
 #include "lib/rdma/addressing.hpp"
 
+#include <netdb.h>
+
 #include "lib/core/error.hpp"
-#include "lib/rdma/sync_endpoint.hpp"
+#include "lib/rdma/cm.hpp"
 
 namespace rdmakit {
+
+namespace {
+
+rdma_addrinfo tcp_hints(bool passive) {
+  rdma_addrinfo hints{};
+  hints.ai_port_space = RDMA_PS_TCP;
+  if (passive) hints.ai_flags = RAI_PASSIVE;
+  return hints;
+}
+
+}  // namespace
+
+AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passive)
+    : AddrInfo(host, port, tcp_hints(passive)) {}
+
+AddrInfo::AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints) {
+  // Not asked at all: the resolver could only answer "try again" where no DNS server is reachable.
+  if (reserved_invalid_name(host)) throw_unresolved(host, EAI_NONAME);
+  const int rc =
+      rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints, &info_);
+  if (rc == 0) return;
+  // getaddrinfo's EAI_* code comes back as the return value, errno then being unreliable;
+  // librdmacm's own failures (no device for ucma_init, say) return -1 with errno set.
+  if (rc != -1 && rc != EAI_SYSTEM) throw_unresolved(host, rc);
+  check_errno(rc, "rdma_getaddrinfo", host + ":" + port, host);
+}
+
+AddrInfo::~AddrInfo() {
+  rdma_freeaddrinfo(info_);
+}
 
 bool is_datagram(rdma_port_space port_space) {
   return port_space == RDMA_PS_UDP || port_space == RDMA_PS_IPOIB;

@@ -14,7 +14,6 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/work_id.hpp"
-#include "lib/rdma/sync_endpoint.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {

@@ -47,9 +47,6 @@ struct GroupOptions {
   std::optional<std::chrono::milliseconds> first_message_timeout;
 };
 
-// Bytes a UD receive needs in front of the payload for the GRH.
-inline constexpr std::size_t grh_bytes = 40;
-
 class Connection {
  public:
   ~Connection();

@@ -1,7 +1,5 @@
 #include "lib/rdma/sync_endpoint.hpp"
 
-#include <netdb.h>
-
 #include <cerrno>
 #include <cstring>
 #include <optional>
@@ -32,36 +30,6 @@ std::string peer_of(rdma_cm_id* id) {
 }
 
 }  // namespace
-
-namespace {
-
-rdma_addrinfo tcp_hints(bool passive) {
-  rdma_addrinfo hints{};
-  hints.ai_port_space = RDMA_PS_TCP;
-  if (passive) hints.ai_flags = RAI_PASSIVE;
-  return hints;
-}
-
-}  // namespace
-
-AddrInfo::AddrInfo(const std::string& host, const std::string& port, bool passive)
-    : AddrInfo(host, port, tcp_hints(passive)) {}
-
-AddrInfo::AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints) {
-  // Not asked at all: the resolver could only answer "try again" where no DNS server is reachable.
-  if (reserved_invalid_name(host)) throw_unresolved(host, EAI_NONAME);
-  const int rc =
-      rdma_getaddrinfo(host.empty() ? nullptr : host.c_str(), port.empty() ? nullptr : port.c_str(), &hints, &info_);
-  if (rc == 0) return;
-  // getaddrinfo's EAI_* code comes back as the return value, errno then being unreliable;
-  // librdmacm's own failures (no device for ucma_init, say) return -1 with errno set.
-  if (rc != -1 && rc != EAI_SYSTEM) throw_unresolved(host, rc);
-  check_errno(rc, "rdma_getaddrinfo", host + ":" + port, host);
-}
-
-AddrInfo::~AddrInfo() {
-  rdma_freeaddrinfo(info_);
-}
 
 SyncEndpoint::SyncEndpoint(const AddrInfo& info, ibv_qp_init_attr* qp_attributes) {
   if (rdma_create_ep(&id_, info.get(), nullptr, qp_attributes) != 0) {

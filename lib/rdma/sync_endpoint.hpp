@@ -15,25 +15,10 @@
 #include <string>
 
 #include "lib/core/wait.hpp"
+#include "lib/rdma/addressing.hpp"
 #include "lib/wire/cm_flow.hpp"
 
 namespace rdmakit {
-
-class AddrInfo {
- public:
-  // Throws UsageError when the host names nothing, std::runtime_error when the resolver
-  // failed (EAI_AGAIN), RdmaError("rdma_getaddrinfo", ...) when librdmacm itself failed.
-  AddrInfo(const std::string& host, const std::string& port, bool passive);
-  // With explicit hints (port space, family, flags); `host` or `port` may be empty.
-  AddrInfo(const std::string& host, const std::string& port, const rdma_addrinfo& hints);
-  ~AddrInfo();
-  AddrInfo(const AddrInfo&) = delete;
-  AddrInfo& operator=(const AddrInfo&) = delete;
-  rdma_addrinfo* get() const noexcept { return info_; }
-
- private:
-  rdma_addrinfo* info_ = nullptr;
-};
 
 struct Bounds {
   Clock::time_point deadline;

@@ -24,6 +24,11 @@ struct SendRequest {
   std::uint64_t swap = 0;
 };
 
+// What a UD receive holds in front of each message: room for the GRH, whether or not the
+// packet carried one (ibv_post_recv(3)).
+inline constexpr std::uint32_t grh_bytes = sizeof(ibv_grh);
+static_assert(grh_bytes == 40);
+
 constexpr bool is_atomic(ibv_wr_opcode opcode) {
   return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
 }

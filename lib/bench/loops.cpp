@@ -243,8 +243,6 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
 
 namespace {
 
-// Reaps `lane`'s completions into the ledger (arrivals timed at `now`, after the poll) and
-// reposts the receives they used. A flushed completion closes the lane: the peer is gone.
 // A datagram that arrived on `lane`: its size, counted in the tally; none for the client's
 // end-of-stream message, which the tally keeps (with what the reply needs) instead.
 std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, DatagramTally& tally) {
@@ -266,6 +264,8 @@ std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, D
   return size;
 }
 
+// Reaps `lane`'s completions into the ledger (arrivals timed at `now`, after the poll) and
+// reposts the receives they used. A flushed completion closes the lane: the peer is gone.
 bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
                DatagramTally* tally) {
   const int got = poll_lane(lane, wcs);

@@ -304,7 +304,6 @@ void run_round(Job& job, const MeshSettings& m, const std::vector<Node>& nodes, 
   }
 }
 
-// The directions no measurement can run on: a rank without a usable address.
 // Why no direction of a pair with `broken` in it can run, in the words of its diagnosis.
 Attempt cannot_take_part(const Node& broken) {
   const auto cause = broken.verdict.value("cause", std::string("unknown"));
@@ -331,6 +330,7 @@ void record_unusable_pair(const MeshSettings& m, const RankPair& pair, const Nod
   }
 }
 
+// The directions no measurement can run on: a rank without a usable address.
 void record_unusable(const MeshSettings& m, const std::vector<Node>& nodes, const std::vector<Round>& rounds,
                      MeshResults& results) {
   for (std::size_t number = 0; number < rounds.size(); ++number) {

@@ -62,7 +62,11 @@ class Connection {
   const std::vector<StepSpan>& steps() const noexcept { return steps_; }
   // Why this connection ended early, if it did; the rest of the group went on without it.
   const std::optional<ErrorRecord>& failure() const noexcept { return failure_; }
-  nlohmann::json to_json() const;
+  // The step under way when the run ended inside one.
+  const std::optional<StepSpan>& current_step() const noexcept { return current_; }
+  rdma_cm_id* cm_id() const noexcept { return id_.get(); }
+  std::uint32_t remote_qpn() const noexcept { return remote_qpn_; }  // 0 until known
+  std::optional<unsigned> rnr_nak_timer() const noexcept { return rnr_nak_timer_; }
 
  private:
   friend class ConnectionGroup;
@@ -134,11 +138,9 @@ class ConnectionGroup {
   std::string local_address() const;
   std::string target() const { return target_; }
   const std::vector<std::unique_ptr<Connection>>& connections() const { return connections_; }
-
-  // Per-connection results, the step table, messages and setup rate, and the human summary
-  // (cmtime-style step table); safe on a partial run. Connections that failed while others
-  // became ready fail the report, with the first one's call and errno.
-  void fill(Report& report) const;
+  const GroupOptions& options() const { return options_; }
+  // The CM events a report lists (errors, rejections, address changes), as JSON objects.
+  const nlohmann::json& events() const { return events_; }
 
  private:
   using Predicate = std::function<bool()>;
@@ -186,47 +188,6 @@ class ConnectionGroup {
   std::vector<std::uint8_t> private_data_;
   nlohmann::json events_ = nlohmann::json::array();
   std::optional<RdmaError> first_failure_;
-};
-
-// A connection group's result in its report: the cmtime-style step table, each connection's
-// record, setup rate, messages and failures, with the human summary.
-struct GroupResult final : ReportSection {
-  struct Failure {
-    std::size_t index = 0;  // the connection's
-    std::string message;
-  };
-  std::vector<StepRow> steps;
-  nlohmann::json connections = nlohmann::json::array();  // each connection's own record
-  nlohmann::json events = nlohmann::json::array();
-  std::size_t connections_requested = 0;
-  std::size_t connections_ready = 0;
-  std::vector<Failure> failures;
-  std::optional<double> setup_ms;  // first step started -> last connection ready
-  std::uint32_t message_size = 0;
-  std::uint64_t sent = 0;
-  std::uint64_t received = 0;
-  std::uint64_t expected = 0;
-
-  std::uint64_t lost() const { return expected > received ? expected - received : 0; }
-  double per_connection_ms() const { return *setup_ms / static_cast<double>(connections_ready); }
-  double per_second() const {
-    return *setup_ms > 0 ? 1000.0 * static_cast<double>(connections_ready) / *setup_ms : 0.0;
-  }
-  void add_to(nlohmann::json& document) const override;
-  std::string text() const override;
-};
-
-// Fills the report from the group when the run ends, normally or by an exception.
-class FillReportOnExit {
- public:
-  FillReportOnExit(const ConnectionGroup& group, Report& report) : group_(group), report_(report) {}
-  ~FillReportOnExit();
-  FillReportOnExit(const FillReportOnExit&) = delete;
-  FillReportOnExit& operator=(const FillReportOnExit&) = delete;
-
- private:
-  const ConnectionGroup& group_;
-  Report& report_;
 };
 
 }  // namespace rdmakit

@@ -173,7 +173,7 @@ class Schemas(unittest.TestCase):
                 self.assertRefused(tool, dict(sample, outcome="failed", exit_code=0, errors=[{"message": "x"}]))
 
     def test_accept_group_reports(self):
-        # lib/rdma/group_report.cpp fill(): a ucmatose server that ran to the end.
+        # lib/bench/group_report.cpp fill_report(): a ucmatose server that ran to the end.
         ucmatose = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
             "local_address": "10.55.0.1:7471", "peer_address": "",

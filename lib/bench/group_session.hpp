@@ -1,15 +1,18 @@
 #pragma once
-// The flags udaddy and ucmatose share with their stock namesakes (-s -b -f -c -C -S -t),
-// and the setup both run on them: without -s listen and accept, with -s connect.
+// What ucmatose and udaddy share with their stock namesakes: the flags (-s -b -f -c -C -S -t
+// --accept-timeout), the setup (without -s listen and accept, with -s connect) and the run
+// around each tool's own exchange (lib/bench/ucmatose_session, udaddy_session). mckey joins
+// a multicast group instead (lib/bench/mckey_session).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "lib/core/cli.hpp"
+#include "lib/core/report.hpp"
 #include "lib/rdma/connection_group.hpp"
 
 namespace rdmakit {
@@ -35,5 +38,15 @@ struct ConnectionFlags {
 
 // Server (no -s): binds, listens and accepts every connection. Client: connects them all.
 void establish(ConnectionGroup& group, const ConnectionFlags& flags, rdma_port_space port_space, Report& report);
+
+// One tool's part of a group session: what its connections do once they are set up.
+using GroupExchange = std::function<void(ConnectionGroup& group, Report& report)>;
+
+// A group session: the port space in effect and the messages asked for into the report,
+// the group made from the flags (`adjust` may change its options first), set up
+// (establish) and handed to `exchange`. The report is filled from the group however the
+// run ends (lib/bench/group_report).
+void run_group_session(const ConnectionFlags& flags, rdma_port_space port_space, const CommonOptions& common,
+                       Report& report, const std::function<void(GroupOptions&)>& adjust, const GroupExchange& exchange);
 
 }  // namespace rdmakit

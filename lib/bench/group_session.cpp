@@ -1,9 +1,11 @@
-#include "lib/rdma/group_cli.hpp"
+#include "lib/bench/group_session.hpp"
 
 #include <infiniband/ib.h>
 
 #include <spdlog/spdlog.h>
 
+#include "lib/bench/group_report.hpp"
+#include "lib/core/wait.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/sync_endpoint.hpp"
 
@@ -63,6 +65,21 @@ void establish(ConnectionGroup& group, const ConnectionFlags& flags, rdma_port_s
     report.role = "client";
     group.connect(*addresses->get());
   }
+}
+
+void run_group_session(const ConnectionFlags& flags, rdma_port_space port_space, const CommonOptions& common,
+                       Report& report, const std::function<void(GroupOptions&)>& adjust,
+                       const GroupExchange& exchange) {
+  // The port space in effect, by name, whichever spelling chose it.
+  report.arguments["port_space"] = port_space_name(port_space);
+  report.iterations_requested = static_cast<std::uint64_t>(flags.count) * flags.connections;
+  const StopSignal stop;
+  auto options = flags.group_options(port_space, common, stop.fd());
+  if (adjust) adjust(options);
+  ConnectionGroup group(options);
+  const FillReportOnExit fill(group, report);
+  establish(group, flags, port_space, report);
+  exchange(group, report);
 }
 
 }  // namespace rdmakit

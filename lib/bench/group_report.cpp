@@ -1,5 +1,6 @@
-// What a connection group reports: each connection's record, the cmtime-style step table,
-// setup rate, messages and failures, as JSON and as the human summary (GroupResult).
+// How a connection group's report is made (lib/bench/group_report.hpp).
+
+#include "lib/bench/group_report.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -8,7 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/rdma/connection_group.hpp"
+#include "lib/rdma/cm.hpp"
 
 namespace rdmakit {
 
@@ -20,38 +21,40 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
-nlohmann::json Connection::to_json() const {
+nlohmann::json to_json(const Connection& connection) {
   nlohmann::json steps = nlohmann::json::object();
-  for (const auto& span : steps_) {
+  for (const auto& span : connection.steps()) {
     steps[span.step] = ms_between(span.started, span.ended);
   }
+  const auto received = connection.received();
+  const auto expected = connection.receives_expected();
   nlohmann::json j = {
-      {"index", index_},
-      {"state", to_string(state_)},
+      {"index", connection.index()},
+      {"state", to_string(connection.state())},
       {"steps_ms", steps},
-      {"sends_completed", sends_completed_},
-      {"received", received_},
-      {"receives_expected", receives_expected_},
-      {"lost", receives_expected_ > received_ ? receives_expected_ - received_ : 0},
+      {"sends_completed", connection.sends_completed()},
+      {"received", received},
+      {"receives_expected", expected},
+      {"lost", expected > received ? expected - received : 0},
   };
-  if (current_) {
-    j["unfinished_step"] = current_->step;
+  if (const auto& current = connection.current_step()) {
+    j["unfinished_step"] = current->step;
   }
-  if (id_.get() != nullptr) {
-    j["local_address"] = address_of(rdma_get_local_addr(id_.get())).to_string();
-    j["peer_address"] = address_of(rdma_get_peer_addr(id_.get())).to_string();
-    if (id_->qp != nullptr) {
-      j["qp_num"] = id_->qp->qp_num;
+  if (rdma_cm_id* id = connection.cm_id(); id != nullptr) {
+    j["local_address"] = address_of(rdma_get_local_addr(id)).to_string();
+    j["peer_address"] = address_of(rdma_get_peer_addr(id)).to_string();
+    if (id->qp != nullptr) {
+      j["qp_num"] = id->qp->qp_num;
     }
   }
-  if (remote_qpn_ != 0) {
-    j["remote_qpn"] = remote_qpn_;
+  if (connection.remote_qpn() != 0) {
+    j["remote_qpn"] = connection.remote_qpn();
   }
-  if (rnr_nak_timer_) j["rnr_nak_timer"] = *rnr_nak_timer_;
-  if (failure_) {
-    j["failure"] = rdmakit::to_json(*failure_);
-    const auto failed = std::ranges::find_if(steps_, [](const StepSpan& span) { return span.failed; });
-    if (failed != steps_.end()) j["failed_step"] = failed->step;
+  if (const auto timer = connection.rnr_nak_timer()) j["rnr_nak_timer"] = *timer;
+  if (const auto& failure = connection.failure()) {
+    j["failure"] = to_json(*failure);
+    const auto failed = std::ranges::find_if(connection.steps(), [](const StepSpan& span) { return span.failed; });
+    if (failed != connection.steps().end()) j["failed_step"] = failed->step;
   }
   return j;
 }
@@ -155,32 +158,33 @@ std::string GroupResult::text() const {
   return out.str();
 }
 
-void ConnectionGroup::fill(Report& report) const {
-  const Totals totals = totals_of(connections_);
+void fill_report(const ConnectionGroup& group, Report& report) {
+  const auto& options = group.options();
+  const Totals totals = totals_of(group.connections());
   GroupResult result;
-  for (const auto& c : connections_) {
-    result.connections.push_back(c->to_json());
+  for (const auto& c : group.connections()) {
+    result.connections.push_back(to_json(*c));
   }
   result.steps = step_table(totals.spans);
   report.cm_timings_ms.clear();
   for (const auto& row : result.steps) {
     report.add_timing(row.step, row.wall_ms);
   }
-  result.events = events_;
-  result.connections_requested = options_.connections;
+  result.events = group.events();
+  result.connections_requested = options.connections;
   result.connections_ready = totals.ready;
   for (const auto* failed : totals.failed) {
     result.failures.push_back({.index = failed->index(), .message = failed->failure()->message});
   }
   result.setup_ms = totals.setup_ms;
-  result.message_size = options_.message_size;
+  result.message_size = options.message_size;
   result.sent = totals.sent;
   result.received = totals.received;
   result.expected = totals.expected;
   report.iterations_completed = totals.received;
-  report.bytes = (totals.sent + totals.received) * options_.message_size;
-  report.local_address = local_address();
-  report.peer_address = target_;
+  report.bytes = (totals.sent + totals.received) * options.message_size;
+  report.local_address = group.local_address();
+  report.peer_address = group.target();
   report.add(std::move(result));
   // With none ready, setup threw the first failure itself, and that is the run's error.
   if (!totals.failed.empty() && totals.ready > 0) {
@@ -188,7 +192,7 @@ void ConnectionGroup::fill(Report& report) const {
     const auto& error = *first.failure();
     report.fail(
         ErrorRecord{.message = fmt::format("{} of {} connection(s) failed, the others went on; connection {}: {}",
-                                           totals.failed.size(), options_.connections, first.index(), error.message),
+                                           totals.failed.size(), options.connections, first.index(), error.message),
                     .call = error.call,
                     .errnum = error.errnum,
                     .hint = error.hint,
@@ -198,7 +202,7 @@ void ConnectionGroup::fill(Report& report) const {
 
 FillReportOnExit::~FillReportOnExit() {
   try {
-    group_.fill(report_);
+    fill_report(group_, report_);
   } catch (const std::exception& error) {
     spdlog::warn("could not complete the report: {}", error.what());
   }

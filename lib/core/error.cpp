@@ -16,7 +16,7 @@ std::string describe(const std::string& call, const std::string& subject) {
 
 }  // namespace
 
-RdmaError::RdmaError(std::string call, std::string subject, int errnum, std::string address)
+RdmaError::RdmaError(const std::string& call, const std::string& subject, int errnum, std::string address)
     : RdmaError(call, subject, errnum, std::move(address), describe(call, subject) + ": " + std::strerror(errnum)) {}
 
 RdmaError::RdmaError(std::string call, std::string subject, int errnum, std::string address, const std::string& what)

@@ -29,7 +29,7 @@ class RdmaError : public std::runtime_error {
   // ("10.0.0.9:7174"), possibly empty; `errnum` the errno it reported. `address` is the bare
   // host address the call was about ("10.0.0.9"), for calls that bind or resolve one: hints
   // and --diagnose name it. Empty for every other call.
-  RdmaError(std::string call, std::string subject, int errnum, std::string address = {});
+  RdmaError(const std::string& call, const std::string& subject, int errnum, std::string address = {});
 
   // A call that failed without an errno (ibv_poll_cq's negative count, a CM event whose
   // status is no errno): `detail` says what it reported instead. errnum() is 0.

@@ -17,13 +17,10 @@ bool is_plain_word(std::string_view word) {
   if (word.empty()) {
     return false;
   }
-  for (const char c : word) {
-    if (std::isalnum(static_cast<unsigned char>(c)) == 0 &&
-        std::string_view("_.:+/@%-").find(c) == std::string_view::npos) {
-      return false;
-    }
-  }
-  return true;
+  return std::ranges::all_of(word, [](const char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("_.:+/@%-").find(c) != std::string_view::npos;
+  });
 }
 
 // The names of an option's fixed set, where the generated script can quote them.

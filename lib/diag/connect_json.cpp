@@ -242,10 +242,7 @@ nlohmann::json write(const Value& value) {
 // A tab may appear in a rule's text; any other control character would reach the terminal
 // that prints the verdict.
 bool printable(const std::string& text) {
-  for (const unsigned char c : text) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
-  }
-  return true;
+  return std::ranges::none_of(text, [](const unsigned char c) { return (c < 0x20 && c != '\t') || c == 0x7f; });
 }
 
 template <typename Value>

@@ -115,6 +115,7 @@ class Agent {
       if (channel_) fds.push_back(channel_->fd());
       if (options_.stop_fd >= 0) fds.push_back(options_.stop_fd);
       std::vector<pollfd> polled;
+      polled.reserve(fds.size());
       for (const int fd : fds) polled.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
       const int ready = poll(polled.data(), polled.size(), static_cast<int>(housekeeping_interval.count()));
       if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");

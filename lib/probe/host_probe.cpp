@@ -101,7 +101,8 @@ void read_providers(Inventory& inventory) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/etc/libibverbs.d", ec)) {
     std::ifstream in(entry.path());
-    std::string keyword, driver;
+    std::string keyword;
+    std::string driver;
     if (!(in >> keyword >> driver) || keyword != "driver") {
       continue;
     }
@@ -127,7 +128,7 @@ DeviceNode device_node(const std::string& path) {
   std::string mode = S_ISCHR(info.st_mode) ? "c" : "-";
   const char* letters = "rwxrwxrwx";
   for (int bit = 8; bit >= 0; --bit) {
-    mode.push_back((info.st_mode & (1u << bit)) ? letters[8 - bit] : '-');
+    mode.push_back((info.st_mode & (1U << bit)) != 0 ? letters[8 - bit] : '-');
   }
   node.mode = mode;
   node.access_errno = access(path.c_str(), R_OK | W_OK) == 0 ? 0 : errno;
@@ -237,7 +238,7 @@ int await_resolution(EventChannel& channel, rdma_cm_event_type success, const Pr
       auto event = next_cm_event(channel, deadline, options.limits.stop_fd, what);
       if (event->event == success) return 0;
       if (event->event == RDMA_CM_EVENT_ADDR_ERROR || event->event == RDMA_CM_EVENT_ROUTE_ERROR) {
-        return event->status < 0 ? -event->status : (event->status ? event->status : EHOSTUNREACH);
+        return event->status < 0 ? -event->status : (event->status != 0 ? event->status : EHOSTUNREACH);
       }
     }
   } catch (const RunStopped& stopped) {

@@ -105,7 +105,7 @@ std::optional<RawAddress> numeric_address(const std::string& text) {
 
 std::string address_text(int family, std::span<const std::byte> raw) {
   std::array<char, INET6_ADDRSTRLEN> text{};
-  if (raw.size() < (family == AF_INET ? 4u : 16u) ||
+  if (raw.size() < (family == AF_INET ? 4U : 16U) ||
       inet_ntop(family, raw.data(), text.data(), text.size()) == nullptr) {
     return {};
   }

@@ -114,13 +114,13 @@ int netlink_exchange(int protocol, const NetlinkRequest& request,
   if (send(sock.get(), bytes.data(), bytes.size(), 0) < 0) return errno;
   // Large enough for what the kernel puts in one datagram of a dump (it sizes them to the
   // reader's buffer, up to 32 KiB).
-  std::vector<std::byte> buffer(64 * 1024);
+  std::vector<std::byte> buffer(std::size_t{64} * 1024);
   for (;;) {
     const ssize_t received = recv(sock.get(), buffer.data(), buffer.size(), 0);
     if (received < 0) return errno;
     if (received == 0) return EIO;
     auto left = static_cast<unsigned>(received);
-    for (auto* message = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(message, left);
+    for (const auto* message = reinterpret_cast<const nlmsghdr*>(buffer.data()); NLMSG_OK(message, left);
          message = NLMSG_NEXT(message, left)) {
       if (const auto end = end_of_exchange(*message)) return *end;
       on_reply(*message);

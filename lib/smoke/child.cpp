@@ -12,8 +12,6 @@
 #include <cstring>
 #include <thread>
 
-extern char** environ;
-
 namespace rdmakit::smoke {
 
 namespace {

@@ -44,7 +44,7 @@ class ChildProcess {
   ChildOutcome end();
 
  private:
-  void read_available(int fd, std::string& into);
+  static void read_available(int fd, std::string& into);
   bool reap(int flags);
   void close_pipes();
 

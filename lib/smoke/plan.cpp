@@ -15,7 +15,7 @@ struct CaseBuilder {
   const PlanOptions& options;
   std::uint16_t next_port;
 
-  std::string seconds(double value) const { return fmt::format("{:g}", value); }
+  static std::string seconds(double value) { return fmt::format("{:g}", value); }
   std::vector<std::string> common(std::vector<std::string> args) const {
     args.insert(args.end(), {"--json", "--timeout", seconds(options.timeout_s)});
     return args;

@@ -144,7 +144,7 @@ ControlChannel::~ControlChannel() {
   if (fd_ >= 0) close(fd_);
 }
 
-void ControlChannel::send(const nlohmann::json& message) {
+void ControlChannel::send(const nlohmann::json& message) const {
   const auto line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::size_t sent = 0;
   const auto deadline = Clock::now() + std::chrono::seconds(30);
@@ -421,22 +421,23 @@ PeerSession::PeerSession(ControlChannel channel, const PeerPlan& plan) : channel
   }
 }
 
-CaseResult PeerSession::run_case(const SmokeCase& c, const RunEnvironment& environment) {
-  return c.direction == Direction::reverse ? run_reverse(c, environment) : run_forward(c, environment);
+CaseResult PeerSession::run_case(const SmokeCase& smoke_case, const RunEnvironment& environment) {
+  return smoke_case.direction == Direction::reverse ? run_reverse(smoke_case, environment)
+                                                    : run_forward(smoke_case, environment);
 }
 
-CaseResult PeerSession::run_forward(const SmokeCase& c, const RunEnvironment& environment) {
-  auto result = result_of(c);
+CaseResult PeerSession::run_forward(const SmokeCase& smoke_case, const RunEnvironment& environment) {
+  auto result = result_of(smoke_case);
   const auto started = Clock::now();
-  const auto deadline = case_deadline(c, started);
+  const auto deadline = case_deadline(smoke_case, started);
   const auto reply_by = deadline + std::chrono::seconds(10);
-  channel_.send({{"start", c.name}});
+  channel_.send({{"start", smoke_case.name}});
   const auto ready = channel_.receive(reply_by);
   checked_reply(ready);
   const bool servers_ready = typed<bool>(ready, "ready");
-  if (servers_ready) result.runs.push_back(run_client(c, environment, deadline));
+  if (servers_ready) result.runs.push_back(run_client(smoke_case, environment, deadline));
   const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;
-  channel_.send({{"finish", c.name}, {"client_passed", client_passed}});
+  channel_.send({{"finish", smoke_case.name}, {"client_passed", client_passed}});
   for (auto& run : runs_in(channel_.receive(reply_by + std::chrono::seconds(10)), "server")) {
     result.runs.push_back(std::move(run));
   }
@@ -445,9 +446,9 @@ CaseResult PeerSession::run_forward(const SmokeCase& c, const RunEnvironment& en
   return result;
 }
 
-CaseResult PeerSession::run_reverse(const SmokeCase& c, const RunEnvironment& environment) {
-  return run_with_servers_here(c, environment, [this, &c](Clock::time_point deadline) {
-    channel_.send({{"run_client", c.name}});
+CaseResult PeerSession::run_reverse(const SmokeCase& smoke_case, const RunEnvironment& environment) {
+  return run_with_servers_here(smoke_case, environment, [this, &smoke_case](Clock::time_point deadline) {
+    channel_.send({{"run_client", smoke_case.name}});
     auto client = runs_in(channel_.receive(deadline + std::chrono::seconds(10)), "client");
     if (client.size() != 1) throw ProtocolError("the serving side sent no single client run");
     return std::move(client.front());

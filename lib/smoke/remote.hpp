@@ -34,7 +34,7 @@ class ControlChannel {
   ControlChannel& operator=(const ControlChannel&) = delete;
   ~ControlChannel();
 
-  void send(const nlohmann::json& message);
+  void send(const nlohmann::json& message) const;
   // The next object; throws RunStopped at the deadline or on Ctrl-C, ProtocolError for
   // what is not one JSON object a line, too long, or the peer gone.
   nlohmann::json receive(Clock::time_point deadline);

@@ -199,9 +199,9 @@ std::string failure_of(const ToolRun& run) {
   return why.empty() ? ended : why + " (" + ended + ")";
 }
 
-CaseServers::CaseServers(const SmokeCase& c, const RunEnvironment& environment, Clock::time_point deadline)
+CaseServers::CaseServers(const SmokeCase& smoke_case, const RunEnvironment& environment, Clock::time_point deadline)
     : stop_fd_(environment.stop_fd) {
-  start_failure_ = start_servers(c, environment, deadline, servers_);
+  start_failure_ = start_servers(smoke_case, environment, deadline, servers_);
   ready_ = start_failure_.empty() && std::ranges::all_of(servers_, [](const auto& server) {
              return server.second->started() && server.second->pump(Clock::now(), -1);
            });
@@ -219,36 +219,37 @@ std::vector<ToolRun> CaseServers::finish(bool client_passed, Clock::time_point d
   return runs;
 }
 
-ToolRun run_client(const SmokeCase& c, const RunEnvironment& environment, Clock::time_point deadline) {
-  auto argv = command_line(c.client, environment);
+ToolRun run_client(const SmokeCase& smoke_case, const RunEnvironment& environment, Clock::time_point deadline) {
+  auto argv = command_line(smoke_case.client, environment);
   ChildProcess client(argv);
   return finished("client", argv, client.finish(deadline, environment.stop_fd));
 }
 
-CaseResult result_of(const SmokeCase& c) {
+CaseResult result_of(const SmokeCase& smoke_case) {
   CaseResult result;
-  result.name = c.name;
-  result.tool = c.tool;
-  result.address = c.address;
-  result.direction = c.direction;
+  result.name = smoke_case.name;
+  result.tool = smoke_case.tool;
+  result.address = smoke_case.address;
+  result.direction = smoke_case.direction;
   return result;
 }
 
-Clock::time_point case_deadline(const SmokeCase& c, Clock::time_point started) {
-  return started + std::chrono::milliseconds(static_cast<long long>(c.seconds * 1000));
+Clock::time_point case_deadline(const SmokeCase& smoke_case, Clock::time_point started) {
+  return started + std::chrono::milliseconds(static_cast<long long>(smoke_case.seconds * 1000));
 }
 
-CaseResult run_case(const SmokeCase& c, const RunEnvironment& environment) {
-  return run_with_servers_here(
-      c, environment, [&c, &environment](Clock::time_point deadline) { return run_client(c, environment, deadline); });
+CaseResult run_case(const SmokeCase& smoke_case, const RunEnvironment& environment) {
+  return run_with_servers_here(smoke_case, environment, [&smoke_case, &environment](Clock::time_point deadline) {
+    return run_client(smoke_case, environment, deadline);
+  });
 }
 
-CaseResult run_with_servers_here(const SmokeCase& c, const RunEnvironment& environment,
+CaseResult run_with_servers_here(const SmokeCase& smoke_case, const RunEnvironment& environment,
                                  const std::function<ToolRun(Clock::time_point deadline)>& client) {
-  auto result = result_of(c);
+  auto result = result_of(smoke_case);
   const auto started = Clock::now();
-  const auto deadline = case_deadline(c, started);
-  CaseServers servers(c, environment, deadline);
+  const auto deadline = case_deadline(smoke_case, started);
+  CaseServers servers(smoke_case, environment, deadline);
   if (servers.ready()) result.runs.push_back(client(deadline));
   const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;
   for (auto& run : servers.finish(client_passed, deadline)) result.runs.push_back(std::move(run));

@@ -215,7 +215,7 @@ Hello decode_hello(std::span<const std::uint8_t> bytes) {
               .reply_rkey = load_big_endian<std::uint32_t>(bytes.data() + 32),
               .reply_length = load_big_endian<std::uint32_t>(bytes.data() + 36)};
   check_size(hello.max_size, "message size");
-  if (hello.depth == 0 || hello.depth > 1u << 16) {
+  if (hello.depth == 0 || hello.depth > 1U << 16) {
     throw ProtocolError("send_bw hello: queue depth " + std::to_string(hello.depth) + " is outside 1..65536");
   }
   if (hello.queue_pairs == 0 || hello.queue_pairs > max_queue_pairs || hello.queue_pair_index >= hello.queue_pairs) {

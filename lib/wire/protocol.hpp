@@ -85,7 +85,7 @@ inline constexpr std::size_t hello_size = 40;
 inline constexpr std::size_t answer_size = 24;
 inline constexpr std::size_t max_refusal_text = 100;  // an IB CM REJ carries 148 bytes
 inline constexpr const char* default_port = "18515";  // perftest's default port
-inline constexpr std::uint32_t max_message_size = 1u << 30;
+inline constexpr std::uint32_t max_message_size = 1U << 30;
 inline constexpr std::uint16_t max_queue_pairs = 64;
 
 // atomic: 8-byte fetch-and-add or compare-and-swap on the server's buffer (which of the two

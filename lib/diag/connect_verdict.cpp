@@ -68,36 +68,6 @@ std::string upper(std::string text) {
   return text;
 }
 
-const ViewNetdev* netdev_named(const HostView& view, const std::string& name) {
-  const auto it = std::ranges::find(view.netdevs, name, &ViewNetdev::name);
-  return it == view.netdevs.end() ? nullptr : &*it;
-}
-
-const ViewNetdev* netdev_with_address(const HostView& view, const std::string& address) {
-  if (address.empty()) return nullptr;
-  const auto host = canonical(address);
-  for (const auto& netdev : view.netdevs) {
-    for (const auto& own : netdev.addresses) {
-      if (canonical(without_prefix(own)) == host) return &netdev;
-    }
-  }
-  return nullptr;
-}
-
-bool holds_gid_on(const ViewDevice& device, const std::string& netdev) {
-  return std::ranges::any_of(device.ports, [&netdev](const ViewPort& port) {
-    return std::ranges::any_of(port.gids, [&netdev](const GidEntry& gid) { return gid.netdev == netdev; });
-  });
-}
-
-const ViewDevice* rdma_device_on(const HostView& view, const std::string& netdev) {
-  if (netdev.empty()) return nullptr;
-  for (const auto& device : view.devices) {
-    if (device.netdev == netdev || holds_gid_on(device, netdev)) return &device;
-  }
-  return nullptr;
-}
-
 struct PortRef {
   const ViewDevice* device = nullptr;
   const ViewPort* port = nullptr;

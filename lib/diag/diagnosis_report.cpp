@@ -1,6 +1,7 @@
 // JSON and text forms of the diagnoser's model, and the facts loader of the fixtures and of
 // diag-bind --replay.
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "lib/core/error.hpp"
 #include "lib/core/report.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "lib/diag/host_queries.hpp"
 #include "lib/diag/sysfs.hpp"
 
 namespace nlohmann {
@@ -31,6 +33,116 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, netd
 }  // namespace rdmakit
 
 namespace rdmakit::diag {
+
+namespace {
+
+// ---- The inventory's lines, one area each, in the order shown ----
+
+Check kernel_check(const Inventory& inv) {
+  if (!inv.rdma_core_present) {
+    return {"kernel", "fail", "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"};
+  }
+  if (inv.kernel_devices.empty()) return {"kernel", "fail", "no RDMA devices"};
+  std::vector<std::string> names;
+  for (const auto& d : inv.kernel_devices) {
+    names.push_back(fmt::format("{} (index {}, GUID {}, driver {}{})", d.name, index_text(d.index), d.node_guid,
+                                d.driver.empty() ? "?" : d.driver,
+                                d.parent_netdev.empty() ? "" : " on " + d.parent_netdev));
+  }
+  return {"kernel", "ok", fmt::format("{} device(s): {}", names.size(), join(names))};
+}
+
+Check user_space_check(const Inventory& inv) {
+  if (inv.userspace_list_errno != 0) {
+    return {"user space", "fail", "ibv_get_device_list failed: " + errno_text(inv.userspace_list_errno)};
+  }
+  if (inv.user_devices.empty()) {
+    return {"user space", inv.kernel_devices.empty() ? "info" : "fail", "libibverbs lists no devices"};
+  }
+  std::vector<std::string> names;
+  bool all_open = true;
+  for (const auto& d : inv.user_devices) {
+    names.push_back(fmt::format("{} (index {}, GUID {}{})", d.name, index_text(d.index), d.node_guid,
+                                d.open_errno ? ", cannot open: " + errno_name(d.open_errno) : ""));
+    all_open = all_open && d.open_errno == 0;
+  }
+  const bool mismatch = std::ranges::any_of(inv.kernel_devices,
+                                            [&inv](const KernelDevice& d) { return user_view_of(inv, d) == nullptr; });
+  return {"user space", mismatch || !all_open ? "fail" : "ok",
+          fmt::format("libibverbs lists {}: {}", names.size(), join(names))};
+}
+
+Check providers_check(const Inventory& inv) {
+  std::vector<std::string> missing;
+  for (const auto& d : inv.kernel_devices) {
+    if (!has_provider(inv, d)) missing.push_back("lib" + provider_for(d.driver) + " for " + d.name);
+  }
+  if (!missing.empty()) return {"providers", "fail", "missing: " + join(missing)};
+  return {"providers", "ok",
+          fmt::format("{} provider(s) installed{}", inv.provider_drivers.size(),
+                      inv.provider_dir.empty() ? "" : " in " + inv.provider_dir)};
+}
+
+Check rdma_cm_check(const Inventory& inv) {
+  const auto& node = inv.rdma_cm;
+  if (!node.exists) return {"rdma_cm", "fail", node.path + " missing"};
+  return {"rdma_cm", node.access_errno == 0 ? "ok" : "fail",
+          fmt::format("{} {}{}", node.path, node.mode,
+                      node.access_errno ? " not accessible: " + errno_name(node.access_errno) : " read/write for us")};
+}
+
+Check uverbs_check(const Inventory& inv) {
+  if (inv.uverbs_nodes.empty()) {
+    return {"uverbs", inv.kernel_devices.empty() ? "info" : "fail", "no /dev/infiniband/uverbs* nodes"};
+  }
+  std::vector<std::string> nodes;
+  bool bad = false;
+  for (const auto& n : inv.uverbs_nodes) {
+    nodes.push_back(
+        fmt::format("{} {}{}", n.path, n.mode, n.access_errno ? " (" + errno_name(n.access_errno) + ")" : ""));
+    bad = bad || n.access_errno != 0;
+  }
+  return {"uverbs", bad ? "fail" : "ok", join(nodes)};
+}
+
+Check modules_check(const Inventory& inv) {
+  const auto has = [&inv](const char* m) { return std::ranges::find(inv.modules, m) != inv.modules.end(); };
+  const bool core = has("ib_core") && has("ib_uverbs") && has("rdma_cm") && has("rdma_ucm");
+  return {"modules", core ? "ok" : "warn",
+          (inv.modules.empty() ? std::string("none loaded") : join(inv.modules, " ")) +
+              (core ? "" : " (rdma_ucm is loaded on first use by librdmacm; ib_uverbs is needed for verbs)")};
+}
+
+Check memlock_check(const Inventory& inv) {
+  const auto& m = inv.memlock;
+  const bool low = m.soft_bytes && *m.soft_bytes < recommended_memlock && !m.cap_ipc_lock;
+  return {"memlock", low ? "warn" : "ok",
+          fmt::format("soft {}, hard {}{}", m.soft_bytes ? human_bytes(*m.soft_bytes) : "unlimited",
+                      m.hard_bytes ? human_bytes(*m.hard_bytes) : "unlimited",
+                      m.cap_ipc_lock ? " (CAP_IPC_LOCK: not enforced)" : "")};
+}
+
+Check netdevs_check(const Inventory& inv) {
+  const auto with_rdma = rdma_netdevs(inv);
+  std::vector<std::string> lines;
+  for (const auto& n : inv.netdevs) {
+    const bool rdma = std::ranges::find(with_rdma, n.name) != with_rdma.end();
+    lines.push_back(fmt::format("{} {} {}{}{}", n.name, n.up ? "up" : "DOWN", n.operstate,
+                                n.addresses.empty() ? "" : " " + join(n.addresses, " "), rdma ? " [RDMA]" : ""));
+  }
+  return {"netdevs", "info", join(lines, "; ")};
+}
+
+}  // namespace
+
+std::vector<Check> assess(const Inventory& inventory) {
+  static constexpr Check (*areas[])(const Inventory&) = {kernel_check,  user_space_check, providers_check,
+                                                         rdma_cm_check, uverbs_check,     modules_check,
+                                                         memlock_check, netdevs_check};
+  std::vector<Check> checks;
+  for (const auto area : areas) checks.push_back(area(inventory));
+  return checks;
+}
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelPort, number, state_code, state, phys_state_code, phys_state,
                                                 link_layer, rate, gids)
@@ -251,22 +363,13 @@ std::string render_verdict(const Verdict& v) {
   return out.str();
 }
 
-// NOLINTNEXTLINE(readability-function-cognitive-complexity): 39 today, above the cap of 25; to split
-std::string render_text(const Target& target, const Inventory& inv, const Attempt& attempt, const Verdict& v) {
-  std::ostringstream out;
-  out << "inventory\n";
-  for (const auto& check : assess(inv)) {
-    out << fmt::format("  {:<11} {} {}\n", check.area, marker(check.status), check.text);
-  }
+namespace {
+
+// Each port the kernel has, its state beside libibverbs' active MTU, and its GIDs.
+void render_ports(const Inventory& inv, std::ostringstream& out) {
   for (const auto& device : inv.kernel_devices) {
     for (const auto& port : device.ports) {
-      int mtu = 0;
-      for (const auto& user : inv.user_devices) {
-        if (user.name != device.name) continue;
-        for (const auto& up : user.ports) {
-          if (up.number == port.number) mtu = up.active_mtu;
-        }
-      }
+      const int mtu = active_mtu(inv, device.name, port.number);
       out << fmt::format("  {} port {}: {} / {}, {}{}{}\n", device.name, port.number, port.state, port.phys_state,
                          port.link_layer, mtu ? fmt::format(", active MTU {}", mtu) : "",
                          port.rate.empty() ? "" : ", " + port.rate);
@@ -275,12 +378,26 @@ std::string render_text(const Target& target, const Inventory& inv, const Attemp
       }
     }
   }
+}
+
+std::string step_outcome(const Step& step) {
+  if (step.ok()) return step.detail.empty() ? "ok" : "ok: " + step.detail;
+  return fmt::format("failed: {} ({}){}", errno_name(step.errnum), std::strerror(step.errnum),
+                     step.detail.empty() ? "" : ", " + step.detail);
+}
+
+}  // namespace
+
+std::string render_text(const Target& target, const Inventory& inv, const Attempt& attempt, const Verdict& v) {
+  std::ostringstream out;
+  out << "inventory\n";
+  for (const auto& check : assess(inv)) {
+    out << fmt::format("  {:<11} {} {}\n", check.area, marker(check.status), check.text);
+  }
+  render_ports(inv, out);
   out << "attempt" << (target.host.empty() ? "" : " for " + target.host) << "\n";
   for (const auto& step : attempt.steps) {
-    out << fmt::format("  {:<26} {:<28} {}\n", step.call, step.subject,
-                       step.ok() ? (step.detail.empty() ? "ok" : "ok: " + step.detail)
-                                 : fmt::format("failed: {} ({}){}", errno_name(step.errnum), std::strerror(step.errnum),
-                                               step.detail.empty() ? "" : ", " + step.detail));
+    out << fmt::format("  {:<26} {:<28} {}\n", step.call, step.subject, step_outcome(step));
   }
   out << render_verdict(v);
   return out.str();

@@ -48,6 +48,10 @@ std::string errno_text(int errnum) {
   return fmt::format("{} ({})", errno_name(errnum), std::strerror(errnum));
 }
 
+std::string index_text(const std::optional<int>& index) {
+  return index ? std::to_string(*index) : "?";
+}
+
 // The user-space provider library libibverbs needs for a kernel driver.
 std::string provider_for(const std::string& driver) {
   static const std::pair<const char*, const char*> table[] = {
@@ -97,11 +101,13 @@ const KernelPort* kernel_port(const KernelDevice& device, int number) {
   return nullptr;
 }
 
-const Netdev* netdev_named(const Inventory& inventory, const std::string& name) {
-  for (const auto& netdev : inventory.netdevs) {
-    if (netdev.name == name) return &netdev;
+int active_mtu(const Inventory& inventory, const std::string& device, int port) {
+  for (const auto& user : inventory.user_devices) {
+    if (user.name != device) continue;
+    const auto it = std::ranges::find(user.ports, port, &UserPort::number);
+    if (it != user.ports.end()) return it->active_mtu;
   }
-  return nullptr;
+  return 0;
 }
 
 std::vector<PortRef> ports_serving(const Inventory& inventory, const std::string& host, const std::string& netdev) {
@@ -118,20 +124,6 @@ std::vector<PortRef> ports_serving(const Inventory& inventory, const std::string
     }
   }
   return found;
-}
-
-std::vector<std::string> rdma_netdevs(const Inventory& inventory) {
-  std::vector<std::string> names;
-  for (const auto& device : inventory.kernel_devices) {
-    auto add = [&](const std::string& name) {
-      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    };
-    add(device.parent_netdev);
-    for (const auto& port : device.ports) {
-      for (const auto& gid : port.gids) add(gid.netdev);
-    }
-  }
-  return names;
 }
 
 // Addresses on netdevs that have an RDMA device: what the user could bind instead.
@@ -244,13 +236,7 @@ std::string gid_for_address(const std::string& numeric_host) {
 }
 
 const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host) {
-  const auto host = canonical(numeric_host);
-  for (const auto& netdev : inventory.netdevs) {
-    for (const auto& address : netdev.addresses) {
-      if (canonical(without_prefix(address)) == host) return &netdev;
-    }
-  }
-  return nullptr;
+  return netdev_with_address(inventory, numeric_host);
 }
 
 bool address_is_local(const Inventory& inventory, const std::string& numeric_host) {

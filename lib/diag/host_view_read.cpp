@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "lib/diag/host_queries.hpp"
 #include "lib/diag/sysfs.hpp"
 
 namespace rdmakit::diag {
@@ -18,16 +19,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::int64_t roce_v2_port = 4791;
-
-int active_mtu_of(const Inventory& inventory, const std::string& device, int port) {
-  for (const auto& user : inventory.user_devices) {
-    if (user.name != device) continue;
-    const auto it =
-        std::find_if(user.ports.begin(), user.ports.end(), [&](const UserPort& p) { return p.number == port; });
-    if (it != user.ports.end()) return it->active_mtu;
-  }
-  return 0;
-}
 
 std::string netdev_of(const KernelDevice& device) {
   if (!device.parent_netdev.empty()) return device.parent_netdev;
@@ -284,7 +275,7 @@ HostView view_from(const Inventory& inventory) {
     for (const auto& port : device.ports) {
       seen.ports.push_back(ViewPort{.number = port.number,
                                     .state = port.state,
-                                    .active_mtu = active_mtu_of(inventory, device.name, port.number),
+                                    .active_mtu = active_mtu(inventory, device.name, port.number),
                                     .link_layer = port.link_layer,
                                     .roce_mode = {},
                                     .gids = port.gids});

@@ -78,7 +78,7 @@ std::vector<std::uint32_t> bw_sizes(const BwOptions& o) {
   if (!o.sweep && o.size == 0) return {};
   if (!o.sweep) return {o.size};
   std::vector<std::uint32_t> sizes;
-  for (std::uint32_t size = 2; size <= (8u << 20); size *= 2) sizes.push_back(size);
+  for (std::uint32_t size = 2; size <= (8U << 20); size *= 2) sizes.push_back(size);
   return sizes;
 }
 

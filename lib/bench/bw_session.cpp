@@ -210,7 +210,7 @@ StreamSettings paced(StreamSettings settings, const BwSettings& s, std::uint32_t
   if (!s.rate_limit) return settings;
   const double rate = messages_per_s(*s.rate_limit, s.rate_units, size);
   settings.messages_per_s = rate;
-  settings.signal_every = std::clamp(static_cast<std::uint32_t>(rate / 100), 1u, settings.signal_every);
+  settings.signal_every = std::clamp(static_cast<std::uint32_t>(rate / 100), 1U, settings.signal_every);
   return settings;
 }
 

@@ -72,7 +72,7 @@ struct BwSettings {
   // Gb/s ('g') or messages/s ('p').
   std::optional<double> rate_limit;
   char rate_units = 'M';
-  std::uint32_t max_size = 64u << 20;  // server: largest message a client may ask for
+  std::uint32_t max_size = 64U << 20;  // server: largest message a client may ask for
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped

@@ -22,7 +22,7 @@ void ConnectionFlags::add_to(ToolRunner& tool, const std::string& count_help, st
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   app.add_option("-C,--count", count, count_help)->capture_default_str()->check(CLI::Range(0, 16384));
-  app.add_option("-S,--size", size, size_help)->capture_default_str()->check(CLI::Range(1u, max_size));
+  app.add_option("-S,--size", size, size_help)->capture_default_str()->check(CLI::Range(1U, max_size));
   app.add_option("-t,--tos", type_of_service, "Type of service")->check(CLI::Range(0, 255));
   app.add_option("--accept-timeout", accept_timeout_s, "Server: seconds to wait for the first client (0 = forever)")
       ->capture_default_str()

@@ -368,10 +368,10 @@ void post_size(const Lane& lane, std::uint32_t size, const DatagramAddress* to =
 // carries back. The top bit tells it from a size announcement; the size's place in the
 // run and the ping's number tell a late answer from the one awaited.
 std::uint32_t ping_tag(std::uint32_t generation, std::uint32_t number) {
-  return htonl(0x80000000u | ((generation & 0x7fu) << 24) | (number & 0xffffffu));
+  return htonl(0x80000000U | ((generation & 0x7fU) << 24) | (number & 0xffffffU));
 }
 bool is_ping_tag(std::uint32_t imm_data) {
-  return (ntohl(imm_data) & 0x80000000u) != 0;
+  return (ntohl(imm_data) & 0x80000000U) != 0;
 }
 
 volatile std::uint8_t& last_byte(std::uint64_t address, std::uint32_t size) {

@@ -84,7 +84,10 @@ Attempt attempt_of(Run&& run) {
 
 // --test cm: each connection's resolve, route and connect steps, in the order taken.
 Attempt connect_attempt(const Report& report) {
-  std::vector<double> resolve, route, connect, total;
+  std::vector<double> resolve;
+  std::vector<double> route;
+  std::vector<double> connect;
+  std::vector<double> total;
   double running = 0;
   for (const auto& [step, ms] : report.cm_timings_ms) {
     running += ms;

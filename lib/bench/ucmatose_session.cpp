@@ -10,7 +10,7 @@ namespace rdmakit {
 
 void UcmatoseOptions::add_to(ToolRunner& tool) {
   auto& app = tool.app();
-  flags.add_to(tool, "Messages each way per connection (0: connect only)", 1u << 30, "Message bytes");
+  flags.add_to(tool, "Messages each way per connection (0: connect only)", 1U << 30, "Message bytes");
   app.add_option("-P,--port-space", port_space, "tcp or ib")->capture_default_str();
   app.add_option("-p,--port", flags.port, "Service port")->capture_default_str()->check(CLI::Range(1, 65535));
   app.add_flag("-m,--migrate", migrate, "Move every cm_id to a new event channel before disconnecting");

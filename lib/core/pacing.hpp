@@ -27,7 +27,7 @@ struct Budget {
 
 // At most this many bytes in flight between two signalled requests, so a silent CQ never
 // hides more than that and the silence timeout stays meaningful for large messages.
-inline constexpr std::uint64_t bytes_between_signals = 16u << 20;
+inline constexpr std::uint64_t bytes_between_signals = 16U << 20;
 
 // Latency loops signal one send in this many (the send queue drains without a poll per message).
 inline constexpr std::uint32_t latency_signal_every = 16;
@@ -265,7 +265,7 @@ class SendBacklog {
     if (id.owner == generation_) completed_ = std::max<std::uint64_t>(completed_, id.sequence);
   }
   // Time to poll: two signalling intervals of sends are unaccounted for.
-  bool backlog() const { return posted_ - completed_ >= 2 * latency_signal_every; }
+  bool backlog() const { return posted_ - completed_ >= std::uint64_t{2} * latency_signal_every; }
 
  private:
   static constexpr SignalSchedule schedule_{latency_signal_every};

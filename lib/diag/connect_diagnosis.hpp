@@ -234,7 +234,7 @@ ConnectVerdict connect_verdict_from_json(const nlohmann::json& document);  // re
 
 // The agent's answer as received: at most max_answer_bytes of JSON. Never trusts it:
 // anything that does not parse or fit throws ProtocolError saying what.
-constexpr std::size_t max_answer_bytes = 256 * 1024;
+constexpr std::size_t max_answer_bytes = std::size_t{256} * 1024;
 constexpr std::size_t max_list_entries = 512;  // devices, netdevs, GIDs, rules, listeners each
 constexpr std::size_t max_text_bytes = 1024;   // any one string
 PeerAnswer parse_peer_answer(std::string_view bytes);

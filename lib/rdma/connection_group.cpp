@@ -98,7 +98,7 @@ void Connection::end_step(bool failed) {
 ConnectionGroup::ConnectionGroup(GroupOptions options) : options_(options) {
   // Every connection registers one send slot and -C receive slots; refuse absurd products
   // before any resource exists.
-  constexpr std::uint64_t max_buffer_bytes = 1ull << 30;
+  constexpr std::uint64_t max_buffer_bytes = 1ULL << 30;
   const auto bytes = options_.message_size + std::uint64_t{options_.message_count} * receive_slot_bytes();
   if (bytes > max_buffer_bytes) {
     throw UsageError(

@@ -26,7 +26,7 @@ bool would_block(int result) {
 
 std::string peer_of(rdma_cm_id* id) {
   const auto* address = rdma_get_peer_addr(id);
-  return address && address->sa_family ? rdmakit::address_of(address).to_string() : std::string();
+  return address != nullptr && address->sa_family != 0 ? rdmakit::address_of(address).to_string() : std::string();
 }
 
 }  // namespace

@@ -163,7 +163,7 @@ CompletionError completion_error(const ibv_wc& completion, const std::string& me
 
 // IBV_MTU_256 -> 256 ... IBV_MTU_4096 -> 4096.
 inline std::uint32_t mtu_bytes(ibv_mtu mtu) {
-  return 128u << static_cast<unsigned>(mtu);
+  return 128U << static_cast<unsigned>(mtu);
 }
 
 // Opens a device by name (or the only one when `name` is empty) for a short query; throws

@@ -76,7 +76,7 @@ inline void build_receive(WorkId id, const ibv_sge& local, ibv_recv_wr& wr, ibv_
 }
 
 constexpr unsigned send_flags(bool signalled, bool inline_data) {
-  return (signalled ? unsigned{IBV_SEND_SIGNALED} : 0u) | (inline_data ? unsigned{IBV_SEND_INLINE} : 0u);
+  return (signalled ? unsigned{IBV_SEND_SIGNALED} : 0U) | (inline_data ? unsigned{IBV_SEND_INLINE} : 0U);
 }
 
 // The kind of work a send opcode does, for its id.

@@ -83,7 +83,7 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
 std::string address_of_gid(const BwSettings& s) {
   const DeviceContext device(s.device);
   const auto entry = query_gid(device.get(), 1, *s.gid_index);
-  const auto address = gid_address(entry);
+  auto address = gid_address(entry);
   spdlog::debug("-x {}: {} GID {} ({}) is address {}", *s.gid_index, device.name(), entry.gid, entry.type, address);
   return address;
 }
@@ -561,6 +561,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
   const bool sleeps = server_sleeps(s, first);
   std::vector<DatagramTally> tallies(first.datagram ? lanes.size() : 0);
   std::vector<DatagramReturn> returns;
+  returns.reserve(endpoints.size());
   for (const auto& endpoint : endpoints) {
     returns.push_back({.pd = endpoint->protection_domain(), .port = endpoint->port_num()});
   }

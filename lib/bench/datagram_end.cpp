@@ -167,6 +167,7 @@ std::vector<DatagramLoss> exchange_datagram_counts(const std::vector<Lane>& lane
   // its lanes have ended. The timeout bounds the whole exchange, the done included.
   const auto deadline = Clock::now() + limits.timeout;
   std::vector<ControlChannel> channels;
+  channels.reserve(lanes.size());
   for (const auto& lane : lanes) channels.emplace_back(lane, limits, deadline);
   std::vector<std::optional<bw::DatagramCounts>> theirs(lanes.size());
   const auto missing = [&] { return std::find(theirs.begin(), theirs.end(), std::nullopt) != theirs.end(); };

@@ -471,11 +471,11 @@ class RoundsShown {
 
 }  // namespace
 
-void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report, MeshResults& results) {
+void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results) {
   results.ranks = job.size();
-  results.tests = m.tests;
-  results.bw_analysis.threshold = m.bw_threshold;
-  results.time_analysis.threshold = m.time_threshold;
+  results.tests = settings.tests;
+  results.bw_analysis.threshold = settings.bw_threshold;
+  results.time_analysis.threshold = settings.time_threshold;
   for (const auto& text : job.all_gather(nlohmann::json(self).dump())) {
     results.nodes.push_back(nlohmann::json::parse(text).get<Node>());
   }
@@ -485,22 +485,22 @@ void run_mesh(Job& job, const MeshSettings& m, const Node& self, Report& report,
     }
   }
   report.local_address = self.address;
-  const auto rounds = plan(m, job.size());
+  const auto rounds = plan(settings, job.size());
   results.rounds = static_cast<int>(rounds.size());
-  record_unusable(m, results.nodes, rounds, results);
-  RoundsShown shown(job.rank() == 0 ? m.progress : nullptr, rounds);
+  record_unusable(settings, results.nodes, rounds, results);
+  RoundsShown shown(job.rank() == 0 ? settings.progress : nullptr, rounds);
   for (std::size_t number = 0; number < rounds.size(); ++number) {
     spdlog::info("round {} of {}: {} pair(s)", number + 1, rounds.size(), rounds[number].size());
-    run_round(job, m, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
+    run_round(job, settings, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
     results.rounds_completed = static_cast<int>(number) + 1;
-    if (job.rank() == 0) write_progress(m.json_file, report, results);
+    if (job.rank() == 0) write_progress(settings.json_file, report, results);
     shown.round_done(number);
   }
-  for (int pass = 0; pass < m.retests; ++pass) {
+  for (int pass = 0; pass < settings.retests; ++pass) {
     const auto again = needing_retest(results);
     if (again.empty()) break;
     spdlog::info("retest {}: {} pair(s), one at a time", pass + 1, again.size());
-    for (const auto& round : one_per_round(again)) run_round(job, m, results.nodes, round, 0, true, results);
+    for (const auto& round : one_per_round(again)) run_round(job, settings, results.nodes, round, 0, true, results);
   }
   mark_outliers(results);
   results.finished = true;

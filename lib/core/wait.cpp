@@ -40,6 +40,7 @@ namespace {
 
 std::optional<std::size_t> wait_any(const std::vector<int>& fds, Clock::time_point deadline) {
   std::vector<pollfd> polls;
+  polls.reserve(fds.size());
   for (const int fd : fds) {
     polls.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
   }

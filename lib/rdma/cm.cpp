@@ -227,10 +227,10 @@ rdma_conn_param connection_parameters(const ConnectOffer& offer) {
 
 RdmaError event_failure(const rdma_cm_event& event, const char* call, std::string subject, std::string address) {
   if (event.event == RDMA_CM_EVENT_REJECTED) {
-    return RdmaError(call, std::move(subject), ECONNREFUSED, std::move(address));
+    return RdmaError(call, subject, ECONNREFUSED, std::move(address));
   }
   if (event.status != 0) {
-    return RdmaError(call, std::move(subject), event.status < 0 ? -event.status : event.status, std::move(address));
+    return RdmaError(call, subject, event.status < 0 ? -event.status : event.status, std::move(address));
   }
   return RdmaError::without_errno(call, std::move(subject), std::string(rdma_event_str(event.event)) + " with status 0",
                                   std::move(address));

@@ -284,7 +284,7 @@ void ConnectionGroup::create_resources(Connection& connection) {
   connection.end_step();
 }
 
-void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attributes) {
+void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attributes) const {
   rdma_cm_id* id = connection.id_.get();
   const std::string device = ibv_get_device_name(id->verbs->device);
   if (!options_.block_loopback) {
@@ -522,7 +522,7 @@ void ConnectionGroup::start_join(Connection& connection) {
   }
 }
 
-void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& event) {
+void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& event) const {
   connection.end_step();
   if (!is_datagram(options_.port_space)) {
     keep_rnr_naks_short(connection.id_->qp);

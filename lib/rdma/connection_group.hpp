@@ -158,14 +158,14 @@ class ConnectionGroup {
   // After setup: throws the first failure when no connection became ready.
   void require_one_ready() const;
   void start_join(Connection& connection);
-  void on_ready(Connection& connection, const rdma_cm_event& event);
+  void on_ready(Connection& connection, const rdma_cm_event& event) const;
   void create_resources(Connection& connection);
-  void create_qp(Connection& connection, ibv_qp_init_attr& attributes);
+  void create_qp(Connection& connection, ibv_qp_init_attr& attributes) const;
   void post_receives(Connection& connection);
   void post_sends(Connection& connection, std::uint64_t count);
   bool drain_completions();
   void on_completion(const ibv_wc& completion);
-  void answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot);
+  static void answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot);
   void consume_completion_events();
   void set_id_options(Connection& connection, bool active);
   std::unique_ptr<Connection>& add_connection(CmId id);

@@ -52,7 +52,7 @@ const ConnectStep* ConnectAttempt::find(std::string_view name) const {
 
 namespace {
 
-constexpr std::size_t large_transfer = 64 * 1024;
+constexpr std::size_t large_transfer = std::size_t{64} * 1024;
 constexpr int reject_invalid_service_id = 8;
 constexpr int reject_consumer_defined = 28;
 
@@ -662,7 +662,8 @@ struct MtuPair {
   int client_active = 0;
   int server_active = 0;
   bool differ() const {
-    const bool netdevs = client && server && client->mtu > 0 && server->mtu > 0 && client->mtu != server->mtu;
+    const bool netdevs =
+        client != nullptr && server != nullptr && client->mtu > 0 && server->mtu > 0 && client->mtu != server->mtu;
     return netdevs || (client_active > 0 && server_active > 0 && client_active != server_active);
   }
   std::string text() const {
@@ -746,7 +747,8 @@ std::optional<ConnectVerdict> no_rdma_answer(const Facts& f) {
   std::vector<std::string> candidates;
   if (n && n->state == "PERMANENT") candidates.emplace_back("neighbour_wrong");
   const auto client = f.client_port();
-  if (client.port && roce_version(client.port->roce_mode) == "v1") candidates.emplace_back("gid_type_mismatch");
+  if (client.port != nullptr && roce_version(client.port->roce_mode) == "v1")
+    candidates.emplace_back("gid_type_mismatch");
   for (const char* cause : {"firewall_roce", "peer_not_rdma", "peer_port_down", "rp_filter", "gid_type_mismatch"}) {
     if (std::ranges::find(candidates, cause) == candidates.end()) candidates.emplace_back(cause);
   }

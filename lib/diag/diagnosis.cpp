@@ -567,7 +567,7 @@ std::string node_state(const Inventory& inventory, const std::string& path) {
   for (const auto& node : inventory.uverbs_nodes) {
     if (node.path != path) continue;
     state = !node.exists ? " (the node does not exist)"
-            : node.access_errno
+            : node.access_errno != 0
                 ? fmt::format(" ({} is {}: {} for this user)", path, node.mode, errno_name(node.access_errno))
                 : "";
   }
@@ -732,7 +732,9 @@ constexpr BindRule bind_rules[] = {
      provider_missing_for},
     {"unmatched_in_user_space", refused_unseen, unmatched_in_user_space},
     {"device_unopened",
-     [](const BindFacts& f) { return f.stage == Stage::refused && f.serving_user && f.serving_user->open_errno != 0; },
+     [](const BindFacts& f) {
+       return f.stage == Stage::refused && f.serving_user != nullptr && f.serving_user->open_errno != 0;
+     },
      device_unopened},
     {"loopback_without_gid", [](const BindFacts& f) { return f.stage == Stage::refused && f.target.loopback; },
      loopback_without_gid},
@@ -786,7 +788,7 @@ constexpr BindRule bind_rules[] = {
 Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt) {
   const BindFacts facts(target, inventory, attempt);
   // The last rule fits whatever is left, so one always does.
-  const auto rule = std::ranges::find_if(bind_rules, [&facts](const BindRule& r) { return r.applies(facts); });
+  const auto* const rule = std::ranges::find_if(bind_rules, [&facts](const BindRule& r) { return r.applies(facts); });
   Verdict result = rule->make(facts);
   add_warnings(inventory, result);
   return result;

@@ -63,7 +63,7 @@ Check user_space_check(const Inventory& inv) {
   bool all_open = true;
   for (const auto& d : inv.user_devices) {
     names.push_back(fmt::format("{} (index {}, GUID {}{})", d.name, index_text(d.index), d.node_guid,
-                                d.open_errno ? ", cannot open: " + errno_name(d.open_errno) : ""));
+                                d.open_errno != 0 ? ", cannot open: " + errno_name(d.open_errno) : ""));
     all_open = all_open && d.open_errno == 0;
   }
   const bool mismatch = std::ranges::any_of(inv.kernel_devices,
@@ -86,9 +86,10 @@ Check providers_check(const Inventory& inv) {
 Check rdma_cm_check(const Inventory& inv) {
   const auto& node = inv.rdma_cm;
   if (!node.exists) return {"rdma_cm", "fail", node.path + " missing"};
-  return {"rdma_cm", node.access_errno == 0 ? "ok" : "fail",
-          fmt::format("{} {}{}", node.path, node.mode,
-                      node.access_errno ? " not accessible: " + errno_name(node.access_errno) : " read/write for us")};
+  return {
+      "rdma_cm", node.access_errno == 0 ? "ok" : "fail",
+      fmt::format("{} {}{}", node.path, node.mode,
+                  node.access_errno != 0 ? " not accessible: " + errno_name(node.access_errno) : " read/write for us")};
 }
 
 Check uverbs_check(const Inventory& inv) {
@@ -99,7 +100,7 @@ Check uverbs_check(const Inventory& inv) {
   bool bad = false;
   for (const auto& n : inv.uverbs_nodes) {
     nodes.push_back(
-        fmt::format("{} {}{}", n.path, n.mode, n.access_errno ? " (" + errno_name(n.access_errno) + ")" : ""));
+        fmt::format("{} {}{}", n.path, n.mode, n.access_errno != 0 ? " (" + errno_name(n.access_errno) + ")" : ""));
     bad = bad || n.access_errno != 0;
   }
   return {"uverbs", bad ? "fail" : "ok", join(nodes)};
@@ -371,7 +372,7 @@ void render_ports(const Inventory& inv, std::ostringstream& out) {
     for (const auto& port : device.ports) {
       const int mtu = active_mtu(inv, device.name, port.number);
       out << fmt::format("  {} port {}: {} / {}, {}{}{}\n", device.name, port.number, port.state, port.phys_state,
-                         port.link_layer, mtu ? fmt::format(", active MTU {}", mtu) : "",
+                         port.link_layer, mtu != 0 ? fmt::format(", active MTU {}", mtu) : "",
                          port.rate.empty() ? "" : ", " + port.rate);
       for (const auto& gid : port.gids) {
         out << fmt::format("    GID {:<3} {:<28} {:<8} {}\n", gid.index, gid.gid, gid.type, gid.netdev);

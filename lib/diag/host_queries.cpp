@@ -38,9 +38,9 @@ std::string canonical(const std::string& host) {
 }
 
 std::string human_bytes(std::uint64_t bytes) {
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
-  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
-  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  if (bytes >= (1ULL << 30) && bytes % (1ULL << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (1ULL << 20) && bytes % (1ULL << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1ULL << 10) && bytes % (1ULL << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
   return fmt::format("{} bytes", bytes);
 }
 

@@ -15,7 +15,7 @@
 namespace rdmakit::diag {
 
 // A locked-memory limit below this fails send_bw's sweeps up to 8 MiB.
-constexpr std::uint64_t recommended_memlock = 64ull << 20;
+constexpr std::uint64_t recommended_memlock = 64ULL << 20;
 
 std::string strip_scope(const std::string& host);
 

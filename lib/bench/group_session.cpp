@@ -6,8 +6,8 @@
 
 #include "lib/bench/group_report.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
-#include "lib/rdma/sync_endpoint.hpp"
 
 namespace rdmakit {
 

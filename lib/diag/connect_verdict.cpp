@@ -440,6 +440,7 @@ std::string listener_text(const CmListener& l) {
 std::string listeners_text(const std::vector<CmListener>& listeners) {
   if (listeners.empty()) return "server: nothing listens on rdma_cm";
   std::vector<std::string> items;
+  items.reserve(listeners.size());
   for (const auto& listener : listeners) items.push_back(listener_text(listener));
   return "server: rdma_cm listeners: " + join(items);
 }

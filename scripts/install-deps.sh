@@ -30,6 +30,8 @@ packages=(
   valgrind
   # scripts/test.sh --under-load: CPU burners beside the guests
   stress-ng
+  # scripts/bench-idle.sh: an idle server's system calls (strace -c)
+  strace
   # the soft-RoCE VM (scripts/rxe-vm.sh)
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 )

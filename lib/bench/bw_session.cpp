@@ -618,11 +618,37 @@ ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
           .answer = {.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size}};
 }
 
+// A request admit() turned down while a client's queue pairs were being accepted: when it
+// is another client's first connection, it joins `waiting` (true); otherwise it is refused.
+bool queue_another_client(std::unique_ptr<Endpoint>& endpoint, const std::optional<bw::Hello>& first,
+                          WaitingClients& waiting) {
+  bool another_client = false;
+  try {
+    another_client = first && bw::decode_hello(endpoint->peer_private_data()).queue_pair_index == 0;
+  } catch (const ProtocolError&) {
+  }
+  if (another_client) waiting.push_back(std::move(endpoint));
+  return another_client;
+}
+
+// Accepts an admitted request: its lane, with receives posted before the accept so that
+// the first SEND never meets an empty queue, and the answer that tells of its buffer.
+Lane accept_lane(Endpoint& endpoint, const bw::Hello& hello, const BwSettings& s, Report& report) {
+  if (hello.path_mtu != 0) endpoint.set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
+  const auto [lane, buffer_answer] = server_lane(endpoint, hello);
+  post_receives(lane, hello.test == bw::Test::latency ? latency_receives
+                      : hello.datagram                ? std::max(s.depth, datagram_receives)
+                                                      : s.depth);
+  const auto answer = bw::encode(buffer_answer);
+  endpoint.set_private_data({answer.begin(), answer.end()});
+  endpoint.accept(report);
+  return lane;
+}
+
 // One client: accepts `first_request` and the rest of its queue pairs, then receives,
 // reflects or answers until it leaves. False when the first request was refused (nothing
 // ran). Another client's first connection arriving meanwhile joins `waiting`: a bandwidth
 // server measures one test at a time.
-// NOLINTNEXTLINE(readability-function-cognitive-complexity): 26 today, above the cap of 25; to split
 bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request, WaitingClients& waiting,
                      const BwSettings& s, Report& report, BwResults& results) {
   std::vector<std::unique_ptr<Endpoint>> endpoints;
@@ -634,30 +660,13 @@ bool serve_bw_client(Listener& listener, std::unique_ptr<Endpoint> first_request
     try {
       hello = admit(*endpoint, s, first, lanes.size());
     } catch (const ProtocolError& refusal) {
-      bool another_client = false;
-      try {
-        another_client = first && bw::decode_hello(endpoint->peer_private_data()).queue_pair_index == 0;
-      } catch (const ProtocolError&) {
-      }
-      if (another_client) {
-        waiting.push_back(std::move(endpoint));
-        continue;
-      }
+      if (queue_another_client(endpoint, first, waiting)) continue;
       refuse(*endpoint, refusal.what(), results);
       if (first) throw;  // a client's later connection went wrong: the test cannot run
       return false;
     }
     if (!first) first = hello;
-    if (hello.path_mtu != 0) endpoint->set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
-    const auto [lane, buffer_answer] = server_lane(*endpoint, hello);
-    // Receives go up before the accept: the first SEND never meets an empty queue.
-    post_receives(lane, hello.test == bw::Test::latency ? latency_receives
-                        : hello.datagram                ? std::max(s.depth, datagram_receives)
-                                                        : s.depth);
-    const auto answer = bw::encode(buffer_answer);
-    endpoint->set_private_data({answer.begin(), answer.end()});
-    endpoint->accept(report);
-    lanes.push_back(lane);
+    lanes.push_back(accept_lane(*endpoint, hello, s, report));
     endpoints.push_back(std::move(endpoint));
     if (lanes.size() == 1) report.peer_address = endpoints.front()->peer_address();
   }

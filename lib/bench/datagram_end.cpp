@@ -56,14 +56,13 @@ class ControlChannel {
     wr.imm_data = bw::datagram_end_imm();
     address_datagram(to, wr);
     loop::post(lane_.qp, &wr, length);
-    const auto deadline = std::min(Clock::now() + limits_.timeout, deadline_);
+    const auto now = Clock::now();
+    SilenceBound silence(limits_.timeout, now, std::min(now + limits_.timeout, deadline_));
     loop::SpinGuard spin(limits_.stop_fd);
     for (bool sent = false; !sent;) {
       if (poll(sent) || sent || !spin.due()) continue;
-      if (Clock::now() > deadline) {
-        throw RunStopped(StopReason::timed_out,
-                         fmt::format("the datagram counts were not sent within {} ms", limits_.timeout.count()));
-      }
+      silence.check(Clock::now(),
+                    [&] { return fmt::format("the datagram counts were not sent within {} ms", silence.limit_ms()); });
       spin.check_stop("while ending the datagram stream");
     }
   }

@@ -20,6 +20,7 @@
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/core/work_id.hpp"
+#include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
 
 namespace rdmakit::loop {
@@ -73,21 +74,21 @@ class SpinGuard {
   // CQs rather than spinning (empty: it spins), after `spins_before_sleep` empty polls.
   explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt,
                      std::span<const Lane> sleep_on = {}, std::uint32_t spins_before_sleep = 0)
-      : stop_fd_(stop_fd), silence_(silence), spins_before_sleep_(spins_before_sleep) {
-    if (sleep_on.empty()) return;
-    std::vector<ibv_cq*> cqs;
-    for (const auto& lane : sleep_on) cqs.push_back(lane.cq);
-    sleep_.emplace(cqs, stop_fd);
+      : stop_fd_(stop_fd),
+        silence_(silence, last_check_),
+        spins_before_sleep_(spins_before_sleep),
+        waiter_(sleep_on.empty() ? CompletionMode::busy_poll : CompletionMode::events, stop_fd) {
+    for (const auto& lane : sleep_on) waiter_.watch(lane.cq);
   }
   bool due() {
-    if (sleep_) {
+    if (waiter_.sleeps()) {
       if (++idle_spins_ < spins_before_sleep_) return false;
       // Armed, the caller polls once more before the sleep: nothing slips in between.
-      if (!sleep_->armed()) {
-        sleep_->arm();
+      if (!waiter_.armed()) {
+        waiter_.arm();
         return false;
       }
-      sleep_->sleep(checks_apart);
+      waiter_.sleep(Clock::now() + checks_apart);
       idle_spins_ = 0;
     } else if (++spins_ % spins_between_checks != 0) {
       return false;
@@ -101,18 +102,13 @@ class SpinGuard {
     if (++busy_spins_ % busy_spins_between_checks == 0 && checks_apart_passed()) check_stop(where());
   }
   // A flag, not a clock read: the loop calls it on every completion it takes.
-  void saw_progress() { progressed_ = true; }
+  void saw_progress() { silence_.note_progress(); }
   void check_stop(const std::string& where) {
     if (stop_requested(stop_fd_)) {
       throw RunStopped(StopReason::interrupted, "interrupted " + where);
     }
-    if (progressed_) {
-      last_progress_ = last_check_;
-      progressed_ = false;
-    } else if (silence_ && last_check_ - last_progress_ > *silence_) {
-      throw RunStopped(StopReason::timed_out,
-                       fmt::format("nothing from the peer for {} ms {}", silence_->count(), where));
-    }
+    silence_.check(last_check_,
+                   [&] { return fmt::format("nothing from the peer for {} ms {}", silence_.limit_ms(), where); });
   }
 
  private:
@@ -130,15 +126,13 @@ class SpinGuard {
   // work: one clock read per 64 of them is lost in it.
   static constexpr std::uint32_t busy_spins_between_checks = 64;
   int stop_fd_;
-  std::optional<std::chrono::milliseconds> silence_;
+  Clock::time_point last_check_ = Clock::now();
+  SilenceBound silence_;
   std::uint32_t spins_before_sleep_;
-  std::optional<CompletionSleep> sleep_;
+  CqWaiter waiter_;
   std::uint32_t spins_ = 0;
   std::uint32_t idle_spins_ = 0;
   std::uint32_t busy_spins_ = 0;
-  Clock::time_point last_check_ = Clock::now();
-  Clock::time_point last_progress_ = last_check_;
-  bool progressed_ = false;
 };
 
 }  // namespace rdmakit::loop

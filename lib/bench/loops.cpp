@@ -66,13 +66,16 @@ AtomicOperands atomic_operands(ibv_wr_opcode opcode, std::uint64_t count) {
 
 // The lanes an idle loop sleeps on: none unless completion events were asked for.
 std::span<const Lane> sleep_lanes(bool events, const std::vector<Lane>& lanes) {
-  return events ? std::span<const Lane>(lanes) : std::span<const Lane>();
+  return choose_completion_mode(events) == CompletionMode::events ? std::span<const Lane>(lanes)
+                                                                  : std::span<const Lane>();
 }
 
 // The latency loops' lane to sleep on: the write test watches memory for the answer, not
 // the CQ, so it never sleeps.
 std::span<const Lane> ping_sleep_lane(bool events, bw::Operation operation, const Lane& lane) {
-  return events && operation != bw::Operation::write ? std::span<const Lane>(&lane, 1) : std::span<const Lane>();
+  return choose_completion_mode(events, operation == bw::Operation::write) == CompletionMode::events
+             ? std::span<const Lane>(&lane, 1)
+             : std::span<const Lane>();
 }
 
 }  // namespace
@@ -195,6 +198,7 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
                       Clock::now());
   std::array<ibv_wc, poll_batch> wcs{};
   SpinGuard spin(s.limits.stop_fd, std::nullopt, sleep_lanes(s.events, s.lanes), stream_spins_before_sleep);
+  SilenceBound silence(s.limits.timeout);
   std::optional<IntervalRecorder> intervals;
   if (s.interval && s.intervals != nullptr) intervals.emplace(*s.interval, Clock::now());
   std::optional<RatePacer> pacer;
@@ -217,15 +221,16 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
       if (progress) {
         const auto now = Clock::now();
         ledger.progressed(now);
+        silence.progressed(now);
         record_interval(s, intervals, ledger.total(), now, size);
         spin.check_stop_while_busy([size] { return fmt::format("at {} bytes", size); });
       } else if (spin.due()) {
         const auto now = Clock::now();
         ledger.close_if_due(now);
-        if (ledger.silence(now) > s.limits.timeout) {
-          throw RunStopped(StopReason::timed_out, fmt::format("no completion for {} ms at {} bytes ({} messages done)",
-                                                              s.limits.timeout.count(), size, ledger.completed()));
-        }
+        silence.check(now, [&] {
+          return fmt::format("no completion for {} ms at {} bytes ({} messages done)", silence.limit_ms(), size,
+                             ledger.completed());
+        });
         spin.check_stop(fmt::format("at {} bytes", size));
       }
     }
@@ -504,7 +509,7 @@ class PingClient {
   // -c UD: the announcement again every ping_loss_timeout until its echo comes (a datagram
   // may be lost); a late echo of an earlier announcement, or answer, is passed over.
   void announce_datagram_size() {
-    const auto deadline = Clock::now() + s_.limits.timeout;
+    SilenceBound silence(s_.limits.timeout);
     for (;;) {
       post_size(lane_, size_, &lane_.peer);
       const auto echoed = [&](const ibv_wc& wc) {
@@ -512,10 +517,9 @@ class PingClient {
                ntohl(wc.imm_data) == size_;
       };
       if (await(echoed, "answer to the size announcement", ping_loss_timeout)) return;
-      if (Clock::now() > deadline) {
-        throw RunStopped(StopReason::timed_out, fmt::format("no answer to the {}-byte announcement for {} ms", size_,
-                                                            s_.limits.timeout.count()));
-      }
+      silence.check(Clock::now(), [&] {
+        return fmt::format("no answer to the {}-byte announcement for {} ms", size_, silence.limit_ms());
+      });
     }
   }
 
@@ -543,7 +547,7 @@ class PingClient {
   template <class Done>
   std::optional<std::uint64_t> await(Done done, const char* awaiting,
                                      std::optional<std::chrono::milliseconds> give_up_after = std::nullopt) {
-    std::optional<Clock::time_point> waiting_since;
+    std::optional<SilenceBound> loss;  // give_up_after, from the first idle check
     for (;;) {
       const int got = poll_lane(lane_, wcs_);
       if (got > 0) {
@@ -556,10 +560,10 @@ class PingClient {
         const auto seen = ticks_now();
         settle(got);
         if (arrived) {
-          progressed_ = true;
+          silence_.note_progress();
           return seen;
         }
-      } else if (spin_.due() && gives_up(waiting_since, give_up_after, awaiting)) {
+      } else if (spin_.due() && gives_up(loss, give_up_after, awaiting)) {
         return std::nullopt;
       }
     }
@@ -567,18 +571,13 @@ class PingClient {
 
   // await()'s idle check: true once `give_up_after` has passed since the first one; throws
   // on the run's timeout and on the stop signal.
-  bool gives_up(std::optional<Clock::time_point>& waiting_since, std::optional<std::chrono::milliseconds> give_up_after,
+  bool gives_up(std::optional<SilenceBound>& loss, std::optional<std::chrono::milliseconds> give_up_after,
                 const char* awaiting) {
     const auto now = Clock::now();
-    if (!waiting_since) waiting_since = now;
-    if (give_up_after && now - *waiting_since > *give_up_after) return true;
-    if (progressed_) {
-      last_progress_ = now;
-      progressed_ = false;
-    } else if (now - last_progress_ > s_.limits.timeout) {
-      throw RunStopped(StopReason::timed_out,
-                       fmt::format("no {} for {} ms at {} bytes", awaiting, s_.limits.timeout.count(), size_));
-    }
+    if (!loss) loss.emplace(give_up_after, now);
+    if (loss->passed(now)) return true;
+    silence_.check(now,
+                   [&] { return fmt::format("no {} for {} ms at {} bytes", awaiting, silence_.limit_ms(), size_); });
     spin_.check_stop(where_);
     return false;
   }
@@ -613,7 +612,7 @@ class PingClient {
     const auto started =
         poster_.post_from(lane_.local_address, lane_.lkey, size_, lane_.remote_address, lane_.rkey, false);
     const auto& answer = last_byte(lane_.receive_address, size_);
-    watch_started_.reset();
+    watch_.reset();
     while (answer != tag_) {
       if (spin_.due()) watch_write();
     }
@@ -644,11 +643,9 @@ class PingClient {
   void watch_write() {
     reap();
     const auto now = Clock::now();
-    if (!watch_started_) watch_started_ = now;
-    if (now - *watch_started_ > s_.limits.timeout) {
-      throw RunStopped(StopReason::timed_out,
-                       fmt::format("no answering write for {} ms at {} bytes", s_.limits.timeout.count(), size_));
-    }
+    if (!watch_) watch_.emplace(s_.limits.timeout, now);
+    watch_->check(now,
+                  [&] { return fmt::format("no answering write for {} ms at {} bytes", watch_->limit_ms(), size_); });
     spin_.check_stop(where_);
   }
 
@@ -659,10 +656,9 @@ class PingClient {
   SpinGuard spin_;
   std::string where_;
   std::array<ibv_wc, poll_batch> wcs_{};
-  Clock::time_point last_progress_ = Clock::now();
-  bool progressed_ = false;                         // an arrival since the last idle check
-  std::optional<Clock::time_point> watch_started_;  // write: the first idle check of this exchange
-  std::uint8_t tag_ = 0;                            // write: the last byte of the latest message
+  SilenceBound silence_{s_.limits.timeout};  // arrivals (noted, dated at the idle checks)
+  std::optional<SilenceBound> watch_;        // write: from the first idle check of this exchange
+  std::uint8_t tag_ = 0;                     // write: the last byte of the latest message
   std::uint32_t generation_;
   std::uint64_t pings_sent_ = 0;  // -c UD
   std::uint64_t unanswered_ = 0;
@@ -825,7 +821,7 @@ void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters&
                            .rkey = lane.rkey},
                wr, sge);
     post(lane.qp, &wr, bw::atomic_size);
-    const auto deadline = Clock::now() + limits.timeout;
+    SilenceBound silence(limits.timeout);
     SpinGuard spin(limits.stop_fd);
     for (bool read = false; !read;) {
       const int got = poll_lane(lane, wcs);
@@ -835,10 +831,9 @@ void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters&
         read = read || wc.opcode == IBV_WC_RDMA_READ;
       }
       if (read || !spin.due()) continue;
-      if (Clock::now() > deadline) {
-        throw RunStopped(StopReason::timed_out,
-                         fmt::format("no answer to the read of the atomic counter for {} ms", limits.timeout.count()));
-      }
+      silence.check(Clock::now(), [&] {
+        return fmt::format("no answer to the read of the atomic counter for {} ms", silence.limit_ms());
+      });
       spin.check_stop("while reading the atomic counters back");
     }
     if (landed != counters.done[l]) {

@@ -220,7 +220,6 @@ class StreamLedger {
       return p.completed == p.target && (!bidirectional_ || p.received >= p.target);
     });
   }
-  std::chrono::nanoseconds silence(Clock::time_point now) const { return now - last_completion_; }
   // Messages done, both directions counted.
   std::uint64_t total() const { return total_; }
   // Requests completed on all lanes (the sender's direction only).

@@ -106,6 +106,10 @@ std::size_t await_readable(std::initializer_list<int> fds, int stop_fd, Clock::t
   return await_readable(std::vector<int>(fds), stop_fd, deadline, awaiting);
 }
 
+void SilenceBound::throw_timed_out(const std::string& message) {
+  throw RunStopped(StopReason::timed_out, message);
+}
+
 void set_nonblocking(int fd, const char* what) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {

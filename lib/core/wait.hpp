@@ -35,6 +35,53 @@ struct RunLimits {
   std::chrono::milliseconds timeout{5000};
 };
 
+// How long a peer may stay silent (no completion, no CM event, no answer) before it counts
+// as gone: the one bound every loop, endpoint and connection group keeps. Progress moves the
+// deadline to `limit` after it; without a limit the bound never passes (a server's sink
+// that ends with the connection instead). The first deadline may differ from the limit (a
+// server that waits for its first message longer, or forever).
+class SilenceBound {
+ public:
+  explicit SilenceBound(std::optional<std::chrono::milliseconds> limit, Clock::time_point start = Clock::now())
+      : limit_(limit), deadline_(limit ? start + *limit : Clock::time_point::max()) {}
+  SilenceBound(std::optional<std::chrono::milliseconds> limit, Clock::time_point start,
+               Clock::time_point first_deadline)
+      : SilenceBound(limit, start) {
+    deadline_ = first_deadline;
+  }
+
+  // Progress at `now`: the peer has `limit` again from here.
+  void progressed(Clock::time_point now) {
+    noted_ = false;
+    if (limit_) deadline_ = now + *limit_;
+  }
+  // Progress without a clock read (a loop's hot path); passed() dates it at its own `now`.
+  void note_progress() noexcept { noted_ = true; }
+  // True once the peer has been silent past the deadline at `now`.
+  bool passed(Clock::time_point now) {
+    if (noted_) progressed(now);
+    return now > deadline_;
+  }
+  // Throws RunStopped(timed_out, message()) once passed(now).
+  template <class Message>
+  void check(Clock::time_point now, const Message& message) {
+    if (passed(now)) throw_timed_out(message());
+  }
+  // When the silence ends the wait (max without a limit), for a sleep to wake at; progress
+  // noted but not yet dated by passed() is not in it.
+  Clock::time_point deadline() const noexcept { return deadline_; }
+  std::optional<std::chrono::milliseconds> limit() const noexcept { return limit_; }
+  // The limit in whole milliseconds, as the messages say it (0 without one).
+  long long limit_ms() const noexcept { return limit_ ? limit_->count() : 0; }
+
+ private:
+  [[noreturn]] static void throw_timed_out(const std::string& message);
+
+  std::optional<std::chrono::milliseconds> limit_;
+  Clock::time_point deadline_;
+  bool noted_ = false;
+};
+
 // Index (in `fds`) of the first readable descriptor, or nullopt when `deadline` passed.
 std::optional<std::size_t> wait_readable(std::initializer_list<int> fds, Clock::time_point deadline);
 

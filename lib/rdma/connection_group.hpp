@@ -26,6 +26,7 @@
 #include "lib/core/wait.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
 
 namespace rdmakit {
@@ -58,6 +59,7 @@ class Connection {
   std::uint64_t sends_completed() const noexcept { return sends_completed_; }
   std::uint64_t received() const noexcept { return received_; }
   std::uint64_t receives_expected() const noexcept { return receives_expected_; }
+  std::uint64_t sends_expected() const noexcept { return sends_expected_; }
   std::optional<Clock::time_point> ready_at() const noexcept { return ready_at_; }
   const std::vector<StepSpan>& steps() const noexcept { return steps_; }
   // Why this connection ended early, if it did; the rest of the group went on without it.
@@ -166,17 +168,22 @@ class ConnectionGroup {
   bool drain_completions();
   void on_completion(const ibv_wc& completion);
   static void answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot);
-  void consume_completion_events();
+  // exchange()'s parts: whether every connection in `active` got its target (throwing when
+  // one lost its peer first), and the timeout that says how many fell short.
+  bool exchanged(const std::vector<Connection*>& active, const std::vector<std::uint64_t>& targets);
+  [[noreturn]] static void throw_short(const RunStopped& stopped, const std::vector<Connection*>& active,
+                                       const std::vector<std::uint64_t>& targets);
   void set_id_options(Connection& connection, bool active);
   std::unique_ptr<Connection>& add_connection(CmId id);
   std::size_t receive_slot_bytes() const;
-  std::vector<int> wait_fds() const;
 
   GroupOptions options_;
   // Declaration order is teardown order reversed: connections, then channels.
   std::unique_ptr<EventChannel> channel_;
   CmId listen_id_;
   std::unique_ptr<CompletionChannel> completion_channel_;
+  // pump()'s sleep: every connection's CQ, the CM event channel and the stop signal at once.
+  CqWaiter waiter_{CompletionMode::events, options_.limits.stop_fd};
   ibv_context* context_ = nullptr;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<CmId> rejected_;

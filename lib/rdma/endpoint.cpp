@@ -114,9 +114,12 @@ void Endpoint::create_resources() {
   }
   pd_ = std::make_unique<ProtectionDomain>(verbs);
   completion_channel_ = std::make_unique<CompletionChannel>(verbs);
-  set_nonblocking(completion_channel_->fd(), "completion channel");
   cq_ = std::make_unique<CompletionQueue>(verbs, static_cast<int>(options_.send_depth + options_.recv_depth),
                                           *completion_channel_);
+  ibv_cq* const cq = cq_->get();
+  const int cm_fd = channel_->fd();
+  waiter_ = std::make_unique<CqWaiter>(CompletionMode::events, std::span(&cq, 1), std::span(&cm_fd, 1),
+                                       options_.limits.stop_fd);
   ibv_qp_init_attr attributes{};
   attributes.send_cq = cq_->get();
   attributes.recv_cq = cq_->get();
@@ -343,54 +346,48 @@ void Endpoint::post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, st
                          .rkey = rkey});
 }
 
-// NOLINTNEXTLINE(readability-function-cognitive-complexity): 30 today, above the cap of 25; to split
+std::optional<ibv_wc> Endpoint::poll_completion() {
+  ibv_wc wc{};
+  const int polled = ibv_poll_cq(cq_->get(), 1, &wc);
+  if (polled < 0) {
+    throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", polled));
+  }
+  if (polled == 0) return std::nullopt;
+  if (wc.status == IBV_WC_SUCCESS) {
+    wc.wr_id = WorkId::decode(wc.wr_id).sequence;
+    return wc;
+  }
+  if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+    throw RunStopped(StopReason::peer_disconnected,
+                     "connection to " + peer_address() + " closed (work requests flushed)");
+  }
+  throw completion_error(wc, completion_message(wc));
+}
+
+void Endpoint::apply_cm_events() {
+  while (auto event = poll_cm_event(*channel_)) {
+    const auto transition = apply(*event);
+    if (transition.action == CmAction::stop_traffic || transition.action == CmAction::fail) {
+      throw RunStopped(StopReason::peer_disconnected, peer_address() + ": " + transition.reason);
+    }
+  }
+}
+
 ibv_wc Endpoint::next_completion() {
-  const auto until = deadline();
+  const SilenceBound silence(options_.limits.timeout);
   for (;;) {
-    ibv_wc wc{};
-    const int polled = ibv_poll_cq(cq_->get(), 1, &wc);
-    if (polled < 0) {
-      throw RdmaError::without_errno("ibv_poll_cq", "", fmt::format("returned {}", polled));
-    }
-    if (polled == 1) {
-      if (wc.status == IBV_WC_SUCCESS) {
-        wc.wr_id = WorkId::decode(wc.wr_id).sequence;
-        return wc;
-      }
-      if (wc.status == IBV_WC_WR_FLUSH_ERR) {
-        throw RunStopped(StopReason::peer_disconnected,
-                         "connection to " + peer_address() + " closed (work requests flushed)");
-      }
-      throw completion_error(wc, completion_message(wc));
-    }
-    if (!cq_armed_) {
-      // Arm, then poll once more: a completion that arrived in between raises no event.
-      check_returned(ibv_req_notify_cq(cq_->get(), 0), "ibv_req_notify_cq", "");
-      cq_armed_ = true;
+    if (auto wc = poll_completion()) return *wc;
+    if (!waiter_->armed()) {
+      waiter_->arm();  // then poll once more: a completion that arrived in between raises no event
       continue;
     }
-    const auto ready = wait_readable({completion_channel_->fd(), channel_->fd(), options_.limits.stop_fd}, until);
-    if (!ready) {
-      throw RunStopped(StopReason::timed_out,
-                       fmt::format("no completion from {} within {:.1f} s", peer_address(),
-                                   static_cast<double>(options_.limits.timeout.count()) / 1000.0));
-    }
-    if (*ready == 0) {
-      ibv_cq* cq = nullptr;
-      void* context = nullptr;
-      if (ibv_get_cq_event(completion_channel_->get(), &cq, &context) == 0) {
-        ibv_ack_cq_events(cq, 1);
-        cq_armed_ = false;
-      }
-    } else if (*ready == 1) {
-      while (auto event = poll_cm_event(*channel_)) {
-        const auto transition = apply(*event);
-        if (transition.action == CmAction::stop_traffic || transition.action == CmAction::fail) {
-          throw RunStopped(StopReason::peer_disconnected, peer_address() + ": " + transition.reason);
-        }
-      }
-    } else {
-      throw RunStopped(StopReason::interrupted, "interrupted");
+    switch (waiter_->sleep(silence.deadline())) {
+      case Woken::completion: break;
+      case Woken::cm_event: apply_cm_events(); break;
+      case Woken::stopped: throw RunStopped(StopReason::interrupted, "interrupted");
+      case Woken::timed_out:
+        throw RunStopped(StopReason::timed_out, fmt::format("no completion from {} within {:.1f} s", peer_address(),
+                                                            static_cast<double>(silence.limit_ms()) / 1000.0));
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
 
 namespace rdmakit {
@@ -139,6 +140,10 @@ class Endpoint {
   void take_reply(const rdma_cm_event& event);
   // Applies one CM event; returns the transition taken.
   CmTransition apply(const rdma_cm_event& event);
+  // next_completion()'s parts: one completion if the CQ holds one (an error one throws),
+  // and the queued CM events (throwing RunStopped when the peer has gone).
+  std::optional<ibv_wc> poll_completion();
+  void apply_cm_events();
   rdma_conn_param connection_parameters() const;
   void set_ack_timeout();
   ibv_qp* qp() const;
@@ -158,8 +163,8 @@ class Endpoint {
   std::unique_ptr<AddressHandle> peer_ah_;  // datagram, active side
   std::uint32_t peer_qp_num_ = 0;
   std::uint32_t peer_qkey_ = 0;
-  bool cq_armed_ = false;
-  bool disconnect_sent_ = false;  // our DREQ or DREP went out: rdma_disconnect once only
+  std::unique_ptr<CqWaiter> waiter_;  // next_completion()'s sleep: the CQ, the CM channel, the stop signal
+  bool disconnect_sent_ = false;      // our DREQ or DREP went out: rdma_disconnect once only
   std::vector<std::uint8_t> peer_private_data_;
   std::uint32_t max_inline_data_ = 0;
 };

@@ -3,13 +3,16 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
 
 namespace rdmakit {
@@ -136,8 +139,6 @@ void SyncEndpoint::disconnect(const Bounds& bounds) noexcept {
 
 namespace {
 
-using CompletionCall = int (*)(rdma_cm_id*, ibv_wc*);
-
 // A DISCONNECTED event while waiting for a completion means the peer has gone: say so now
 // instead of waiting for the transport's retries to run out.
 void check_peer_left(rdma_cm_id* id, CmState& state, const Bounds& bounds) {
@@ -151,16 +152,32 @@ void check_peer_left(rdma_cm_id* id, CmState& state, const Bounds& bounds) {
   }
 }
 
-ibv_wc next_completion(rdma_cm_id* id, CmState& state, CompletionCall call, const char* name, int fd,
-                       const Bounds& bounds) {
+// Sleeps on `waiter` within `bounds`; a CM event is looked at for the peer leaving.
+void sleep_on(CqWaiter& waiter, rdma_cm_id* id, CmState& state, const Bounds& bounds) {
+  switch (waiter.sleep(bounds.deadline)) {
+    case Woken::completion: break;
+    case Woken::cm_event: check_peer_left(id, state, bounds); break;
+    case Woken::stopped: throw RunStopped(StopReason::interrupted, "interrupted while waiting for " + bounds.awaiting);
+    case Woken::timed_out: throw RunStopped(StopReason::timed_out, "timed out waiting for " + bounds.awaiting);
+  }
+}
+
+// What rdma_get_send_comp and rdma_get_recv_comp do (`name`), with the sleep bounded and
+// watching the CM channel and the stop signal too.
+ibv_wc next_completion(rdma_cm_id* id, CmState& state, ibv_cq* cq, const char* name, const Bounds& bounds) {
+  std::optional<CqWaiter> waiter;  // made on the first empty poll only: most calls find their completion
   ibv_wc wc{};
   for (;;) {
-    const int n = call(id, &wc);
+    const int n = ibv_poll_cq(cq, 1, &wc);
     if (n > 0) break;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError(name, "", errno);
-    if (rdmakit::await_readable({fd, id->channel->fd}, bounds.stop_fd, bounds.deadline, bounds.awaiting) == 1) {
-      check_peer_left(id, state, bounds);
+    if (n < 0) throw RdmaError::without_errno(name, "", fmt::format("ibv_poll_cq returned {}", n));
+    if (!waiter)
+      waiter.emplace(CompletionMode::events, std::span(&cq, 1), std::span(&id->channel->fd, 1), bounds.stop_fd);
+    if (!waiter->armed()) {
+      waiter->arm();  // then poll once more: a completion that arrived in between raises no event
+      continue;
     }
+    sleep_on(*waiter, id, state, bounds);
   }
   if (wc.status != IBV_WC_SUCCESS) {
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {
@@ -174,11 +191,11 @@ ibv_wc next_completion(rdma_cm_id* id, CmState& state, CompletionCall call, cons
 }  // namespace
 
 ibv_wc SyncEndpoint::send_completion(const Bounds& bounds) {
-  return next_completion(id_, state_, rdma_get_send_comp, "rdma_get_send_comp", id_->send_cq_channel->fd, bounds);
+  return next_completion(id_, state_, id_->send_cq, "rdma_get_send_comp", bounds);
 }
 
 ibv_wc SyncEndpoint::recv_completion(const Bounds& bounds) {
-  return next_completion(id_, state_, rdma_get_recv_comp, "rdma_get_recv_comp", id_->recv_cq_channel->fd, bounds);
+  return next_completion(id_, state_, id_->recv_cq, "rdma_get_recv_comp", bounds);
 }
 
 std::uint32_t SyncEndpoint::max_inline_data() const {

@@ -54,49 +54,6 @@ CompletionQueue::~CompletionQueue() {
   log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_));
 }
 
-CompletionSleep::CompletionSleep(std::span<ibv_cq* const> cqs, int stop_fd) {
-  for (ibv_cq* cq : cqs) {
-    if (cq->channel == nullptr) throw std::logic_error("completion events need a CQ with a completion channel");
-    cqs_.push_back(Watched{.cq = cq});
-    if (std::find(channels_.begin(), channels_.end(), cq->channel) == channels_.end()) {
-      channels_.push_back(cq->channel);
-      pollfds_.push_back(pollfd{.fd = cq->channel->fd, .events = POLLIN, .revents = 0});
-    }
-  }
-  if (stop_fd >= 0) pollfds_.push_back(pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0});
-}
-
-bool CompletionSleep::armed() const noexcept {
-  return std::all_of(cqs_.begin(), cqs_.end(), [](const Watched& w) { return w.armed; });
-}
-
-void CompletionSleep::arm() {
-  for (auto& watched : cqs_) {
-    if (watched.armed) continue;
-    check_returned(ibv_req_notify_cq(watched.cq, 0), "ibv_req_notify_cq", "");
-    watched.armed = true;
-  }
-}
-
-void CompletionSleep::sleep(std::chrono::milliseconds bound) {
-  const int ready = poll(pollfds_.data(), pollfds_.size(), static_cast<int>(bound.count()));
-  if (ready < 0 && errno != EINTR) throw RdmaError("poll", "completion channels", errno);
-  if (ready <= 0) return;
-  for (std::size_t i = 0; i < channels_.size(); ++i) {
-    if ((pollfds_[i].revents & POLLIN) == 0) continue;
-    ibv_cq* cq = nullptr;
-    void* context = nullptr;
-    // Non-blocking: EAGAIN once the channel's events are all taken.
-    while (ibv_get_cq_event(channels_[i], &cq, &context) == 0) {
-      ibv_ack_cq_events(cq, 1);
-      for (auto& watched : cqs_) {
-        if (watched.cq == cq) watched.armed = false;
-      }
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK) throw RdmaError("ibv_get_cq_event", "", errno);
-  }
-}
-
 QueuePair::QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes) : qp_(ibv_create_qp(pd, &attributes)) {
   check_pointer(qp_, "ibv_create_qp", "");
 }

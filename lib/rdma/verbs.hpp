@@ -56,30 +56,6 @@ class CompletionQueue {
   ibv_cq* cq_;
 };
 
-// Completion events (send_bw -e): an idle loop sleeps on its CQs' completion channels
-// instead of spinning. Each CQ must have been made with a non-blocking channel.
-class CompletionSleep {
- public:
-  // `cqs`: the CQs the loop polls; `stop_fd` (or -1) also ends a sleep (Ctrl-C).
-  CompletionSleep(std::span<ibv_cq* const> cqs, int stop_fd);
-  // True once every CQ is armed: arm() first, then poll them all once more before sleep(),
-  // since a completion that arrives between the last poll and the arming raises no event.
-  bool armed() const noexcept;
-  void arm();
-  // Sleeps until a CQ's event, the stop signal or `bound` passes; takes (and acknowledges)
-  // the events, leaving those CQs to be armed again.
-  void sleep(std::chrono::milliseconds bound);
-
- private:
-  struct Watched {
-    ibv_cq* cq;
-    bool armed = false;
-  };
-  std::vector<Watched> cqs_;
-  std::vector<ibv_comp_channel*> channels_;  // each once, in the order of pollfds_
-  std::vector<pollfd> pollfds_;              // the channels, then the stop signal
-};
-
 // A QP made with ibv_create_qp (rping -q); QPs made by rdma_create_qp belong to their cm_id.
 class QueuePair {
  public:

@@ -135,13 +135,6 @@ TEST(StreamLedger, NumbersGoOnPast2To32) {
   EXPECT_EQ(ledger.total(), 0x100000009u);
 }
 
-TEST(StreamLedger, SilenceCountsFromTheLastCompletion) {
-  StreamLedger ledger(1, Budget{.iterations = 10, .duration = std::nullopt}, SignalSchedule(8), false, t0);
-  EXPECT_EQ(ledger.silence(t0 + milliseconds(3)), milliseconds(3));
-  ledger.progressed(t0 + milliseconds(5));
-  EXPECT_EQ(ledger.silence(t0 + milliseconds(7)), milliseconds(2));
-}
-
 TEST(StreamLedger, RowCountsNoMoreThanTheTarget) {
   StreamLedger ledger(1, Budget{.iterations = 0, .duration = milliseconds(1)}, SignalSchedule(4), false, t0);
   ledger.posted(0, 6);

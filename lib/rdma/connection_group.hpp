@@ -170,7 +170,7 @@ class ConnectionGroup {
   static void answer_first_datagram(Connection& connection, const ibv_wc& completion, const std::byte* slot);
   // exchange()'s parts: whether every connection in `active` got its target (throwing when
   // one lost its peer first), and the timeout that says how many fell short.
-  bool exchanged(const std::vector<Connection*>& active, const std::vector<std::uint64_t>& targets);
+  static bool exchanged(const std::vector<Connection*>& active, const std::vector<std::uint64_t>& targets);
   [[noreturn]] static void throw_short(const RunStopped& stopped, const std::vector<Connection*>& active,
                                        const std::vector<std::uint64_t>& targets);
   void set_id_options(Connection& connection, bool active);

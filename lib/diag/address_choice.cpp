@@ -66,7 +66,7 @@ AddressChoice of_netdev(const Inventory& inventory, const std::string& name) {
 AddressChoice choose_address(const Inventory& inventory, const std::string& netdev, const std::string& device) {
   if (!netdev.empty()) return of_netdev(inventory, netdev);
   if (!device.empty()) {
-    const auto* named = kernel_device(inventory, device);
+    const auto* named = device_named(inventory, device);
     if (named == nullptr) return {.address = {}, .how = {}, .problem = fmt::format("no RDMA device named {}", device)};
     if (auto choice = first_active_port(inventory, *named)) return *choice;
     return {

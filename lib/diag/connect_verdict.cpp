@@ -39,6 +39,7 @@
 #include "lib/core/report.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/host_queries.hpp"
+#include "lib/diag/rule_table.hpp"
 
 namespace rdmakit::diag {
 
@@ -68,34 +69,16 @@ std::string upper(std::string text) {
   return text;
 }
 
-struct PortRef {
-  const ViewDevice* device = nullptr;
-  const ViewPort* port = nullptr;
-};
+using ViewPortRef = PortRef<ViewDevice>;
 
 // The port holding a GID for the address, else the first port of a device on its netdev.
-PortRef port_serving(const HostView& view, const std::string& address, const std::string& netdev) {
-  const auto gid = address.empty() ? std::string() : gid_for_address(address);
-  for (const auto& device : view.devices) {
-    for (const auto& port : device.ports) {
-      if (std::ranges::any_of(port.gids, [&gid](const GidEntry& entry) { return !gid.empty() && entry.gid == gid; })) {
-        return {&device, &port};
-      }
-    }
-  }
+// One port, not ports_serving's list: the address's own GID wins over the netdev, and a
+// device on the netdev counts even when none of its GIDs names it (or it has no port).
+ViewPortRef port_serving(const HostView& view, const std::string& address, const std::string& netdev) {
+  if (const auto holding = ports_serving(view, address, ""); !holding.empty()) return holding.front();
   const auto* device = rdma_device_on(view, netdev);
   if (device == nullptr || device->ports.empty()) return {device, nullptr};
   return {device, &device->ports.front()};
-}
-
-PortRef port_named(const HostView& view, const std::string& device_name, int number) {
-  for (const auto& device : view.devices) {
-    if (device.name != device_name) continue;
-    for (const auto& port : device.ports) {
-      if (port.number == number) return {&device, &port};
-    }
-  }
-  return {};
 }
 
 // An RDMA netdev with an address: what the client could bind or route through instead.
@@ -161,16 +144,16 @@ struct Facts {
 
   // The netdev that owns the target on the server, from the agent's view.
   const ViewNetdev* peer_owner() const { return peer ? netdev_with_address(peer->view, attempt.target) : nullptr; }
-  PortRef peer_port() const {
+  ViewPortRef peer_port() const {
     const auto* owner = peer_owner();
-    return peer ? port_serving(peer->view, attempt.target, owner ? owner->name : "") : PortRef{};
+    return peer ? port_serving(peer->view, attempt.target, owner ? owner->name : "") : ViewPortRef{};
   }
   std::string client_netdev() const {
     if (!attempt.source_netdev.empty()) return attempt.source_netdev;
     const auto* owner = netdev_with_address(local, attempt.source_address);
     return owner ? owner->name : "";
   }
-  PortRef client_port() const {
+  ViewPortRef client_port() const {
     const auto named = port_named(local, attempt.device, attempt.device_port);
     return named.port ? named : port_serving(local, attempt.source_address, client_netdev());
   }
@@ -232,23 +215,23 @@ ConnectVerdict found(std::string cause, std::string summary, std::vector<std::st
   return v;
 }
 
-using Rule = std::optional<ConnectVerdict> (*)(const Facts&);
-
 // ---- The host first: what diag-bind says about this host, where it stops RDMA here ----
 
 // diag-bind's causes that are this host's alone: no connection can work until they are fixed,
 // whatever the route or the server. netdev_without_rdma counts only for the host's own
 // address (for a remote one, the route is source_not_rdma's, told with the agent's view).
-std::optional<ConnectVerdict> host_cause(const Facts& f) {
+bool host_stops_rdma(const Facts& f) {
   const auto& host = f.c.host;
-  if (!host || host->exit_code != ExitCode::cause_found) return std::nullopt;
+  if (!host || host->exit_code != ExitCode::cause_found) return false;
   static constexpr std::array<std::string_view, 8> host_causes = {
       "no_rdma_device",  "provider_missing",   "uverbs_unavailable", "userspace_mismatch",
       "rdma_cm_missing", "rdma_cm_permission", "loopback_address",   "netdev_without_rdma"};
-  if (std::ranges::find(host_causes, host->cause) == host_causes.end()) return std::nullopt;
-  if (host->cause == "netdev_without_rdma" && netdev_with_address(f.local, f.attempt.target) == nullptr) {
-    return std::nullopt;
-  }
+  if (std::ranges::find(host_causes, host->cause) == host_causes.end()) return false;
+  return host->cause != "netdev_without_rdma" || netdev_with_address(f.local, f.attempt.target) != nullptr;
+}
+
+ConnectVerdict host_cause(const Facts& f) {
+  const auto& host = f.c.host;
   std::vector<std::string> evidence;
   for (const auto& detail : host->details) evidence.push_back("client: " + detail);
   evidence.push_back("client: diag-bind's verdict on this host: " + host->cause);
@@ -257,11 +240,12 @@ std::optional<ConnectVerdict> host_cause(const Facts& f) {
 
 // ---- The rules, in the order they are tried ----
 
-std::optional<ConnectVerdict> works(const Facts& f) {
-  if ((f.route != nullptr && !ok(f.route)) || !ok(f.resolve_addr) || !ok(f.resolve_route) || !ok(f.connect) ||
-      data_failed(f.attempt)) {
-    return std::nullopt;
-  }
+bool worked(const Facts& f) {
+  return (f.route == nullptr || ok(f.route)) && ok(f.resolve_addr) && ok(f.resolve_route) && ok(f.connect) &&
+         !data_failed(f.attempt);
+}
+
+ConnectVerdict works(const Facts& f) {
   const auto& a = f.attempt;
   ConnectVerdict v;
   v.cause = "ok";
@@ -280,47 +264,75 @@ std::optional<ConnectVerdict> works(const Facts& f) {
   return v;
 }
 
-std::optional<ConnectVerdict> source_not_rdma(const Facts& f) {
-  const auto& a = f.attempt;
-  std::string source = a.source_netdev;
-  if (source.empty() && f.local.route && f.local.route->errnum == 0) source = f.local.route->netdev;
-  const bool routed_off_rdma = !source.empty() && rdma_device_on(f.local, source) == nullptr;
-  const bool refused =
+// The netdev the client sends from, and what says it has no RDMA device.
+struct ClientSource {
+  std::string netdev;            // "" when neither the attempt nor the route names it
+  bool routed_off_rdma = false;  // that netdev has no RDMA device
+  bool refused = false;          // resolve_addr said ENODEV or EADDRNOTAVAIL
+};
+
+ClientSource client_source(const Facts& f) {
+  ClientSource source{.netdev = f.attempt.source_netdev, .routed_off_rdma = false, .refused = false};
+  if (source.netdev.empty() && f.local.route && f.local.route->errnum == 0) source.netdev = f.local.route->netdev;
+  source.routed_off_rdma = !source.netdev.empty() && rdma_device_on(f.local, source.netdev) == nullptr;
+  source.refused =
       ended_badly(f.resolve_addr) && (f.resolve_addr->errnum == ENODEV || f.resolve_addr->errnum == EADDRNOTAVAIL);
-  if (!routed_off_rdma && !refused) return std::nullopt;
+  return source;
+}
+
+// The server holds the target on a netdev without RDMA too: no route on the client helps
+// (the server's RDMA device has no GID for that address); another of its addresses does.
+bool server_holds_target_off_rdma(const Facts& f) {
+  return f.peer_owner() != nullptr && f.peer_port().device == nullptr;
+}
+
+bool sends_off_rdma(const Facts& f) {
+  const auto source = client_source(f);
+  if (!source.routed_off_rdma && !source.refused) return false;
+  // A server with no RDMA address at all is peer_not_rdma's.
+  return !server_holds_target_off_rdma(f) || rdma_address_not_held_by(f.peer->view, f.local).first != nullptr;
+}
+
+ConnectVerdict neither_side_rdma(const Facts& f, const std::string& source, std::vector<std::string> evidence) {
+  const auto& a = f.attempt;
+  const auto* owner = f.peer_owner();
+  const auto instead = rdma_address_not_held_by(f.peer->view, f.local);
+  evidence.push_back(fmt::format("server: {} is on {}, which has no RDMA device; {} on {} has one", a.target,
+                                 owner->name, instead.second, instead.first->name));
+  return found(
+      "source_not_rdma",
+      fmt::format("neither side has an RDMA device on the way to {}: the client sends through {}, the "
+                  "server holds it on {}",
+                  a.target, source.empty() ? std::string("a netdev") : source, owner->name),
+      std::move(evidence), "", "client",
+      fmt::format("connect to the server's address on an RDMA netdev: {} ({})", instead.second, instead.first->name));
+}
+
+ConnectVerdict no_rdma_netdev_on_client(const Facts& f, const std::string& source, std::vector<std::string> evidence) {
+  const bool soft_roce_fits = !source.empty() && source != "lo";
+  return found("source_not_rdma",
+               fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device",
+                           f.attempt.target, source.empty() ? std::string("a netdev") : source),
+               std::move(evidence), soft_roce_fits ? rxe_link_command(source) : "", "client",
+               soft_roce_fits ? "that makes a soft-RoCE device on " + source +
+                                    "; with a RoCE NIC, reach the server through its netdev instead"
+                              : "reach the server through a netdev with an RDMA device");
+}
+
+ConnectVerdict source_not_rdma(const Facts& f) {
+  const auto& a = f.attempt;
+  const auto client = client_source(f);
+  const auto& source = client.netdev;
   std::vector<std::string> evidence;
-  if (routed_off_rdma) {
+  if (client.routed_off_rdma) {
     evidence.push_back(fmt::format("client: the route to {} leaves by {}{}, which has no RDMA device", a.target, source,
                                    f.local.route ? " (source " + f.local.route->source + ")" : ""));
   }
-  if (refused) evidence.push_back("client: " + step_text(*f.resolve_addr));
-  // The server holds the target on a netdev without RDMA too: no route on the client helps
-  // (the server's RDMA device has no GID for that address); another of its addresses does.
-  if (const auto* owner = f.peer_owner(); owner != nullptr && f.peer_port().device == nullptr) {
-    const auto instead = rdma_address_not_held_by(f.peer->view, f.local);
-    if (instead.first == nullptr) return std::nullopt;  // peer_not_rdma: the server has no RDMA address at all
-    evidence.push_back(fmt::format("server: {} is on {}, which has no RDMA device; {} on {} has one", a.target,
-                                   owner->name, instead.second, instead.first->name));
-    return found(
-        "source_not_rdma",
-        fmt::format("neither side has an RDMA device on the way to {}: the client sends through {}, the "
-                    "server holds it on {}",
-                    a.target, source.empty() ? std::string("a netdev") : source, owner->name),
-        std::move(evidence), "", "client",
-        fmt::format("connect to the server's address on an RDMA netdev: {} ({})", instead.second, instead.first->name));
-  }
+  if (client.refused) evidence.push_back("client: " + step_text(*f.resolve_addr));
+  if (server_holds_target_off_rdma(f)) return neither_side_rdma(f, source, std::move(evidence));
   const auto [rdma_netdev, address] = rdma_address(f.local);
+  if (rdma_netdev == nullptr) return no_rdma_netdev_on_client(f, source, std::move(evidence));
   const auto through = source.empty() ? std::string("a netdev") : source;
-  if (rdma_netdev == nullptr) {
-    const bool soft_roce_fits = !source.empty() && source != "lo";
-    return found("source_not_rdma",
-                 fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device",
-                             a.target, through),
-                 std::move(evidence), soft_roce_fits ? rxe_link_command(source) : "", "client",
-                 soft_roce_fits ? "that makes a soft-RoCE device on " + source +
-                                      "; with a RoCE NIC, reach the server through its netdev instead"
-                                : "reach the server through a netdev with an RDMA device");
-  }
   const auto* device = rdma_device_on(f.local, rdma_netdev->name);
   evidence.push_back(fmt::format("client: {} is on {}, served by {}", address, rdma_netdev->name, device->name));
   // A route cannot send the host's own address elsewhere: only another address helps.
@@ -344,7 +356,8 @@ bool unreachable_errno(int errnum) {
   return errnum == ENETUNREACH || errnum == EHOSTUNREACH;
 }
 
-std::optional<ConnectVerdict> no_route(const Facts& f) {
+// What says the client has no route to the target; none when nothing does.
+std::vector<std::string> unreachable_evidence(const Facts& f) {
   std::vector<std::string> evidence;
   if (f.local.route && unreachable_errno(f.local.route->errnum)) {
     evidence.push_back(
@@ -354,7 +367,15 @@ std::optional<ConnectVerdict> no_route(const Facts& f) {
   if (ended_badly(f.resolve_addr) && f.resolve_addr->errnum == ENETUNREACH) {
     evidence.push_back("client: " + step_text(*f.resolve_addr));
   }
-  if (evidence.empty()) return std::nullopt;
+  return evidence;
+}
+
+bool unreachable(const Facts& f) {
+  return !unreachable_evidence(f).empty();
+}
+
+ConnectVerdict no_route(const Facts& f) {
+  auto evidence = unreachable_evidence(f);
   const auto& target = f.attempt.target;
   const auto [rdma_netdev, address] = rdma_address(f.local);
   if (rdma_netdev == nullptr) {
@@ -378,14 +399,19 @@ std::string neighbour_text(const Neighbour& n) {
                      n.lladdr.empty() ? ", no link-layer address" : " lladdr " + n.lladdr);
 }
 
-std::optional<ConnectVerdict> neighbour_unresolved(const Facts& f) {
+bool resolution_unanswered(const Facts& f) {
   const auto* step = f.resolve_addr;
-  if (!ended_badly(step)) return std::nullopt;
+  if (!ended_badly(step)) return false;
   const bool unanswered_resolution = step->status == "timeout" || step->errnum == ETIMEDOUT ||
                                      step->errnum == EHOSTUNREACH || step->event == "RDMA_CM_EVENT_ADDR_ERROR";
   const auto& n = f.local.neighbour;
   const bool unresolved = !n || n->state == "INCOMPLETE" || n->state == "FAILED" || n->state == "none";
-  if (!unanswered_resolution || !unresolved) return std::nullopt;
+  return unanswered_resolution && unresolved;
+}
+
+ConnectVerdict neighbour_unresolved(const Facts& f) {
+  const auto* step = f.resolve_addr;
+  const auto& n = f.local.neighbour;
   const auto& target = f.attempt.target;
   std::string netdev = n ? n->netdev : "";
   if (netdev.empty() && f.local.route) netdev = f.local.route->netdev;
@@ -402,13 +428,20 @@ std::optional<ConnectVerdict> neighbour_unresolved(const Facts& f) {
                                  netdev, netdev, address));
 }
 
-std::optional<ConnectVerdict> neighbour_wrong(const Facts& f) {
+// Without the agent the static entry alone is suspect; with it, only when the server's MAC differs.
+bool static_neighbour_wrong(const Facts& f) {
   const auto& n = f.local.neighbour;
-  if (!n || n->state != "PERMANENT" || !unanswered(f.connect)) return std::nullopt;
+  if (!n || n->state != "PERMANENT" || !unanswered(f.connect)) return false;
+  if (f.peer == nullptr) return true;
+  const auto* owner = netdev_with_address(f.peer->view, n->address);
+  return owner != nullptr && !owner->mac.empty() && lower(owner->mac) != lower(n->lladdr);
+}
+
+ConnectVerdict neighbour_wrong(const Facts& f) {
+  const auto& n = f.local.neighbour;
   std::vector<std::string> evidence{"client: static " + neighbour_text(*n), "client: " + step_text(*f.connect)};
   if (f.peer != nullptr) {
     const auto* owner = netdev_with_address(f.peer->view, n->address);
-    if (owner == nullptr || owner->mac.empty() || lower(owner->mac) == lower(n->lladdr)) return std::nullopt;
     evidence.push_back(fmt::format("server: {} owns {} with MAC {}", owner->name, n->address, owner->mac));
   } else {
     evidence.push_back(agent_text(f.c.agent));
@@ -445,13 +478,24 @@ std::string listeners_text(const std::vector<CmListener>& listeners) {
   return "server: rdma_cm listeners: " + join(items);
 }
 
-std::optional<ConnectVerdict> wrong_port_space(const Facts& f) {
-  if (!no_service(f.attempt) || f.peer == nullptr) return std::nullopt;
+// The server's listener on the port in another port space, when none listens in the client's.
+std::optional<CmListener> listener_in_other_space(const Facts& f) {
   const auto listeners = peer_listeners(*f.peer);
   const auto& a = f.attempt;
   const auto same = std::ranges::any_of(listeners, [&a](const CmListener& l) { return serves(l, a, true); });
   const auto other = std::ranges::find_if(listeners, [&a](const CmListener& l) { return serves(l, a, false); });
   if (same || other == listeners.end()) return std::nullopt;
+  return *other;
+}
+
+bool other_port_space(const Facts& f) {
+  return no_service(f.attempt) && f.peer != nullptr && listener_in_other_space(f).has_value();
+}
+
+ConnectVerdict wrong_port_space(const Facts& f) {
+  const auto listeners = peer_listeners(*f.peer);
+  const auto other = listener_in_other_space(f);
+  const auto& a = f.attempt;
   return found(
       "wrong_port_space",
       fmt::format("the server listens on port {} in port space {}, the client asked in {}", a.port, other->port_space,
@@ -464,15 +508,20 @@ std::optional<ConnectVerdict> wrong_port_space(const Facts& f) {
           other->port_space, upper(other->port_space), a.target, a.port, other->port_space));
 }
 
-std::optional<ConnectVerdict> no_listener(const Facts& f) {
-  if (!no_service(f.attempt)) return std::nullopt;
+// Without the agent the REJ alone says so; with it, only when no listener of the server fits.
+bool nothing_listens(const Facts& f) {
+  if (!no_service(f.attempt)) return false;
+  if (f.peer == nullptr) return true;
+  const auto& a = f.attempt;
+  return std::ranges::none_of(peer_listeners(*f.peer), [&a](const CmListener& l) { return serves(l, a, true); });
+}
+
+ConnectVerdict no_listener(const Facts& f) {
   const auto& a = f.attempt;
   std::vector<std::string> evidence{"client: " + rejection_text(*a.rejection) +
                                     fmt::format(" for {}:{}/{}", a.target, a.port, a.port_space)};
   if (f.peer != nullptr) {
-    const auto listeners = peer_listeners(*f.peer);
-    if (std::ranges::any_of(listeners, [&a](const CmListener& l) { return serves(l, a, true); })) return std::nullopt;
-    evidence.push_back(listeners_text(listeners));
+    evidence.push_back(listeners_text(peer_listeners(*f.peer)));
   } else {
     evidence.push_back(agent_text(f.c.agent) + "; a REJ came back, so the host and the RDMA path work");
   }
@@ -483,9 +532,13 @@ std::optional<ConnectVerdict> no_listener(const Facts& f) {
                            a.target, a.port));
 }
 
-std::optional<ConnectVerdict> rejected_by_application(const Facts& f) {
+bool consumer_rejected(const Facts& f) {
   const auto& r = f.attempt.rejection;
-  if (!r || (!r->consumer && r->reason != reject_consumer_defined)) return std::nullopt;
+  return r && (r->consumer || r->reason == reject_consumer_defined);
+}
+
+ConnectVerdict rejected_by_application(const Facts& f) {
+  const auto& r = f.attempt.rejection;
   std::vector<std::string> evidence{"client: " + rejection_text(*r)};
   evidence.push_back(r->private_data.empty() ? "server: the application sent no private data"
                                              : "server: the application said: \"" + r->private_data + "\"");
@@ -495,9 +548,8 @@ std::optional<ConnectVerdict> rejected_by_application(const Facts& f) {
                std::move(evidence), "", "server", "the server application refused it: its log says why");
 }
 
-std::optional<ConnectVerdict> peer_not_rdma(const Facts& f) {
+ConnectVerdict peer_not_rdma(const Facts& f) {
   const auto* owner = f.peer_owner();
-  if (owner == nullptr || f.peer_port().device != nullptr) return std::nullopt;
   std::vector<std::string> devices;
   for (const auto& device : f.peer->view.devices) {
     devices.push_back(device.netdev.empty() ? device.name : device.name + " on " + device.netdev);
@@ -512,9 +564,17 @@ std::optional<ConnectVerdict> peer_not_rdma(const Facts& f) {
                    "; with a RoCE NIC there, connect to the address on its netdev instead");
 }
 
-std::optional<ConnectVerdict> peer_port_down(const Facts& f) {
+bool inactive(const ViewPortRef& ref) {
+  return ref.port != nullptr && ref.port->state.find("ACTIVE") == std::string::npos;
+}
+
+bool peer_down(const Facts& f) {
   const auto* owner = f.peer_owner();
-  if (owner == nullptr) return std::nullopt;
+  return owner != nullptr && (is_down(*owner) || inactive(f.peer_port()));
+}
+
+ConnectVerdict peer_port_down(const Facts& f) {
+  const auto* owner = f.peer_owner();
   if (is_down(*owner)) {
     return found("peer_port_down", fmt::format("the server's {} (holding {}) is down", owner->name, f.attempt.target),
                  {fmt::format("server: {}: {}, operstate {}", owner->name, owner->up ? "up" : "not up (IFF_UP off)",
@@ -522,7 +582,6 @@ std::optional<ConnectVerdict> peer_port_down(const Facts& f) {
                  fmt::format("ip link set {} up", owner->name), "server");
   }
   const auto ref = f.peer_port();
-  if (ref.port == nullptr || ref.port->state.find("ACTIVE") != std::string::npos) return std::nullopt;
   return found(
       "peer_port_down",
       fmt::format("the server's {} port {} (serving {}) is {}: check {}'s carrier", ref.device->name, ref.port->number,
@@ -560,13 +619,15 @@ std::optional<Block> blocking(const Firewall& firewall) {
   return std::nullopt;
 }
 
-std::optional<ConnectVerdict> firewall_roce(const Facts& f) {
-  if (!unanswered(f.connect) && !data_failed(f.attempt)) return std::nullopt;
+bool firewall_blocks(const Facts& f) {
+  if (!unanswered(f.connect) && !data_failed(f.attempt)) return false;
+  return (f.peer != nullptr && blocking(f.peer->view.firewall)) || blocking(f.local.firewall);
+}
+
+ConnectVerdict firewall_roce(const Facts& f) {
   const auto peer_block = f.peer != nullptr ? blocking(f.peer->view.firewall) : std::nullopt;
-  const auto local_block = blocking(f.local.firewall);
-  if (!peer_block && !local_block) return std::nullopt;
   const bool on_server = peer_block.has_value();
-  const auto& block = on_server ? *peer_block : *local_block;
+  const auto block = on_server ? *peer_block : *blocking(f.local.firewall);
   std::vector<std::string> evidence{std::string(on_server ? "server: " : "client: ") + block.evidence};
   if (f.connect != nullptr) evidence.push_back("client: " + step_text(*f.connect));
   return found("firewall_roce",
@@ -580,12 +641,40 @@ std::string rp_filter_fix(const std::string& netdev) {
 
 // Packets for `arrival` come in on it; strict reverse-path filtering drops them when the route
 // back to their source leaves by another netdev.
-std::optional<ConnectVerdict> strict_reverse_path(const HostView& view, const ViewNetdev* arrival,
-                                                  const std::string& side, const std::string& arrival_address) {
+bool strict_reverse_path(const HostView& view, const ViewNetdev* arrival) {
   if (arrival == nullptr || !view.route || view.route->netdev.empty() || view.route->netdev == arrival->name) {
-    return std::nullopt;
+    return false;
   }
-  if (std::max(view.rp_filter_all, arrival->rp_filter) != 1) return std::nullopt;
+  return std::max(view.rp_filter_all, arrival->rp_filter) == 1;
+}
+
+// The side whose filter drops the packets: the server's first, as its agent saw it.
+struct ReversePath {
+  const HostView* view;
+  const ViewNetdev* arrival;
+  std::string side;
+  std::string arrival_address;
+};
+
+std::optional<ReversePath> dropping_reverse_path(const Facts& f) {
+  if (f.peer != nullptr && strict_reverse_path(f.peer->view, f.peer_owner())) {
+    return ReversePath{&f.peer->view, f.peer_owner(), "server", f.attempt.target};
+  }
+  const auto* arrival = netdev_named(f.local, f.client_netdev());
+  if (strict_reverse_path(f.local, arrival)) return ReversePath{&f.local, arrival, "client", f.attempt.source_address};
+  return std::nullopt;
+}
+
+bool reverse_path_filtered(const Facts& f) {
+  return dropping_reverse_path(f).has_value();
+}
+
+ConnectVerdict rp_filter(const Facts& f) {
+  const auto path = *dropping_reverse_path(f);
+  const auto& view = *path.view;
+  const auto* arrival = path.arrival;
+  const auto& side = path.side;
+  const auto& arrival_address = path.arrival_address;
   return found(
       "rp_filter",
       fmt::format("the {}'s strict rp_filter drops what arrives on {}: the route back to {} leaves by {}", side,
@@ -596,17 +685,9 @@ std::optional<ConnectVerdict> strict_reverse_path(const HostView& view, const Vi
       rp_filter_fix(arrival->name), side);
 }
 
-std::optional<ConnectVerdict> rp_filter(const Facts& f) {
-  if (f.peer != nullptr) {
-    if (auto v = strict_reverse_path(f.peer->view, f.peer_owner(), "server", f.attempt.target)) return v;
-  }
-  const auto* arrival = netdev_named(f.local, f.client_netdev());
-  return strict_reverse_path(f.local, arrival, "client", f.attempt.source_address);
-}
-
 struct RoceModes {
-  PortRef client;
-  PortRef server;
+  ViewPortRef client;
+  ViewPortRef server;
   std::string client_mode;  // the port's default, else the GID type the attempt used
   std::string server_mode;
 };
@@ -634,9 +715,12 @@ std::string roce_mode_difference(const RoceModes& m) {
                      m.server.port->number, m.server_mode);
 }
 
-std::optional<ConnectVerdict> gid_type_mismatch(const Facts& f) {
+bool roce_modes_differ(const Facts& f) {
+  return differing_roce_modes(f).has_value();
+}
+
+ConnectVerdict gid_type_mismatch(const Facts& f) {
   const auto modes = differing_roce_modes(f);
-  if (!modes) return std::nullopt;
   // The kernel's default is RoCE v2: the side that left it is the one to set back.
   const bool client_differs = roce_version(modes->client_mode) != "v2";
   const auto& a = f.attempt;
@@ -714,8 +798,15 @@ std::string data_pattern(const ConnectAttempt& a) {
                      died->detail.empty() ? "" : " (" + died->detail + ")");
 }
 
-std::optional<ConnectVerdict> mtu_mismatch(const Facts& f) {
-  if (!large_transfers_die(f.attempt)) return std::nullopt;
+// Without the agent the pattern alone says so; with it, only when both MTUs are known and differ.
+bool mtu_differs(const Facts& f) {
+  if (!large_transfers_die(f.attempt)) return false;
+  if (f.peer == nullptr) return true;
+  const auto pair = mtus(f);
+  return pair.differ() && pair.client != nullptr && pair.server != nullptr;
+}
+
+ConnectVerdict mtu_mismatch(const Facts& f) {
   std::vector<std::string> evidence{data_pattern(f.attempt)};
   if (f.peer == nullptr) {
     return found("mtu_mismatch", "large transfers die while small ones pass; the server's MTU is unknown (no agent)",
@@ -723,7 +814,6 @@ std::optional<ConnectVerdict> mtu_mismatch(const Facts& f) {
                  "run diag-connect --serve on the server and connect to it, so that the two MTUs can be compared");
   }
   const auto pair = mtus(f);
-  if (!pair.differ() || pair.client == nullptr || pair.server == nullptr) return std::nullopt;
   evidence.push_back(
       fmt::format("client: {} MTU {}, active MTU {}", pair.client->name, pair.client->mtu, pair.client_active));
   evidence.push_back(
@@ -739,10 +829,11 @@ std::optional<ConnectVerdict> mtu_mismatch(const Facts& f) {
                client_lower ? "client" : "server");
 }
 
-std::optional<ConnectVerdict> no_rdma_answer(const Facts& f) {
-  if (f.peer != nullptr || !ok(f.resolve_addr) || !ok(f.resolve_route) || !unanswered(f.connect)) {
-    return std::nullopt;
-  }
+bool cm_silent_without_agent(const Facts& f) {
+  return f.peer == nullptr && ok(f.resolve_addr) && ok(f.resolve_route) && unanswered(f.connect);
+}
+
+ConnectVerdict no_rdma_answer(const Facts& f) {
   const auto& a = f.attempt;
   const auto& n = f.local.neighbour;
   std::vector<std::string> candidates;
@@ -809,33 +900,36 @@ void add_warnings(const Facts& f, ConnectVerdict& v) {
   }
 }
 
+// ---- The table: the rules in the order they are tried ----
+
+using ConnectRule = Rule<Facts, ConnectVerdict>;
+
+constexpr ConnectRule connect_rules[] = {
+    {"ok", worked, works},
+    {"host_cause", host_stops_rdma, host_cause},
+    {"source_not_rdma", sends_off_rdma, source_not_rdma},
+    {"no_route", unreachable, no_route},
+    {"neighbour_unresolved", resolution_unanswered, neighbour_unresolved},
+    {"neighbour_wrong", static_neighbour_wrong, neighbour_wrong},
+    {"wrong_port_space", other_port_space, wrong_port_space},
+    {"no_listener", nothing_listens, no_listener},
+    {"rejected_by_application", consumer_rejected, rejected_by_application},
+    {"peer_not_rdma", server_holds_target_off_rdma, peer_not_rdma},
+    {"peer_port_down", peer_down, peer_port_down},
+    {"firewall_roce", firewall_blocks, firewall_roce},
+    {"rp_filter", reverse_path_filtered, rp_filter},
+    {"gid_type_mismatch", roce_modes_differ, gid_type_mismatch},
+    {"mtu_mismatch", mtu_differs, mtu_mismatch},
+    {"no_rdma_answer", cm_silent_without_agent, no_rdma_answer},
+    {"unknown", [](const Facts&) { return true; }, unexplained},
+};
+
 }  // namespace
 
 ConnectVerdict diagnose_connect(const ConnectCase& connect_case) {
-  static constexpr Rule rules[] = {works,
-                                   host_cause,
-                                   source_not_rdma,
-                                   no_route,
-                                   neighbour_unresolved,
-                                   neighbour_wrong,
-                                   wrong_port_space,
-                                   no_listener,
-                                   rejected_by_application,
-                                   peer_not_rdma,
-                                   peer_port_down,
-                                   firewall_roce,
-                                   rp_filter,
-                                   gid_type_mismatch,
-                                   mtu_mismatch,
-                                   no_rdma_answer};
   const Facts facts(connect_case);
-  ConnectVerdict verdict = unexplained(facts);
-  for (const auto rule : rules) {
-    if (auto named = rule(facts)) {
-      verdict = std::move(*named);
-      break;
-    }
-  }
+  // The last rule fits whatever is left, so one always does.
+  ConnectVerdict verdict = first_match(connect_rules, facts)->make(facts);
   add_warnings(facts, verdict);
   return verdict;
 }

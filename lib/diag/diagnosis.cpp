@@ -38,6 +38,7 @@
 #include "lib/core/error.hpp"
 #include "lib/core/report.hpp"
 #include "lib/diag/host_queries.hpp"
+#include "lib/diag/rule_table.hpp"
 
 namespace rdmakit::diag {
 
@@ -217,14 +218,14 @@ struct BindFacts {
   const Step* registration;
   const Netdev* egress;  // the netdev the kernel routes from (route_source), when known
   // The device and port the cm_id was attached to, when the kernel has them.
-  const KernelDevice* device;
-  const KernelPort* port;
+  const KernelDevice* device = nullptr;
+  const KernelPort* port = nullptr;
   Stage stage = Stage::not_recorded;
   // Stage::refused: the call that said ENODEV, the netdev the address is on or leaves by,
   // the ports that serve either, and libibverbs' view of the first one's device.
   const Step* refusal = nullptr;
   const Netdev* refused_on = nullptr;
-  std::vector<PortRef> serving;
+  std::vector<PortRef<KernelDevice>> serving;
   const UserDevice* serving_user = nullptr;
 
   BindFacts(const Target& t, const Inventory& i, const Attempt& a)
@@ -237,9 +238,10 @@ struct BindFacts {
         resolve(a.find("rdma_resolve_addr")),
         route(a.find("rdma_resolve_route")),
         registration(a.find("ibv_reg_mr")),
-        egress(a.route_source.empty() ? nullptr : netdev_owning(i, a.route_source)),
-        device(kernel_device(i, a.device)),
-        port(device ? kernel_port(*device, a.port) : nullptr) {
+        egress(a.route_source.empty() ? nullptr : netdev_owning(i, a.route_source)) {
+    const auto attached = port_named(i, a.device, a.port);
+    device = attached.device;
+    port = attached.port;
     stage = stage_of();
     if (stage == Stage::refused) {
       serving = ports_serving(inventory, target.host, refused_on ? refused_on->name : std::string());
@@ -682,12 +684,7 @@ void add_warnings(const Inventory& inventory, Verdict& v) {
 
 // ---- The rules, in the order they are tried ----
 
-// A rule: its name, when it applies, and the verdict it gives (with its fix) when it does.
-struct BindRule {
-  std::string_view name;
-  bool (*applies)(const BindFacts&);
-  Verdict (*make)(const BindFacts&);
-};
+using BindRule = Rule<BindFacts, Verdict>;
 
 constexpr BindRule bind_rules[] = {
     {"not_recorded", [](const BindFacts& f) { return f.stage == Stage::not_recorded; },
@@ -788,8 +785,7 @@ constexpr BindRule bind_rules[] = {
 Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt) {
   const BindFacts facts(target, inventory, attempt);
   // The last rule fits whatever is left, so one always does.
-  const auto* const rule = std::ranges::find_if(bind_rules, [&facts](const BindRule& r) { return r.applies(facts); });
-  Verdict result = rule->make(facts);
+  Verdict result = first_match(bind_rules, facts)->make(facts);
   add_warnings(inventory, result);
   return result;
 }

@@ -25,7 +25,7 @@ std::string without_prefix(const std::string& address) {
 
 // Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
 std::string canonical(const std::string& host) {
-  auto bare = strip_scope(host);
+  const auto bare = strip_scope(host);
   std::array<unsigned char, 16> bytes{};
   char text[INET6_ADDRSTRLEN] = {};
   if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
@@ -87,20 +87,6 @@ const UserDevice* user_view_of(const Inventory& inventory, const KernelDevice& d
   return nullptr;
 }
 
-const KernelDevice* kernel_device(const Inventory& inventory, const std::string& name) {
-  for (const auto& device : inventory.kernel_devices) {
-    if (device.name == name) return &device;
-  }
-  return nullptr;
-}
-
-const KernelPort* kernel_port(const KernelDevice& device, int number) {
-  for (const auto& port : device.ports) {
-    if (port.number == number) return &port;
-  }
-  return nullptr;
-}
-
 int active_mtu(const Inventory& inventory, const std::string& device, int port) {
   for (const auto& user : inventory.user_devices) {
     if (user.name != device) continue;
@@ -108,22 +94,6 @@ int active_mtu(const Inventory& inventory, const std::string& device, int port) 
     if (it != user.ports.end()) return it->active_mtu;
   }
   return 0;
-}
-
-std::vector<PortRef> ports_serving(const Inventory& inventory, const std::string& host, const std::string& netdev) {
-  std::vector<PortRef> found;
-  const auto gid = host.empty() ? std::string() : gid_for_address(host);
-  for (const auto& device : inventory.kernel_devices) {
-    for (const auto& port : device.ports) {
-      const bool has_gid = std::any_of(port.gids.begin(), port.gids.end(), [&](const GidEntry& entry) {
-        return (!gid.empty() && entry.gid == gid) || (!netdev.empty() && entry.netdev == netdev);
-      });
-      if (has_gid || (!netdev.empty() && device.parent_netdev == netdev)) {
-        found.push_back({&device, &port});
-      }
-    }
-  }
-  return found;
 }
 
 // Addresses on netdevs that have an RDMA device: what the user could bind instead.
@@ -227,7 +197,7 @@ std::string gid_text(std::string_view sysfs_gid) {
 }
 
 std::string gid_for_address(const std::string& numeric_host) {
-  auto host = canonical(numeric_host);
+  const auto host = canonical(numeric_host);
   std::array<unsigned char, 4> v4{};
   if (inet_pton(AF_INET, host.c_str(), v4.data()) == 1) {
     return "::ffff:" + host;

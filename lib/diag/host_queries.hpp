@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <ranges>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/diag/connect_diagnosis.hpp"
@@ -37,10 +39,6 @@ std::string provider_for(const std::string& driver);
 bool has_provider(const Inventory& inventory, const KernelDevice& device);
 
 const UserDevice* user_view_of(const Inventory& inventory, const KernelDevice& device);
-
-const KernelDevice* kernel_device(const Inventory& inventory, const std::string& name);
-
-const KernelPort* kernel_port(const KernelDevice& device, int number);
 
 // ---- Lookups both host models answer the same way: diag-bind's Inventory and diag-connect's
 // HostView. Written once over either: a netdev has `name` and `addresses`, a device `ports`
@@ -119,18 +117,55 @@ std::vector<std::string> rdma_netdevs(const Host& host) {
   return names;
 }
 
+// A device and one of its ports, in either model; port is null when the device has none that fits.
+template <typename Device>
+struct PortRef {
+  const Device* device = nullptr;
+  const std::ranges::range_value_t<decltype(Device::ports)>* port = nullptr;
+};
+
+template <typename Host>
+using DeviceOf = std::ranges::range_value_t<decltype(devices_of(std::declval<const Host&>()))>;
+
+template <typename Host>
+const DeviceOf<Host>* device_named(const Host& host, const std::string& name) {
+  const auto& devices = devices_of(host);
+  const auto it = std::ranges::find_if(devices, [&name](const auto& device) { return device.name == name; });
+  return it == devices.end() ? nullptr : &*it;
+}
+
+// The device named so, and its port of that number when it has one.
+template <typename Host>
+PortRef<DeviceOf<Host>> port_named(const Host& host, const std::string& device_name, int number) {
+  const auto* device = device_named(host, device_name);
+  if (device == nullptr) return {};
+  const auto it = std::ranges::find_if(device->ports, [number](const auto& port) { return port.number == number; });
+  return {device, it == device->ports.end() ? nullptr : &*it};
+}
+
+// The ports holding a GID for the address or a GID on the netdev, and every port of a device
+// made on the netdev; in the devices' order. Either may be "".
+template <typename Host>
+std::vector<PortRef<DeviceOf<Host>>> ports_serving(const Host& host, const std::string& address,
+                                                   const std::string& netdev) {
+  std::vector<PortRef<DeviceOf<Host>>> found;
+  const auto gid = address.empty() ? std::string() : gid_for_address(address);
+  const auto serves = [&gid, &netdev](const GidEntry& entry) {
+    return (!gid.empty() && entry.gid == gid) || (!netdev.empty() && entry.netdev == netdev);
+  };
+  for (const auto& device : devices_of(host)) {
+    const bool made_on = !netdev.empty() && device_netdev(device) == netdev;
+    for (const auto& port : device.ports) {
+      if (made_on || std::ranges::any_of(port.gids, serves)) found.push_back({&device, &port});
+    }
+  }
+  return found;
+}
+
 // The active MTU libibverbs reports for a device's port, 0 when it does not.
 int active_mtu(const Inventory& inventory, const std::string& device, int port);
 
 // ---- diag-bind's model only ----
-
-struct PortRef {
-  const KernelDevice* device;
-  const KernelPort* port;
-};
-
-// Devices (and ports) holding a GID for the address, or created on its netdev.
-std::vector<PortRef> ports_serving(const Inventory& inventory, const std::string& host, const std::string& netdev);
 
 // Addresses on netdevs that have an RDMA device: what the user could bind instead.
 std::vector<std::string> rdma_addresses(const Inventory& inventory);

@@ -20,6 +20,9 @@ namespace {
 
 constexpr std::int64_t roce_v2_port = 4791;
 
+// A ViewDevice names one netdev, so a RoCE NIC (no parent netdev) takes its GIDs' first.
+// Not device_netdev(), which stays the parent alone: ports_serving and rdma_device_on match
+// the GIDs' netdevs themselves, port by port.
 std::string netdev_of(const KernelDevice& device) {
   if (!device.parent_netdev.empty()) return device.parent_netdev;
   for (const auto& port : device.ports) {

@@ -18,50 +18,89 @@
 
 namespace rdmakit {
 
-// The server flags (-P, --accept-timeout) come from ServerOptions.
-struct BwOptions : ServerOptions {
-  std::string server;  // empty: run as the server
-  std::string bind;
-  std::uint16_t port = 18515;
-  std::string device;
-  bw::Operation operation = bw::Operation::send;
-  bw::Test test = bw::Test::bandwidth;
-  bool latency_flag = false;
-  std::uint32_t size = 65536;  // 0: the port's active MTU (-c UD without -s, as perftest)
+// The flags of one measurement as send_bw declares them (its --help order): --op, --atomic,
+// -s, -a, -n, -D, --warmup, -t and -I. rdma_mesh takes the subset it measures with (no
+// atomics, no sweep) in its own words. Each tool says what the flags mean to it; the names,
+// the checks and the defaults (BwSettings', and `MeasureFlags`') are written once.
+struct MeasureWords {
+  const char* operation = nullptr;
+  const char* atomic = nullptr;  // --atomic; nullptr: --op offers no atomics either
+  const char* size = nullptr;
+  const char* sweep = nullptr;  // -a; nullptr: one size
+  const char* iterations = nullptr;
+  const char* duration = nullptr;
+  const char* warmup = nullptr;
+  const char* depth = nullptr;
+  const char* inline_names = "-I,--inline";
+  const char* inline_size = nullptr;
+};
+
+// What of the group is not a BwSettings field as typed: the size and sweep (its `sizes`,
+// bw_sizes) and the duration in seconds (its budget), with whether each flag was given.
+struct MeasureFlags {
+  std::uint32_t size = 65536;  // 0: the port's active MTU (send_bw -c UD without -s, as perftest)
   bool sweep = false;
-  std::uint64_t iterations = 1000;
   double duration_s = 0;
-  std::uint64_t warmup = 100;
-  std::uint32_t depth = 128;
-  std::uint32_t inline_size = 64;
-  std::uint16_t queue_pairs = 1;
-  bool bidirectional = false;
+  CLI::Option* size_option = nullptr;
+  CLI::Option* atomic_option = nullptr;
+  CLI::Option* iterations_option = nullptr;
+  CLI::Option* duration_option = nullptr;
+
+  static bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+  bool size_given() const { return given(size_option); }
+  bool atomic_given() const { return given(atomic_option); }
+  bool iterations_given() const { return given(iterations_option); }
+  bool duration_given() const { return given(duration_option); }
+  // -D's seconds as the budget's duration; none without -D.
+  std::optional<std::chrono::nanoseconds> duration() const;
+};
+
+// Adds the group to `app`, bound to `settings` (operation, atomic, budget's iterations,
+// warmup, depth, inline size) and to `flags`.
+void add_measure_options(CLI::App& app, BwSettings& settings, MeasureFlags& flags, const MeasureWords& words);
+
+// -n and -D both given: a UsageError (send_bw's and rdma_mesh's).
+void check_count_or_duration(bool duration_given, bool iterations_given);
+
+// send_bw's command line. Flags that are a setting as typed bind to `settings` (whose
+// defaults are theirs); the rest are kept here as typed and make the settings in
+// bw_settings(). The server flags (-P, --accept-timeout) come from ServerOptions.
+struct BwOptions : ServerOptions {
+  BwSettings settings;
+  MeasureFlags measure;
+  bool latency_flag = false;
   std::string connection = "RC";  // -c: RC or UD
-  std::optional<std::uint32_t> gid_index;
   std::uint32_t mtu = 0;
-  std::uint32_t max_size = 64u << 20;  // server: largest buffer a client may ask for
   bool gbits = false;
   // Wider than the byte each is, so that the report's arguments show numbers, not characters.
   std::optional<unsigned> traffic_class;
   std::optional<unsigned> ack_timeout;
-  unsigned retry_count = 7;
-  bool counters = false;
-  bool histogram = false;
-  bool cpu_util = false;
-  bool events = false;
-  bool use_hugepages = false;
-  std::optional<int> pin_core;
-  AtomicKind atomic = AtomicKind::fetch_add;
+  unsigned retry_count = default_retry_count;
   double interval_s = 0;
   bool run_forever = false;  // perftest's --run_infinitely: -D without end, each interval shown
   bool out_json = false;     // perftest's --out_json: the report to a file
   double rate_limit = 0;
-  char rate_units = 'M';
   RowLimits limits;
   std::string baseline_file;
   double tolerance = 0.1;
   std::optional<Baseline> baseline;  // read from baseline_file before the run
+  ProgressOptions progress;
+  CLI::Option* rate_units_option = nullptr;
+
+  // Every send_bw flag but perftest's spellings (PerftestFlags) and the common ones.
+  void add_to(CLI::App& app);
 };
+
+class PerftestFlags;
+
+// After parsing, in this order: --lat and perftest's spellings applied (returns what to
+// tell the user of flags accepted as no-ops); then the defaults that follow from the test
+// and every check (UsageError).
+std::vector<std::string> read_perftest_flags(BwOptions& o, const PerftestFlags& perftest);
+void check_bw_options(BwOptions& o);
+
+// send_bw's run: the client with a server address, else the server, into `report`.
+void run_send_bw(const BwOptions& o, const CommonOptions& common, Report& report);
 
 // The sizes a run measures: -s, or -a's 23 powers of two from 2 B to 8 MiB; none when the
 // size is the port's MTU, which the session learns from the device.

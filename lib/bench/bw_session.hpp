@@ -30,6 +30,11 @@ namespace rdmakit {
 
 struct BwResults;
 
+// --retry-count's default, perftest's: the flag (lib/bench/bw_options) is wider than the byte.
+inline constexpr std::uint8_t default_retry_count = 7;
+
+// The defaults here are send_bw's and rdma_mesh's: their flags bind to these fields
+// (lib/bench/bw_options), so each default is written once.
 struct BwSettings {
   std::string server;  // empty: the server side
   std::string bind;    // local address (server: where it listens)
@@ -37,9 +42,9 @@ struct BwSettings {
   std::string device;  // -d: checked against the device the address resolves to
   bw::Operation operation = bw::Operation::send;
   bw::Test test = bw::Test::bandwidth;
-  std::vector<std::uint32_t> sizes;
-  Budget budget;
-  std::uint64_t warmup = 0;
+  std::vector<std::uint32_t> sizes;  // from -s or -a (bw_sizes)
+  Budget budget{.iterations = 1000, .duration = std::nullopt};
+  std::uint64_t warmup = 100;
   std::uint32_t depth = 128;
   std::uint32_t inline_size = 64;
   std::uint16_t queue_pairs = 1;
@@ -51,7 +56,7 @@ struct BwSettings {
   std::optional<ibv_mtu> mtu;
   std::optional<std::uint8_t> traffic_class;  // --tclass: rdma_cm's TOS (client)
   std::optional<std::uint8_t> ack_timeout;    // --ack-timeout: 4.096 us * 2^N
-  std::uint8_t retry_count = 7;               // --retry-count
+  std::uint8_t retry_count = default_retry_count;
   bool counters = false;                      // --counters: the port's counters around each row
   bool histogram = false;                     // --histogram: latency rows with their histogram
   bool cpu_util = false;                      // --cpu-util: the CPU time of each row (server: of the test)

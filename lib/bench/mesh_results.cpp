@@ -30,11 +30,10 @@ std::string_view figure_name(Test test) {
   return "";
 }
 
-std::vector<const Direction*> directions_of(const MeshResults& results, Test test) {
+// The directions of an analysis, one per sample.
+std::vector<const Direction*> directions_of(const MeshResults& results, const TestAnalysis& judged) {
   std::vector<const Direction*> found;
-  for (const auto& d : results.directions) {
-    if (d.test == test) found.push_back(&d);
-  }
+  for (const auto index : judged.directions) found.push_back(&results.directions[index]);
   return found;
 }
 
@@ -42,7 +41,7 @@ nlohmann::json optional_number(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json();
 }
 
-nlohmann::json direction_json(const Direction& d) {
+nlohmann::json direction_json(const Direction& d, bool outlier) {
   auto item = to_json(d.first);
   item["source"] = d.source;
   item["destination"] = d.destination;
@@ -50,7 +49,7 @@ nlohmann::json direction_json(const Direction& d) {
   item["unit"] = unit_of(d.test);
   item["round"] = d.round;
   item["cause"] = d.cause.empty() ? nlohmann::json() : nlohmann::json(d.cause);
-  item["outlier"] = d.outlier;
+  item["outlier"] = outlier;
   item["final_outcome"] = to_string(d.last().outcome);
   item["final_figure"] = optional_number(d.last().figure);
   item["retests"] = nlohmann::json::array();
@@ -62,16 +61,16 @@ std::string host_of(const MeshResults& results, int rank) {
   return rank < static_cast<int>(results.nodes.size()) ? results.nodes[rank].host : std::string();
 }
 
-nlohmann::json summary_json(const MeshResults& results, Test test) {
-  const auto of_test = directions_of(results, test);
-  const auto analysis = results.analysis(test);
+nlohmann::json summary_json(const MeshResults& results, Test test, const TestAnalysis& judged) {
+  const auto& analysis = judged.analysis;
+  const auto of_test = directions_of(results, judged);
   nlohmann::json summary = {{"unit", unit_of(test)},
                             {"figure", figure_name(test)},
                             {"measured", analysis.measured},
                             {"failed", analysis.failed},
                             {"min", optional_number(analysis.min)},
                             {"median", optional_number(analysis.median)},
-                            {"first_pass_median", optional_number(results.first_pass_median(test))},
+                            {"first_pass_median", optional_number(judged.first_pass_median)},
                             {"max", optional_number(analysis.max)},
                             {"threshold", results.analysis_settings(test).threshold},
                             {"slowest", nlohmann::json::array()},
@@ -96,16 +95,18 @@ nlohmann::json summary_json(const MeshResults& results, Test test) {
   return summary;
 }
 
-std::string cell(const Direction* d) {
-  if (d == nullptr) return "";
-  const auto& last = d->last();
+std::string cell(const Direction& d, bool outlier) {
+  const auto& last = d.last();
   if (!last.figure) return "FAIL";
-  return fmt::format("{}{:.4g}", d->outlier ? "*" : "", *last.figure);
+  return fmt::format("{}{:.4g}", outlier ? "*" : "", *last.figure);
 }
 
-std::string matrix_text(const MeshResults& results, Test test) {
-  std::map<std::pair<int, int>, const Direction*> by_pair;
-  for (const auto* d : directions_of(results, test)) by_pair[{d->source, d->destination}] = d;
+std::string matrix_text(const MeshResults& results, Test test, const std::vector<bool>& outliers) {
+  std::map<std::pair<int, int>, std::string> by_pair;
+  for (std::size_t i = 0; i < results.directions.size(); ++i) {
+    const auto& d = results.directions[i];
+    if (d.test == test) by_pair[{d.source, d.destination}] = cell(d, outliers[i]);
+  }
   std::string out = fmt::format("{:>6}", "src\\dst");
   for (int column = 0; column < results.ranks; ++column) out += fmt::format(" {:>9}", column);
   out += "\n";
@@ -113,7 +114,7 @@ std::string matrix_text(const MeshResults& results, Test test) {
     out += fmt::format("{:>7}", row);
     for (int column = 0; column < results.ranks; ++column) {
       const auto found = by_pair.find({row, column});
-      out += fmt::format(" {:>9}", row == column ? "-" : cell(found == by_pair.end() ? nullptr : found->second));
+      out += fmt::format(" {:>9}", row == column ? "-" : found == by_pair.end() ? "" : found->second);
     }
     out += "\n";
   }
@@ -124,9 +125,9 @@ std::string pair_name(const Direction& d) {
   return fmt::format("{}->{}", d.source, d.destination);
 }
 
-std::string findings_text(const MeshResults& results, Test test) {
-  const auto of_test = directions_of(results, test);
-  const auto analysis = results.analysis(test);
+std::string findings_text(const MeshResults& results, Test test, const TestAnalysis& judged) {
+  const auto of_test = directions_of(results, judged);
+  const auto& analysis = judged.analysis;
   const auto unit = unit_of(test);
   std::string out;
   if (analysis.median) {
@@ -173,27 +174,49 @@ std::string nodes_text(const MeshResults& results) {
 
 }  // namespace
 
-Analysis MeshResults::analysis(Test test) const {
-  std::vector<Sample> last;
-  for (const auto* d : directions_of(*this, test)) {
-    last.push_back(Sample{.source = d->source, .destination = d->destination, .figure = d->last().figure});
+void MeshResults::analyse() {
+  analyses.clear();
+  for (const auto test : tests) {
+    TestAnalysis judged{.test = test, .directions = {}, .first_pass_median = std::nullopt, .analysis = {}};
+    std::vector<Sample> first;
+    std::vector<Sample> last;
+    for (std::size_t i = 0; i < directions.size(); ++i) {
+      const auto& d = directions[i];
+      if (d.test != test) continue;
+      judged.directions.push_back(i);
+      first.push_back(Sample{.source = d.source, .destination = d.destination, .figure = d.first.figure});
+      last.push_back(Sample{.source = d.source, .destination = d.destination, .figure = d.last().figure});
+    }
+    judged.first_pass_median = median_of_figures(first);
+    auto settings = analysis_settings(test);
+    settings.reference_median = judged.first_pass_median;
+    judged.analysis = mesh::analyse(last, settings);
+    analyses.push_back(std::move(judged));
   }
-  auto settings = analysis_settings(test);
-  settings.reference_median = first_pass_median(test);
-  return analyse(last, settings);
 }
 
-std::optional<double> MeshResults::first_pass_median(Test test) const {
-  std::vector<Sample> first;
-  for (const auto* d : directions_of(*this, test)) {
-    first.push_back(Sample{.source = d->source, .destination = d->destination, .figure = d->first.figure});
+const TestAnalysis& MeshResults::analysis_of(Test test) const {
+  for (const auto& judged : analyses) {
+    if (judged.test == test) return judged;
   }
-  return analyse(first, analysis_settings(test)).median;
+  static const TestAnalysis none;
+  return none;
+}
+
+std::vector<bool> MeshResults::outlier_flags() const {
+  std::vector<bool> flags(directions.size(), false);
+  for (const auto& judged : analyses) {
+    for (const auto& outlier : judged.analysis.outliers) flags[judged.directions[outlier.sample]] = true;
+  }
+  return flags;
 }
 
 bool MeshResults::all_good() const {
-  return std::all_of(directions.begin(), directions.end(),
-                     [](const Direction& d) { return d.last().figure.has_value() && !d.outlier; });
+  const auto outliers = outlier_flags();
+  for (std::size_t i = 0; i < directions.size(); ++i) {
+    if (!directions[i].last().figure || outliers[i]) return false;
+  }
+  return true;
 }
 
 void MeshResults::add_to(nlohmann::json& document) const {
@@ -205,20 +228,26 @@ void MeshResults::add_to(nlohmann::json& document) const {
   document["finished"] = finished;
   document["nodes"] = nodes;
   document["pairs"] = nlohmann::json::array();
-  for (const auto& d : directions) document["pairs"].push_back(direction_json(d));
+  const auto outliers = outlier_flags();
+  for (std::size_t i = 0; i < directions.size(); ++i) {
+    document["pairs"].push_back(direction_json(directions[i], outliers[i]));
+  }
   document["summary"] = nlohmann::json::object();
-  for (const auto test : tests) document["summary"][std::string(to_string(test))] = summary_json(*this, test);
+  for (const auto test : tests) {
+    document["summary"][std::string(to_string(test))] = summary_json(*this, test, analysis_of(test));
+  }
 }
 
 std::string MeshResults::text() const {
   std::string out = fmt::format("rdma_mesh: {} ranks, {} rounds, {} directions measured\n", ranks, rounds_completed,
                                 directions.size());
   out += nodes_text(*this);
+  const auto outliers = outlier_flags();
   for (const auto test : tests) {
     out += fmt::format("\n{} ({}, {}; rows: source rank, columns: destination; * outlier)\n", to_string(test),
                        figure_name(test), unit_of(test));
-    out += matrix_text(*this, test);
-    out += findings_text(*this, test);
+    out += matrix_text(*this, test, outliers);
+    out += findings_text(*this, test, analysis_of(test));
   }
   return out;
 }

@@ -286,8 +286,7 @@ void record_phase(Job& job, const std::optional<Observation>& mine, const Phase&
                                              .round = phase.round,
                                              .cause = {},
                                              .first = std::move(attempt),
-                                             .retests = {},
-                                             .outlier = false});
+                                             .retests = {}});
     }
   }
 }
@@ -327,8 +326,7 @@ void record_unusable_pair(const MeshSettings& m, const RankPair& pair, const Nod
                                              .round = round,
                                              .cause = broken.verdict.value("cause", std::string("unknown")),
                                              .first = cannot_take_part(broken),
-                                             .retests = {},
-                                             .outlier = false});
+                                             .retests = {}});
     }
   }
 }
@@ -346,38 +344,22 @@ void record_unusable(const MeshSettings& m, const std::vector<Node>& nodes, cons
   }
 }
 
-// Directions to measure again: failed ones (a rank that cannot take part aside) and
-// outliers, by unordered pair.
+// Directions to measure again, by unordered pair: outliers and failed ones (a rank that
+// cannot take part aside), as the stored analysis has them.
 std::vector<RankPair> needing_retest(const MeshResults& results) {
   std::vector<RankPair> pairs;
-  for (const auto test : results.tests) {
-    const auto analysis = results.analysis(test);
-    std::vector<const Direction*> of_test;
-    for (const auto& d : results.directions) {
-      if (d.test == test) of_test.push_back(&d);
-    }
-    std::vector<const Direction*> flagged;
-    for (const auto& outlier : analysis.outliers) flagged.push_back(of_test[outlier.sample]);
-    for (const auto* d : of_test) {
-      if (!d->last().figure && d->cause.empty()) flagged.push_back(d);
-    }
-    for (const auto* d : flagged) {
-      const RankPair pair{.low = std::min(d->source, d->destination), .high = std::max(d->source, d->destination)};
-      if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+  const auto add = [&](const Direction& d) {
+    const RankPair pair{.low = std::min(d.source, d.destination), .high = std::max(d.source, d.destination)};
+    if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+  };
+  for (const auto& judged : results.analyses) {
+    for (const auto& outlier : judged.analysis.outliers) add(results.directions[judged.directions[outlier.sample]]);
+    for (const auto index : judged.directions) {
+      const auto& d = results.directions[index];
+      if (!d.last().figure && d.cause.empty()) add(d);
     }
   }
   return pairs;
-}
-
-void mark_outliers(MeshResults& results) {
-  for (auto& d : results.directions) d.outlier = false;
-  for (const auto test : results.tests) {
-    std::vector<Direction*> of_test;
-    for (auto& d : results.directions) {
-      if (d.test == test) of_test.push_back(&d);
-    }
-    for (const auto& outlier : results.analysis(test).outliers) of_test[outlier.sample]->outlier = true;
-  }
 }
 
 void write_progress(const std::string& path, const Report& report, const MeshResults& results) {
@@ -415,9 +397,9 @@ ExitCode exit_code_of(const MeshResults& results) {
 std::string findings_line(const MeshResults& results) {
   std::size_t failed = 0;
   std::size_t outliers = 0;
-  for (const auto& d : results.directions) {
-    failed += d.last().figure ? 0 : 1;
-    outliers += d.outlier ? 1 : 0;
+  for (const auto& judged : results.analyses) {
+    failed += judged.analysis.failed;
+    outliers += judged.analysis.outliers.size();
   }
   std::string unusable;
   for (const auto& node : results.nodes) {
@@ -469,6 +451,31 @@ class RoundsShown {
   std::size_t done_ = 0;
 };
 
+// The rounds, then the retests of what the analysis flags. The analysis is made once after
+// each round, and the round's --json-file written from it, so that the file's pairs and
+// summary agree at every round.
+void run_rounds(Job& job, const MeshSettings& m, const std::vector<Round>& rounds, const Report& report,
+                MeshResults& results) {
+  RoundsShown shown(job.rank() == 0 ? m.progress : nullptr, rounds);
+  for (std::size_t number = 0; number < rounds.size(); ++number) {
+    spdlog::info("round {} of {}: {} pair(s)", number + 1, rounds.size(), rounds[number].size());
+    run_round(job, m, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
+    results.rounds_completed = static_cast<int>(number) + 1;
+    results.analyse();
+    if (job.rank() == 0) write_progress(m.json_file, report, results);
+    shown.round_done(number);
+  }
+  for (int pass = 0; pass < m.retests; ++pass) {
+    const auto again = needing_retest(results);
+    if (again.empty()) break;
+    spdlog::info("retest {}: {} pair(s), one at a time", pass + 1, again.size());
+    for (const auto& round : one_per_round(again)) {
+      run_round(job, m, results.nodes, round, 0, true, results);
+      results.analyse();
+    }
+  }
+}
+
 }  // namespace
 
 void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results) {
@@ -476,6 +483,7 @@ void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& 
   results.tests = settings.tests;
   results.bw_analysis.threshold = settings.bw_threshold;
   results.time_analysis.threshold = settings.time_threshold;
+  results.analyse();
   for (const auto& text : job.all_gather(nlohmann::json(self).dump())) {
     results.nodes.push_back(nlohmann::json::parse(text).get<Node>());
   }
@@ -488,21 +496,13 @@ void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& 
   const auto rounds = plan(settings, job.size());
   results.rounds = static_cast<int>(rounds.size());
   record_unusable(settings, results.nodes, rounds, results);
-  RoundsShown shown(job.rank() == 0 ? settings.progress : nullptr, rounds);
-  for (std::size_t number = 0; number < rounds.size(); ++number) {
-    spdlog::info("round {} of {}: {} pair(s)", number + 1, rounds.size(), rounds[number].size());
-    run_round(job, settings, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
-    results.rounds_completed = static_cast<int>(number) + 1;
-    if (job.rank() == 0) write_progress(settings.json_file, report, results);
-    shown.round_done(number);
+  results.analyse();
+  try {
+    run_rounds(job, settings, rounds, report, results);
+  } catch (...) {
+    results.analyse();  // the report's summary and flags cover the round cut short too
+    throw;
   }
-  for (int pass = 0; pass < settings.retests; ++pass) {
-    const auto again = needing_retest(results);
-    if (again.empty()) break;
-    spdlog::info("retest {}: {} pair(s), one at a time", pass + 1, again.size());
-    for (const auto& round : one_per_round(again)) run_round(job, settings, results.nodes, round, 0, true, results);
-  }
-  mark_outliers(results);
   results.finished = true;
   count_traffic(results, report);
   report.exit_code = exit_code_of(results);

@@ -62,9 +62,19 @@ struct Direction {
   std::string cause;  // the verdict's code when a rank could not take part
   Attempt first;
   std::vector<Attempt> retests;
-  bool outlier = false;  // after the retests
 
   const Attempt& last() const { return retests.empty() ? first : retests.back(); }
+};
+
+// One test's analysis over the directions measured so far. Its samples are the test's
+// directions in order: sample i is MeshResults::directions[directions[i]].
+struct TestAnalysis {
+  Test test = Test::bandwidth;
+  std::vector<std::size_t> directions;
+  // The median of the first attempts, which outliers are judged against: a retest runs
+  // alone, and its higher figures would raise the bar for directions never retested.
+  std::optional<double> first_pass_median;
+  Analysis analysis;  // of the last attempts
 };
 
 // rdma_mesh's report: the nodes, every direction measured, and per test the spread,
@@ -91,14 +101,21 @@ struct MeshResults final : ReportSection {
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;
 
+  // One per test, in the order of `tests`, as of the last analyse(): the one source of the
+  // retests, the outlier flags, the summary, the text and the exit code.
+  std::vector<TestAnalysis> analyses;
+
   const AnalysisSettings& analysis_settings(Test test) const {
     return test == Test::bandwidth ? bw_analysis : time_analysis;
   }
-  // The analysis of one test over the directions' last attempts, outliers judged against
-  // the first pass's median.
-  Analysis analysis(Test test) const;
-  std::optional<double> first_pass_median(Test test) const;
-  // Failed directions and, after the retests, outliers: what makes the exit 1.
+  // Analyses every test over the directions so far; run_mesh calls it once per round,
+  // before the round's --json-file is written.
+  void analyse();
+  // The stored analysis of `test` (an empty one before the first analyse()).
+  const TestAnalysis& analysis_of(Test test) const;
+  // Per direction, whether the stored analysis calls it an outlier.
+  std::vector<bool> outlier_flags() const;
+  // No direction failed and none is an outlier: the exit 0.
   bool all_good() const;
 };
 

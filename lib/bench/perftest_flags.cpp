@@ -126,16 +126,16 @@ std::vector<std::string> PerftestFlags::apply(BwOptions& o, bool& duration_given
     if (o.rate_limit > 0) throw UsageError("--rate_limit and --rate-limit: give one");
     o.rate_limit = rate_limit_gbits_;
     // perftest's unit for its own spelling is Gb/s.
-    if (!rate_units_given) o.rate_units = 'g';
+    if (!rate_units_given) o.settings.rate_units = 'g';
   }
   o.out_json = out_json_->count() > 0;
-  if (o.run_forever && !o.server.empty()) {
-    if (o.test == bw::Test::latency) throw UsageError("--run_infinitely runs a bandwidth test, not --lat");
+  if (o.run_forever && !o.settings.server.empty()) {
+    if (o.settings.test == bw::Test::latency) throw UsageError("--run_infinitely runs a bandwidth test, not --lat");
     if (iterations_given) throw UsageError("--run_infinitely runs until stopped: -n does not apply");
-    if (o.sweep) throw UsageError("--run_infinitely runs one size: -a does not apply");
+    if (o.measure.sweep) throw UsageError("--run_infinitely runs one size: -a does not apply");
     // perftest's -D is the interval of a run without end.
-    o.interval_s = duration_given ? o.duration_s : perftest_default_interval_s;
-    o.duration_s = run_forever_s;
+    o.interval_s = duration_given ? o.measure.duration_s : perftest_default_interval_s;
+    o.measure.duration_s = run_forever_s;
     duration_given = true;
   }
   return notes;

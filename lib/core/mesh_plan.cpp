@@ -254,6 +254,15 @@ double median_of(std::vector<double> values) {
   return (values[middle - 1] + values[middle]) / 2;
 }
 
+std::optional<double> median_of_figures(const std::vector<Sample>& samples) {
+  std::vector<double> values;
+  for (const Sample& sample : samples) {
+    if (sample.figure) values.push_back(*sample.figure);
+  }
+  if (values.empty()) return std::nullopt;
+  return median_of(std::move(values));
+}
+
 bool is_outlier(double figure, double median, const AnalysisSettings& settings) {
   const double limit = settings.threshold * median;
   return settings.better == Better::higher ? figure < limit : figure > limit;

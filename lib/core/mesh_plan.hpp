@@ -95,6 +95,9 @@ Analysis analyse(const std::vector<Sample>& samples, const AnalysisSettings& set
 // The middle value, the mean of the middle two for an even count; 0 for none.
 double median_of(std::vector<double> values);
 
+// The median of the samples with a figure (as analyse() gives it); none when none has one.
+std::optional<double> median_of_figures(const std::vector<Sample>& samples);
+
 // Whether `figure` is an outlier against `median` under `settings`.
 bool is_outlier(double figure, double median, const AnalysisSettings& settings);
 

@@ -231,6 +231,14 @@ TEST(Analyse, FailedSamplesCountedButLeftOutOfTheFigures) {
   EXPECT_TRUE(analysis.outliers.empty());
 }
 
+TEST(MedianOfFigures, TheAnalysisMedianWithoutTheRest) {
+  const std::vector<Sample> samples{measured(0, 1, 100), failed(1, 0), measured(0, 2, 90), measured(1, 2, 60)};
+  EXPECT_EQ(median_of_figures(samples), analyse(samples, {}).median);
+  EXPECT_EQ(median_of_figures(samples), 90);
+  EXPECT_EQ(median_of_figures({failed(0, 1)}), std::nullopt);
+  EXPECT_EQ(median_of_figures({}), std::nullopt);
+}
+
 TEST(Analyse, SlowestWorstFirstAndCapped) {
   const std::vector<Sample> samples{measured(0, 1, 50), measured(1, 0, 10), measured(0, 2, 40), measured(2, 0, 20),
                                     measured(1, 2, 30)};

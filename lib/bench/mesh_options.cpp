@@ -1,0 +1,114 @@
+#include "lib/bench/mesh_options.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/rdma/cm.hpp"
+
+namespace rdmakit::mesh {
+
+namespace {
+
+std::vector<Test> tests_of(const std::vector<std::string>& names) {
+  std::vector<Test> tests;
+  for (const auto& name : names) {
+    const auto test = name == "bw" ? Test::bandwidth : name == "lat" ? Test::latency : Test::connect;
+    if (std::find(tests.begin(), tests.end(), test) == tests.end()) tests.push_back(test);
+  }
+  return tests;
+}
+
+std::string names_of(const std::vector<Test>& tests) {
+  std::string names;
+  for (const auto test : tests) names += (names.empty() ? "" : ",") + std::string(to_string(test));
+  return names;
+}
+
+std::string read_pairs_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw UsageError(fmt::format("--pairs {}: cannot read it", path));
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+void MeshOptions::add_to(CLI::App& app) {
+  MeshSettings& m = settings;
+  app.add_option("--bind", bind, "This rank's address (default: --netdev, -d, or the first ACTIVE port's)");
+  app.add_option("--netdev", netdev, "Use the first address of this netdev");
+  app.add_option("-d,--ib-dev", m.bw.device, "Use the first ACTIVE port of this RDMA device");
+  app.add_option("-p,--port", m.base_port, "Base port: rank r listens on PORT + r")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--test", tests, "bw, lat, cm, or a comma-separated combination")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bw", "lat", "cm"}))
+      ->default_str(names_of(m.tests));
+  add_measure_options(app, m.bw, measure,
+                      {.operation = "Bandwidth test: send, write or read",
+                       .atomic = nullptr,
+                       .size = "Bandwidth test: message bytes",
+                       .sweep = nullptr,
+                       .iterations = "Messages per direction (bandwidth) or round trips (latency)",
+                       .duration = "Seconds per direction instead of -n",
+                       .warmup = "Unmeasured messages before each measurement",
+                       .depth = "Work requests in flight (bandwidth)",
+                       .inline_names = "-I,--inline",
+                       .inline_size = "Send messages up to this size inline (0: never)"});
+  app.add_option("--lat-size", m.latency_size, "Latency test: message bytes")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, bw::max_message_size));
+  app.add_option("-c,--connections", m.connections, "Connection test: connections per direction")
+      ->capture_default_str()
+      ->check(CLI::Range(1, static_cast<int>(bw::max_queue_pairs)));
+  app.add_flag("--one-way", m.one_way, "Measure each pair in one direction only (lower rank to higher)");
+  app.add_flag("--serial", m.serial, "One pair at a time: each link without the load of the others");
+  app.add_option("--pairs", pairs_file, "Measure only the pairs in FILE (lines of two ranks)");
+  app.add_option("--retest", m.retests, "Measure outliers and failed pairs again alone, this many times")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10));
+  app.add_option("--threshold", m.bw_threshold, "Bandwidth outlier: below this times the median")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 0.99));
+  app.add_option("--lat-threshold", m.time_threshold, "Latency and set-up outlier: above this times the median")
+      ->capture_default_str()
+      ->check(FiniteNumber());
+  progress.add_to(app);
+}
+
+void MeshOptions::validate() const {
+  check_count_or_duration(measure.duration_given(), measure.iterations_given());
+  if (!bind.empty() && !netdev.empty()) {
+    throw UsageError("--bind and --netdev both choose the address: give one");
+  }
+  if (settings.time_threshold <= 1) {
+    throw UsageError(
+        fmt::format("--lat-threshold {}: a time is an outlier above this many times the median, so it must be above 1",
+                    settings.time_threshold));
+  }
+  // The ranks are not known yet: the pairs are checked against them once the job runs.
+  if (!pairs_file.empty()) parse_pair_list(read_pairs_file(pairs_file), 1 << 30);
+  check_resolvable(bind);
+}
+
+MeshSettings MeshOptions::settings_for(int ranks, const CommonOptions& common, int stop_fd) const {
+  if (settings.base_port + ranks - 1 > 65535) {
+    throw UsageError(
+        fmt::format("-p {}: {} ranks need ports up to {}", settings.base_port, ranks, settings.base_port + ranks - 1));
+  }
+  MeshSettings m = settings;
+  m.bw.sizes = {measure.size};
+  m.bw.budget.duration = measure.duration();
+  m.bw.limits = {.stop_fd = stop_fd, .timeout = common.timeout()};
+  if (!tests.empty()) m.tests = tests_of(tests);
+  if (!pairs_file.empty()) m.only_pairs = parse_pair_list(read_pairs_file(pairs_file), ranks);
+  return m;
+}
+
+}  // namespace rdmakit::mesh

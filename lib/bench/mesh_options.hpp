@@ -1,0 +1,35 @@
+#pragma once
+// rdma_mesh's command line: send_bw's measurement flags (the subset the mesh measures with,
+// lib/bench/bw_options) and the mesh's own, bound to MeshSettings (whose defaults are
+// theirs); the checks made before the job runs, and those that need its size.
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "lib/bench/bw_options.hpp"
+#include "lib/bench/mesh_session.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/core/progress.hpp"
+
+namespace rdmakit::mesh {
+
+struct MeshOptions {
+  MeshSettings settings;
+  MeasureFlags measure;
+  std::string bind;
+  std::string netdev;
+  std::vector<std::string> tests;  // --test as typed; none: settings.tests
+  std::string pairs_file;
+  ProgressOptions progress;
+
+  void add_to(CLI::App& app);
+  // Before the job runs (UsageError): what needs no other rank. Reads --pairs' file.
+  void validate() const;
+  // Once the job runs: the settings for `ranks` ranks (the ports and --pairs' ranks checked
+  // against them), every wait bounded by `common`'s timeout and `stop_fd`.
+  MeshSettings settings_for(int ranks, const CommonOptions& common, int stop_fd) const;
+};
+
+}  // namespace rdmakit::mesh

@@ -25,7 +25,7 @@ std::string without_prefix(const std::string& address) {
 
 // Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
 std::string canonical(const std::string& host) {
-  const auto bare = strip_scope(host);
+  auto bare = strip_scope(host);
   std::array<unsigned char, 16> bytes{};
   char text[INET6_ADDRSTRLEN] = {};
   if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
@@ -197,7 +197,7 @@ std::string gid_text(std::string_view sysfs_gid) {
 }
 
 std::string gid_for_address(const std::string& numeric_host) {
-  const auto host = canonical(numeric_host);
+  auto host = canonical(numeric_host);
   std::array<unsigned char, 4> v4{};
   if (inet_pton(AF_INET, host.c_str(), v4.data()) == 1) {
     return "::ffff:" + host;

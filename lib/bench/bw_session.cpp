@@ -743,9 +743,9 @@ BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   options.self_managed_qp = !s.datagram;  // so the client's -m can set the path MTU
   const auto bind = local_address(s);
   const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
-  const auto started = Clock::now();
+  const StepTimer timer(Step::listen);
   listener_ = std::make_unique<Listener>(address, s.persistent ? 64 : bw::max_queue_pairs, options);
-  report.add_timing("listen", elapsed_ms(started));
+  report.add_timing(timer.span());
   report.local_address = listener_->local_address();
 }
 

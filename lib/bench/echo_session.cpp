@@ -16,14 +16,14 @@ namespace {
 void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chrono::milliseconds timeout, int stop_fd,
                   Report& report, ServedConnection& served) {
   auto bounds = [&](std::string what) { return within(timeout, stop_fd, std::move(what)); };
-  StepTimer timer(report);  // from the request on: waiting for a client is not a CM step
+  StepTimer timer(Step::reg_msgs);  // from the request on: waiting for a client is no step
   MessageBuffers<echo::message_size> messages(connection,
                                               !o.no_inline && connection.max_inline_data() >= echo::message_size);
   report.add(NamedValue("inline_send", messages.sends_inline()));
-  timer.lap("reg_msgs");
+  report.add_timing(timer.next(Step::accept));
   messages.post_recv();
   connection.accept(bounds("the connection to be established"));
-  timer.lap("accept");
+  report.add_timing(timer.next(Step::transfer));
   report.add(NamedValue("rnr_nak_timer", connection.rnr_nak_timer()));
 
   for (;;) {
@@ -37,9 +37,9 @@ void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chr
     served.bytes += 2 * echo::message_size;
     if (remaining == 0) break;
   }
-  timer.lap("exchanges");
+  report.add_timing(timer.next(Step::disconnect));
   connection.disconnect(bounds("the disconnect"));
-  timer.lap("disconnect");
+  report.add_timing(timer.span());
 }
 
 }  // namespace
@@ -47,22 +47,22 @@ void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chr
 void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeout, Report& report) {
   const StopSignal stop;
   auto bounds = [&](std::string what) { return within(timeout, stop.fd(), std::move(what)); };
-  StepTimer timer(report);
+  StepTimer timer(Step::getaddrinfo);
   const AddrInfo info(o.server, std::to_string(o.port), false);
-  timer.lap("getaddrinfo");
+  report.add_timing(timer.next(Step::create_ep));
   ibv_qp_init_attr attributes{};
   // Resolves address and route and creates the QP.
   auto endpoint = create_message_endpoint(info, o.no_inline ? 0 : echo::message_size, attributes);
-  timer.lap("create_ep");
+  report.add_timing(timer.next(Step::reg_msgs));
   report.local_address = address_of(rdma_get_local_addr(endpoint.get())).to_string();
   report.peer_address = address_of(rdma_get_peer_addr(endpoint.get())).to_string();
   MessageBuffers<echo::message_size> messages(endpoint,
                                               !o.no_inline && attributes.cap.max_inline_data >= echo::message_size);
   report.add(NamedValue("inline_send", messages.sends_inline()));
-  timer.lap("reg_msgs");
+  report.add_timing(timer.next(Step::connect));
   messages.post_recv();
   endpoint.connect(bounds("the connection to " + report.peer_address));
-  timer.lap("connect");
+  report.add_timing(timer.next(Step::transfer));
   report.add(NamedValue("rnr_nak_timer", endpoint.rnr_nak_timer()));
 
   LatencyRecorder rtt;
@@ -84,20 +84,20 @@ void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
     throw;
   }
   report.rtt = rtt.summary();
-  timer.lap("exchanges");
+  report.add_timing(timer.next(Step::disconnect));
   endpoint.disconnect(bounds("the disconnect"));
-  timer.lap("disconnect");
+  report.add_timing(timer.span());
 }
 
 void run_echo_server(const EchoServerOptions& o, std::chrono::milliseconds timeout, Report& report) {
   const StopSignal stop;
-  StepTimer timer(report);
+  StepTimer timer(Step::getaddrinfo);
   const AddrInfo info(o.server, std::to_string(o.port), true);
-  timer.lap("getaddrinfo");
+  report.add_timing(timer.next(Step::listen));
   auto attributes = message_qp_attributes(o.no_inline ? 0 : echo::message_size);
   SyncEndpoint listener(info, &attributes);  // its QP attributes serve each accepted connection
   listener.listen(o.persistent ? 64 : 0);
-  timer.lap("listen");
+  report.add_timing(timer.span());
   report.local_address = address_of(rdma_get_local_addr(listener.get())).to_string();
   // For a persistent server: how long it stays up without a new client.
   auto accept_bounds = [&] {

@@ -24,7 +24,7 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 nlohmann::json to_json(const Connection& connection) {
   nlohmann::json steps = nlohmann::json::object();
   for (const auto& span : connection.steps()) {
-    steps[span.step] = ms_between(span.started, span.ended);
+    steps[std::string(step_name(span.step))] = span.ms();
   }
   const auto received = connection.received();
   const auto expected = connection.receives_expected();
@@ -38,7 +38,7 @@ nlohmann::json to_json(const Connection& connection) {
       {"lost", expected > received ? expected - received : 0},
   };
   if (const auto& current = connection.current_step()) {
-    j["unfinished_step"] = current->step;
+    j["unfinished_step"] = current->step();
   }
   if (rdma_cm_id* id = connection.cm_id(); id != nullptr) {
     j["local_address"] = address_of(rdma_get_local_addr(id)).to_string();
@@ -133,8 +133,8 @@ std::string GroupResult::text() const {
   out << fmt::format("{:<14} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10}{}\n", "step", "conns", "wall ms", "max ms",
                      "min ms", "avg ms", "us/conn", any_failed ? fmt::format(" {:>6}", "failed") : "");
   for (const auto& row : steps) {
-    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}{}\n", row.step, row.spans,
-                       row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us,
+    out << fmt::format("{:<14} {:>6} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.1f}{}\n", step_name(row.step),
+                       row.spans, row.wall_ms, row.max_ms, row.min_ms, row.avg_ms, row.per_connection_us,
                        any_failed ? fmt::format(" {:>6}", row.failed) : "");
   }
   if (setup_ms) {
@@ -166,7 +166,7 @@ void fill_report(const ConnectionGroup& group, Report& report) {
     result.connections.push_back(to_json(*c));
   }
   result.steps = step_table(totals.spans);
-  report.cm_timings_ms.clear();
+  report.timings.clear();
   for (const auto& row : result.steps) {
     report.add_timing(row.step, row.wall_ms);
   }

@@ -114,7 +114,7 @@ void add_join_latency(const ConnectionGroup& connections, Report& report) {
   LatencyRecorder join_latency;
   for (const auto& connection : connections.connections()) {
     for (const auto& step : connection->steps()) {
-      if (step.step == "join") join_latency.add(step.ended - step.started);
+      if (step.step == Step::join) join_latency.add(step.ended - step.started);
     }
   }
   if (const auto summary = join_latency.summary()) report.add(NamedValue("join_latency_us", *summary));
@@ -138,9 +138,9 @@ void run_mckey(const MckeyOptions& o, const CommonOptions& common, Report& repor
   if (o.count > 0) {
     if (o.sender) {
       settle(o.settle_s, stop.fd());
-      connections.exchange("send", o.count, 0, "the datagrams to go out");
+      connections.exchange(Step::send, o.count, 0, "the datagrams to go out");
     } else {
-      connections.exchange("receive", 0, o.count, "datagrams from the group " + connections.target());
+      connections.exchange(Step::receive, 0, o.count, "datagrams from the group " + connections.target());
     }
   }
   connections.leave();

@@ -89,11 +89,11 @@ Attempt connect_attempt(const Report& report) {
   std::vector<double> connect;
   std::vector<double> total;
   double running = 0;
-  for (const auto& [step, ms] : report.cm_timings_ms) {
+  for (const auto& [step, ms] : report.timings) {
     running += ms;
-    if (step == "addr_resolve") resolve.push_back(ms);
-    if (step == "route_resolve") route.push_back(ms);
-    if (step == "connect") {
+    if (step == Step::resolve_addr) resolve.push_back(ms);
+    if (step == Step::resolve_route) route.push_back(ms);
+    if (step == Step::connect) {
       connect.push_back(ms);
       total.push_back(running);
       running = 0;
@@ -103,8 +103,8 @@ Attempt connect_attempt(const Report& report) {
   return Attempt{.outcome = Outcome::completed,
                  .figure = figure,
                  .figures = {{"connections", connect.size()},
-                             {"addr_resolve_ms", median_of(resolve)},
-                             {"route_resolve_ms", median_of(route)},
+                             {"resolve_addr_ms", median_of(resolve)},
+                             {"resolve_route_ms", median_of(route)},
                              {"connect_ms", median_of(connect)},
                              {"setup_ms", figure},
                              {"setup_max_ms", total.empty() ? 0 : *std::max_element(total.begin(), total.end())}},

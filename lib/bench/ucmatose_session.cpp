@@ -37,7 +37,7 @@ namespace {
 void ucmatose_transfer(const UcmatoseOptions& options, ConnectionGroup& group, Report& report) {
   const auto& flags = options.flags;
   if (flags.count > 0) {
-    group.exchange("transfer", flags.count, flags.count,
+    group.exchange(Step::transfer, flags.count, flags.count,
                    flags.is_server() ? "the clients' messages" : "the server's messages");
   }
   if (options.migrate) {

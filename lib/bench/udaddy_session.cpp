@@ -40,10 +40,10 @@ void udaddy_transfer(const ConnectionFlags& flags, ConnectionGroup& group) {
   const auto count = flags.count;
   if (count == 0) return;
   if (flags.is_server()) {
-    group.exchange("receive", 0, count, "datagrams from the client(s)");
-    group.exchange("reply", count, count, "the replies to go out");
+    group.exchange(Step::receive, 0, count, "datagrams from the client(s)");
+    group.exchange(Step::reply, count, count, "the replies to go out");
   } else {
-    group.exchange("transfer", count, count, "the server's replies from " + group.target());
+    group.exchange(Step::transfer, count, count, "the server's replies from " + group.target());
   }
 }
 

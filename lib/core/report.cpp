@@ -42,12 +42,6 @@ void Report::stop(StopReason reason, const std::string& detail) {
   exit_code = ExitCode::run_failed;
 }
 
-void StepTimer::lap(std::string step) {
-  const auto now = std::chrono::steady_clock::now();
-  report_.add_timing(std::move(step), std::chrono::duration<double, std::milli>(now - since_).count());
-  since_ = now;
-}
-
 std::string errno_name(int errnum) {
   const char* name = strerrorname_np(errnum);
   return name ? name : "E?";
@@ -101,6 +95,15 @@ std::string outcome_text(const Report& r) {
   return cause ? *cause : std::string(to_string(r.outcome));
 }
 
+// "  cm: connect 1.000 ms ...", the report's CM steps (or its others), or "" when it has none.
+std::string timings_line(const Report& r, std::string_view label, bool cm) {
+  std::string line;
+  for (const auto& [step, ms] : r.timings) {
+    if (is_cm_step(step) == cm) line += fmt::format(" {} {:.3f} ms", step_name(step), ms);
+  }
+  return line.empty() ? line : fmt::format("  {}:{}\n", label, line);
+}
+
 }  // namespace
 
 nlohmann::json to_json(const Report& r) {
@@ -117,13 +120,15 @@ nlohmann::json to_json(const Report& r) {
       {"exit_code", static_cast<int>(r.exit_code)},
   };
   if (r.groups.connection) {
-    nlohmann::json timings = nlohmann::json::object();
-    for (const auto& [step, ms] : r.cm_timings_ms) {
-      timings[step] = ms;
+    nlohmann::json cm = nlohmann::json::object();
+    nlohmann::json other = nlohmann::json::object();
+    for (const auto& [step, ms] : r.timings) {
+      (is_cm_step(step) ? cm : other)[std::string(step_name(step))] = ms;
     }
     doc["local_address"] = r.local_address;
     doc["peer_address"] = r.peer_address;
-    doc["cm_timings_ms"] = std::move(timings);
+    doc["cm_timings_ms"] = std::move(cm);
+    doc["timings_ms"] = std::move(other);
   }
   if (r.groups.measurement) {
     doc["iterations"] = {{"requested", r.iterations_requested}, {"completed", r.iterations_completed}};
@@ -178,12 +183,8 @@ std::string render_text(const Report& r) {
   out << fmt::format("{} {}{}: {}{:.3f} s, {}\n", r.tool, r.role,
                      !connection || r.peer_address.empty() ? "" : " peer " + r.peer_address, did, r.duration_s,
                      outcome_text(r));
-  if (connection && !r.cm_timings_ms.empty()) {
-    out << "  cm:";
-    for (const auto& [step, ms] : r.cm_timings_ms) {
-      out << fmt::format(" {} {:.3f} ms", step, ms);
-    }
-    out << '\n';
+  if (connection) {
+    out << timings_line(r, "cm", true) << timings_line(r, "steps", false);
   }
   if (measurement && r.rtt) {
     const auto& s = *r.rtt;

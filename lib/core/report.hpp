@@ -17,10 +17,11 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/stats.hpp"
+#include "lib/core/step.hpp"
 
 namespace rdmakit {
 
-inline constexpr int report_schema_version = 3;
+inline constexpr int report_schema_version = 4;
 
 struct ErrorRecord {
   std::string message;  // one line, as printed
@@ -85,7 +86,7 @@ class AttachedDiagnosis final : public ReportSection {
 // something for it, declares it once (ToolRunner::report_groups), and its schema requires
 // exactly the groups it has.
 struct ReportGroups {
-  bool connection = true;   // local_address, peer_address, cm_timings_ms
+  bool connection = true;   // local_address, peer_address, cm_timings_ms, timings_ms
   bool measurement = true;  // iterations, bytes, rtt_us
 };
 
@@ -98,8 +99,9 @@ struct Report {
   ExitCode exit_code = ExitCode::ok;
   std::string local_address;
   std::string peer_address;
-  // CM steps in the order they happened, in milliseconds.
-  std::vector<std::pair<std::string, double>> cm_timings_ms;
+  // Timed steps in the order they happened, in milliseconds; JSON writes the CM steps as
+  // cm_timings_ms and the others as timings_ms.
+  std::vector<std::pair<Step, double>> timings;
   std::uint64_t iterations_requested = 0;  // 0 = unlimited
   std::uint64_t iterations_completed = 0;
   std::uint64_t bytes = 0;  // payload bytes moved by RDMA operations
@@ -110,26 +112,14 @@ struct Report {
   // one another's; their text, when any has some, replaces the generic summary.
   std::vector<std::shared_ptr<const ReportSection>> sections;
 
-  void add_timing(std::string step, double ms) { cm_timings_ms.emplace_back(std::move(step), ms); }
+  void add_timing(Step step, double ms) { timings.emplace_back(step, ms); }
+  void add_timing(const StepSpan& span) { timings.emplace_back(span.step, span.ms()); }
   template <std::derived_from<ReportSection> Section>
   void add(Section section) {
     sections.push_back(std::make_shared<const Section>(std::move(section)));
   }
   void fail(ErrorRecord error, ExitCode code = ExitCode::run_failed);
   void stop(StopReason reason, const std::string& detail);
-};
-
-// Times consecutive steps of a run into a report's cm_timings_ms: each lap() records the
-// time since the previous lap (or restart()).
-class StepTimer {
- public:
-  explicit StepTimer(Report& report) : report_(report), since_(std::chrono::steady_clock::now()) {}
-  void lap(std::string step);
-  void restart() { since_ = std::chrono::steady_clock::now(); }
-
- private:
-  Report& report_;
-  std::chrono::steady_clock::time_point since_;
 };
 
 ErrorRecord record_of(const RdmaError& error);

@@ -177,7 +177,7 @@ Throughput throughput(std::uint64_t bytes, std::uint64_t messages, std::chrono::
 
 std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
   struct Accumulator {
-    std::string step;
+    Step step;
     std::chrono::steady_clock::time_point first_start;
     std::chrono::steady_clock::time_point last_end;
     std::vector<double> durations_ms;
@@ -192,7 +192,7 @@ std::vector<StepRow> step_table(const std::vector<StepSpan>& spans) {
     }
     found->first_start = std::min(found->first_start, span.started);
     found->last_end = std::max(found->last_end, span.ended);
-    found->durations_ms.push_back(std::chrono::duration<double, std::milli>(span.ended - span.started).count());
+    found->durations_ms.push_back(span.ms());
     found->failed += span.failed ? 1 : 0;
   }
   std::vector<StepRow> rows;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/core/step.hpp"
+
 namespace rdmakit {
 
 struct LatencySummary {
@@ -83,15 +85,8 @@ struct Throughput {
 // connection contributes one span per step; a row gives the wall time from the first
 // start to the last end (steps of different connections overlap), the slowest and the
 // fastest connection, their mean, and the wall time divided by the number of spans.
-struct StepSpan {
-  std::string step;
-  std::chrono::steady_clock::time_point started;
-  std::chrono::steady_clock::time_point ended;
-  bool failed = false;  // the step ended in an error for this connection
-};
-
 struct StepRow {
-  std::string step;
+  Step step = Step::connect;
   std::size_t spans = 0;
   std::size_t failed = 0;  // spans that ended in an error
   double wall_ms = 0;
@@ -101,7 +96,7 @@ struct StepRow {
   double per_connection_us = 0;  // wall_ms * 1000 / spans
 };
 
-// One row per step name, in the order each step first appears in `spans`.
+// One row per step, in the order each step first appears in `spans`.
 std::vector<StepRow> step_table(const std::vector<StepSpan>& spans);
 
 // One bandwidth measurement (a row of send_bw's table). As in perftest, "MB" is 2^20 bytes

@@ -16,6 +16,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/gid.hpp"
+#include "lib/core/step.hpp"
 #include "lib/diag/diagnosis.hpp"
 
 namespace rdmakit::diag {
@@ -109,10 +110,10 @@ struct HostView {
 
 // ---- The client's attempt ----
 
-// One step of the attempt, timed. Names: "route" (the kernel's source), "resolve_addr",
-// "resolve_route", "connect", "agent" (the TCP side channel), "disconnect".
+// One step of the attempt, timed: route (the kernel's source), resolve_addr, resolve_route,
+// connect, disconnect; agent (the TCP side channel) in captures of older versions.
 struct ConnectStep {
-  std::string name;
+  rdmakit::Step name = rdmakit::Step::route;
   std::string status;  // "ok", "failed", "timeout", "skipped"
   int errnum = 0;      // the errno the call or its event reported, 0 when none
   std::string event;   // the CM event that ended it ("RDMA_CM_EVENT_ADDR_ERROR"), "" when none
@@ -154,7 +155,7 @@ struct ConnectAttempt {
   std::optional<Rejection> rejection;
   bool peer_is_agent = false;  // the accept carried a diag-connect agent's offer
   std::vector<DataCheck> data;
-  const ConnectStep* find(std::string_view name) const;
+  const ConnectStep* find(rdmakit::Step step) const;
 };
 
 // How the TCP side channel to the agent went.

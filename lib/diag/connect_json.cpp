@@ -228,6 +228,8 @@ nlohmann::json write(const Value& value) {
     return value ? write(*value) : nlohmann::json(nullptr);
   } else if constexpr (std::is_same_v<Value, ExitCode>) {
     return static_cast<int>(value);
+  } else if constexpr (std::is_same_v<Value, rdmakit::Step>) {
+    return step_name(value);
   } else {
     return value;
   }
@@ -278,6 +280,14 @@ void read_exit_code(const nlohmann::json& json, const std::string& path, ExitCod
   out = static_cast<ExitCode>(code);
 }
 
+void read_step(const nlohmann::json& json, const std::string& path, rdmakit::Step& out) {
+  std::string name;
+  read_text(json, path, name);
+  const auto step = step_named(name);
+  if (!step) reject(path, fmt::format("'{}' is no step rdmakit times", name));
+  out = *step;
+}
+
 template <typename Item>
 void read_list(const nlohmann::json& json, const std::string& path, std::vector<Item>& out) {
   if (!json.is_array()) reject(path, "expected an array");
@@ -320,6 +330,8 @@ void read(const nlohmann::json& json, const std::string& path, Value& out) {
     out = json.get<double>();
   } else if constexpr (std::is_same_v<Value, ExitCode>) {
     read_exit_code(json, path, out);
+  } else if constexpr (std::is_same_v<Value, rdmakit::Step>) {
+    read_step(json, path, out);
   } else {
     read_integer(json, path, out);
   }

@@ -9,7 +9,7 @@ namespace {
 // The first part of the run that Ctrl-C cut short, if any.
 std::optional<std::string> interrupted_during(const ConnectCase& connect_case) {
   for (const auto& step : connect_case.attempt.steps) {
-    if (step.status == "interrupted") return step.name;
+    if (step.status == "interrupted") return std::string(step_name(step.name));
   }
   for (const auto& check : connect_case.attempt.data) {
     if (check.status == "interrupted") return "the data check (" + check.operation + ")";

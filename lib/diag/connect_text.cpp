@@ -26,7 +26,8 @@ void render_steps(const ConnectAttempt& a, std::ostringstream& out) {
   out << fmt::format("connect to {}:{} ({}){}\n", a.target, a.port, a.port_space,
                      a.bind.empty() ? "" : " from " + a.bind);
   for (const auto& step : a.steps) {
-    out << fmt::format("  {:<14} {:<8} {:>9.1f} ms  {}\n", step.name, step.status, step.ms, step_detail(step));
+    out << fmt::format("  {:<14} {:<8} {:>9.1f} ms  {}\n", step_name(step.name), step.status, step.ms,
+                       step_detail(step));
   }
   if (a.rejection) {
     out << fmt::format("  rejected: reason {} ({}){}{}\n", a.rejection->reason, a.rejection->reason_text,

@@ -43,10 +43,10 @@
 
 namespace rdmakit::diag {
 
-const ConnectStep* ConnectAttempt::find(std::string_view name) const {
+const ConnectStep* ConnectAttempt::find(rdmakit::Step step) const {
   // The last one: a step may be retried.
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    if (it->name == name) return &*it;
+    if (it->name == step) return &*it;
   }
   return nullptr;
 }
@@ -137,10 +137,10 @@ struct Facts {
         attempt(connect_case.attempt),
         local(connect_case.local),
         peer(connect_case.agent.status == "ok" && connect_case.peer ? &*connect_case.peer : nullptr),
-        route(attempt.find("route")),
-        resolve_addr(attempt.find("resolve_addr")),
-        resolve_route(attempt.find("resolve_route")),
-        connect(attempt.find("connect")) {}
+        route(attempt.find(rdmakit::Step::route)),
+        resolve_addr(attempt.find(rdmakit::Step::resolve_addr)),
+        resolve_route(attempt.find(rdmakit::Step::resolve_route)),
+        connect(attempt.find(rdmakit::Step::connect)) {}
 
   // The netdev that owns the target on the server, from the agent's view.
   const ViewNetdev* peer_owner() const { return peer ? netdev_with_address(peer->view, attempt.target) : nullptr; }
@@ -184,7 +184,7 @@ bool no_service(const ConnectAttempt& attempt) {
 }
 
 std::string step_text(const ConnectStep& step) {
-  std::string text = fmt::format("{}: {}", step.name, step.status);
+  std::string text = fmt::format("{}: {}", step_name(step.name), step.status);
   if (step.errnum != 0) text += ", " + errno_text(step.errnum);
   if (!step.event.empty()) text += ", " + step.event;
   if (!step.detail.empty()) text += ", " + step.detail;

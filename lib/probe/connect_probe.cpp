@@ -32,29 +32,22 @@ namespace rdmakit::diag {
 
 namespace {
 
-// A step under way: its name and when it started.
-class StepClock {
- public:
-  explicit StepClock(std::string name) : name_(std::move(name)) {}
-  ConnectStep done(std::string status, std::string detail = {}, int errnum = 0, std::string event = {}) const {
-    ConnectStep step;
-    step.name = name_;
-    step.status = std::move(status);
-    step.errnum = errnum;
-    step.event = std::move(event);
-    step.detail = std::move(detail);
-    step.ms = elapsed_ms(started_);
-    return step;
-  }
-
- private:
-  std::string name_;
-  Clock::time_point started_ = Clock::now();
-};
-
-ConnectStep skipped(std::string name, std::string why) {
+// The step `timer` times, ended now.
+ConnectStep done(const StepTimer& timer, std::string status, std::string detail = {}, int errnum = 0,
+                 std::string event = {}) {
   ConnectStep step;
-  step.name = std::move(name);
+  step.name = timer.step();
+  step.status = std::move(status);
+  step.errnum = errnum;
+  step.event = std::move(event);
+  step.detail = std::move(detail);
+  step.ms = timer.elapsed_ms();
+  return step;
+}
+
+ConnectStep skipped(rdmakit::Step name, std::string why) {
+  ConnectStep step;
+  step.name = name;
   step.status = "skipped";
   step.detail = std::move(why);
   return step;
@@ -126,14 +119,14 @@ Awaited await_event(EventChannel& channel, const RunLimits& limits, const std::s
 }
 
 // The step an awaited event ends: ok when it is `wanted`, else failed with the event's errno.
-ConnectStep finish_step(const StepClock& clock, const Awaited& awaited, rdma_cm_event_type wanted) {
-  if (!awaited.event) return clock.done(awaited.status, awaited.detail);
+ConnectStep finish_step(const StepTimer& timer, const Awaited& awaited, rdma_cm_event_type wanted) {
+  if (!awaited.event) return done(timer, awaited.status, awaited.detail);
   const auto& event = *awaited.event;
   const std::string name = rdma_event_str(event.event);
-  if (event.event == wanted) return clock.done("ok", {}, 0, name);
+  if (event.event == wanted) return done(timer, "ok", {}, 0, name);
   const int errnum = event.status < 0 ? -event.status : 0;
   // The errno speaks for itself in the report; a status that is none (a reject reason) is kept.
-  return clock.done("failed", errnum != 0 ? std::string() : fmt::format("status {}", event.status), errnum, name);
+  return done(timer, "failed", errnum != 0 ? std::string() : fmt::format("status {}", event.status), errnum, name);
 }
 
 void record_source(const ConnectCase& connect_case, const rdma_cm_id* id, ConnectAttempt& attempt) {
@@ -246,13 +239,13 @@ std::vector<DataCheck> check_data(CheckConnection& connection, const agent::Offe
 }
 
 void disconnect(CheckConnection& connection, EventChannel& channel, const RunLimits& limits, ConnectAttempt& attempt) {
-  StepClock clock("disconnect");
+  const StepTimer timer(rdmakit::Step::disconnect);
   if (rdma_disconnect(connection.id.get()) != 0) {
-    attempt.steps.push_back(clock.done("failed", {}, errno));
+    attempt.steps.push_back(done(timer, "failed", {}, errno));
     return;
   }
   const auto awaited = await_event(channel, limits, "the disconnect to complete");
-  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_DISCONNECTED));
+  attempt.steps.push_back(finish_step(timer, awaited, RDMA_CM_EVENT_DISCONNECTED));
 }
 
 bool stopped(const ConnectAttempt& attempt) {
@@ -266,13 +259,13 @@ Awaited connect_step(CheckConnection& connection, EventChannel& channel, const C
   ConnectOffer offer_to_agent;
   offer_to_agent.private_data = hello;
   auto parameters = connection_parameters(offer_to_agent);
-  StepClock clock("connect");
+  const StepTimer timer(rdmakit::Step::connect);
   if (rdma_connect(connection.id.get(), &parameters) != 0) {
-    attempt.steps.push_back(clock.done("failed", {}, errno));
+    attempt.steps.push_back(done(timer, "failed", {}, errno));
     return Awaited{.event = {}, .status = "failed", .detail = {}};
   }
   auto awaited = await_event(channel, options.limits, awaiting);
-  attempt.steps.push_back(finish_step(clock, awaited, RDMA_CM_EVENT_ESTABLISHED));
+  attempt.steps.push_back(finish_step(timer, awaited, RDMA_CM_EVENT_ESTABLISHED));
   return awaited;
 }
 
@@ -355,26 +348,26 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   const auto destination = numeric_address(options.target, options.port);
   std::optional<SocketAddress> source;
   if (!options.bind.empty()) source = numeric_address(options.bind, 0);
-  StepClock resolve_clock("resolve_addr");
+  const StepTimer resolve_timer(rdmakit::Step::resolve_addr);
   if (rdma_resolve_addr(connection.id.get(), source ? const_cast<sockaddr*>(source->get()) : nullptr,
                         const_cast<sockaddr*>(destination.get()), kernel_timeout_ms(options.limits)) != 0) {
-    attempt.steps.push_back(resolve_clock.done("failed", {}, errno));
+    attempt.steps.push_back(done(resolve_timer, "failed", {}, errno));
     return;
   }
   const auto resolved = await_event(channel, options.limits, "address resolution");
-  attempt.steps.push_back(finish_step(resolve_clock, resolved, RDMA_CM_EVENT_ADDR_RESOLVED));
+  attempt.steps.push_back(finish_step(resolve_timer, resolved, RDMA_CM_EVENT_ADDR_RESOLVED));
   const auto& route = connect_case.local.route;
   const std::string next_hop = route && !route->gateway.empty() ? route->gateway : options.target;
   connect_case.local.neighbour = neighbour_of(next_hop, route ? route->netdev : std::string());
   if (stopped(attempt)) return;
   record_source(connect_case, connection.id.get(), attempt);
-  StepClock route_clock("resolve_route");
+  const StepTimer route_timer(rdmakit::Step::resolve_route);
   if (rdma_resolve_route(connection.id.get(), kernel_timeout_ms(options.limits)) != 0) {
-    attempt.steps.push_back(route_clock.done("failed", {}, errno));
+    attempt.steps.push_back(done(route_timer, "failed", {}, errno));
     return;
   }
   const auto routed = await_event(channel, options.limits, "route resolution");
-  attempt.steps.push_back(finish_step(route_clock, routed, RDMA_CM_EVENT_ROUTE_RESOLVED));
+  attempt.steps.push_back(finish_step(route_timer, routed, RDMA_CM_EVENT_ROUTE_RESOLVED));
   if (stopped(attempt)) return;
   if (connection.id->route.num_paths > 0) {
     attempt.path_mtu = static_cast<int>(mtu_bytes(static_cast<ibv_mtu>(connection.id->route.path_rec->mtu)));
@@ -472,34 +465,34 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
   attempt.port_space = options.port_space;
   attempt.bind = options.bind;
   connect_case.local = read_host_view(options.view);
-  StepClock route_clock("route");
+  const StepTimer route_timer(rdmakit::Step::route);
   connect_case.local.route = route_to(options.target, options.bind);
   const auto& route = *connect_case.local.route;
-  attempt.steps.push_back(route.errnum == 0 ? route_clock.done("ok", route_text(route))
-                                            : route_clock.done("failed", {}, route.errnum));
+  attempt.steps.push_back(route.errnum == 0 ? done(route_timer, "ok", route_text(route))
+                                            : done(route_timer, "failed", {}, route.errnum));
   if (route.errnum == 0) {
     try {
       run_rdma_steps(connect_case, options);
     } catch (const RdmaError& failed) {
       // No device, no rdma_cm, a QP or memory the device refused: the step under way
       // failed with the call's errno; the verdict still gets everything before it.
-      const char* under_way = attempt.find("resolve_addr") == nullptr ? "resolve_addr" : "connect";
       ConnectStep step;
-      step.name = under_way;
+      step.name =
+          attempt.find(rdmakit::Step::resolve_addr) == nullptr ? rdmakit::Step::resolve_addr : rdmakit::Step::connect;
       step.status = "failed";
       step.errnum = failed.errnum();
       step.detail = failed.call();
       attempt.steps.push_back(step);
     }
   }
-  for (const char* later : {"resolve_addr", "resolve_route", "connect"}) {
+  for (const auto later : {rdmakit::Step::resolve_addr, rdmakit::Step::resolve_route, rdmakit::Step::connect}) {
     if (attempt.find(later) == nullptr) attempt.steps.push_back(skipped(later, "an earlier step did not succeed"));
   }
-  const auto resolved = [&attempt](const char* name) {
+  const auto resolved = [&attempt](rdmakit::Step name) {
     const auto* step = attempt.find(name);
     return step == nullptr || step->status == "ok" || step->status == "skipped";
   };
-  if (!resolved("resolve_addr") || !resolved("resolve_route")) {
+  if (!resolved(rdmakit::Step::resolve_addr) || !resolved(rdmakit::Step::resolve_route)) {
     // The same checks diag-bind makes, on the address this side binds or resolves.
     const auto address = options.bind.empty() ? options.target : options.bind;
     const auto target = make_target(address, 0, options.port_space);

@@ -77,17 +77,14 @@ Connection::~Connection() {
   }
 }
 
-void Connection::begin(std::string step) {
+void Connection::begin(Step step) {
   end_step();
-  const auto now = Clock::now();
-  current_ = StepSpan{std::move(step), now, now};
+  current_.emplace(step);
 }
 
 void Connection::end_step(bool failed) {
   if (current_) {
-    current_->ended = Clock::now();
-    current_->failed = failed;
-    steps_.push_back(std::move(*current_));
+    steps_.push_back(current_->span(failed));
     current_.reset();
   }
 }
@@ -128,12 +125,12 @@ void ConnectionGroup::connect(const rdma_addrinfo& target) {
     private_data_.assign(bytes, bytes + target.ai_connect_len);
   }
   for (std::size_t i = 0; i < options_.connections; ++i) {
-    const auto started = Clock::now();
+    const StepTimer timer(Step::create_id);
     auto& connection = add_connection(CmId(*channel_, options_.port_space));
-    connection->steps_.push_back(StepSpan{"create_id", started, Clock::now()});
+    connection->steps_.push_back(timer.span());
   }
   for (auto& connection : connections_) {
-    connection->begin("resolve_addr");
+    connection->begin(Step::resolve_addr);
     connection->state_ = CmState::resolving_addr;
     try {
       check_errno(rdma_resolve_addr(connection->id_.get(), target.ai_src_addr, target.ai_dst_addr,
@@ -167,11 +164,11 @@ void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
   target_ = group_.host_string();
   target_host_ = target_;
   for (std::size_t i = 0; i < options_.connections; ++i) {
-    const auto started = Clock::now();
+    const StepTimer timer(Step::create_id);
     auto& connection = add_connection(CmId(*channel_, options_.port_space));
-    connection->steps_.push_back(StepSpan{"create_id", started, Clock::now()});
+    connection->steps_.push_back(timer.span());
     if (source != nullptr) {
-      connection->begin("bind_addr");
+      connection->begin(Step::bind_addr);
       const auto host = address_of(source).host_string();
       check_errno(rdma_bind_addr(connection->id_.get(), const_cast<sockaddr*>(source)), "rdma_bind_addr", host, host);
       connection->end_step();
@@ -187,7 +184,7 @@ void ConnectionGroup::join(const sockaddr* source, const sockaddr* group) {
         start_join(*connection);
         continue;
       }
-      connection->begin("resolve_addr");
+      connection->begin(Step::resolve_addr);
       connection->state_ = CmState::resolving_group;
       check_errno(rdma_resolve_addr(connection->id_.get(), const_cast<sockaddr*>(source), group_.get(),
                                     timeout_ms(options_.limits.timeout)),
@@ -208,7 +205,7 @@ void ConnectionGroup::leave() noexcept {
   joined_ = false;
   for (auto& connection : connections_) {
     if (connection->ready_at_) {
-      connection->begin("leave");
+      connection->begin(Step::leave);
       if (rdma_leave_multicast(connection->id_.get(), group_.get()) != 0) {
         spdlog::warn("rdma_leave_multicast({}): {}", target_, std::strerror(errno));
       }
@@ -235,7 +232,7 @@ std::size_t ConnectionGroup::receive_slot_bytes() const {
 }
 
 void ConnectionGroup::create_resources(Connection& connection) {
-  connection.begin("create_qp");
+  connection.begin(Step::create_qp);
   rdma_cm_id* id = connection.id_.get();
   if (id->verbs == nullptr) {
     // Address resolution (or a connect request) always binds a device; this is no errno.
@@ -431,7 +428,7 @@ void ConnectionGroup::act(Connection& connection, const CmTransition& transition
     case CmAction::none: return;
     case CmAction::resolve_route:
       set_id_options(connection, true);
-      connection.begin("resolve_route");
+      connection.begin(Step::resolve_route);
       check_errno(rdma_resolve_route(id, timeout_ms(options_.limits.timeout)), "rdma_resolve_route", target_,
                   target_host_);
       return;
@@ -439,7 +436,7 @@ void ConnectionGroup::act(Connection& connection, const CmTransition& transition
     case CmAction::connect: {
       create_resources(connection);
       post_receives(connection);
-      connection.begin("connect");
+      connection.begin(Step::connect);
       auto parameters = connection_parameters(ConnectOffer{.private_data = private_data_,
                                                            .responder_resources = 1,
                                                            .initiator_depth = 1,
@@ -452,7 +449,7 @@ void ConnectionGroup::act(Connection& connection, const CmTransition& transition
     case CmAction::stop_traffic:
       // Whoever started it, each side records its disconnect step: when the peer's DREQ
       // arrives before this side awaited it, the step is the answer alone.
-      if (!connection.current_ || connection.current_->step != "disconnect") connection.begin("disconnect");
+      if (!connection.current_ || connection.current_->step() != Step::disconnect) connection.begin(Step::disconnect);
       if (!connection.disconnecting_) {
         connection.disconnecting_ = true;  // the peer went first: answer so its side completes
         rdma_disconnect(id);
@@ -497,7 +494,7 @@ void ConnectionGroup::require_one_ready() const {
 void ConnectionGroup::start_join(Connection& connection) {
   create_resources(connection);
   post_receives(connection);
-  connection.begin("join");
+  connection.begin(Step::join);
   rdma_cm_join_mc_attr_ex attributes{};
   attributes.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
   attributes.addr = group_.get();
@@ -556,7 +553,7 @@ void ConnectionGroup::accept_request(Connection& connection) {
   set_id_options(connection, false);
   create_resources(connection);
   post_receives(connection);
-  connection.begin("accept");
+  connection.begin(Step::accept);
   const bool datagram = is_datagram(options_.port_space);
   auto parameters = connection_parameters(
       ConnectOffer{.private_data = {},
@@ -667,7 +664,7 @@ bool exchange_finished(const Connection& connection, std::uint64_t receive_targe
 
 }  // namespace
 
-void ConnectionGroup::exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_total_each,
+void ConnectionGroup::exchange(Step step, std::uint64_t sends_each, std::uint64_t receives_total_each,
                                const std::string& awaiting) {
   std::vector<Connection*> active;
   for (auto& connection : connections_) {
@@ -729,7 +726,7 @@ void ConnectionGroup::disconnect() {
   for (auto& connection : connections_) {
     if (connection->state_ == CmState::established && !connection->disconnecting_) {
       connection->disconnecting_ = true;
-      connection->begin("disconnect");
+      connection->begin(Step::disconnect);
       check_errno(rdma_disconnect(connection->id_.get()), "rdma_disconnect", target_);
     }
   }
@@ -742,7 +739,7 @@ void ConnectionGroup::disconnect() {
 
 void ConnectionGroup::await_disconnect() {
   for (auto& connection : connections_) {
-    if (connection->state_ == CmState::established) connection->begin("disconnect");
+    if (connection->state_ == CmState::established) connection->begin(Step::disconnect);
   }
   pump(
       [this] {

@@ -65,7 +65,7 @@ class Connection {
   // Why this connection ended early, if it did; the rest of the group went on without it.
   const std::optional<ErrorRecord>& failure() const noexcept { return failure_; }
   // The step under way when the run ended inside one.
-  const std::optional<StepSpan>& current_step() const noexcept { return current_; }
+  const std::optional<StepTimer>& current_step() const noexcept { return current_; }
   rdma_cm_id* cm_id() const noexcept { return id_.get(); }
   std::uint32_t remote_qpn() const noexcept { return remote_qpn_; }  // 0 until known
   std::optional<unsigned> rnr_nak_timer() const noexcept { return rnr_nak_timer_; }
@@ -73,7 +73,7 @@ class Connection {
  private:
   friend class ConnectionGroup;
   Connection(std::size_t index, CmId id);
-  void begin(std::string step);
+  void begin(Step step);
   void end_step(bool failed = false);
 
   std::size_t index_;
@@ -89,7 +89,7 @@ class Connection {
   CmState state_ = CmState::idle;
   bool disconnecting_ = false;  // we called rdma_disconnect (or answered the peer's)
   std::vector<StepSpan> steps_;
-  std::optional<StepSpan> current_;
+  std::optional<StepTimer> current_;
   std::optional<Clock::time_point> ready_at_;
   std::optional<ErrorRecord> failure_;
   std::uint64_t sends_posted_ = 0;
@@ -127,8 +127,7 @@ class ConnectionGroup {
   // them and has received `receives_total_each` messages in all (counting any that arrived
   // before this call). A UD passive side answers to the address and QP number its first
   // datagram carried.
-  void exchange(const std::string& step, std::uint64_t sends_each, std::uint64_t receives_total_each,
-                const std::string& awaiting);
+  void exchange(Step step, std::uint64_t sends_each, std::uint64_t receives_total_each, const std::string& awaiting);
 
   // Disconnects every connection and waits for each DISCONNECTED.
   void disconnect();

@@ -73,18 +73,16 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
   const auto target = destination.to_string();
   const auto host = destination.host_string();
 
-  auto started = Clock::now();
+  StepTimer timer(Step::resolve_addr);
   check_errno(rdma_resolve_addr(cm_id, source ? const_cast<sockaddr*>(source->get()) : nullptr,
                                 const_cast<sockaddr*>(destination.get()), timeout_ms(options.limits.timeout)),
               "rdma_resolve_addr", target, host);
   endpoint->state_ = CmState::resolving_addr;
   endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, host, "address resolution of " + target);
-  report.add_timing("addr_resolve", elapsed_ms(started));
-
-  started = Clock::now();
+  report.add_timing(timer.next(Step::resolve_route));
   check_errno(rdma_resolve_route(cm_id, timeout_ms(options.limits.timeout)), "rdma_resolve_route", target, host);
   endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, host, "route resolution to " + target);
-  report.add_timing("route_resolve", elapsed_ms(started));
+  report.add_timing(timer.span());
   endpoint->create_resources();
   return endpoint;
 }
@@ -191,7 +189,7 @@ CmTransition Endpoint::apply(const rdma_cm_event& event) {
 }
 
 // The connection request failed: the error of the failing call, with the peer's reason.
-void Endpoint::fail_establishment(const rdma_cm_event& event, const CmTransition& transition, const std::string& step) {
+void Endpoint::fail_establishment(const rdma_cm_event& event, const CmTransition& transition, Step step) {
   const auto peer = peer_address();
   const auto status = event.status;
   // REJECTED carries the CM reject reason (IB spec: 8 invalid service ID, i.e. nobody
@@ -208,7 +206,7 @@ void Endpoint::fail_establishment(const rdma_cm_event& event, const CmTransition
   }
   // The active side names the peer's host, so that the hint and --diagnose can ask
   // diag-connect about it.
-  const bool active = step == "connect";
+  const bool active = step == Step::connect;
   const auto host = active ? address_of(rdma_get_peer_addr(id_.get())).host_string() : std::string();
   constexpr int sidr_no_such_service = 1;  // a SIDR status, not an errno
   if (kind == CmEvent::unreachable && options_.datagram && active && status == sidr_no_such_service) {
@@ -236,13 +234,13 @@ void Endpoint::take_reply(const rdma_cm_event& event) {
   }
 }
 
-void Endpoint::await_established(const std::string& step, Report& report, Clock::time_point started) {
+void Endpoint::await_established(const StepTimer& timer, Report& report) {
   const auto peer = peer_address();
   for (;;) {
     auto event = next_cm_event(*channel_, deadline(), options_.limits.stop_fd, "connection establishment with " + peer);
     const auto transition = apply(*event);
     switch (transition.action) {
-      case CmAction::fail: fail_establishment(*event, transition, step);
+      case CmAction::fail: fail_establishment(*event, transition, timer.step());
       case CmAction::establish:
         ready_own_qp();
         check_errno(rdma_establish(id_.get()), "rdma_establish", peer);
@@ -250,7 +248,7 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
       case CmAction::start_traffic:
         keep_rnr_naks_short(qp());
         take_reply(*event);
-        report.add_timing(step, elapsed_ms(started));
+        report.add_timing(timer.span());
         return;
       default: break;
     }
@@ -258,11 +256,11 @@ void Endpoint::await_established(const std::string& step, Report& report, Clock:
 }
 
 void Endpoint::connect(Report& report) {
-  const auto started = Clock::now();
+  const StepTimer timer(Step::connect);
   auto parameters = connection_parameters();
   check_errno(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
   state_ = CmState::connecting;
-  await_established("connect", report, started);
+  await_established(timer, report);
 }
 
 void Endpoint::set_ack_timeout() {
@@ -288,7 +286,7 @@ Endpoint::Transport Endpoint::transport() const {
 }
 
 void Endpoint::accept(Report& report) {
-  const auto started = Clock::now();
+  const StepTimer timer(Step::accept);
   set_ack_timeout();
   if (own_qp_) {
     ready_own_qp();
@@ -299,10 +297,10 @@ void Endpoint::accept(Report& report) {
   if (options_.datagram) {
     // The SIDR reply ends the exchange: no ESTABLISHED follows on this side.
     state_ = CmState::established;
-    report.add_timing("accept", elapsed_ms(started));
+    report.add_timing(timer.span());
     return;
   }
-  await_established("accept", report, started);
+  await_established(timer, report);
 }
 
 void Endpoint::reject(std::span<const std::uint8_t> private_data) noexcept {

@@ -55,7 +55,7 @@ struct EndpointOptions {
 class Endpoint {
  public:
   // Resolves address and route to `destination` (from `source` when given), recording
-  // "addr_resolve" and "route_resolve" timings, and creates the verbs resources.
+  // the resolve_addr and resolve_route steps, and creates the verbs resources.
   static std::unique_ptr<Endpoint> resolve(const SocketAddress* source, const SocketAddress& destination,
                                            const EndpointOptions& options, Report& report);
 
@@ -63,8 +63,8 @@ class Endpoint {
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
-  void connect(Report& report);  // records "connect"
-  void accept(Report& report);   // records "accept"
+  void connect(Report& report);  // records the connect step
+  void accept(Report& report);   // records the accept step
   // Passive side, instead of accept(): turns the request down, `private_data` saying why.
   void reject(std::span<const std::uint8_t> private_data) noexcept;
 
@@ -134,9 +134,8 @@ class Endpoint {
                     const std::string& awaiting);
   void move_qp_to(ibv_qp_state target);
   void ready_own_qp();
-  void await_established(const std::string& step, Report& report, Clock::time_point started);
-  [[noreturn]] void fail_establishment(const rdma_cm_event& event, const CmTransition& transition,
-                                       const std::string& step);
+  void await_established(const StepTimer& timer, Report& report);
+  [[noreturn]] void fail_establishment(const rdma_cm_event& event, const CmTransition& transition, Step step);
   void take_reply(const rdma_cm_event& event);
   // Applies one CM event; returns the transition taken.
   CmTransition apply(const rdma_cm_event& event);

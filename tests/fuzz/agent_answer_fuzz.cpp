@@ -25,7 +25,7 @@ const diag::ConnectCase& client_case() {
     std::ifstream in(RDMAKIT_CONNECT_FIXTURES "/ok.json");
     auto c = diag::connect_case_from_json(nlohmann::json::parse(in));
     for (auto& step : c.attempt.steps) {
-      if (step.name == "connect") step.status = "timeout";
+      if (step.name == Step::connect) step.status = "timeout";
     }
     return c;
   }();

@@ -154,13 +154,13 @@ expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, expected $1"; }
 expect_grep() { grep -q -- "$1" "$T/$2" || fail "'$1' not found in $2"; }
 expect_jq() { jq -e "$1" "$T/$2" > /dev/null || fail "$2 does not satisfy: $1"; }
 
-# expect_wait_bounded FILE SECONDS: the report's run, less the set-up steps it finished and
-# timed (cm_timings_ms: address lookup, resolve, connect), took SECONDS at most. What a
-# timeout bounds is the wait that gave up; under ASan beside a busy guest the steps before
-# it have taken 2.3 s on their own, which a bound on the whole run wrongly charged to it.
+# expect_wait_bounded FILE SECONDS: the report's run, less the steps it finished and timed
+# (cm_timings_ms and timings_ms: address lookup, resolve, connect, ...), took SECONDS at most.
+# What a timeout bounds is the wait that gave up; under ASan beside a busy guest the steps
+# before it have taken 2.3 s on their own, which a bound on the whole run wrongly charged to it.
 expect_wait_bounded() {
   local waited
-  waited=$(jq '.duration_s - ((([.cm_timings_ms // {} | .[]] | add) // 0) / 1000)' "$T/$1")
+  waited=$(jq '.duration_s - ((([(.cm_timings_ms // {}), (.timings_ms // {}) | .[]] | add) // 0) / 1000)' "$T/$1")
   jq -e --argjson waited "$waited" "\$waited <= $2" -n > /dev/null ||
     fail "$1 waited $waited s beyond its timed set-up steps (run $(jq .duration_s "$T/$1") s), bound $2 s"
 }

@@ -151,7 +151,7 @@ case_rping_json() {
   expect_jq '.bytes == 6400 and .arguments.size == 128 and .arguments.validate == true' json_client.out
   expect_jq '.rtt_us.count == 25 and .rtt_us.min > 0 and .rtt_us.min <= .rtt_us.p50' json_client.out
   expect_jq '.rtt_us.p50 <= .rtt_us.p99 and .rtt_us.p99 <= .rtt_us["p99.9"] and .rtt_us["p99.9"] <= .rtt_us.max' json_client.out
-  expect_jq '.cm_timings_ms | has("addr_resolve") and has("route_resolve") and has("connect")' json_client.out
+  expect_jq '.cm_timings_ms | has("resolve_addr") and has("resolve_route") and has("connect")' json_client.out
   expect_jq '.role == "server" and .iterations.completed == 25 and (.cm_timings_ms | has("accept"))' json_server.out
   cp "$T/json_client.out" "${RDMAKIT_ARTIFACTS:-/nonexistent}/rping-client.json" 2>/dev/null || true
   note "client report: $(jq -c '{outcome, iterations, rtt_us, cm_timings_ms}' "$T/json_client.out")"

@@ -143,7 +143,7 @@ class Schemas(unittest.TestCase):
     def test_reports_carry_only_their_tools_groups(self):
         # lib/core/report.hpp ReportGroups, as each tool declares them (ToolRunner::report_groups).
         every = {"schema_version", "tool", "role", "arguments", "outcome", "exit_code", "duration_s", "errors"}
-        connection = {"local_address", "peer_address", "cm_timings_ms"}
+        connection = {"local_address", "peer_address", "cm_timings_ms", "timings_ms"}
         measurement = {"iterations", "bytes", "rtt_us"}
         both = connection | measurement
         groups = {"diag-bind": set(), "rdma_smoke": set(), "diag-connect": connection}
@@ -177,7 +177,7 @@ class Schemas(unittest.TestCase):
         ucmatose = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
             "local_address": "10.55.0.1:7471", "peer_address": "",
-            "cm_timings_ms": {"create_qp": 0.4, "accept": 1.2, "transfer": 0.3, "disconnect": 0.8},
+            "cm_timings_ms": {"create_qp": 0.4, "accept": 1.2, "disconnect": 0.8}, "timings_ms": {"transfer": 0.3},
             "iterations": {"requested": 20, "completed": 20}, "bytes": 4000,
             "steps": [{"step": "create_qp", "connections": 2, "wall_ms": 0.4, "max_ms": 0.2, "min_ms": 0.1,
                        "avg_ms": 0.15, "per_connection_us": 200.0, "failed": 0}],
@@ -319,13 +319,17 @@ class Schemas(unittest.TestCase):
         completed = {
             "outcome": "completed", "exit_code": 0, "errors": [], "inline_send": True,
             "local_address": "10.55.0.1:50000", "peer_address": "10.55.0.1:7471",
-            "cm_timings_ms": {"getaddrinfo": 0.1, "create_ep": 2.0, "reg_msgs": 0.1, "connect": 1.0,
-                              "exchanges": 0.5, "disconnect": 0.2},
+            "cm_timings_ms": {"getaddrinfo": 0.1, "create_ep": 2.0, "connect": 1.0, "disconnect": 0.2},
+            "timings_ms": {"reg_msgs": 0.1, "transfer": 0.5},
             "iterations": {"requested": 1, "completed": 1}, "bytes": 32,
             "rtt_us": {"count": 1, "min": 40.0, "avg": 40.0, "stdev": 0.0, "p50": 40.0, "p99": 40.0,
                        "p99.9": 40.0, "max": 40.0}}
         self.assertAccepted("rdma_client", shape("rdma_client", completed))
         self.assertRefused("rdma_client", shape("rdma_client", dict(completed, errors=[{"message": "x"}])))
+        # One step vocabulary (lib/core/step.hpp): an old spelling, or another step among the CM ones, is refused.
+        for cm in ({"addr_resolve": 1.0}, {"reg_msgs": 0.1}):
+            self.assertRefused("rdma_client", shape("rdma_client", dict(completed, cm_timings_ms=cm)))
+        self.assertRefused("rdma_client", shape("rdma_client", dict(completed, timings_ms={"connect": 1.0})))
 
 
     def test_mesh_pairs_nodes_and_summaries(self):
@@ -396,7 +400,7 @@ class Schemas(unittest.TestCase):
 
         # The agent (--serve) reports what it served, and nothing of a client's.
         agent = changed(lambda d: (d.pop("capture"), d.pop("verdict"), d.update(
-            role="agent", outcome="completed", exit_code=0, local_address="", peer_address="", cm_timings_ms={},
+            role="agent", outcome="completed", exit_code=0, local_address="", peer_address="", cm_timings_ms={}, timings_ms={},
             agent={"answers": 2, "bad_requests": 2, "connections": 3, "rejected": 1, "expired": 0})))
         agent["arguments"].update(serve=True, replay="")
         self.assertAccepted("diag-connect", agent)

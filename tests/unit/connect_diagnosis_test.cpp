@@ -305,7 +305,7 @@ TEST(ConnectJson, PeerAnswerIsNeverTrusted) {
 
 ConnectCase timed_out(ConnectCase c) {
   for (auto& step : c.attempt.steps) {
-    if (step.name == "connect") {
+    if (step.name == rdmakit::Step::connect) {
       step.status = "timeout";
       step.errnum = 110;
       step.event = "RDMA_CM_EVENT_UNREACHABLE";

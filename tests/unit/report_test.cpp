@@ -17,9 +17,9 @@ Report sample() {
   r.role = "client";
   r.arguments = {{"count", 3}};
   r.peer_address = "10.0.0.1:7174";
-  r.add_timing("addr_resolve", 0.5);
-  r.add_timing("route_resolve", 0.25);
-  r.add_timing("connect", 1.5);
+  r.add_timing(Step::resolve_addr, 0.5);
+  r.add_timing(Step::resolve_route, 0.25);
+  r.add_timing(Step::connect, 1.5);
   r.iterations_requested = 3;
   r.iterations_completed = 3;
   r.bytes = 384;
@@ -39,6 +39,7 @@ TEST(ReportJson, HasStableShape) {
   EXPECT_EQ(j["iterations"]["completed"], 3);
   EXPECT_EQ(j["bytes"], 384);
   EXPECT_DOUBLE_EQ(j["cm_timings_ms"]["connect"].get<double>(), 1.5);
+  EXPECT_TRUE(j["timings_ms"].empty());
   for (const char* key : {"count", "min", "avg", "p50", "p99", "p99.9", "max"}) {
     EXPECT_TRUE(j["rtt_us"].contains(key)) << key;
   }
@@ -46,6 +47,49 @@ TEST(ReportJson, HasStableShape) {
   EXPECT_TRUE(j["errors"].empty());
   // Round-trips through text: what we print is valid JSON.
   EXPECT_EQ(nlohmann::json::parse(j.dump()), j);
+}
+
+TEST(ReportJson, CmStepsApartFromTheOthers) {
+  Report r = sample();
+  r.add_timing(Step::reg_msgs, 0.125);
+  r.add_timing(Step::transfer, 2.0);
+  r.add_timing(Step::disconnect, 0.75);
+  const auto j = to_json(r);
+  EXPECT_EQ(j["cm_timings_ms"],
+            (nlohmann::json{{"resolve_addr", 0.5}, {"resolve_route", 0.25}, {"connect", 1.5}, {"disconnect", 0.75}}));
+  EXPECT_EQ(j["timings_ms"], (nlohmann::json{{"reg_msgs", 0.125}, {"transfer", 2.0}}));
+  const auto text = render_text(r);
+  EXPECT_NE(text.find("  cm: resolve_addr 0.500 ms resolve_route 0.250 ms connect 1.500 ms disconnect 0.750 ms\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  steps: reg_msgs 0.125 ms transfer 2.000 ms\n"), std::string::npos) << text;
+}
+
+TEST(Steps, OneSpellingEachAndTheCmStepsFirst) {
+  std::size_t cm = 0;
+  for (int i = 0; i <= static_cast<int>(Step::transfer); ++i) {
+    const auto step = static_cast<Step>(i);
+    EXPECT_EQ(step_named(step_name(step)), step) << step_name(step);
+    EXPECT_EQ(nlohmann::json(step), step_name(step));
+    cm += is_cm_step(step) ? 1 : 0;
+  }
+  EXPECT_EQ(cm, 13u);
+  EXPECT_TRUE(is_cm_step(Step::resolve_addr));
+  EXPECT_FALSE(is_cm_step(Step::reg_msgs));
+  EXPECT_EQ(step_named("addr_resolve"), std::nullopt);  // the spelling before schema_version 4
+  EXPECT_EQ(step_named("exchanges"), std::nullopt);
+}
+
+TEST(Steps, ATimerRunsItsStepsBackToBack) {
+  StepTimer timer(Step::getaddrinfo);
+  const auto first = timer.next(Step::create_ep);
+  EXPECT_EQ(first.step, Step::getaddrinfo);
+  EXPECT_EQ(timer.step(), Step::create_ep);
+  EXPECT_EQ(timer.started(), first.ended);  // no gap between two steps
+  const auto second = timer.span(true);
+  EXPECT_EQ(second.step, Step::create_ep);
+  EXPECT_TRUE(second.failed);
+  EXPECT_GE(second.ms(), 0.0);
 }
 
 TEST(ReportJson, ErrorCarriesCallErrnoAndHint) {
@@ -214,7 +258,8 @@ TEST(ReportJson, CarriesOnlyTheGroupsItsToolHas) {
   Report r = sample();
   r.groups = {.connection = false, .measurement = false};
   const auto bare = to_json(r);
-  for (const char* key : {"local_address", "peer_address", "cm_timings_ms", "iterations", "bytes", "rtt_us"}) {
+  for (const char* key :
+       {"local_address", "peer_address", "cm_timings_ms", "timings_ms", "iterations", "bytes", "rtt_us"}) {
     EXPECT_FALSE(bare.contains(key)) << key;
   }
   for (const char* key :
@@ -225,6 +270,7 @@ TEST(ReportJson, CarriesOnlyTheGroupsItsToolHas) {
   const auto connected = to_json(r);
   EXPECT_EQ(connected["peer_address"], "10.0.0.1:7174");
   EXPECT_TRUE(connected.contains("cm_timings_ms"));
+  EXPECT_TRUE(connected.contains("timings_ms"));
   EXPECT_FALSE(connected.contains("iterations"));
   EXPECT_FALSE(connected.contains("rtt_us"));
 }

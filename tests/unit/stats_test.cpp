@@ -66,21 +66,21 @@ TEST(StepTable, OverlappingSpansGiveWallTimeAndPerConnectionCost) {
   const auto t0 = std::chrono::steady_clock::time_point{};
   // Two connections resolve at once (0-10 ms and 2-6 ms), then connect one after another.
   const std::vector<StepSpan> spans{
-      {"resolve_addr", t0, t0 + 10ms},
-      {"resolve_addr", t0 + 2ms, t0 + 6ms},
-      {"connect", t0 + 10ms, t0 + 13ms},
-      {"connect", t0 + 13ms, t0 + 14ms},
+      {Step::resolve_addr, t0, t0 + 10ms},
+      {Step::resolve_addr, t0 + 2ms, t0 + 6ms},
+      {Step::connect, t0 + 10ms, t0 + 13ms},
+      {Step::connect, t0 + 13ms, t0 + 14ms},
   };
   const auto rows = step_table(spans);
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_EQ(rows[0].step, "resolve_addr");
+  EXPECT_EQ(rows[0].step, Step::resolve_addr);
   EXPECT_EQ(rows[0].spans, 2u);
   EXPECT_DOUBLE_EQ(rows[0].wall_ms, 10.0);
   EXPECT_DOUBLE_EQ(rows[0].max_ms, 10.0);
   EXPECT_DOUBLE_EQ(rows[0].min_ms, 4.0);
   EXPECT_DOUBLE_EQ(rows[0].avg_ms, 7.0);
   EXPECT_DOUBLE_EQ(rows[0].per_connection_us, 5000.0);
-  EXPECT_EQ(rows[1].step, "connect");
+  EXPECT_EQ(rows[1].step, Step::connect);
   EXPECT_DOUBLE_EQ(rows[1].wall_ms, 4.0);
   EXPECT_DOUBLE_EQ(rows[1].min_ms, 1.0);
   EXPECT_DOUBLE_EQ(rows[1].per_connection_us, 2000.0);
@@ -89,10 +89,10 @@ TEST(StepTable, OverlappingSpansGiveWallTimeAndPerConnectionCost) {
 TEST(StepTable, CountsTheSpansThatFailed) {
   const auto t0 = std::chrono::steady_clock::time_point{};
   const std::vector<StepSpan> spans{
-      {"connect", t0, t0 + 3ms},
-      {"connect", t0, t0 + 9ms, true},
-      {"connect", t0 + 1ms, t0 + 4ms},
-      {"transfer", t0 + 9ms, t0 + 12ms},
+      {Step::connect, t0, t0 + 3ms},
+      {Step::connect, t0, t0 + 9ms, true},
+      {Step::connect, t0 + 1ms, t0 + 4ms},
+      {Step::transfer, t0 + 9ms, t0 + 12ms},
   };
   const auto rows = step_table(spans);
   ASSERT_EQ(rows.size(), 2u);

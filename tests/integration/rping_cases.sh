@@ -144,7 +144,7 @@ case_rping_json() {
   # stdout is exactly one JSON document; -v lines went to stderr.
   jq -s 'length == 1' "$T/json_client.out" | grep -q true || fail "client stdout is not one JSON document"
   expect_grep "ping data: rdma-ping-24" json_client.err
-  expect_jq '.schema_version == 3 and .tool == "rping" and .role == "client"' json_client.out
+  expect_jq '.schema_version == 4 and .tool == "rping" and .role == "client"' json_client.out
   expect_schema rping json_client.out
   expect_jq '.outcome == "completed" and .exit_code == 0 and (.errors | length == 0)' json_client.out
   expect_jq '.iterations.requested == 25 and .iterations.completed == 25' json_client.out

@@ -7,7 +7,7 @@
 
 #include "lib/bench/perftest_flags.hpp"
 #include "lib/core/error.hpp"
-#include "lib/core/placement.hpp"
+#include "lib/measure/placement.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/cm.hpp"
 

@@ -18,10 +18,10 @@
 
 #include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loops.hpp"
-#include "lib/core/cpu_use.hpp"
+#include "lib/measure/cpu_use.hpp"
 #include "lib/core/persistent.hpp"
-#include "lib/core/placement.hpp"
-#include "lib/core/port_counters.hpp"
+#include "lib/measure/placement.hpp"
+#include "lib/measure/port_counters.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/wire/protocol.hpp"

@@ -19,7 +19,7 @@
 #include "lib/bench/loops.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
-#include "lib/core/work_id.hpp"
+#include "lib/measure/work_id.hpp"
 #include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
 
@@ -28,7 +28,7 @@ namespace rdmakit::loop {
 constexpr std::size_t poll_batch = 16;
 // Empty polls between looks at the clock and the stop signal.
 constexpr std::uint32_t spins_between_checks = 1024;
-// Ids (lib/core/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
+// Ids (lib/measure/work_id.hpp): receives are all alike; sends carry their number modulo 2^32
 // and, in the latency loops, their poster's generation as owner.
 constexpr WorkId receive_work{.kind = WorkKind::receive, .owner = 0, .sequence = 0};
 

@@ -15,7 +15,7 @@
 #include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loop_support.hpp"
 #include "lib/core/error.hpp"
-#include "lib/core/tick_clock.hpp"
+#include "lib/measure/tick_clock.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/rdma/work_request.hpp"
@@ -396,7 +396,7 @@ class PingPoster {
         max_inline_data_(max_inline_data),
         sends_(generation) {}
   // `count`: atomics, what the counter holds before this operation.
-  // Returns when it posted (ticks, lib/core/tick_clock): the request is built by then, as
+  // Returns when it posted (ticks, lib/measure/tick_clock): the request is built by then, as
   // perftest's are before it reads the clock.
   std::uint64_t post_from(std::uint64_t address, std::uint32_t lkey, std::uint32_t size, std::uint64_t remote_address,
                           std::uint32_t rkey, bool always_signal, std::uint64_t count = 0) {
@@ -480,7 +480,7 @@ class PingClient {
     if (s_.operation == bw::Operation::write) last_byte(lane_.receive_address, size_) = 0;
   }
 
-  // One exchange; returns its duration in ticks (lib/core/tick_clock), none for a datagram
+  // One exchange; returns its duration in ticks (lib/measure/tick_clock), none for a datagram
   // ping that went unanswered.
   std::optional<std::uint64_t> exchange() {
     switch (s_.operation) {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/pacing.hpp"
+#include "lib/measure/pacing.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/work_request.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // rdma_mesh: every pair of a job's ranks measured over rdma_cm with send_bw's session
-// (lib/bench/bw_session), round by round as lib/core/mesh_plan schedules them. The job
+// (lib/bench/bw_session), round by round as lib/measure/mesh_plan schedules them. The job
 // (lib/core/job.hpp, MPI in practice) only starts the ranks, exchanges what they found and
 // keeps the rounds in step; every measured byte goes over the rdma_cm connections.
 
@@ -14,8 +14,8 @@
 
 #include "lib/bench/bw_session.hpp"
 #include "lib/core/job.hpp"
-#include "lib/core/mesh_node.hpp"
-#include "lib/core/mesh_plan.hpp"
+#include "lib/measure/mesh_node.hpp"
+#include "lib/measure/mesh_plan.hpp"
 #include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "lib/core/mesh_node.hpp"
+#include "lib/measure/mesh_node.hpp"
 #include "lib/probe/host_probe.hpp"
 
 namespace rdmakit::diag {

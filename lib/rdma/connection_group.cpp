@@ -13,7 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
-#include "lib/core/work_id.hpp"
+#include "lib/measure/work_id.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
-#include "lib/core/work_id.hpp"
+#include "lib/measure/work_id.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
@@ -16,7 +16,7 @@ namespace rdmakit {
 namespace {
 
 // An error completion's opcode field is undefined: the kind comes from the id
-// (lib/core/work_id.hpp); the caller's id is its sequence.
+// (lib/measure/work_id.hpp); the caller's id is its sequence.
 WorkId work_id(WorkKind kind, std::uint64_t wr_id) {
   return WorkId{.kind = kind, .owner = 0, .sequence = static_cast<std::uint32_t>(wr_id)};
 }

@@ -72,7 +72,7 @@ class Endpoint {
   RegisteredBuffer& add_buffer(std::size_t size, int access);
 
   // Signalled requests; `wr_id` is the caller's id, kept modulo 2^32 as the sequence of the
-  // id scheme (lib/core/work_id.hpp) and given back as next_completion()'s wr_id.
+  // id scheme (lib/measure/work_id.hpp) and given back as next_completion()'s wr_id.
   void post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
   void post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
   void post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length, std::uint64_t remote_address,

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "lib/core/work_id.hpp"
+#include "lib/measure/work_id.hpp"
 
 namespace rdmakit {
 

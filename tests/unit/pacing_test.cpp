@@ -1,4 +1,4 @@
-#include "lib/core/pacing.hpp"
+#include "lib/measure/pacing.hpp"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include "tests/unit/file_tree.hpp"
 
 #include "lib/core/error.hpp"
-#include "lib/core/placement.hpp"
+#include "lib/measure/placement.hpp"
 
 namespace rdmakit {
 namespace {

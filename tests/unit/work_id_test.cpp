@@ -1,4 +1,4 @@
-#include "lib/core/work_id.hpp"
+#include "lib/measure/work_id.hpp"
 
 #include <gtest/gtest.h>
 

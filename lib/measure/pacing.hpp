@@ -15,7 +15,7 @@
 
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
-#include "lib/core/work_id.hpp"
+#include "lib/measure/work_id.hpp"
 
 namespace rdmakit {
 
@@ -247,7 +247,7 @@ class StreamLedger {
 };
 
 // The sends of a latency loop, one in latency_signal_every signalled: how many were posted
-// and how many are known complete. Their ids (lib/core/work_id.hpp) carry `generation` as
+// and how many are known complete. Their ids (lib/measure/work_id.hpp) carry `generation` as
 // owner, so the completions of an earlier ledger on the same queue (the previous size's
 // last signalled send may complete after it has gone) are told apart.
 class SendBacklog {

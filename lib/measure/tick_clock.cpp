@@ -1,4 +1,4 @@
-#include "lib/core/tick_clock.hpp"
+#include "lib/measure/tick_clock.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "lib/core/port_counters.hpp"
+#include "lib/measure/port_counters.hpp"
 
 #include <fstream>
 #include <system_error>

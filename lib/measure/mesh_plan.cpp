@@ -1,4 +1,4 @@
-#include "lib/core/mesh_plan.hpp"
+#include "lib/measure/mesh_plan.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "lib/core/cpu_use.hpp"
+#include "lib/measure/cpu_use.hpp"
 
 #include <sys/resource.h>
 

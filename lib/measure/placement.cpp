@@ -1,4 +1,4 @@
-#include "lib/core/placement.hpp"
+#include "lib/measure/placement.hpp"
 
 #include <linux/mempolicy.h>
 #include <sched.h>

@@ -554,9 +554,16 @@ void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
 // with silence.
 void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                 const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
+  // Every endpoint's CM events taken, not only up to the first still connected: an event
+  // left in a channel would keep the -e loops' sleep waking at once.
   auto connected = [&] {
-    return std::any_of(endpoints.begin(), endpoints.end(), [](const auto& e) { return e->poll_connected(); });
+    bool any = false;
+    for (const auto& e : endpoints) any = e->poll_connected() || any;
+    return any;
   };
+  std::vector<int> cm_fds;
+  cm_fds.reserve(endpoints.size());
+  for (const auto& e : endpoints) cm_fds.push_back(e->cm_fd());
   const auto silence = first.datagram ? std::optional(s.limits.timeout) : client_silence(s);
   const bool sleeps = server_sleeps(s, first);
   std::vector<DatagramTally> tallies(first.datagram ? lanes.size() : 0);
@@ -573,6 +580,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                                                    .connected = connected,
                                                    .silence = silence,
                                                    .events = sleeps,
+                                                   .cm_fds = cm_fds,
                                                    .datagram = first.datagram ? &tallies.front() : nullptr,
                                                    .reply_from = returns.front()});
   } else {
@@ -584,6 +592,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .connected = connected,
                       .silence = silence,
                       .events = sleeps,
+                      .cm_fds = cm_fds,
                       .datagrams = first.datagram ? &tallies : nullptr},
          results.bandwidth);
   }

@@ -5,6 +5,7 @@
 
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -72,13 +73,19 @@ class SpinGuard {
   // `silence`: how long check_stop() lets the peer send nothing (none: as long as it stays
   // connected). `sleep_on`: completion events (-e), the idle loop sleeps on these lanes'
   // CQs rather than spinning (empty: it spins), after `spins_before_sleep` empty polls.
+  // `cm_fds`: the connection's CM event channels. With them a sleep lasts until a
+  // completion, a CM event, Ctrl-C or the silence bound, as nothing else can end the loop;
+  // without them it wakes every checks_apart to ask whether the peer is still there.
   explicit SpinGuard(int stop_fd, std::optional<std::chrono::milliseconds> silence = std::nullopt,
-                     std::span<const Lane> sleep_on = {}, std::uint32_t spins_before_sleep = 0)
+                     std::span<const Lane> sleep_on = {}, std::uint32_t spins_before_sleep = 0,
+                     std::span<const int> cm_fds = {})
       : stop_fd_(stop_fd),
         silence_(silence, last_check_),
         spins_before_sleep_(spins_before_sleep),
-        waiter_(sleep_on.empty() ? CompletionMode::busy_poll : CompletionMode::events, stop_fd) {
+        waiter_(sleep_on.empty() ? CompletionMode::busy_poll : CompletionMode::events, stop_fd),
+        cm_fds_(cm_fds.begin(), cm_fds.end()) {
     for (const auto& lane : sleep_on) waiter_.watch(lane.cq);
+    for (const int fd : cm_fds_) waiter_.watch_cm(fd);
   }
   bool due() {
     if (waiter_.sleeps()) {
@@ -88,8 +95,12 @@ class SpinGuard {
         waiter_.arm();
         return false;
       }
-      waiter_.sleep(Clock::now() + checks_apart);
       idle_spins_ = 0;
+      // Woken by anything but a completion, the caller must look now, whenever it last did.
+      if (waiter_.sleep(wake_at()) != Woken::completion) {
+        last_check_ = Clock::now();
+        return true;
+      }
     } else if (++spins_ % spins_between_checks != 0) {
       return false;
     }
@@ -100,6 +111,12 @@ class SpinGuard {
   template <class Where>
   void check_stop_while_busy(const Where& where) {
     if (++busy_spins_ % busy_spins_between_checks == 0 && checks_apart_passed()) check_stop(where());
+  }
+  // The peer has gone and the caller drains until `until`: its CM channels, which may still
+  // raise events nobody takes now, no longer end a sleep, and the sleep ends by `until`.
+  void peer_gone(Clock::time_point until) {
+    for (const int fd : cm_fds_) waiter_.forget_cm(fd);
+    wake_by_ = until;
   }
   // A flag, not a clock read: the loop calls it on every completion it takes.
   void saw_progress() { silence_.note_progress(); }
@@ -120,6 +137,15 @@ class SpinGuard {
     last_check_ = now;
     return true;
   }
+  // When a sleep must end. Watching the CM channels, at the silence bound or the drain's end
+  // (progress noted since the last check dated now, so the bound is the current one);
+  // otherwise after checks_apart, to poll the connection.
+  Clock::time_point wake_at() {
+    const auto now = Clock::now();
+    if (cm_fds_.empty() && wake_by_ == Clock::time_point::max()) return now + checks_apart;
+    if (silence_.passed(now)) return now;
+    return std::min(silence_.deadline(), wake_by_);
+  }
 
   static constexpr auto checks_apart = std::chrono::milliseconds(20);
   // An iteration with progress posts or reaps up to a batch of requests, microseconds of
@@ -130,6 +156,8 @@ class SpinGuard {
   SilenceBound silence_;
   std::uint32_t spins_before_sleep_;
   CqWaiter waiter_;
+  std::vector<int> cm_fds_;
+  Clock::time_point wake_by_ = Clock::time_point::max();
   std::uint32_t spins_ = 0;
   std::uint32_t idle_spins_ = 0;
   std::uint32_t busy_spins_ = 0;

@@ -324,7 +324,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   std::array<ibv_wc, poll_batch> wcs{};
   ibv_sge sge{};
   ibv_send_wr wr{};
-  SpinGuard spin(s.limits.stop_fd, s.silence, sleep_lanes(s.events, s.lanes), stream_spins_before_sleep);
+  SpinGuard spin(s.limits.stop_fd, s.silence, sleep_lanes(s.events, s.lanes), stream_spins_before_sleep, s.cm_fds);
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   try {
     while (!ledger.all_closed()) {
@@ -344,7 +344,10 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
       // The peer's DISCONNECTED can overtake the completions of what it sent just before
       // (a server counted 292 of 300 beside a busy guest): go on polling until the flushed
       // receives close every lane, for a second at most.
-      if (!drain_until && !s.connected()) drain_until = Clock::now() + std::chrono::seconds(1);
+      if (!drain_until && !s.connected()) {
+        drain_until = Clock::now() + std::chrono::seconds(1);
+        spin.peer_gone(*drain_until);
+      }
       if (drain_until && Clock::now() >= *drain_until) break;
       spin.check_stop("while receiving");
     }
@@ -673,7 +676,7 @@ class PingAnswerer {
         // One poster for the whole run; it posts only answers: a SEND, or a WRITE for write.
         poster_(s.lane, s.operation == bw::Operation::write ? bw::Operation::write : bw::Operation::send, nullptr,
                 s.max_inline_data, 1),
-        spin_(s.limits.stop_fd, s.silence, ping_sleep_lane(s.events, s.operation, lane_)) {}
+        spin_(s.limits.stop_fd, s.silence, ping_sleep_lane(s.events, s.operation, lane_), 0, s.cm_fds) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
   std::uint64_t run() {

@@ -120,6 +120,10 @@ struct SinkSettings {
   // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
   std::optional<std::chrono::milliseconds> silence;
   bool events = false;  // as StreamSettings::events
+  // The connections' CM event channels: with events, an idle sink sleeps until one of them
+  // (the peer gone), a completion, Ctrl-C or the silence bound; without, it wakes every 20 ms
+  // to ask `connected`.
+  std::vector<int> cm_fds;
   // -c UD: a tally per lane; a lane ends with its client's end-of-stream message (there is
   // no disconnect), and each datagram's size is what follows its GRH.
   std::vector<DatagramTally>* datagrams = nullptr;
@@ -175,7 +179,8 @@ struct AnswerSettings {
   RunLimits limits;  // the stop signal only: answering ends with the connection
   std::function<bool()> connected;
   std::optional<std::chrono::milliseconds> silence;  // as SinkSettings::silence
-  bool events = false;  // send and read: as PingSettings::events (write answers watch memory)
+  bool events = false;      // send and read: as PingSettings::events (write answers watch memory)
+  std::vector<int> cm_fds;  // as SinkSettings::cm_fds
   // -c UD: the pings counted per size; answering ends with the client's end-of-stream
   // message (kept in the tally). The answers go to the address of the first datagram.
   DatagramTally* datagram = nullptr;

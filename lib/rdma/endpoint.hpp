@@ -123,6 +123,9 @@ class Endpoint {
   std::uint32_t max_inline_data() const noexcept { return max_inline_data_; }
   // Non-blocking: applies queued CM events; true while the connection is up.
   bool poll_connected();
+  // The CM event channel's descriptor, readable while events wait for poll_connected(): for
+  // a loop that sleeps until the connection changes (lib/bench's -e loops).
+  int cm_fd() const noexcept { return channel_->fd(); }
 
  private:
   friend class Listener;

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "lib/bench/echo_session.hpp"
+#include "lib/bench/rdma_client_server_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/probe/host_probe.hpp"
 #include "lib/rdma/cm.hpp"
@@ -28,6 +28,6 @@ int main(int argc, char** argv) {
       [&](rdmakit::Report& report) {
         report.role = "client";
         report.iterations_requested = options.count;
-        rdmakit::run_echo_client(options, tool.common().timeout(), report);
+        rdmakit::run_rdma_client(options, tool.common().timeout(), report);
       });
 }

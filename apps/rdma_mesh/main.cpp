@@ -1,6 +1,6 @@
 // rdma_mesh: every link of a cluster measured over rdma_cm, all pairs, round by round,
 // started by mpirun or srun. MPI starts the ranks, exchanges their addresses and results
-// and keeps the rounds in step; the measurements are send_bw's (lib/bench/mesh_session).
+// and keeps the rounds in step; the measurements are send_bw's (lib/bench/rdma_mesh_session).
 
 #include <spdlog/spdlog.h>
 
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
         const auto self = describe_self(job, o, settings);
         mesh::MeshResults results;
         try {
-          mesh::run_mesh(job, settings, self, report, results);
+          mesh::run_rdma_mesh(job, settings, self, report, results);
         } catch (...) {
           report.add(std::move(results));
           throw;

@@ -3,7 +3,7 @@
 // rdma_reg_msgs, rdma_post_recv, rdma_accept, rdma_get_recv_comp, rdma_post_send,
 // rdma_get_send_comp, rdma_disconnect), interoperable with rdma-core's rdma_client.
 
-#include "lib/bench/echo_session.hpp"
+#include "lib/bench/rdma_client_server_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/probe/host_probe.hpp"
 #include "lib/rdma/cm.hpp"
@@ -24,6 +24,6 @@ int main(int argc, char** argv) {
       [&] { rdmakit::check_resolvable(options.server); },
       [&](rdmakit::Report& report) {
         report.role = "server";
-        rdmakit::run_echo_server(options, tool.common().timeout(), report);
+        rdmakit::run_rdma_server(options, tool.common().timeout(), report);
       });
 }

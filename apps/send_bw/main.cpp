@@ -3,7 +3,7 @@
 // depth, queue pairs) and the server's rdma_accept answers with its buffer; then the client
 // measures SEND, RDMA WRITE, RDMA READ or atomics at one size (-s) or a sweep (-a). The
 // flags, their checks and the run live in lib/bench/bw_options, the flows in
-// lib/bench/bw_session, the loops in lib/bench/loops; this file parses and runs.
+// lib/bench/send_bw_session, the loops in lib/bench/loops; this file parses and runs.
 
 #include <string>
 #include <vector>

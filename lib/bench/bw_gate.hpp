@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/bench/bw_session.hpp"
+#include "lib/bench/send_bw_session.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {

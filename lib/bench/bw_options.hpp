@@ -1,6 +1,6 @@
 #pragma once
 // send_bw's command line: the options, the combinations refused before anything is opened
-// (usage errors), the settings they make for lib/bench/bw_session, and the end of the report
+// (usage errors), the settings they make for lib/bench/send_bw_session, and the end of the report
 // (the rows held against the CI gate). apps/send_bw registers the flags and runs.
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lib/bench/bw_gate.hpp"
-#include "lib/bench/bw_session.hpp"
+#include "lib/bench/send_bw_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"

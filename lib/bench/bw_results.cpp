@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/bench/bw_session.hpp"
+#include "lib/bench/send_bw_session.hpp"
 
 namespace rdmakit {
 

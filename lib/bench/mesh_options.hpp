@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lib/bench/bw_options.hpp"
-#include "lib/bench/mesh_session.hpp"
+#include "lib/bench/rdma_mesh_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/core/progress.hpp"
 

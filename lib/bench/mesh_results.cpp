@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/bench/mesh_session.hpp"
+#include "lib/bench/rdma_mesh_session.hpp"
 
 namespace rdmakit::mesh {
 

@@ -18,12 +18,12 @@
 
 #include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loops.hpp"
-#include "lib/measure/cpu_use.hpp"
 #include "lib/core/persistent.hpp"
-#include "lib/measure/placement.hpp"
-#include "lib/measure/port_counters.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/measure/cpu_use.hpp"
+#include "lib/measure/placement.hpp"
+#include "lib/measure/port_counters.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {

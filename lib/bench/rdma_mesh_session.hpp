@@ -1,6 +1,6 @@
 #pragma once
 // rdma_mesh: every pair of a job's ranks measured over rdma_cm with send_bw's session
-// (lib/bench/bw_session), round by round as lib/measure/mesh_plan schedules them. The job
+// (lib/bench/send_bw_session), round by round as lib/measure/mesh_plan schedules them. The job
 // (lib/core/job.hpp, MPI in practice) only starts the ranks, exchanges what they found and
 // keeps the rounds in step; every measured byte goes over the rdma_cm connections.
 
@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/bench/bw_session.hpp"
+#include "lib/bench/send_bw_session.hpp"
 #include "lib/core/job.hpp"
-#include "lib/measure/mesh_node.hpp"
-#include "lib/measure/mesh_plan.hpp"
 #include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"
+#include "lib/measure/mesh_node.hpp"
+#include "lib/measure/mesh_plan.hpp"
 
 namespace rdmakit::mesh {
 
@@ -108,7 +108,7 @@ struct MeshResults final : ReportSection {
   const AnalysisSettings& analysis_settings(Test test) const {
     return test == Test::bandwidth ? bw_analysis : time_analysis;
   }
-  // Analyses every test over the directions so far; run_mesh calls it once per round,
+  // Analyses every test over the directions so far; run_rdma_mesh calls it once per round,
   // before the round's --json-file is written.
   void analyse();
   // The stored analysis of `test` (an empty one before the first analyse()).
@@ -122,6 +122,6 @@ struct MeshResults final : ReportSection {
 // Runs the mesh on this rank, which `self` describes, and fills `results` (complete on
 // rank 0). Every wait is bounded by settings.bw.limits; a failed pair is recorded and the
 // mesh goes on. Every rank returns the same exit code in `report`.
-void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results);
+void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results);
 
 }  // namespace rdmakit::mesh

@@ -29,10 +29,10 @@ struct EchoServerOptions : ServerOptions {
 
 // Connects, sends `count` messages, each answered before the next, timing the round trips,
 // and disconnects. Every wait is bounded by `timeout` and the stop signal.
-void run_echo_client(const EchoClientOptions& options, std::chrono::milliseconds timeout, Report& report);
+void run_rdma_client(const EchoClientOptions& options, std::chrono::milliseconds timeout, Report& report);
 
 // Listens and answers one client's messages with the same bytes until the one that says no
 // more follow (persistent: each client's, until the stop signal or the accept timeout).
-void run_echo_server(const EchoServerOptions& options, std::chrono::milliseconds timeout, Report& report);
+void run_rdma_server(const EchoServerOptions& options, std::chrono::milliseconds timeout, Report& report);
 
 }  // namespace rdmakit

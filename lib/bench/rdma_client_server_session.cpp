@@ -1,4 +1,4 @@
-#include "lib/bench/echo_session.hpp"
+#include "lib/bench/rdma_client_server_session.hpp"
 
 #include <memory>
 
@@ -44,7 +44,7 @@ void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chr
 
 }  // namespace
 
-void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeout, Report& report) {
+void run_rdma_client(const EchoClientOptions& o, std::chrono::milliseconds timeout, Report& report) {
   const StopSignal stop;
   auto bounds = [&](std::string what) { return within(timeout, stop.fd(), std::move(what)); };
   StepTimer timer(Step::getaddrinfo);
@@ -89,7 +89,7 @@ void run_echo_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
   report.add_timing(timer.span());
 }
 
-void run_echo_server(const EchoServerOptions& o, std::chrono::milliseconds timeout, Report& report) {
+void run_rdma_server(const EchoServerOptions& o, std::chrono::milliseconds timeout, Report& report) {
   const StopSignal stop;
   StepTimer timer(Step::getaddrinfo);
   const AddrInfo info(o.server, std::to_string(o.port), true);

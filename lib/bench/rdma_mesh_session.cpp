@@ -1,4 +1,4 @@
-#include "lib/bench/mesh_session.hpp"
+#include "lib/bench/rdma_mesh_session.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -478,7 +478,7 @@ void run_rounds(Job& job, const MeshSettings& m, const std::vector<Round>& round
 
 }  // namespace
 
-void run_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results) {
+void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Report& report, MeshResults& results) {
   results.ranks = job.size();
   results.tests = settings.tests;
   results.bw_analysis.threshold = settings.bw_threshold;

@@ -1,4 +1,4 @@
-#include "lib/bench/bw_session.hpp"
+#include "lib/bench/send_bw_session.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "lib/bench/loops.hpp"
+#include "lib/bench/lane.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/wire/protocol.hpp"

@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/bench/loops.hpp"
+#include "lib/bench/lane.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/measure/work_id.hpp"

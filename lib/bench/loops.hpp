@@ -17,60 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "lib/measure/pacing.hpp"
+#include "lib/bench/lane.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/measure/pacing.hpp"
 #include "lib/rdma/work_request.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
-
-// One connected queue pair as the loops see it.
-struct Lane {
-  ibv_qp* qp = nullptr;
-  ibv_cq* cq = nullptr;  // takes both send and receive completions
-  // What we send, write or read into.
-  std::uint64_t local_address = 0;
-  std::uint32_t lkey = 0;
-  // The peer's buffer for RDMA WRITE/READ.
-  std::uint64_t remote_address = 0;
-  std::uint32_t rkey = 0;
-  // Where messages from the peer land (each receive takes the whole of it).
-  std::uint64_t receive_address = 0;
-  std::uint32_t receive_lkey = 0;
-  std::uint32_t receive_length = 0;
-  // -c UD: where the sender's datagrams go (no ah: a connected lane). A datagram lane's
-  // receive_length holds the GRH in front of the message.
-  DatagramAddress peer;
-};
-
-// -c UD, the receiving side: a lane's datagrams counted per size (in the order the sizes
-// came), and the client's end-of-stream message (lib/bench/datagram_end) once it came,
-// with what the reply to it needs.
-struct DatagramTally {
-  std::vector<bw::SizeCount> received;
-  std::optional<std::vector<std::uint8_t>> end;
-  ibv_wc end_completion{};
-  ibv_grh end_grh{};
-};
-
-// Where a datagram server's answers go from: the lane's protection domain and port, for the
-// address handle made from the client's datagram.
-struct DatagramReturn {
-  ibv_pd* pd = nullptr;
-  std::uint8_t port = 1;
-};
-
-// --op atomic: which atomic, and each lane's counter on the server as the operations so far
-// leave it (each lane's own 8 bytes, from 0). Fetch-and-add adds 1; compare-and-swap swaps
-// the count it expects for one more, so either way the counter counts the operations, and a
-// compare that missed (or a lost add) shows in the final value (check_atomic_counters).
-enum class AtomicKind : std::uint8_t { fetch_add, compare_swap };
-struct AtomicCounters {
-  AtomicKind kind = AtomicKind::fetch_add;
-  std::vector<std::uint64_t> done;  // per lane
-};
-std::string to_string(AtomicKind kind);  // "fetch-add", "compare-swap"
 
 // Reads each lane's counter (an RDMA READ of its 8 bytes into the lane's local buffer) and
 // throws ProtocolError naming the first that does not hold what `counters` says was done.

@@ -7,8 +7,8 @@
 
 #include "lib/bench/perftest_flags.hpp"
 #include "lib/core/error.hpp"
-#include "lib/measure/placement.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/measure/placement.hpp"
 #include "lib/rdma/cm.hpp"
 
 namespace rdmakit::bw {

@@ -15,8 +15,8 @@
 #include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loop_support.hpp"
 #include "lib/core/error.hpp"
-#include "lib/measure/tick_clock.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/measure/tick_clock.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/rdma/work_request.hpp"
 
@@ -101,7 +101,7 @@ class StreamPoster {
       : size_(size),
         opcode_(opcode_of(s.operation, s.atomics)),
         kind_(work_kind_of(opcode_)),
-        inline_data_(bw::carries_payload(s.operation) && size <= s.max_inline_data),
+        inline_data_(bw::carries_payload(s.operation) && size <= s.basics.max_inline_data),
         atomics_(s.atomics) {}
 
   // Posts what `lane` may post now, at most `allowance`, in post lists of at most
@@ -197,8 +197,9 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   StreamLedger ledger(s.lanes.size(), budget, SignalSchedule::for_message_size(size, s.signal_every), s.bidirectional,
                       Clock::now());
   std::array<ibv_wc, poll_batch> wcs{};
-  SpinGuard spin(s.limits.stop_fd, std::nullopt, sleep_lanes(s.events, s.lanes), stream_spins_before_sleep);
-  SilenceBound silence(s.limits.timeout);
+  SpinGuard spin(s.basics.limits.stop_fd, std::nullopt, sleep_lanes(s.basics.events, s.lanes),
+                 stream_spins_before_sleep);
+  SilenceBound silence(s.basics.limits.timeout);
   std::optional<IntervalRecorder> intervals;
   if (s.interval && s.intervals != nullptr) intervals.emplace(*s.interval, Clock::now());
   std::optional<RatePacer> pacer;
@@ -311,7 +312,7 @@ void reflect(const Lane& lane, std::size_t l, SinkLedger& ledger, const SinkSett
             .id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = static_cast<std::uint32_t>(reflection.number)},
             .opcode = IBV_WR_SEND,
             .local = ibv_sge{.addr = lane.local_address, .length = reflection.size, .lkey = lane.lkey},
-            .flags = send_flags(reflection.signalled, reflection.size <= s.max_inline_data)},
+            .flags = send_flags(reflection.signalled, reflection.size <= s.basics.max_inline_data)},
         wr, sge);
     post(lane.qp, &wr, reflection.size);
   }
@@ -324,7 +325,8 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   std::array<ibv_wc, poll_batch> wcs{};
   ibv_sge sge{};
   ibv_send_wr wr{};
-  SpinGuard spin(s.limits.stop_fd, s.silence, sleep_lanes(s.events, s.lanes), stream_spins_before_sleep, s.cm_fds);
+  SpinGuard spin(s.basics.limits.stop_fd, s.peer.silence, sleep_lanes(s.basics.events, s.lanes),
+                 stream_spins_before_sleep, s.peer.cm_fds);
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   try {
     while (!ledger.all_closed()) {
@@ -344,7 +346,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
       // The peer's DISCONNECTED can overtake the completions of what it sent just before
       // (a server counted 292 of 300 beside a busy guest): go on polling until the flushed
       // receives close every lane, for a second at most.
-      if (!drain_until && !s.connected()) {
+      if (!drain_until && !s.peer.connected()) {
         drain_until = Clock::now() + std::chrono::seconds(1);
         spin.peer_gone(*drain_until);
       }
@@ -459,8 +461,8 @@ class PingClient {
       : s_(s),
         lane_(s.lane),
         size_(size),
-        poster_(s.lane, s.operation, s.atomics, s.max_inline_data, generation),
-        spin_(s.limits.stop_fd, std::nullopt, ping_sleep_lane(s.events, s.operation, lane_)),
+        poster_(s.lane, s.operation, s.atomics, s.basics.max_inline_data, generation),
+        spin_(s.basics.limits.stop_fd, std::nullopt, ping_sleep_lane(s.basics.events, s.operation, lane_)),
         where_(fmt::format("at {} bytes", size)),
         generation_(generation) {}
 
@@ -512,7 +514,7 @@ class PingClient {
   // -c UD: the announcement again every ping_loss_timeout until its echo comes (a datagram
   // may be lost); a late echo of an earlier announcement, or answer, is passed over.
   void announce_datagram_size() {
-    SilenceBound silence(s_.limits.timeout);
+    SilenceBound silence(s_.basics.limits.timeout);
     for (;;) {
       post_size(lane_, size_, &lane_.peer);
       const auto echoed = [&](const ibv_wc& wc) {
@@ -646,7 +648,7 @@ class PingClient {
   void watch_write() {
     reap();
     const auto now = Clock::now();
-    if (!watch_) watch_.emplace(s_.limits.timeout, now);
+    if (!watch_) watch_.emplace(s_.basics.limits.timeout, now);
     watch_->check(now,
                   [&] { return fmt::format("no answering write for {} ms at {} bytes", watch_->limit_ms(), size_); });
     spin_.check_stop(where_);
@@ -659,9 +661,9 @@ class PingClient {
   SpinGuard spin_;
   std::string where_;
   std::array<ibv_wc, poll_batch> wcs_{};
-  SilenceBound silence_{s_.limits.timeout};  // arrivals (noted, dated at the idle checks)
-  std::optional<SilenceBound> watch_;        // write: from the first idle check of this exchange
-  std::uint8_t tag_ = 0;                     // write: the last byte of the latest message
+  SilenceBound silence_{s_.basics.limits.timeout};  // arrivals (noted, dated at the idle checks)
+  std::optional<SilenceBound> watch_;               // write: from the first idle check of this exchange
+  std::uint8_t tag_ = 0;                            // write: the last byte of the latest message
   std::uint32_t generation_;
   std::uint64_t pings_sent_ = 0;  // -c UD
   std::uint64_t unanswered_ = 0;
@@ -675,8 +677,9 @@ class PingAnswerer {
         lane_(s.lane),
         // One poster for the whole run; it posts only answers: a SEND, or a WRITE for write.
         poster_(s.lane, s.operation == bw::Operation::write ? bw::Operation::write : bw::Operation::send, nullptr,
-                s.max_inline_data, 1),
-        spin_(s.limits.stop_fd, s.silence, ping_sleep_lane(s.events, s.operation, lane_), 0, s.cm_fds) {}
+                s.basics.max_inline_data, 1),
+        spin_(s.basics.limits.stop_fd, s.peer.silence, ping_sleep_lane(s.basics.events, s.operation, lane_), 0,
+              s.peer.cm_fds) {}
 
   // Answers until the client disconnects; returns how many messages it answered.
   std::uint64_t run() {
@@ -695,7 +698,7 @@ class PingAnswerer {
         if (!handle(wcs_[static_cast<std::size_t>(k)])) return answered_;  // the client is gone
       }
       if (got == 0 && spin_.due()) {
-        if (!s_.connected()) return answered_;
+        if (!s_.peer.connected()) return answered_;
         spin_.check_stop("while answering");
       }
     }

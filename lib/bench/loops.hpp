@@ -33,16 +33,36 @@ void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters&
 // Posts `count` receives into the lane's receive buffer.
 void post_receives(const Lane& lane, std::uint32_t count);
 
+// What every loop takes from its connection and its flags.
+struct LoopBasics {
+  std::uint32_t max_inline_data = 0;  // sends this small go inline
+  // Client loops: the timeout bounds a silent CQ. Server loops: the stop signal only; they
+  // end with the connection (PeerWatch), not a timeout.
+  RunLimits limits;
+  bool events = false;  // -e: sleep on the completion channel when the CQs are empty
+};
+
+// How a server's loop notices that its peer has gone.
+struct PeerWatch {
+  std::function<bool()> connected;  // asked when the CQs are empty; false: drain what is left, then end
+  // Ends the loop (RunStopped, timed_out) when nothing arrives for this long although the
+  // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
+  std::optional<std::chrono::milliseconds> silence;
+  // The connections' CM event channels: with events, an idle loop sleeps until one of them
+  // (the peer gone), a completion, Ctrl-C or the silence bound; without, it wakes every 20 ms
+  // to ask `connected`.
+  std::vector<int> cm_fds;
+};
+
 struct StreamSettings {
+  LoopBasics basics;
   std::vector<Lane> lanes;
   bw::Operation operation = bw::Operation::send;
-  std::uint32_t depth = 128;          // work requests in flight per queue pair
-  std::uint32_t signal_every = 64;    // one signalled completion per this many requests
-  std::uint32_t max_inline_data = 0;  // sends this small go inline
+  std::uint32_t depth = 128;        // work requests in flight per queue pair
+  std::uint32_t signal_every = 64;  // one signalled completion per this many requests
   // SEND only: the server sends every message back; the run also waits for those, and the
   // row counts both directions, as perftest's -b does.
   bool bidirectional = false;
-  RunLimits limits;  // the timeout bounds a silent CQ
   // --rate-limit: posts held back to keep to this many messages a second (all lanes
   // together); none: as fast as the queues allow.
   std::optional<double> messages_per_s;
@@ -51,7 +71,6 @@ struct StreamSettings {
   std::vector<IntervalSample>* intervals = nullptr;
   // Called as each interval ends, with the message size (progress while the run goes on).
   std::function<void(const IntervalSample&, std::uint32_t)> interval_done;
-  bool events = false;                // -e: sleep on the completion channel when the CQs are empty
   AtomicCounters* atomics = nullptr;  // --op atomic: required; advanced by what completed
   // When given: each lane's messages of a stream that finished are added to its entry (-c
   // UD: the counts its end-of-stream message says were sent).
@@ -64,20 +83,11 @@ struct StreamSettings {
 void stream(const StreamSettings& settings, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows);
 
 struct SinkSettings {
+  LoopBasics basics;
+  PeerWatch peer;
   std::vector<Lane> lanes;  // receives already posted (before the accept)
   std::uint32_t depth = 512;
   bool reflect = false;  // send every message back (the server of a bidirectional test)
-  std::uint32_t max_inline_data = 0;
-  RunLimits limits;                 // the stop signal only: the sink ends with the connection, not a timeout
-  std::function<bool()> connected;  // polled when the CQs are empty; false: drain what is left, then end
-  // Ends the sink (RunStopped, timed_out) when nothing arrives for this long although the
-  // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
-  std::optional<std::chrono::milliseconds> silence;
-  bool events = false;  // as StreamSettings::events
-  // The connections' CM event channels: with events, an idle sink sleeps until one of them
-  // (the peer gone), a completion, Ctrl-C or the silence bound; without, it wakes every 20 ms
-  // to ask `connected`.
-  std::vector<int> cm_fds;
   // -c UD: a tally per lane; a lane ends with its client's end-of-stream message (there is
   // no disconnect), and each datagram's size is what follows its GRH.
   std::vector<DatagramTally>* datagrams = nullptr;
@@ -98,12 +108,10 @@ void sink(const SinkSettings& settings, std::vector<BandwidthRow>& rows);
 // (the halving and the full read are perftest's conventions for ib_*_lat).
 
 struct PingSettings {
-  Lane lane;  // receives posted
+  LoopBasics basics;  // the timeout bounds the wait for each answer; events: send and read only
+  Lane lane;          // receives posted
   bw::Operation operation = bw::Operation::send;
-  std::uint32_t max_inline_data = 0;
-  RunLimits limits;        // the timeout bounds the wait for each answer
   bool histogram = false;  // each row with its samples' histogram
-  bool events = false;     // send and read: sleep on the completion channel for each answer
   // --op atomic: required (one lane); each operation's fetched value is checked against it.
   AtomicCounters* atomics = nullptr;
   // -c UD (the lane's peer has an address handle): each size's pings sent, warm-up
@@ -127,14 +135,10 @@ void ping(const PingSettings& settings, std::uint32_t size, const Budget& budget
           std::vector<LatencyRow>& rows);
 
 struct AnswerSettings {
+  LoopBasics basics;  // events: send and read only (write answers watch memory)
+  PeerWatch peer;
   Lane lane;  // receives posted; remote_address/rkey: the client's reply buffer (write)
   bw::Operation operation = bw::Operation::send;
-  std::uint32_t max_inline_data = 0;
-  RunLimits limits;  // the stop signal only: answering ends with the connection
-  std::function<bool()> connected;
-  std::optional<std::chrono::milliseconds> silence;  // as SinkSettings::silence
-  bool events = false;      // send and read: as PingSettings::events (write answers watch memory)
-  std::vector<int> cm_fds;  // as SinkSettings::cm_fds
   // -c UD: the pings counted per size; answering ends with the client's end-of-stream
   // message (kept in the tally). The answers go to the address of the first datagram.
   DatagramTally* datagram = nullptr;

@@ -286,24 +286,27 @@ double messages_per_s(double rate, char units, std::uint32_t size) {
 
 namespace {
 
+// What the client's loops take from the flags and the first connection.
+LoopBasics loop_basics(const BwSettings& s, const Endpoint& first) {
+  return {.max_inline_data = first.max_inline_data(), .limits = s.limits, .events = s.events};
+}
+
 // The bandwidth rows, each size's warm-up and measured stream; `sent` takes each lane's
 // messages per size, warm-up included, also of a size a stop cut short.
 void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, const std::vector<Lane>& lanes,
                  const Endpoint& first, AtomicCounters* counters, BwResults& results,
                  std::vector<std::vector<bw::SizeCount>>& sent) {
   std::vector<std::uint64_t> lane_sends(lanes.size(), 0);  // each lane's messages so far
-  const StreamSettings settings{.lanes = lanes,
+  const StreamSettings settings{.basics = loop_basics(s, first),
+                                .lanes = lanes,
                                 .operation = s.operation,
                                 .depth = s.depth,
                                 .signal_every = signal_interval(s.depth),
-                                .max_inline_data = first.max_inline_data(),
                                 .bidirectional = s.bidirectional,
-                                .limits = s.limits,
                                 .messages_per_s = std::nullopt,
                                 .interval = s.interval,
                                 .intervals = &results.intervals,
                                 .interval_done = s.interval_done,
-                                .events = s.events,
                                 .atomics = counters,
                                 .lane_sends = &lane_sends};
   std::vector<BandwidthRow> warmup_rows;
@@ -354,12 +357,10 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
   std::vector<std::vector<bw::SizeCount>> sent(lanes.size());
   try {
     if (s.test == bw::Test::latency) {
-      const PingSettings settings{.lane = lanes.front(),
+      const PingSettings settings{.basics = loop_basics(s, first),
+                                  .lane = lanes.front(),
                                   .operation = s.operation,
-                                  .max_inline_data = first.max_inline_data(),
-                                  .limits = s.limits,
                                   .histogram = s.histogram,
-                                  .events = s.events,
                                   .atomics = counters,
                                   .datagrams_sent = s.datagram ? &sent.front() : nullptr};
       for (const auto size : sizes) {
@@ -556,16 +557,18 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                 const std::vector<std::unique_ptr<Endpoint>>& endpoints, const BwSettings& s, BwResults& results) {
   // Every endpoint's CM events taken, not only up to the first still connected: an event
   // left in a channel would keep the -e loops' sleep waking at once.
-  auto connected = [&] {
-    bool any = false;
-    for (const auto& e : endpoints) any = e->poll_connected() || any;
-    return any;
-  };
-  std::vector<int> cm_fds;
-  cm_fds.reserve(endpoints.size());
-  for (const auto& e : endpoints) cm_fds.push_back(e->cm_fd());
-  const auto silence = first.datagram ? std::optional(s.limits.timeout) : client_silence(s);
-  const bool sleeps = server_sleeps(s, first);
+  PeerWatch peer{.connected =
+                     [&] {
+                       bool any = false;
+                       for (const auto& e : endpoints) any = e->poll_connected() || any;
+                       return any;
+                     },
+                 .silence = first.datagram ? std::optional(s.limits.timeout) : client_silence(s),
+                 .cm_fds = {}};
+  peer.cm_fds.reserve(endpoints.size());
+  for (const auto& e : endpoints) peer.cm_fds.push_back(e->cm_fd());
+  const LoopBasics basics{
+      .max_inline_data = endpoints.front()->max_inline_data(), .limits = s.limits, .events = server_sleeps(s, first)};
   std::vector<DatagramTally> tallies(first.datagram ? lanes.size() : 0);
   std::vector<DatagramReturn> returns;
   returns.reserve(endpoints.size());
@@ -573,26 +576,18 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
     returns.push_back({.pd = endpoint->protection_domain(), .port = endpoint->port_num()});
   }
   if (first.test == bw::Test::latency) {
-    results.answered = answer_pings(AnswerSettings{.lane = lanes.front(),
+    results.answered = answer_pings(AnswerSettings{.basics = basics,
+                                                   .peer = peer,
+                                                   .lane = lanes.front(),
                                                    .operation = first.operation,
-                                                   .max_inline_data = endpoints.front()->max_inline_data(),
-                                                   .limits = s.limits,
-                                                   .connected = connected,
-                                                   .silence = silence,
-                                                   .events = sleeps,
-                                                   .cm_fds = cm_fds,
                                                    .datagram = first.datagram ? &tallies.front() : nullptr,
                                                    .reply_from = returns.front()});
   } else {
-    sink(SinkSettings{.lanes = lanes,
+    sink(SinkSettings{.basics = basics,
+                      .peer = peer,
+                      .lanes = lanes,
                       .depth = s.depth,
                       .reflect = first.bidirectional,
-                      .max_inline_data = endpoints.front()->max_inline_data(),
-                      .limits = s.limits,
-                      .connected = connected,
-                      .silence = silence,
-                      .events = sleeps,
-                      .cm_fds = cm_fds,
                       .datagrams = first.datagram ? &tallies : nullptr},
          results.bandwidth);
   }

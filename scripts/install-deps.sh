@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang-format
-  # the cognitive-complexity cap (.clang-tidy) and the shell scripts' lint
+  # .clang-tidy's checks (the complexity cap, bugprone, performance, readability) and the shell scripts' lint
   clang-tidy shellcheck
   # the report schemas' validator (tests/schema)
   python3-jsonschema

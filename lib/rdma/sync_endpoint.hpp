@@ -1,9 +1,10 @@
 #pragma once
 // RAII over librdmacm's synchronous API (rdma_getaddrinfo, rdma_create_ep, rdma_reg_msgs,
-// rdma_get_request, rdma_get_*_comp), the flow rdma_cm(7) documents for simple tools.
-// Synchronous ids block inside librdmacm; here their CM and completion channels are made
-// non-blocking, so each call that would block returns EAGAIN and the wait happens in
-// wait_readable() with a deadline and the stop signal, like every other wait in the suite.
+// rdma_get_request), the flow rdma_cm(7) documents for simple tools. Synchronous ids block
+// inside librdmacm; here their CM and completion channels are made non-blocking, so a call
+// that would block returns EAGAIN and the wait happens with a deadline and the stop signal:
+// completions through the one CQ waiter (lib/rdma/cq_waiter), as every loop waits, and CM
+// events in await_readable(). What rdma_get_*_comp would do is done here, the sleep bounded.
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>

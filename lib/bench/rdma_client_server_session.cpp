@@ -1,5 +1,6 @@
 #include "lib/bench/rdma_client_server_session.hpp"
 
+#include <limits>
 #include <memory>
 
 #include "lib/core/persistent.hpp"
@@ -44,7 +45,37 @@ void serve_client(SyncEndpoint& connection, const EchoServerOptions& o, std::chr
 
 }  // namespace
 
+void EchoClientOptions::add_to(ToolRunner& tool) {
+  auto& app = tool.app();
+  app.add_option("-s,--server", server, "Server address or name")->capture_default_str();
+  app.add_option("-p,--port", port, "Server port")->capture_default_str()->check(CLI::Range(1, 65535));
+  app.add_option("-C,--count", count, "Exchanges on the connection (a stock rdma_server answers one)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_flag("--no-inline", no_inline, "Send from registered memory even where inline sends work");
+}
+
+// rdma_getaddrinfo needs an RDMA device before it looks at the name at all.
+void EchoClientOptions::check() const {
+  check_resolvable(server);
+}
+
+void EchoServerOptions::add_to(ToolRunner& tool) {
+  auto& app = tool.app();
+  app.add_option("-s,--server", server, "Address to listen on")->capture_default_str();
+  app.add_option("-p,--port", port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
+  ServerOptions::add_to(app, "Keep serving clients, each on a thread of its own",
+                        "Seconds to wait for a client, with -P for each next one (0 = forever)");
+  app.add_flag("--no-inline", no_inline, "Send from registered memory even where inline sends work");
+}
+
+void EchoServerOptions::check() const {
+  check_resolvable(server);
+}
+
 void run_rdma_client(const EchoClientOptions& o, std::chrono::milliseconds timeout, Report& report) {
+  report.role = "client";
+  report.iterations_requested = o.count;
   const StopSignal stop;
   auto bounds = [&](std::string what) { return within(timeout, stop.fd(), std::move(what)); };
   StepTimer timer(Step::getaddrinfo);
@@ -90,6 +121,7 @@ void run_rdma_client(const EchoClientOptions& o, std::chrono::milliseconds timeo
 }
 
 void run_rdma_server(const EchoServerOptions& o, std::chrono::milliseconds timeout, Report& report) {
+  report.role = "server";
   const StopSignal stop;
   StepTimer timer(Step::getaddrinfo);
   const AddrInfo info(o.server, std::to_string(o.port), true);

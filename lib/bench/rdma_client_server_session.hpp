@@ -18,6 +18,11 @@ struct EchoClientOptions {
   std::uint16_t port = echo::default_port;
   std::uint32_t count = 1;  // exchanges on the connection
   bool no_inline = false;   // send from registered memory even where inline sends work
+
+  // Registers rdma_client's flags: -s -p -C --no-inline.
+  void add_to(ToolRunner& tool);
+  // Throws UsageError for a name that resolves to nothing; no RDMA needed.
+  void check() const;
 };
 
 // ServerOptions: -P (keep serving clients, each on a thread of its own) and --accept-timeout.
@@ -25,6 +30,11 @@ struct EchoServerOptions : ServerOptions {
   std::string server = "0.0.0.0";  // the address to listen on
   std::uint16_t port = echo::default_port;
   bool no_inline = false;
+
+  // Registers rdma_server's flags: -s -p -P --accept-timeout --no-inline.
+  void add_to(ToolRunner& tool);
+  // Throws UsageError for a name that resolves to nothing; no RDMA needed.
+  void check() const;
 };
 
 // Connects, sends `count` messages, each answered before the next, timing the round trips,

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/bench/loop_support.hpp"
+#include "lib/bench/loops.hpp"
 #include "lib/core/error.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/rdma/work_request.hpp"

@@ -158,8 +158,7 @@ struct Verdict {
 Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt);
 
 // Helpers shared with the live probe and the tests.
-std::string gid_text(std::string_view sysfs_gid);              // "0000:...:ffff:0a37:0001" -> "::ffff:10.55.0.1"
-std::string gid_for_address(const std::string& numeric_host);  // the GID a RoCE device holds for it
+std::string gid_text(std::string_view sysfs_gid);  // "0000:...:ffff:0a37:0001" -> "::ffff:10.55.0.1"
 const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host);
 bool address_is_local(const Inventory& inventory, const std::string& numeric_host);
 

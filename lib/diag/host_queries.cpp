@@ -15,26 +15,8 @@
 
 namespace rdmakit::diag {
 
-std::string strip_scope(const std::string& host) {
-  return host.substr(0, host.find('%'));
-}
-
 std::string without_prefix(const std::string& address) {
   return address.substr(0, address.find('/'));
-}
-
-// Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
-std::string canonical(const std::string& host) {
-  auto bare = strip_scope(host);
-  std::array<unsigned char, 16> bytes{};
-  char text[INET6_ADDRSTRLEN] = {};
-  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
-    return inet_ntop(AF_INET, bytes.data(), text, sizeof text);
-  }
-  if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
-    return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
-  }
-  return bare;
 }
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -194,15 +176,6 @@ std::string gid_text(std::string_view sysfs_gid) {
   }
   char text[INET6_ADDRSTRLEN] = {};
   return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
-}
-
-std::string gid_for_address(const std::string& numeric_host) {
-  auto host = canonical(numeric_host);
-  std::array<unsigned char, 4> v4{};
-  if (inet_pton(AF_INET, host.c_str(), v4.data()) == 1) {
-    return "::ffff:" + host;
-  }
-  return host;
 }
 
 const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host) {

@@ -19,12 +19,7 @@ namespace rdmakit::diag {
 // A locked-memory limit below this fails send_bw's sweeps up to 8 MiB.
 constexpr std::uint64_t recommended_memlock = 64ULL << 20;
 
-std::string strip_scope(const std::string& host);
-
 std::string without_prefix(const std::string& address);
-
-// Canonical text of a numeric address so that "fd55:0::1" and "fd55::1" compare equal.
-std::string canonical(const std::string& host);
 
 std::string human_bytes(std::uint64_t bytes);
 

@@ -50,6 +50,7 @@ struct Netdev {
   bool up = false;  // IFF_UP
   int mtu = 0;
   std::vector<std::string> addresses;  // "10.55.0.1/24"
+  std::optional<int> vlan;             // the VLAN id of a VLAN netdev (/proc/net/vlan/config)
 };
 
 struct UserPort {
@@ -163,7 +164,7 @@ const Netdev* netdev_owning(const Inventory& inventory, const std::string& numer
 bool address_is_local(const Inventory& inventory, const std::string& numeric_host);
 
 // Applies the facts sysfs cannot show (netlink indices, the user-space view, device nodes,
-// addresses, memlock, the attempt) from a JSON object, as tests/fixtures/diag/capture.sh
+// addresses, VLAN ids, memlock, the attempt) from a JSON object, as tests/fixtures/diag/capture.sh
 // writes it, and returns its "address" ("" when none). A document that does not fit - not an
 // object, a member of the wrong JSON type (a string where a number belongs, an array for an
 // object), a fractional number - throws UsageError naming the member; `inventory` and

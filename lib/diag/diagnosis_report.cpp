@@ -149,7 +149,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelPort, number, state_code, 
                                                 link_layer, rate, gids)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelDevice, name, index, node_guid, node_type, driver, parent_netdev,
                                                 uverbs, ports)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Netdev, name, ifindex, type, operstate, up, mtu, addresses)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Netdev, name, ifindex, type, operstate, up, mtu, addresses, vlan)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserPort, number, state, active_mtu)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserDevice, name, node_guid, index, open_errno, ports)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceNode, path, exists, mode, access_errno)
@@ -300,6 +300,13 @@ std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attem
     require_object(addresses, "addresses");
     for (auto& netdev : inventory.netdevs) {
       if (addresses.contains(netdev.name)) netdev.addresses = addresses.at(netdev.name).get<std::vector<std::string>>();
+    }
+  });
+  // VLAN netdevs' ids, as /proc/net/vlan/config has them: {"rxenet0.100": 100}.
+  member("vlans", [&](const nlohmann::json& vlans) {
+    require_object(vlans, "vlans");
+    for (auto& netdev : inventory.netdevs) {
+      if (vlans.contains(netdev.name)) netdev.vlan = vlans.at(netdev.name).get<int>();
     }
   });
   member("userspace_list_errno", [&](const nlohmann::json& value) { value.get_to(inventory.userspace_list_errno); });

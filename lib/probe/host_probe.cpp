@@ -17,6 +17,7 @@
 #include <bit>
 #include <cerrno>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 
@@ -25,6 +26,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/file_descriptor.hpp"
+#include "lib/diag/gid_table.hpp"
 #include "lib/diag/sysfs.hpp"
 #include "lib/probe/connect_probe.hpp"
 #include "lib/probe/netlink.hpp"
@@ -196,10 +198,23 @@ void read_addresses(Inventory& inventory) {
                                          .operstate = {},
                                          .up = (entry->ifa_flags & IFF_UP) != 0,
                                          .mtu = 0,
-                                         .addresses = {}});
+                                         .addresses = {},
+                                         .vlan = {}});
       netdev = std::prev(inventory.netdevs.end());
     }
     netdev->addresses.push_back(text);
+  }
+}
+
+// The VLAN netdevs' ids. The file exists only while the 8021q module is loaded, and without
+// it there are no VLAN netdevs.
+void read_vlans(Inventory& inventory) {
+  std::ifstream file("/proc/net/vlan/config");
+  if (!file) return;
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto vlans = parse_vlan_config(text);
+  for (auto& netdev : inventory.netdevs) {
+    if (const auto it = vlans.find(netdev.name); it != vlans.end()) netdev.vlan = it->second;
   }
 }
 
@@ -328,7 +343,12 @@ Inventory collect_inventory(const ProbeOptions& options) {
   read_device_nodes(inventory);
   read_memlock(inventory);
   read_addresses(inventory);
+  read_vlans(inventory);
   return inventory;
+}
+
+std::string source_toward(const std::string& numeric_host) {
+  return route_source(make_target(numeric_host, 0, "tcp"));
 }
 
 Attempt run_attempt(const Target& target, const ProbeOptions& options) {

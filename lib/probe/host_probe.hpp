@@ -32,6 +32,10 @@ std::optional<std::map<std::string, int>> rdma_device_indices();
 bool has_capability(int capability);
 Attempt run_attempt(const Target& target, const ProbeOptions& options);
 
+// The source address the kernel's routing picks toward `numeric_host` (no packet is sent);
+// "" when it has no route.
+std::string source_toward(const std::string& numeric_host);
+
 // Everything at once, for the in-process --diagnose of the other tools. `address` may be a
 // host name; an unresolvable one becomes a verdict, not an exception.
 Diagnosis diagnose_address(const std::string& address, const ProbeOptions& options);

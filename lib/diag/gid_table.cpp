@@ -1,0 +1,184 @@
+#include "lib/diag/gid_table.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace rdmakit::diag {
+
+std::vector<GidPort> gid_ports(const Inventory& inventory) {
+  std::vector<GidPort> ports;
+  for (const auto& device : inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      ports.push_back({.device = device.name, .port = port.number, .gids = port.gids});
+    }
+  }
+  return ports;
+}
+
+std::vector<GidRow> gid_rows(const Inventory& inventory) {
+  std::vector<GidRow> rows;
+  for (const auto& port : gid_ports(inventory)) {
+    for (const auto& entry : port.gids) {
+      const auto netdev = std::ranges::find_if(
+          inventory.netdevs, [&entry](const Netdev& n) { return !entry.netdev.empty() && n.name == entry.netdev; });
+      rows.push_back({.device = port.device,
+                      .port = port.port,
+                      .entry = entry,
+                      .ipv4 = ipv4_of(entry),
+                      .vlan = netdev != inventory.netdevs.end() ? netdev->vlan : std::nullopt,
+                      .link_local = is_link_local(entry)});
+    }
+  }
+  return rows;
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r");
+  return text.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+std::map<std::string, int> parse_vlan_config(std::string_view text) {
+  std::map<std::string, int> vlans;
+  while (!text.empty()) {
+    const auto end = text.find('\n');
+    const auto line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    // "NAME | ID | PARENT"; the header lines ("VLAN Dev name | VLAN ID", "Name-Type: ...")
+    // have no number in the second field.
+    const auto bar = line.find('|');
+    if (bar == std::string_view::npos) continue;
+    const auto name = trimmed(line.substr(0, bar));
+    auto rest = line.substr(bar + 1);
+    const auto id_text = trimmed(rest.substr(0, rest.find('|')));
+    int id = 0;
+    const auto [ptr, error] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+    if (name.empty() || error != std::errc() || ptr != id_text.data() + id_text.size()) continue;
+    vlans[std::string(name)] = id;
+  }
+  return vlans;
+}
+
+GidLookup look_up_gid(const Inventory& inventory, const std::string& address, const std::string& route_source) {
+  GidLookup lookup;
+  lookup.address = canonical(address);
+  lookup.source = address_is_local(inventory, lookup.address) ? lookup.address : canonical(route_source);
+  if (lookup.source.empty()) {
+    lookup.advice.address = lookup.address;
+    lookup.advice.reason =
+        fmt::format("the kernel has no route to {}, so no address of this host reaches it", lookup.address);
+    return lookup;
+  }
+  lookup.advice = advise_gid(gid_ports(inventory), lookup.source);
+  lookup.settings = stack_settings(lookup.advice);
+  return lookup;
+}
+
+nlohmann::json to_json(const GidRow& row) {
+  return {{"device", row.device},
+          {"port", row.port},
+          {"index", row.entry.index},
+          {"gid", row.entry.gid},
+          {"ipv4", row.ipv4.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.ipv4)},
+          {"type", row.entry.type},
+          {"netdev", row.entry.netdev},
+          {"vlan", row.vlan ? nlohmann::json(*row.vlan) : nlohmann::json(nullptr)},
+          {"link_local", row.link_local}};
+}
+
+nlohmann::json to_json(const GidLookup& lookup) {
+  const auto& advice = lookup.advice;
+  const auto& entry = advice.entry;
+  nlohmann::json settings = nlohmann::json::array();
+  for (const auto& s : lookup.settings) settings.push_back({{"stack", s.stack}, {"setting", s.setting}});
+  return {{"address", lookup.address},
+          {"source", lookup.source},
+          {"device", advice.device},
+          {"port", entry ? nlohmann::json(advice.port) : nlohmann::json(nullptr)},
+          {"index", entry ? nlohmann::json(entry->index) : nlohmann::json(nullptr)},
+          {"gid", entry ? entry->gid : std::string()},
+          {"type", entry ? entry->type : std::string()},
+          {"reason", advice.reason},
+          {"settings", settings}};
+}
+
+namespace {
+
+// show_gids' VER column.
+std::string version_of(const std::string& type) {
+  if (type == "RoCE v2") return "v2";
+  if (type == "RoCE v1") return "v1";
+  return type;
+}
+
+}  // namespace
+
+std::string render_gid_table(const std::vector<GidRow>& rows) {
+  std::ostringstream out;
+  const auto line = [&out](std::string_view device, std::string_view port, std::string_view index, std::string_view gid,
+                           std::string_view ipv4, std::string_view version, std::string_view netdev,
+                           std::string_view vlan) {
+    auto text = fmt::format("{:<8} {:<4} {:<5} {:<39} {:<15} {:<3} {:<15} {}", device, port, index, gid, ipv4, version,
+                            netdev, vlan);
+    text.erase(text.find_last_not_of(' ') + 1);
+    out << text << "\n";
+  };
+  line("DEV", "PORT", "INDEX", "GID", "IPv4", "VER", "NETDEV", "VLAN");
+  for (const auto& row : rows) {
+    line(row.device, std::to_string(row.port), std::to_string(row.entry.index), row.entry.gid, row.ipv4,
+         version_of(row.entry.type), row.entry.netdev, row.vlan ? std::to_string(*row.vlan) : "");
+  }
+  out << fmt::format("{} entr{}\n", rows.size(), rows.size() == 1 ? "y" : "ies");
+  return out.str();
+}
+
+std::string render_gid_lookup(const GidLookup& lookup) {
+  std::ostringstream out;
+  const auto& advice = lookup.advice;
+  if (!lookup.source.empty() && lookup.source != lookup.address) {
+    out << fmt::format("{} is reached from {}\n", lookup.address, lookup.source);
+  }
+  if (!advice.entry) {
+    out << fmt::format("{}: no GID index: {}\n", lookup.source.empty() ? lookup.address : lookup.source, advice.reason);
+    out << fmt::format("  run 'diag-bind {}' to see why\n", lookup.address);
+    return out.str();
+  }
+  const auto& e = *advice.entry;
+  out << fmt::format("{}: {} port {} index {} ({} {}{})\n", lookup.source, advice.device, advice.port, e.index, e.gid,
+                     e.type, e.netdev.empty() ? "" : " on " + e.netdev);
+  out << "  why: " << advice.reason << "\n";
+  for (const auto& s : lookup.settings) out << fmt::format("  {:<18} {}\n", s.stack, s.setting);
+  return out.str();
+}
+
+void GidReport::add_to(nlohmann::json& document) const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : rows_) rows.push_back(to_json(row));
+  document["gids"] = std::move(rows);
+  if (lookup_) document["advice"] = to_json(*lookup_);
+}
+
+std::string GidReport::text() const {
+  auto text = render_gid_table(rows_);
+  if (lookup_) text += "\n" + render_gid_lookup(*lookup_);
+  return text;
+}
+
+std::optional<std::string> GidReport::outcome() const {
+  return exit_code() == ExitCode::ok ? "ok" : "no_gid";
+}
+
+ExitCode GidReport::exit_code() const {
+  return !lookup_ || lookup_->advice.entry ? ExitCode::ok : ExitCode::cause_found;
+}
+
+}  // namespace rdmakit::diag

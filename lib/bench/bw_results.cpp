@@ -189,6 +189,7 @@ bool answers_pings(const BwResults& results) {
 }  // namespace
 
 void BwResults::add_to(nlohmann::json& document) const {
+  if (!warnings.empty()) document["warnings"] = warnings;
   if (!refused.empty()) {
     nlohmann::json refusals = nlohmann::json::array();
     for (const auto& refusal : refused) refusals.push_back(to_json(refusal));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/bench/gid_index_check.hpp"
 #include "lib/core/error.hpp"
 #include "lib/rdma/endpoint.hpp"
 
@@ -79,24 +80,41 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
   }
 }
 
-// -x: the address rdma_cm must use so that the connection runs on that GID.
-std::string address_of_gid(const BwSettings& s) {
+// The local address to bind, and what is wrong with the -x entry it came from, if anything.
+struct LocalAddress {
+  std::string address;
+  std::optional<std::string> warning;
+};
+
+// -x: the address rdma_cm must use so that the connection runs on that GID. An entry no
+// routed network reaches is warned about and still used; an empty one is an error that names
+// the entry to use. `peer`: the client's numeric server address, whose family the advice
+// prefers.
+LocalAddress address_of_gid(const BwSettings& s, const std::string& peer) {
   const DeviceContext device(s.device);
-  const auto entry = query_gid(device.get(), 1, *s.gid_index);
-  auto address = gid_address(entry);
-  spdlog::debug("-x {}: {} GID {} ({}) is address {}", *s.gid_index, device.name(), entry.gid, entry.type, address);
-  return address;
+  const auto index = *s.gid_index;
+  const auto table = query_gid_port(device.get(), 1);
+  GidEntry entry;
+  try {
+    entry = query_gid(device.get(), 1, index);
+  } catch (const UsageError& error) {
+    throw UsageError(fmt::format("-x {}: {}; {}", index, error.what(), routable_gid_advice(table, index, peer)));
+  }
+  LocalAddress local{.address = gid_address(entry), .warning = gid_index_warning(table, index, peer)};
+  spdlog::debug("-x {}: {} GID {} ({}) is address {}", index, device.name(), entry.gid, entry.type, local.address);
+  if (local.warning) spdlog::warn("{}", *local.warning);
+  return local;
 }
 
 // The local address: --bind, or the address of the -x GID, or none.
-std::string local_address(const BwSettings& s) {
-  if (s.gid_index) return address_of_gid(s);
+LocalAddress local_address(const BwSettings& s, const std::string& peer) {
+  if (s.gid_index) return address_of_gid(s, peer);
   if (!s.device.empty()) {
     // A -d that names no device at all is refused with the devices present, before the
     // address is resolved and only "served by" another device could be said about it.
     const DeviceContext device(s.device);
   }
-  return s.bind;
+  return {.address = s.bind, .warning = std::nullopt};
 }
 
 // What both sides share. The queue depths are those the device is checked against, before
@@ -455,10 +473,11 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
       throw ProtocolError("the server refused the test: " + *reason);
     }
   };
-  const auto bind = local_address(s);
-  std::optional<SocketAddress> source;
-  if (!bind.empty()) source = parse_address(bind, 0);
   const auto destination = parse_address(s.server, s.port);
+  const auto local = local_address(s, destination.host_string());
+  if (local.warning) results.warnings.push_back(*local.warning);
+  std::optional<SocketAddress> source;
+  if (!local.address.empty()) source = parse_address(local.address, 0);
 
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   std::vector<Lane> lanes;
@@ -745,8 +764,9 @@ BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
                 .mtu = std::nullopt});
   options.max_inline_data = s.inline_size;
   options.self_managed_qp = !s.datagram;  // so the client's -m can set the path MTU
-  const auto bind = local_address(s);
-  const auto address = parse_address(bind.empty() ? "0.0.0.0" : bind, s.port);
+  const auto local = local_address(s, "");
+  gid_warning_ = local.warning;
+  const auto address = parse_address(local.address.empty() ? "0.0.0.0" : local.address, s.port);
   const StepTimer timer(Step::listen);
   listener_ = std::make_unique<Listener>(address, s.persistent ? 64 : bw::max_queue_pairs, options);
   report.add_timing(timer.span());
@@ -756,6 +776,7 @@ BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
 BwServer::~BwServer() = default;
 
 void BwServer::serve_one(Report& report, BwResults& results, std::optional<Clock::time_point> deadline) {
+  if (gid_warning_) results.warnings.push_back(*gid_warning_);
   WaitingClients waiting;
   // A client refused at its first connection ran nothing: wait for the next one.
   while (
@@ -764,6 +785,7 @@ void BwServer::serve_one(Report& report, BwResults& results, std::optional<Clock
 }
 
 void BwServer::serve_persistently(Report& report, BwResults& results) {
+  if (gid_warning_) results.warnings.push_back(*gid_warning_);
   serve_bw_clients(*listener_, settings_, report, results);
 }
 

@@ -113,6 +113,8 @@ struct BwResults final : ReportSection {
   std::vector<DatagramLoss> datagrams;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
   std::vector<BwRefusal> refused;
+  // What was asked that runs but will not work everywhere (-x naming a link-local entry).
+  std::vector<std::string> warnings;
   std::uint64_t answered = 0;           // server of a latency test
   std::vector<BwServedClient> clients;  // persistent server: a record per client
   bool persistent = false;              // a persistent server's: its clients, no rows
@@ -166,6 +168,7 @@ class BwServer {
  private:
   BwSettings settings_;
   std::unique_ptr<Listener> listener_;
+  std::optional<std::string> gid_warning_;  // -x named an entry no routed network reaches
 };
 
 // 256 -> IBV_MTU_256 ... 4096 -> IBV_MTU_4096; UsageError (naming -m) otherwise.

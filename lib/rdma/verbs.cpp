@@ -185,6 +185,16 @@ CompletionError completion_error(const ibv_wc& completion, const std::string& me
                                                    .vendor_error = completion.vendor_err});
 }
 
+namespace {
+
+GidEntry entry_of(const ibv_gid_entry& entry, std::uint32_t index) {
+  char netdev[IF_NAMESIZE] = {};
+  if (entry.ndev_ifindex != 0 && if_indextoname(entry.ndev_ifindex, netdev) == nullptr) netdev[0] = '\0';
+  return GidEntry{.index = index, .gid = gid_text(entry.gid), .type = gid_type_name(entry.gid_type), .netdev = netdev};
+}
+
+}  // namespace
+
 GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index) {
   ibv_port_attr port_attributes{};
   check_returned(ibv_query_port(context, port, &port_attributes), "ibv_query_port",
@@ -200,9 +210,25 @@ GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index)
     throw UsageError(fmt::format("GID index {} of {} is empty{}", index, where,
                                  rc == ENODATA ? "" : fmt::format(" ({})", std::strerror(rc))));
   }
-  char netdev[IF_NAMESIZE] = {};
-  if (entry.ndev_ifindex != 0 && if_indextoname(entry.ndev_ifindex, netdev) == nullptr) netdev[0] = '\0';
-  return GidEntry{.index = index, .gid = gid_text(entry.gid), .type = gid_type_name(entry.gid_type), .netdev = netdev};
+  return entry_of(entry, index);
+}
+
+GidPort query_gid_port(ibv_context* context, std::uint8_t port) {
+  ibv_port_attr port_attributes{};
+  check_returned(ibv_query_port(context, port, &port_attributes), "ibv_query_port",
+                 ibv_get_device_name(context->device));
+  GidPort table{.device = ibv_get_device_name(context->device), .port = port, .gids = {}};
+  // One query per slot rather than ibv_query_gid_table: that one wants room for every port's
+  // table at once, and an empty slot here is simply skipped (ENODATA).
+  for (int index = 0; index < port_attributes.gid_tbl_len; ++index) {
+    ibv_gid_entry entry{};
+    const auto slot = static_cast<std::uint32_t>(index);
+    if (ibv_query_gid_ex(context, port, slot, &entry, 0) != 0) continue;
+    auto gid = entry_of(entry, slot);
+    // Older kernels answer an unused slot with the zero GID instead of ENODATA.
+    if (gid.gid != "::") table.gids.push_back(std::move(gid));
+  }
+  return table;
 }
 
 std::string gid_type_name(std::uint32_t type) {
@@ -229,8 +255,7 @@ std::string gid_address(const GidEntry& entry) {
     return fmt::format("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]);
   }
   auto text = entry.gid;
-  const bool link_local = raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
-  if (link_local && !entry.netdev.empty()) text += "%" + entry.netdev;
+  if (is_link_local(entry) && !entry.netdev.empty()) text += "%" + entry.netdev;
   return text;
 }
 

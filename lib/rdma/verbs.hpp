@@ -159,6 +159,8 @@ class DeviceContext {
 
 // Throws UsageError for an index beyond the table or an unused entry.
 GidEntry query_gid(ibv_context* context, std::uint8_t port, std::uint32_t index);
+// The port's populated entries, in index order (what send_bw -x checks an index against).
+GidPort query_gid_port(ibv_context* context, std::uint8_t port);
 std::string gid_type_name(std::uint32_t type);  // "IB", "RoCE v1", "RoCE v2"
 std::string gid_text(const ibv_gid& gid);       // IPv6 notation, as sysfs shows it
 // The IP address a RoCE GID stands for (IPv4-mapped GIDs give the IPv4 address; link-local

@@ -283,6 +283,53 @@ case_send_bw_path() {
   note "GID index $index ($(jq -r '.test.path.gid_type' "$T/auto.out")), -m 512 on both sides"
 }
 
+# -x 0 is rxe0's link-local fe80 entry: rdma_cm binds fe80::...%rxenet0 and the test runs
+# (here, on one link), with a warning on stderr and in the JSON that names the routable
+# RoCE v2 entry to use instead: on the server (no peer) the first, RXE_ADDR's; on a client
+# of an IPv6 server, fd55::1's. -x of the advised entry has none; an empty one is an error
+# naming it.
+case_send_bw_gid_link_local() {
+  require_device
+  local link_local
+  local -x GID_ADVICE="-x 1 (::ffff:$RXE_ADDR RoCE v2) is this host's routable entry on $RXE_NETDEV"
+  local -x GID_ADVICE6="-x 3 ($RXE_ADDR6 RoCE v2) is this host's routable entry on $RXE_NETDEV"
+  link_local=$(ip -6 -o addr show dev "$RXE_NETDEV" scope link | awk '{sub("/.*", "", $4); print $4; exit}')
+  [[ -n $link_local ]] || fail "$RXE_NETDEV has no link-local address"
+  next_port
+  start server "$OURS_SEND_BW" -x 0 -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run client 60 "$OURS_SEND_BW" "$link_local%$RXE_NETDEV" -p "$PORT" -x 0 -s 4096 -n 200 --json
+  expect_rc 0 "send_bw -x 0 (link-local) to $link_local"
+  finish server 15
+  expect_rc 0 "send_bw server -x 0"
+  expect_jq '.warnings | length == 1 and (.[0] | startswith("-x 0: index 0 is link-local fe80:")
+    and contains(" (RoCE v2), which no router forwards; ") and endswith(env.GID_ADVICE))' server.out
+  expect_jq '.warnings | length == 1 and (.[0] | startswith("-x 0: index 0 is link-local fe80:")
+    and endswith(env.GID_ADVICE6))' client.out
+  expect_jq '.test.path.gid_index == 0' client.out
+  expect_grep "-x 0: index 0 is link-local fe80:" server.err
+  expect_grep "$GID_ADVICE" server.err
+  expect_grep "$GID_ADVICE6" client.err
+  expect_schema send_bw server.out
+  expect_schema send_bw client.out
+  # The advised entry: no warning.
+  next_port
+  start advised_server "$OURS_SEND_BW" -x 1 -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run advised 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -x 1 -s 4096 -n 200 --json
+  expect_rc 0 "send_bw -x 1"
+  finish advised_server 15
+  expect_rc 0 "send_bw server -x 1"
+  expect_jq '(has("warnings") | not) and .test.path.gid_index == 1' advised.out
+  expect_jq 'has("warnings") | not' advised_server.out
+  if grep -q "link-local" "$T/advised.err" "$T/advised_server.err"; then fail "-x 1 warned"; fi
+  # An empty entry stays an error, now with the entry to use.
+  run empty 10 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -x 999 --json
+  expect_rc 2 "send_bw -x 999"
+  expect_jq '.errors[0].message | startswith("-x 999: GID index 999 ") and endswith("; " + env.GID_ADVICE)' empty.out
+  note "-x 0 warned: $(jq -r '.warnings[0]' "$T/server.out")"
+}
+
 case_send_bw_refused() {
   require_device
   # The server says why in rdma_reject's private data, and waits for the next client.

@@ -161,14 +161,21 @@ std::string findings_text(const MeshResults& results, Test test, const TestAnaly
   return out;
 }
 
+// "3 RoCE v2": the GID's index and type, "-" when not known.
+std::string gid_column(const Node& node) {
+  if (node.gid_type.empty()) return "-";
+  return node.gid_index < 0 ? node.gid_type : fmt::format("{} {}", node.gid_index, node.gid_type);
+}
+
 std::string nodes_text(const MeshResults& results) {
-  std::string out = "rank  host             address          device   port  mtu   state  address from\n";
+  std::string out = "rank  host             address          device   port  mtu   gid         state  address from\n";
   for (const auto& node : results.nodes) {
-    out += fmt::format("{:<5} {:<16} {:<16} {:<8} {:<5} {:<5} {:<6} {}\n", node.rank, node.host,
+    out += fmt::format("{:<5} {:<16} {:<16} {:<8} {:<5} {:<5} {:<11} {:<6} {}\n", node.rank, node.host,
                        node.address.empty() ? "-" : node.address, node.device.empty() ? "-" : node.device, node.port,
-                       node.mtu, node.usable ? "ok" : node.verdict.value("cause", std::string("unusable")),
-                       node.address_choice);
+                       node.mtu, gid_column(node),
+                       node.usable ? "ok" : node.verdict.value("cause", std::string("unusable")), node.address_choice);
   }
+  for (const auto& line : mixed_fabric(results.nodes)) out += "warning: " + line + "\n";
   return out;
 }
 
@@ -227,6 +234,7 @@ void MeshResults::add_to(nlohmann::json& document) const {
   document["rounds_completed"] = rounds_completed;
   document["finished"] = finished;
   document["nodes"] = nodes;
+  if (const auto fabric = mixed_fabric(nodes); !fabric.empty()) document["warnings"] = fabric;
   document["pairs"] = nlohmann::json::array();
   const auto outliers = outlier_flags();
   for (std::size_t i = 0; i < directions.size(); ++i) {

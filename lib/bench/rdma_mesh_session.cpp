@@ -493,6 +493,9 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
     }
   }
   report.local_address = self.address;
+  if (job.rank() == 0) {
+    for (const auto& line : mixed_fabric(results.nodes)) spdlog::warn("{}", line);
+  }
   const auto rounds = plan(settings, job.size());
   results.rounds = static_cast<int>(rounds.size());
   record_unusable(settings, results.nodes, rounds, results);

@@ -268,4 +268,46 @@ bool is_outlier(double figure, double median, const AnalysisSettings& settings) 
   return settings.better == Better::higher ? figure < limit : figure > limit;
 }
 
+namespace {
+
+// Ranks grouped by a key, the groups in the order their first rank comes.
+using Groups = std::vector<std::pair<std::string, std::vector<int>>>;
+
+void add_to_group(Groups& groups, const std::string& key, int rank) {
+  const auto found = std::ranges::find_if(groups, [&key](const auto& group) { return group.first == key; });
+  if (found == groups.end()) {
+    groups.push_back({key, {rank}});
+  } else {
+    found->second.push_back(rank);
+  }
+}
+
+std::string groups_text(const Groups& groups) {
+  std::string text;
+  for (const auto& [key, ranks] : groups) {
+    std::string list;
+    for (const auto rank : ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
+    text += (text.empty() ? "" : "; ") + key + (ranks.size() == 1 ? " on rank " : " on ranks ") + list;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> mixed_fabric(const std::vector<Node>& nodes) {
+  Groups types;
+  Groups families;
+  for (const auto& node : nodes) {
+    if (!node.gid_type.empty()) add_to_group(types, node.gid_type, node.rank);
+    // The address is a bare numeric host: only IPv6 has colons.
+    if (!node.address.empty()) {
+      add_to_group(families, node.address.find(':') == std::string::npos ? "IPv4" : "IPv6", node.rank);
+    }
+  }
+  std::vector<std::string> lines;
+  if (types.size() > 1) lines.push_back("mixed fabric: GID types differ: " + groups_text(types));
+  if (families.size() > 1) lines.push_back("mixed fabric: address families differ: " + groups_text(families));
+  return lines;
+}
+
 }  // namespace rdmakit::mesh

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/measure/mesh_node.hpp"
+
 namespace rdmakit::mesh {
 
 // Two ranks that are measured against each other; `low` < `high`.
@@ -100,5 +102,12 @@ std::optional<double> median_of_figures(const std::vector<Sample>& samples);
 
 // Whether `figure` is an outlier against `median` under `settings`.
 bool is_outlier(double figure, double median, const AnalysisSettings& settings);
+
+// The ranks do not share one kind of fabric: their GIDs' types differ (a RoCE v1 port and a
+// RoCE v2 port do not understand each other's packets; IB is another network), or some listen
+// on IPv4 and others on IPv6 (rdma_cm connects within one family). One line for each, naming
+// which ranks have which ("mixed fabric: GID types differ: RoCE v2 on ranks 0, 1; RoCE v1
+// on rank 2"); none for a uniform mesh. A rank with no GID type or no address is left out.
+std::vector<std::string> mixed_fabric(const std::vector<Node>& nodes);
 
 }  // namespace rdmakit::mesh

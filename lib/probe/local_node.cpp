@@ -1,7 +1,8 @@
 #include "lib/probe/local_node.hpp"
 
-#include <algorithm>
+#include <vector>
 
+#include "lib/core/gid.hpp"
 #include "lib/diag/address_choice.hpp"
 #include "lib/rdma/cm.hpp"
 
@@ -20,16 +21,12 @@ int active_mtu(const Inventory& inventory, const std::string& device, int port) 
   return 0;
 }
 
-// The RoCE GID that carries the address, "" for InfiniBand or when the table lacks it.
-std::string gid_of(const Inventory& inventory, const std::string& device, int port, const std::string& host) {
-  const auto wanted = gid_for_address(host);
+// The port's GID table, as advise_gid takes it: the one port the address resolved to.
+std::vector<GidPort> gid_table(const Inventory& inventory, const std::string& device, int port) {
   for (const auto& kernel : inventory.kernel_devices) {
     if (kernel.name != device) continue;
     for (const auto& each : kernel.ports) {
-      if (each.number != port) continue;
-      const auto found =
-          std::find_if(each.gids.begin(), each.gids.end(), [&](const GidEntry& entry) { return entry.gid == wanted; });
-      if (found != each.gids.end()) return found->gid;
+      if (each.number == port) return {GidPort{.device = device, .port = port, .gids = each.gids}};
     }
   }
   return {};
@@ -71,7 +68,14 @@ mesh::Node describe_local_node(const std::string& bind, const std::string& netde
   node.usable = verdict.exit_code == ExitCode::ok;
   if (!node.usable) node.verdict = to_json(verdict);
   node.mtu = active_mtu(inventory, attempt.device, attempt.port);
-  node.gid = gid_of(inventory, attempt.device, attempt.port, host);
+  // The entry that holds the address, RoCE v2 before RoCE v1: the one rdma_cm binds to. None
+  // for InfiniBand (no address GIDs) or when the table lacks it.
+  const auto advice = advise_gid(gid_table(inventory, attempt.device, attempt.port), host);
+  if (advice.entry) {
+    node.gid = advice.entry->gid;
+    node.gid_index = static_cast<int>(advice.entry->index);
+    node.gid_type = advice.entry->type;
+  }
   return node;
 }
 

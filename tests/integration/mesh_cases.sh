@@ -35,6 +35,9 @@ expect_full_mesh() {
   local file=$1 ranks=$2 tests=$3
   expect_jq ".ranks == $ranks and .tests == $tests and (.nodes | length) == $ranks
     and all(.nodes[]; .usable and .address != \"\" and .device != \"\")" "$file"
+  # Each rank's GID is its address's own entry, RoCE v2 (rxe makes no other): one fabric.
+  expect_jq 'all(.nodes[]; .gid_type == "RoCE v2" and .gid_index > 0 and .gid == "::ffff:" + .address)
+    and (has("warnings") | not)' "$file"
   expect_jq "(.pairs | length) == $ranks * ($ranks - 1) * ($tests | length)" "$file"
   expect_jq "[.pairs[] | [.source, .destination, .test]] | unique | length == ($ranks * ($ranks - 1) * ($tests | length))" "$file"
   expect_jq 'all(.pairs[]; .outcome == "completed" and .figure > 0 and .source != .destination)' "$file"
@@ -89,7 +92,7 @@ case_mesh_unusable_rank() {
   expect_rc 1 "rdma_mesh with rank 3 on $PLAIN_ADDR"
   ((ELAPSED_MS < 120000)) || fail "the mesh with an unusable rank took ${ELAPSED_MS} ms"
   expect_jq '.nodes[3].usable == false and .nodes[3].verdict.cause == "netdev_without_rdma"
-    and .nodes[3].address == env.PLAIN_ADDR' mesh.out
+    and .nodes[3].address == env.PLAIN_ADDR and .nodes[3].gid_type == "" and .nodes[3].gid_index == -1' mesh.out
   expect_jq '[.pairs[] | select(.source == 3 or .destination == 3)]
     | length == 6 and all(.outcome == "failed" and .cause == "netdev_without_rdma" and .figure == null
       and (.error.message | contains("netdev_without_rdma")))' mesh.out

@@ -379,3 +379,45 @@ TEST(Analyse, ReferenceMedianReplacesTheSamplesOwnForOutliers) {
 
 }  // namespace
 }  // namespace rdmakit::mesh
+
+namespace rdmakit::mesh {
+namespace {
+
+Node node_of(int rank, const std::string& address, const std::string& gid_type) {
+  Node node;
+  node.rank = rank;
+  node.address = address;
+  node.gid_type = gid_type;
+  return node;
+}
+
+TEST(MixedFabric, OneKindOfFabricIsNotFlagged) {
+  EXPECT_TRUE(mixed_fabric({}).empty());
+  EXPECT_TRUE(mixed_fabric({node_of(0, "10.55.0.1", "RoCE v2"), node_of(1, "10.55.0.2", "RoCE v2")}).empty());
+  // A rank that found no address or GID says nothing about the fabric.
+  EXPECT_TRUE(mixed_fabric({node_of(0, "10.55.0.1", "RoCE v2"), node_of(1, "", "")}).empty());
+}
+
+TEST(MixedFabric, GidTypesThatDifferNameTheirRanks) {
+  const auto lines = mixed_fabric(
+      {node_of(0, "10.0.0.1", "RoCE v2"), node_of(1, "10.0.0.2", "RoCE v2"), node_of(2, "10.0.0.3", "RoCE v1")});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "mixed fabric: GID types differ: RoCE v2 on ranks 0, 1; RoCE v1 on rank 2");
+}
+
+TEST(MixedFabric, AddressFamiliesThatDifferNameTheirRanks) {
+  const auto lines = mixed_fabric(
+      {node_of(0, "fd55::1", "RoCE v2"), node_of(1, "10.0.0.2", "RoCE v2"), node_of(2, "fd55::3", "RoCE v2")});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "mixed fabric: address families differ: IPv6 on ranks 0, 2; IPv4 on rank 1");
+}
+
+TEST(MixedFabric, BothAtOnce) {
+  const auto lines = mixed_fabric({node_of(0, "10.0.0.1", "IB"), node_of(1, "fd55::2", "RoCE v2")});
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "mixed fabric: GID types differ: IB on rank 0; RoCE v2 on rank 1");
+  EXPECT_EQ(lines[1], "mixed fabric: address families differ: IPv4 on rank 0; IPv6 on rank 1");
+}
+
+}  // namespace
+}  // namespace rdmakit::mesh

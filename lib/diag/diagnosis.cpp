@@ -11,8 +11,9 @@
 // |                | userspace_mismatch, rdma_cm_missing, rdma_cm_permission, unknown                         |
 // | id failed      | unknown                                                                                  |
 // | no address     | memlock_too_low, ok                                                                      |
-// | refused        | (ENODEV from bind, resolve or route) netdev_without_rdma, provider_missing,              |
-// |                | userspace_mismatch, uverbs_unavailable, loopback_address, unknown                        |
+// | refused        | (ENODEV from bind, resolve or route) gid_link_local, netdev_without_rdma,                |
+// |                | provider_missing, userspace_mismatch, uverbs_unavailable, loopback_address,              |
+// |                | gid_missing, unknown                                                                     |
 // | remote         | (bind EADDRNOTAVAIL) address_not_local, no_route, unknown, netdev_down, port_not_active  |
 // | bind failed    | unknown                                                                                  |
 // | bound          | memlock_too_low and wildcard_address, loopback_address, unknown, netdev_down,            |
@@ -22,10 +23,14 @@
 
 #include "lib/diag/diagnosis.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -227,6 +232,10 @@ struct BindFacts {
   const Netdev* refused_on = nullptr;
   std::vector<PortRef<KernelDevice>> serving;
   const UserDevice* serving_user = nullptr;
+  // Stage::refused for a destination: the port on the netdev its route leaves by
+  // (attempt.route_netdev), and that port's GIDs on that netdev.
+  PortRef<KernelDevice> route_port;
+  std::vector<GidEntry> route_gids;
 
   BindFacts(const Target& t, const Inventory& i, const Attempt& a)
       : target(t),
@@ -246,6 +255,7 @@ struct BindFacts {
     if (stage == Stage::refused) {
       serving = ports_serving(inventory, target.host, refused_on ? refused_on->name : std::string());
       if (!serving.empty()) serving_user = user_view_of(inventory, *serving.front().device);
+      if (refusal->call != "rdma_bind_addr") find_route_port();
     }
   }
 
@@ -254,6 +264,16 @@ struct BindFacts {
   bool port_inactive() const { return port != nullptr && port->state_code != 4 && port->state_code != 5; }
 
  private:
+  void find_route_port() {
+    const auto& netdev = attempt.route_netdev;
+    const auto ports = netdev.empty() ? decltype(serving){} : ports_serving(inventory, "", netdev);
+    if (ports.empty()) return;
+    route_port = ports.front();
+    for (const auto& entry : route_port.port->gids) {
+      if (entry.netdev == netdev) route_gids.push_back(entry);
+    }
+  }
+
   static bool failed(const Step* step) { return step != nullptr && !step->ok(); }
   static bool failed_with(const Step* step, int errnum) { return failed(step) && step->errnum == errnum; }
 
@@ -657,6 +677,200 @@ Verdict resolves_elsewhere(const BindFacts& f) {
                                   f.attempt.device, f.attempt.port));
 }
 
+// ---- ENODEV because the GID the kernel looks for is not in the table ----
+
+bool holds_gid(const std::vector<GidEntry>& gids, const std::string& address) {
+  const auto wanted = gid_for_address(address);
+  return std::ranges::any_of(gids, [&wanted](const GidEntry& entry) { return canonical(entry.gid) == wanted; });
+}
+
+bool link_local_address(const std::string& address) {
+  GidEntry entry;
+  entry.gid = address;
+  return is_link_local(entry);
+}
+
+// A destination whose route leaves by a netdev where the port has only link-local GIDs: the
+// source the kernel picks (another netdev's address, or one behind a gateway) has no GID
+// there, and the fe80 one cannot carry the packet past the link.
+bool route_only_link_local(const BindFacts& f) {
+  return f.stage == Stage::refused && !f.target.loopback && !link_local_address(f.target.host) &&
+         !f.route_gids.empty() && std::ranges::all_of(f.route_gids, is_link_local) &&
+         !holds_gid(f.route_gids, f.attempt.route_source);
+}
+
+std::vector<std::string> gid_texts(const std::vector<GidEntry>& gids) {
+  std::vector<std::string> texts;
+  texts.reserve(gids.size());
+  for (const auto& entry : gids) texts.push_back(entry.gid);
+  return texts;
+}
+
+std::string entries_text(const std::vector<GidEntry>& gids) {
+  std::vector<std::string> texts;
+  texts.reserve(gids.size());
+  for (const auto& entry : gids) texts.push_back(entry_text(entry));
+  return join(texts, ", ");
+}
+
+Verdict gid_link_local(const BindFacts& f) {
+  const auto& route_netdev = f.attempt.route_netdev;
+  const auto& gateway = f.attempt.route_gateway;
+  const auto& source = f.attempt.route_source;
+  const auto* source_netdev = source.empty() ? nullptr : netdev_owning(f.inventory, source);
+  const auto path = gateway.empty() ? std::string() : " via " + gateway;
+  const auto from = source.empty() ? std::string("the kernel picks no source address for it")
+                    : source_netdev == nullptr
+                        ? fmt::format("the source the kernel picks, {}, has no GID on that port", source)
+                        : fmt::format("the source the kernel picks, {} (on {}), has no GID on that port", source,
+                                      source_netdev->name);
+  auto v = verdict(
+      "gid_link_local", ExitCode::cause_found,
+      fmt::format("the route to {} leaves by {}{} ({} port {}), whose only GID{} there {} link-local ({}), which no "
+                  "router forwards, and {}: {} fails with ENODEV",
+                  f.target.host, route_netdev, path, f.route_port.device->name, f.route_port.port->number,
+                  f.route_gids.size() == 1 ? "" : "s", f.route_gids.size() == 1 ? "is" : "are",
+                  join(gid_texts(f.route_gids)), from, f.refusal->call),
+      next_step(fmt::format(
+          "give {} a routable address of the fabric's plan and route {} from it: ip addr add ADDRESS/LEN dev {}, "
+          "then ip {}route replace PREFIX{} dev {} src ADDRESS for the route to {} that 'ip {}route show dev {}' "
+          "lists; then 'diag-bind --gids ADDRESS' names the GID index the stacks that take one need",
+          route_netdev, f.target.host, route_netdev, f.target.family == AF_INET6 ? "-6 " : "", path, route_netdev,
+          f.target.host, f.target.family == AF_INET6 ? "-6 " : "", route_netdev)));
+  v.details.push_back(fmt::format("{} port {} on {}: {}", f.route_port.device->name, f.route_port.port->number,
+                                  route_netdev, entries_text(f.route_gids)));
+  return v;
+}
+
+// The address whose GID the refused call looked for: the bound one, or a destination's source.
+const std::string& gid_address(const BindFacts& f) {
+  return f.refusal->call == "rdma_bind_addr" ? f.target.host : f.attempt.route_source;
+}
+
+// The ports that carry the netdev the address is on (GIDs there, or a device made on it),
+// none of which holds the address's GID; empty when one does or none carries it.
+std::vector<PortRef<KernelDevice>> ports_missing_gid(const BindFacts& f) {
+  if (f.stage != Stage::refused || f.refused_on == nullptr || f.target.loopback) return {};
+  const auto& address = gid_address(f);
+  if (address.empty()) return {};
+  const auto& route_netdev = f.attempt.route_netdev;
+  if (f.refusal->call != "rdma_bind_addr" && !route_netdev.empty() && route_netdev != f.refused_on->name) return {};
+  auto ports = ports_serving(f.inventory, "", f.refused_on->name);
+  const bool held =
+      std::ranges::any_of(ports, [&address](const auto& ref) { return holds_gid(ref.port->gids, address); });
+  return held ? decltype(ports){} : ports;
+}
+
+bool gid_missing_applies(const BindFacts& f) {
+  return !ports_missing_gid(f).empty();
+}
+
+// The table length libibverbs reports for a port, 0 when unknown.
+int gid_table_len(const Inventory& inventory, const KernelDevice& device, int port) {
+  const auto* user = user_view_of(inventory, device);
+  if (user == nullptr) return 0;
+  const auto it = std::ranges::find(user->ports, port, &UserPort::number);
+  return it == user->ports.end() ? 0 : it->gid_table_len;
+}
+
+// The address as the netdev holds it, with its prefix length ("10.58.2.10/16").
+std::string with_prefix(const Netdev& netdev, const std::string& address) {
+  const auto wanted = canonical(address);
+  const auto it = std::ranges::find_if(
+      netdev.addresses, [&wanted](const std::string& own) { return canonical(without_prefix(own)) == wanted; });
+  return it == netdev.addresses.end() ? address : *it;
+}
+
+std::optional<std::pair<std::uint32_t, int>> ipv4_with_length(const std::string& text) {
+  const auto slash = text.find('/');
+  in_addr address{};
+  int length = -1;
+  if (slash == std::string::npos || inet_pton(AF_INET, text.substr(0, slash).c_str(), &address) != 1) return {};
+  const auto* end = text.data() + text.size();
+  if (std::from_chars(text.data() + slash + 1, end, length).ptr != end || length < 0 || length > 32) return {};
+  return std::pair{ntohl(address.s_addr), length};
+}
+
+// An IPv4 address listed first of its subnet on the netdev, with others of the subnet after it:
+// the kernel's primary, and deleting it deletes those secondaries too (unless
+// promote_secondaries is set), so deleting and re-adding it is no fix.
+bool takes_secondaries(const Netdev& netdev, const std::string& address) {
+  const auto own = ipv4_with_length(with_prefix(netdev, address));
+  if (!own) return false;
+  const std::uint32_t mask = own->second == 0 ? 0 : ~std::uint32_t{0} << (32 - own->second);
+  bool seen = false;
+  for (const auto& other : netdev.addresses) {
+    const auto each = ipv4_with_length(other);
+    if (!each || each->second != own->second || (each->first & mask) != (own->first & mask)) continue;
+    if (each->first == own->first) {
+      seen = true;
+    } else {
+      return seen;
+    }
+  }
+  return false;
+}
+
+enum class Room { none, some, unknown };
+
+// The kernel adds a GID when an address is added: re-adding the address is the fix where the
+// table has room and the delete takes nothing else with it.
+Remedy gid_missing_remedy(const Netdev& netdev, const std::string& address, const std::string& device, Room room) {
+  const auto readd =
+      fmt::format("ip addr del {0} dev {1} && ip addr add {0} dev {1}", with_prefix(netdev, address), netdev.name);
+  const auto free_entries = fmt::format(
+      "remove the addresses of {0} that RDMA does not need (each takes one entry per RoCE type; 'ip -br addr show dev "
+      "{0}' lists them) with ip addr del ADDRESS/LEN dev {0} (not the first of a subnet: that deletes the rest of it)",
+      netdev.name);
+  const auto primary =
+      takes_secondaries(netdev, address)
+          ? fmt::format(
+                " ({} is the first address of its subnet on {}: deleting it deletes the others of the subnet "
+                "unless net.ipv4.conf.{}.promote_secondaries=1)",
+                address, netdev.name, netdev.name)
+          : std::string();
+  if (room == Room::some && primary.empty()) {
+    return command(readd, "connections over " + address + " drop meanwhile");
+  }
+  if (room == Room::none) {
+    return next_step(fmt::format("free entries: {}, then re-add {} so the kernel gives it a GID: {}{}", free_entries,
+                                 address, readd, primary));
+  }
+  return next_step(
+      fmt::format("re-add {} so the kernel gives it a GID: {}{}; if the table is full ('ibv_devinfo -v "
+                  "-d {}' shows gid_tbl_len), first {}",
+                  address, readd, primary, device, free_entries));
+}
+
+Verdict gid_missing(const BindFacts& f) {
+  const auto ref = ports_missing_gid(f).front();
+  const auto& device = *ref.device;
+  const auto& port = *ref.port;
+  const auto& netdev = *f.refused_on;
+  const auto& address = gid_address(f);
+  const auto used = port.gids.size();
+  const auto length = gid_table_len(f.inventory, device, port.number);
+  const bool full = length > 0 && used >= static_cast<std::size_t>(length);
+  const auto table = full         ? fmt::format("its GID table is full ({} of {} entries)", used, length)
+                     : length > 0 ? fmt::format("{} of its {} GID entries are in use", used, length)
+                                  : fmt::format("{} GID entries are in use", used);
+  const auto whose =
+      address == f.target.host ? address : fmt::format("{}, the source it routes {} from,", address, f.target.host);
+  auto v = verdict(
+      "gid_missing", ExitCode::cause_found,
+      fmt::format("{} is on {}, which carries {} port {}, yet that port has no GID entry for it ({}), "
+                  "so {} fails with ENODEV; {}",
+                  whose, netdev.name, device.name, port.number, gid_for_address(address), f.refusal->call, table));
+  const auto remedy = gid_missing_remedy(netdev, address, device.name,
+                                         full         ? Room::none
+                                         : length > 0 ? Room::some
+                                                      : Room::unknown);
+  v.fix = remedy.fix;
+  v.next = remedy.next;
+  v.details.push_back(fmt::format("{} has {} address(es)", netdev.name, netdev.addresses.size()));
+  return v;
+}
+
 // ---- Warnings, whatever the verdict ----
 
 void add_warnings(const Inventory& inventory, Verdict& v) {
@@ -718,6 +932,7 @@ constexpr BindRule bind_rules[] = {
      registration_failed},
     {"host_usable", [](const BindFacts& f) { return f.stage == Stage::host_only; }, host_usable},
     // ENODEV: no device for the address.
+    {"gid_link_local", route_only_link_local, gid_link_local},
     {"no_netdev", [](const BindFacts& f) { return refused_without_port(f) && f.refused_on == nullptr; },
      [](const BindFacts& f) {
        return unknown(f.refusal->call + " failed with ENODEV and no netdev on this host owns or routes " +
@@ -735,6 +950,7 @@ constexpr BindRule bind_rules[] = {
      device_unopened},
     {"loopback_without_gid", [](const BindFacts& f) { return f.stage == Stage::refused && f.target.loopback; },
      loopback_without_gid},
+    {"gid_missing", gid_missing_applies, gid_missing},
     {"refused", [](const BindFacts& f) { return f.stage == Stage::refused; },
      [](const BindFacts& f) {
        return unknown(fmt::format("{} failed with ENODEV although {} serves {} in both kernel and user-space views",

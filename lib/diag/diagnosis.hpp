@@ -57,6 +57,9 @@ struct UserPort {
   int number = 0;
   std::string state;
   int active_mtu = 0;
+  // Entries the port's GID table has room for (ibv_port_attr.gid_tbl_len), 0 when unknown:
+  // sysfs lists every slot, a fixture only the populated ones.
+  int gid_table_len = 0;
 };
 
 struct UserDevice {
@@ -118,7 +121,9 @@ struct Attempt {
   std::vector<Step> steps;
   std::string device;  // device the cm_id was attached to, "" when none
   int port = 0;
-  std::string route_source;  // for a remote address: the source address the kernel routes from
+  std::string route_source;   // for a remote address: the source address the kernel routes from
+  std::string route_netdev;   // and the netdev its route leaves by ("" when unknown)
+  std::string route_gateway;  // and the gateway it goes through ("" when on-link or unknown)
   const Step* find(std::string_view call) const;
 };
 

@@ -150,7 +150,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelPort, number, state_code, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelDevice, name, index, node_guid, node_type, driver, parent_netdev,
                                                 uverbs, ports)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Netdev, name, ifindex, type, operstate, up, mtu, addresses, vlan)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserPort, number, state, active_mtu)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserPort, number, state, active_mtu, gid_table_len)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserDevice, name, node_guid, index, open_errno, ports)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceNode, path, exists, mode, access_errno)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memlock, soft_bytes, hard_bytes, cap_ipc_lock)
@@ -181,7 +181,12 @@ nlohmann::json to_json(const Attempt& attempt) {
     if (!step.ok()) item["errno_name"] = errno_name(step.errnum);
     steps.push_back(std::move(item));
   }
-  return {{"steps", steps}, {"device", attempt.device}, {"port", attempt.port}, {"route_source", attempt.route_source}};
+  return {{"steps", steps},
+          {"device", attempt.device},
+          {"port", attempt.port},
+          {"route_source", attempt.route_source},
+          {"route_netdev", attempt.route_netdev},
+          {"route_gateway", attempt.route_gateway}};
 }
 
 nlohmann::json to_json(const Verdict& v) {
@@ -322,6 +327,8 @@ std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attem
     attempt.device = value.value("device", "");
     attempt.port = value.value("port", 0);
     attempt.route_source = value.value("route_source", "");
+    attempt.route_netdev = value.value("route_netdev", "");
+    attempt.route_gateway = value.value("route_gateway", "");
   });
   std::string address;
   member("address", [&](const nlohmann::json& value) { value.get_to(address); });

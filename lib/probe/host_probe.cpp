@@ -29,6 +29,7 @@
 #include "lib/diag/gid_table.hpp"
 #include "lib/diag/sysfs.hpp"
 #include "lib/probe/connect_probe.hpp"
+#include "lib/probe/host_view.hpp"
 #include "lib/probe/netlink.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -83,7 +84,8 @@ void read_user_space(Inventory& inventory) {
           if (ibv_query_port(context, static_cast<std::uint8_t>(port), &port_attributes) == 0) {
             device.ports.push_back({.number = port,
                                     .state = port_state_name(port_attributes.state),
-                                    .active_mtu = static_cast<int>(mtu_bytes(port_attributes.active_mtu))});
+                                    .active_mtu = static_cast<int>(mtu_bytes(port_attributes.active_mtu)),
+                                    .gid_table_len = port_attributes.gid_tbl_len});
           }
         }
       }
@@ -394,6 +396,10 @@ Attempt run_attempt(const Target& target, const ProbeOptions& options) {
     }
     // Not bindable here (or loopback): try it the way a client uses it, as a destination.
     attempt.route_source = route_source(target);
+    if (const auto route = route_to(target.host, ""); route.errnum == 0) {
+      attempt.route_netdev = route.netdev;
+      attempt.route_gateway = route.gateway;
+    }
     CmId client(*channel, port_space);
     const auto timeout_ms = static_cast<int>(options.limits.timeout.count());
     if (rdma_resolve_addr(client.get(), nullptr, address.get(), timeout_ms) != 0) {

@@ -155,6 +155,74 @@ case_diag_bind_permissions() {
   expect_jq '.attempt.steps[-1].call == "rdma_bind_addr" and .attempt.steps[-1].errno_name == "ENODEV"' verbs.out
 }
 
+# A route that leaves by a netdev whose RDMA port has only its link-local GID, from a source
+# on another netdev: the route is the operator's plan, so only a next step, applied here with
+# an address of ours.
+case_diag_bind_gid_link_local() {
+  require_device
+  require_root
+  local i next
+  restore "rdma link delete rxeu 2>/dev/null; ip link del un0 2>/dev/null; true"
+  ip link add un0 type dummy
+  ip link set un0 up
+  rdma link add rxeu type rxe netdev un0
+  for ((i = 0; i < 50; i++)); do
+    grep -q '^fe80' /sys/class/infiniband/rxeu/ports/1/gids/0 2>/dev/null && break
+    tick 0.2
+  done
+  ip route add 10.70.0.0/24 dev un0 src "$PLAIN_ADDR"
+  ip -6 route add fd70::/64 dev un0
+  diag ll 10.70.0.9
+  expect_cause ll gid_link_local 1
+  expect_jq '.attempt.route_netdev == "un0" and .verdict.fix == ""' ll.out
+  expect_grep "leaves by un0 (rxeu port 1)" ll.text.out
+  diag ll6 fd70::9
+  expect_cause ll6 gid_link_local 1
+  next=$(jq -r .verdict.next "$T/ll.out")
+  [[ $next == *"ip addr add ADDRESS/LEN dev un0"*"ip route replace PREFIX dev un0 src ADDRESS"* ]] ||
+    fail "next names the wrong steps: $next"
+  ip addr add 10.71.0.1/24 dev un0
+  ip route replace 10.70.0.0/24 dev un0 src 10.71.0.1
+  # The source now has a GID on un0: the resolution goes on to ask for 10.70.0.9, which no
+  # host on the dummy answers.
+  diag fixed 10.70.0.9
+  expect_cause fixed address_not_local 1
+  expect_jq '.attempt.device == "rxeu" and ([.attempt.steps[] | select(.call == "rdma_resolve_addr")][0].ok)' fixed.out
+}
+
+# A GID table that is full (1024 entries on soft-RoCE, one per address here: RoCE v2 only):
+# the addresses past its end have no GID. Freeing entries leaves room, and the printed fix
+# then re-adds one.
+case_diag_bind_gid_missing() {
+  require_device
+  require_root
+  local i last=10.60.4.41 fix
+  restore "rdma link delete rxeg 2>/dev/null; ip link del gm0 2>/dev/null; true"
+  ip link add gm0 type dummy
+  ip link set gm0 up
+  rdma link add rxeg type rxe netdev gm0
+  for ((i = 1; i <= 1040; i++)); do echo "addr add 10.60.$((i / 250)).$((i % 250 + 1))/16 dev gm0"; done > "$T/gm0.batch"
+  ip -batch "$T/gm0.batch"
+  for ((i = 0; i < 50; i++)); do
+    grep -q . /sys/class/infiniband/rxeg/ports/1/gids/1023 2>/dev/null && break
+    tick 0.2
+  done
+  diag full "$last"
+  expect_cause full gid_missing 1
+  expect_jq '.verdict.fix == "" and (.verdict.summary | contains("full (1024 of 1024 entries)"))' full.out
+  expect_jq ".verdict.next | contains(\"ip addr del $last/16 dev gm0 && ip addr add $last/16 dev gm0\")" full.out
+  # Secondaries only: deleting 10.60.0.2, the subnet's first, would delete all of them.
+  for ((i = 3; i <= 22; i++)); do ip addr del "10.60.0.$i/16" dev gm0; done
+  diag room "$last"
+  expect_cause room gid_missing 1
+  fix=$(jq -r .verdict.fix "$T/room.out")
+  [[ $fix == "ip addr del $last/16 dev gm0 && ip addr add $last/16 dev gm0" ]] || fail "fix names the wrong command: $fix"
+  eval "$fix" || fail "the suggested fix failed: $fix"
+  diag fixed "$last"
+  expect_cause fixed several_devices 0
+  expect_jq '.attempt.device == "rxeg"' fixed.out
+}
+
 case_diag_bind_from_tools() {
   require_device
   next_port

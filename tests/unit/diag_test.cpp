@@ -74,6 +74,9 @@ const Expectation expectations[] = {
     {"uverbs_permission", "uverbs_unavailable", 1, "uverbs0"},
     {"userspace_mismatch", "userspace_mismatch", 1, "0000:0000:dead:beef"},
     {"unexplained", "unknown", 3, "EINVAL"},
+    {"gid_link_local", "gid_link_local", 1, "leaves by un0 (rxeu port 1)"},
+    {"gid_link_local_ipv6", "gid_link_local", 1, "fd55::1 (on rxenet0)"},
+    {"gid_missing", "gid_missing", 1, "full (1024 of 1024 entries)"},
 };
 
 void PrintTo(const Expectation& e, std::ostream* out) {
@@ -116,6 +119,101 @@ TEST(DiagFixtures, EveryFixtureHasAnExpectation) {
       EXPECT_TRUE(expected.count(entry.path().filename().string())) << entry.path() << " is not checked";
     }
   }
+}
+
+// A route that leaves by un0, whose rxeu port has only its fe80 GID, from plainnet0's
+// address: no fix (the address is the fabric's plan), the steps to take as next.
+TEST(DiagGidVerdicts, LinkLocalRouteNamesTheNetdevThePortAndTheSource) {
+  const auto v = diagnose_fixture("gid_link_local");
+  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.exit_code, ExitCode::cause_found);
+  EXPECT_NE(v.summary.find("leaves by un0 (rxeu port 1)"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("link-local (fe80::"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("10.56.0.1 (on plainnet0), has no GID on that port"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("rdma_resolve_addr fails with ENODEV"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.fix, "");
+  EXPECT_NE(v.next.find("ip addr add ADDRESS/LEN dev un0"), std::string::npos) << v.next;
+  EXPECT_NE(v.next.find("ip route replace PREFIX dev un0 src ADDRESS"), std::string::npos) << v.next;
+  EXPECT_NE(v.next.find("diag-bind --gids ADDRESS"), std::string::npos) << v.next;
+}
+
+TEST(DiagGidVerdicts, LinkLocalRouteOverIpv6TakesIpDash6) {
+  const auto v = diagnose_fixture("gid_link_local_ipv6");
+  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_NE(v.next.find("ip -6 route replace PREFIX dev un0 src ADDRESS"), std::string::npos) << v.next;
+}
+
+TEST(DiagGidVerdicts, LinkLocalRouteThroughAGatewayNamesIt) {
+  auto l = load("gid_link_local");
+  l.attempt.route_gateway = "10.70.0.254";
+  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_NE(v.summary.find("leaves by un0 via 10.70.0.254"), std::string::npos) << v.summary;
+  EXPECT_NE(v.next.find("PREFIX via 10.70.0.254 dev un0 src ADDRESS"), std::string::npos) << v.next;
+}
+
+// Without the route's netdev (a report from before it was recorded) the rule cannot tell.
+TEST(DiagGidVerdicts, LinkLocalNeedsTheRoutesNetdev) {
+  auto l = load("gid_link_local");
+  l.attempt.route_netdev.clear();
+  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause, "netdev_without_rdma");
+}
+
+// rxeg on gm0 with 1040 addresses: the table's 1024 entries end before 10.60.4.41.
+TEST(DiagGidVerdicts, FullTableNamesItsFillAndFreeingAsNext) {
+  const auto v = diagnose_fixture("gid_missing");
+  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.exit_code, ExitCode::cause_found);
+  EXPECT_NE(v.summary.find("10.60.4.41 is on gm0, which carries rxeg port 1"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("no GID entry for it (::ffff:10.60.4.41)"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("rdma_bind_addr fails with ENODEV"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.fix, "");
+  EXPECT_NE(v.next.find("ip addr del ADDRESS/LEN dev gm0"), std::string::npos) << v.next;
+  EXPECT_NE(v.next.find("ip addr del 10.60.4.41/16 dev gm0 && ip addr add 10.60.4.41/16 dev gm0"), std::string::npos)
+      << v.next;
+}
+
+TEST(DiagGidVerdicts, TableWithRoomFixesByReaddingTheAddress) {
+  auto l = load("gid_missing");
+  auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
+  ASSERT_EQ(l.inventory.kernel_devices.at(1).name, "rxeg");
+  port.gids.resize(1000);
+  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_NE(v.summary.find("1000 of its 1024 GID entries are in use"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.fix, "ip addr del 10.60.4.41/16 dev gm0 && ip addr add 10.60.4.41/16 dev gm0");
+}
+
+// A table whose length libibverbs did not give: the re-add is the next step, not a fix.
+TEST(DiagGidVerdicts, UnknownTableLengthMakesTheReaddANextStep) {
+  auto l = load("gid_missing");
+  for (auto& device : l.inventory.user_devices) {
+    for (auto& port : device.ports) port.gid_table_len = 0;
+  }
+  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.fix, "");
+  EXPECT_NE(v.next.find("ibv_devinfo -v -d rxeg"), std::string::npos) << v.next;
+}
+
+// Deleting a subnet's first IPv4 address deletes the rest of the subnet: no fix then.
+TEST(DiagGidVerdicts, ReaddingASubnetsPrimaryIsNoFix) {
+  auto l = load("gid_missing");
+  auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
+  std::erase_if(port.gids, [](const GidEntry& entry) { return entry.gid == "::ffff:10.60.0.2"; });
+  l.target = make_target("10.60.0.2", 0, "tcp");
+  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.fix, "");
+  EXPECT_NE(v.next.find("net.ipv4.conf.gm0.promote_secondaries=1"), std::string::npos) << v.next;
+}
+
+// The same bind with the GID there is not gid_missing.
+TEST(DiagGidVerdicts, AnAddressWithItsGidIsNotMissing) {
+  auto l = load("gid_missing");
+  auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
+  port.gids.back().gid = "::ffff:10.60.4.41";
+  EXPECT_NE(diagnose(l.target, l.inventory, l.attempt).cause, "gid_missing");
 }
 
 TEST(DiagSysfs, ReadsDevicePortsAndGids) {

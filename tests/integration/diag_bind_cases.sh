@@ -223,6 +223,123 @@ case_diag_bind_gid_missing() {
   expect_jq '.attempt.device == "rxeg"' fixed.out
 }
 
+# gids_match_device REPORT: every row of diag-bind --gids --json is the kernel's entry (sysfs
+# gids/N, gid_attrs/types/N and ndevs/N) and libibverbs' (ibv_devinfo -v: "GID[  1]:
+# ::ffff:10.55.0.1, RoCE v2"), and every populated entry of those has its row.
+gids_match_device() {
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" - "$T/$1" << 'EOF' > "$T/gids-compare.out" 2>&1 || fail "$(cat "$T/gids-compare.out")"
+import ipaddress, json, pathlib, re, subprocess, sys
+def text(gid):  # as inet_ntop writes it: Python before 3.13 writes ::ffff:a37:1
+    mapped = gid.ipv4_mapped
+    return f"::ffff:{mapped}" if mapped else str(gid)
+rows = json.load(open(sys.argv[1]))["gids"]
+ours = {(r["device"], r["port"], r["index"]): r for r in rows}
+sysfs, verbs, bad = {}, {}, []
+for port_dir in pathlib.Path("/sys/class/infiniband").glob("*/ports/*"):
+    device, port = port_dir.parts[-3], int(port_dir.name)
+    for gid_file in (port_dir / "gids").iterdir():
+        raw = gid_file.read_text().strip()
+        gid = ipaddress.IPv6Address(int(raw.replace(":", ""), 16))
+        if int(gid) == 0:
+            continue
+        read = lambda kind: (port_dir / "gid_attrs" / kind / gid_file.name).read_text().strip()
+        sysfs[(device, port, int(gid_file.name))] = (text(gid), read("types"), read("ndevs"))
+for device in {key[0] for key in sysfs}:
+    port = 0
+    for line in subprocess.run(["ibv_devinfo", "-v", "-d", device], capture_output=True, text=True).stdout.splitlines():
+        if m := re.match(r"\s*port:\s*(\d+)", line):
+            port = int(m.group(1))
+        elif m := re.match(r"\s*GID\[\s*(\d+)\]:\s*(\S+), (.+)$", line):
+            verbs[(device, port, int(m.group(1)))] = (text(ipaddress.IPv6Address(m.group(2))), m.group(3))
+for key, (gid, kind, ndev) in sysfs.items():
+    row = ours.get(key)
+    if row is None:
+        bad.append(f"{key}: sysfs has {gid} {kind} {ndev}, diag-bind no row")
+    elif (row["gid"], row["type"], row["netdev"]) != (gid, kind, ndev):
+        bad.append(f"{key}: sysfs {gid} {kind} {ndev}, diag-bind {row['gid']} {row['type']} {row['netdev']}")
+    if verbs.get(key) != (gid, kind):
+        bad.append(f"{key}: sysfs {gid} {kind}, ibv_devinfo {verbs.get(key)}")
+for key, row in ours.items():
+    if key not in sysfs:
+        bad.append(f"{key}: diag-bind {row['gid']}, sysfs none")
+    mapped = ipaddress.IPv6Address(row["gid"]).ipv4_mapped
+    if row["ipv4"] != (str(mapped) if mapped else None):
+        bad.append(f"{key}: ipv4 {row['ipv4']} for {row['gid']}")
+    if row["link_local"] != ipaddress.IPv6Address(row["gid"]).is_link_local:
+        bad.append(f"{key}: link_local {row['link_local']} for {row['gid']}")
+print("\n".join(bad) or f"{len(rows)} rows agree with sysfs and ibv_devinfo")
+sys.exit(1 if bad else 0)
+EOF
+  note "$(cat "$T/gids-compare.out")"
+}
+
+# --gids: the table against sysfs and ibv_devinfo, with a VLAN netdev on the RDMA netdev (its
+# entries carry the VLAN id), and the index each stack should get: an address's own RoCE v2
+# entry, a remote one's route source's, none for an address without RDMA (exit 1).
+case_diag_bind_gids() {
+  require_device
+  require_root
+  local i vlan_dev=$RXE_NETDEV.100 index octets
+  restore "ip link del $vlan_dev 2>/dev/null; true"
+  ip link add link "$RXE_NETDEV" name "$vlan_dev" type vlan id 100 || fail "cannot add VLAN $vlan_dev"
+  ip link set "$vlan_dev" up
+  ip addr add 10.66.0.1/24 dev "$vlan_dev"
+  for ((i = 0; i < 50; i++)); do
+    grep -qx '0000:0000:0000:0000:0000:ffff:0a42:0001' /sys/class/infiniband/"$RXE_DEV"/ports/1/gids/* 2>/dev/null && break
+    tick 0.2
+  done
+  run table 30 "$OURS_DIAG" --gids --json
+  expect_rc 0 "diag-bind --gids"
+  expect_schema diag-bind table.out
+  expect_jq '.outcome == "ok" and (has("advice") | not) and (.gids | length) >= 4' table.out
+  gids_match_device table.out
+  expect_jq "[.gids[] | select(.netdev == \"$vlan_dev\")] | length >= 2 and all(.vlan == 100)" table.out
+  expect_jq "[.gids[] | select(.netdev == \"$RXE_NETDEV\")] | all(.vlan == null)" table.out
+  expect_jq '[.gids[] | select(.ipv4 == "10.66.0.1")] | length >= 1' table.out
+  run table.text 30 "$OURS_DIAG" --gids
+  expect_grep '^DEV  *PORT INDEX GID  *IPv4  *VER NETDEV  *VLAN$' table.text.out
+  grep -Eq "^$RXE_DEV +1 +[0-9]+ +::ffff:10\.66\.0\.1 +10\.66\.0\.1 +v2 +${vlan_dev//./\\.} +100$" "$T/table.text.out" ||
+    fail "no row for 10.66.0.1 on $vlan_dev with VLAN 100 in the table"
+
+  # The index: the kernel's RoCE v2 entry that holds the address.
+  local hex file
+  IFS=. read -r -a octets <<< "$RXE_ADDR"
+  hex=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' "${octets[@]}")
+  index=
+  while read -r file; do
+    [[ $(< "/sys/class/infiniband/$RXE_DEV/ports/1/gid_attrs/types/${file##*/}") == "RoCE v2" ]] && index=${file##*/}
+  done <<< "$(grep -lx "$hex" /sys/class/infiniband/"$RXE_DEV"/ports/1/gids/*)"
+  [[ -n $index ]] || fail "sysfs has no RoCE v2 GID for $RXE_ADDR on $RXE_DEV port 1"
+  run own 30 "$OURS_DIAG" --gids "$RXE_ADDR" --json
+  expect_rc 0 "diag-bind --gids $RXE_ADDR"
+  expect_schema diag-bind own.out
+  expect_jq ".advice.index == $index and .advice.device == \"$RXE_DEV\" and .advice.port == 1 and
+    .advice.source == \"$RXE_ADDR\" and .advice.type == \"RoCE v2\"" own.out
+  expect_jq ".advice.settings[] | select(.stack == \"perftest\") | .setting == \"-d $RXE_DEV -i 1 -x $index\"" own.out
+  expect_jq ".advice.settings[] | select(.stack == \"NCCL\") | .setting | endswith(\"NCCL_IB_GID_INDEX=$index\")" own.out
+  run own.text 30 "$OURS_DIAG" --gids "$RXE_ADDR"
+  expect_grep "^$RXE_ADDR: $RXE_DEV port 1 index $index " own.text.out
+  note "$RXE_ADDR: index $index"
+
+  run vlan 30 "$OURS_DIAG" --gids 10.66.0.1 --json
+  expect_rc 0 "diag-bind --gids 10.66.0.1"
+  expect_jq ".advice.index as \$i | [.gids[] | select(.index == \$i)][0] | .ipv4 == \"10.66.0.1\" and .vlan == 100 and
+    .type == \"RoCE v2\"" vlan.out
+
+  run remote 30 "$OURS_DIAG" --gids "${RXE_ADDR%.*}.99" --json
+  expect_rc 0 "diag-bind --gids ${RXE_ADDR%.*}.99"
+  expect_jq ".advice.source == \"$RXE_ADDR\" and .advice.index == $index" remote.out
+  run remote.text 30 "$OURS_DIAG" --gids "${RXE_ADDR%.*}.99"
+  expect_grep "^${RXE_ADDR%.*}.99 is reached from $RXE_ADDR" remote.text.out
+
+  run plain 30 "$OURS_DIAG" --gids "$PLAIN_ADDR" --json
+  expect_rc 1 "diag-bind --gids $PLAIN_ADDR"
+  expect_schema diag-bind plain.out
+  expect_jq '.outcome == "no_gid" and .advice.index == null and .advice.settings == []' plain.out
+  run plain.text 30 "$OURS_DIAG" --gids "$PLAIN_ADDR"
+  expect_grep "run 'diag-bind $PLAIN_ADDR'" plain.text.out
+}
+
 case_diag_bind_from_tools() {
   require_device
   next_port

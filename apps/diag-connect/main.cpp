@@ -3,8 +3,10 @@
 // check) and comparing this host's view with the one the agent on the other host
 // (`diag-connect --serve`) answers over a TCP side channel.
 
+#include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -23,6 +25,7 @@ struct Options {
   std::uint16_t port = rdmakit::agent::default_probe_port;
   std::string port_space = "tcp";
   std::string bind;
+  std::optional<std::uint32_t> gid_index;
   std::string agent_host;
   std::uint16_t agent_port = rdmakit::agent::default_agent_port;
   bool no_agent = false;
@@ -42,6 +45,9 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"tcp", "udp", "ib"}));
   app.add_option("-b,--bind", o.bind,
                  "Client: the source address to connect from; --serve: the one address to listen on (both ports)");
+  app.add_option("--gid-index", o.gid_index,
+                 "The GID index the other stack is given (perftest -x, NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX); "
+                 "diag-connect checks it on both hosts");
   app.add_option("--agent", o.agent_host,
                  "Where the agent's side channel is, when not at ADDRESS (a management address)");
   app.add_option("--agent-port", o.agent_port, "TCP port of the agent's side channel")
@@ -64,6 +70,9 @@ void validate(const Options& o) {
   if (o.serve) {
     if (!o.address.empty()) throw rdmakit::UsageError("--serve takes no ADDRESS; use --bind to listen on one address");
     if (!o.replay_file.empty()) throw rdmakit::UsageError("--serve and --replay do not go together");
+    if (o.gid_index)
+      throw rdmakit::UsageError(
+          "--gid-index goes with a client (ADDRESS or --replay): the agent answers its whole GID table");
     if (!o.bind.empty()) rdmakit::check_resolvable(o.bind, AF_UNSPEC, true);
     return;
   }
@@ -129,6 +138,8 @@ int main(int argc, char** argv) {
         rdmakit::diag::ConnectCase connect_case;
         if (!options.replay_file.empty()) {
           connect_case = replay(options.replay_file);
+          // Another index on the same capture: what the tables say of it.
+          if (options.gid_index) connect_case.attempt.gid_index = options.gid_index;
         } else {
           report.role = "client";
           const rdmakit::StopSignal stop;
@@ -143,6 +154,7 @@ int main(int argc, char** argv) {
               .limits = {.stop_fd = stop.fd(), .timeout = runner.common().timeout()},
               .view = {}};
           connect_case = rdmakit::diag::probe_connect(probe);
+          connect_case.attempt.gid_index = options.gid_index;
         }
         rdmakit::diag::add_connect_result(std::move(connect_case), report);
       });

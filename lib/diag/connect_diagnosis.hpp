@@ -143,6 +143,10 @@ struct ConnectAttempt {
   std::uint16_t port = 0;
   std::string port_space = "tcp";
   std::string bind;  // the source address asked for, "" for the kernel's choice
+  // --gid-index: the GID index another stack is given (perftest -x, NCCL_IB_GID_INDEX,
+  // UCX_IB_GID_INDEX), checked on both hosts; none when not asked. rdma_cm takes the GID from
+  // the address, so the attempt itself works whatever this index holds.
+  std::optional<std::uint32_t> gid_index;
   std::vector<ConnectStep> steps;
   // What address resolution chose (empty/0 when it failed).
   std::string source_address;
@@ -197,7 +201,7 @@ struct ConnectVerdict {
   std::vector<std::string> evidence;           // the facts that name the cause, both sides'
   // A command that fixes it, names filled in; "" where none does or the operator must choose.
   std::string fix;
-  std::string fix_host;  // "client", "server" or "" : where the fix runs
+  std::string fix_host;  // "client", "server", "both" or "": where the fix runs
   std::string next;      // the next step where `fix` is not the whole answer: a check, a choice
   // Without the agent (or with too little from it): the causes the facts fit and could not
   // be told apart, most likely first.
@@ -206,9 +210,10 @@ struct ConnectVerdict {
 };
 
 // The causes, in the order the verdict tests them.
-// ok, source_not_rdma, no_route, neighbour_unresolved, neighbour_wrong, wrong_port_space,
+// gid_link_local, gid_index_mismatch (with --gid-index, the connection having worked), ok,
+// source_not_rdma, no_route, neighbour_unresolved, neighbour_wrong, wrong_port_space,
 // no_listener, rejected_by_application, peer_not_rdma, peer_port_down, firewall_roce,
-// rp_filter, gid_type_mismatch, mtu_mismatch, no_rdma_answer (no agent, connect unanswered: the
+// rp_filter, roce_mode_mismatch, mtu_mismatch, no_rdma_answer (no agent, connect unanswered: the
 // candidates listed), unknown. The rule of each: the table atop lib/diag/connect_verdict.cpp.
 ConnectVerdict diagnose_connect(const ConnectCase& connect_case);
 

@@ -139,6 +139,7 @@ void members(Describes<ConnectAttempt> auto& attempt, auto&& visit) {
   visit("port", attempt.port);
   visit("port_space", attempt.port_space);
   visit("bind", attempt.bind);
+  visit("gid_index", attempt.gid_index);
   visit("steps", attempt.steps);
   visit("source_address", attempt.source_address);
   visit("source_netdev", attempt.source_netdev);

@@ -23,8 +23,9 @@ std::string step_detail(const ConnectStep& step) {
 }
 
 void render_steps(const ConnectAttempt& a, std::ostringstream& out) {
-  out << fmt::format("connect to {}:{} ({}){}\n", a.target, a.port, a.port_space,
-                     a.bind.empty() ? "" : " from " + a.bind);
+  out << fmt::format("connect to {}:{} ({}){}{}\n", a.target, a.port, a.port_space,
+                     a.bind.empty() ? "" : " from " + a.bind,
+                     a.gid_index ? fmt::format(", GID index {} checked on both hosts", *a.gid_index) : "");
   for (const auto& step : a.steps) {
     out << fmt::format("  {:<14} {:<8} {:>9.1f} ms  {}\n", step_name(step.name), step.status, step.ms,
                        step_detail(step));
@@ -64,8 +65,12 @@ void render_data(const ConnectAttempt& a, std::ostringstream& out) {
 
 std::string render_remedy(const ConnectVerdict& v) {
   std::string text;
-  if (!v.fix.empty())
-    text += fmt::format("  fix{}: {}\n", v.fix_host.empty() ? "" : " (on the " + v.fix_host + ")", v.fix);
+  if (!v.fix.empty()) {
+    const std::string where = v.fix_host == "both" ? " (on both hosts)"
+                              : v.fix_host.empty() ? ""
+                                                   : " (on the " + v.fix_host + ")";
+    text += fmt::format("  fix{}: {}\n", where, v.fix);
+  }
   if (!v.next.empty()) text += "  next: " + v.next + "\n";
   return text;
 }

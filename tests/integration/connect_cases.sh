@@ -160,7 +160,8 @@ case_connect_bad_flags() {
   local args
   for args in "nohost.invalid" "10.0.0.1 -p 0" "10.0.0.1 -p 70000" "10.0.0.1 --ps sdp" "--serve 10.0.0.1" \
     "10.0.0.1 --no-listen" "--serve --bind nohost.invalid" "" "--replay /nonexistent.json" \
-    "10.0.0.1 --agent nohost.invalid" "10.0.0.1 --agent-port 0"; do
+    "10.0.0.1 --agent nohost.invalid" "10.0.0.1 --agent-port 0" "--serve --gid-index 1" "10.0.0.1 --gid-index -1" \
+    "10.0.0.1 --gid-index x"; do
     # shellcheck disable=SC2086  # the words are the arguments
     run bad 10 "$OURS_DIAG_CONNECT" $args --json
     expect_rc 2 "diag-connect $args"
@@ -179,9 +180,77 @@ case_connect_replay() {
     [[ $(jq -r .verdict.cause "$T/replay.out") == "$cause" ]] || fail "$fixture replays to $(jq -r .verdict.cause "$T/replay.out")"
     expect_schema diag-connect replay.out
   done
+  # --gid-index on a capture: the same tables, another index. 0 is link-local on both guests,
+  # fine on one link; 2 is fd57::2, an IPv6 entry for an IPv4 path.
+  run replay_index 10 "$OURS_DIAG_CONNECT" --replay "$here/../fixtures/connect/captured/ok.json" --gid-index 0 --json
+  expect_jq '.verdict.cause == "ok" and .capture.attempt.gid_index == 0 and .arguments.gid_index == 0' replay_index.out
+  run replay_index 10 "$OURS_DIAG_CONNECT" --replay "$here/../fixtures/connect/captured/ok.json" --gid-index 2 --json
+  expect_jq '.verdict.cause == "gid_index_mismatch" and .verdict.exit_code == 1' replay_index.out
+  expect_schema diag-connect replay_index.out
 }
 
 # ---- two guests: each cause for real ----
+
+# gid_index_of REPORT SIDE ADDRESS: the index of ADDRESS's RoCE v2 entry in the GID tables
+# of SIDE (local or peer.view) in REPORT's capture, as read from sysfs; "" when none.
+gid_index_of() {
+  jq -r --arg gid "::ffff:$3" '[.capture.'"$2"'.devices[].ports[].gids[] | select(.gid == $gid and .type == "RoCE v2")
+    | .index][0] // ""' "$T/$1.out"
+}
+
+# pair_gid_index AGENT_ARGS...: --gid-index, the index another stack is given, on both guests.
+pair_gid_index() {
+  local client_index server_index
+  connect gid_baseline 30 "$PEER_ADDR" "$@"
+  expect_connect_cause gid_baseline ok 0
+  client_index=$(gid_index_of gid_baseline local "$WIRE_ADDR")
+  [[ -n $client_index ]] || fail "no RoCE v2 GID of $WIRE_ADDR here"
+
+  # gid_index_mismatch: the server's wire address deleted and added again after another one,
+  # which takes its freed index, so that one index no longer fits both guests.
+  remote_run gid_shuffle 20 bash -c 'ip addr del "$WIRE_ADDR/24" dev "$WIRE_NETDEV" &&
+    ip addr add 10.57.9.9/24 dev "$WIRE_NETDEV" && ip addr add "$WIRE_ADDR/24" dev "$WIRE_NETDEV"'
+  local unshuffle='ip addr del 10.57.9.9/24 dev "$WIRE_NETDEV"; ip addr del "$WIRE_ADDR/24" dev "$WIRE_NETDEV";
+    ip addr add "$WIRE_ADDR/24" dev "$WIRE_NETDEV"'
+  GID_SHUFFLED=1
+  restore "[[ -z \${GID_SHUFFLED:-} ]] || remote_run gid_unshuffle 20 bash -c '$unshuffle'"
+  [[ $RC -eq 0 ]] || fail "moving the peer's wire address: $(cat "$T/gid_shuffle.err")"
+  tick 2
+  connect gid_index_mismatch 30 "$PEER_ADDR" --gid-index "$client_index" "$@"
+  server_index=$(gid_index_of gid_index_mismatch peer.view "$PEER_ADDR")
+  [[ -n $server_index && $server_index != "$client_index" ]] ||
+    fail "the peer's index of $PEER_ADDR did not move from $client_index: '$server_index'"
+  expect_connect_cause gid_index_mismatch gid_index_mismatch 1
+  expect_jq '.verdict.fix == "" and (.verdict.next | contains("perftest -x '"$client_index"' on the client, -x '"$server_index"' on the server"))' gid_index_mismatch.out
+  note "gid_index_mismatch: here $WIRE_ADDR at $client_index, the peer's $PEER_ADDR at $server_index"
+  remote_run gid_unshuffle_now 20 bash -c "$unshuffle"
+  [[ $RC -eq 0 ]] || fail "putting the peer's wire address back: $(cat "$T/gid_unshuffle_now.err")"
+  GID_SHUFFLED=
+  tick 2
+  connect gid_index_fixed 30 "$PEER_ADDR" --gid-index "$client_index" "$@"
+  expect_connect_cause gid_index_fixed ok 0
+
+  # gid_link_local: the peer reached through a gateway (itself), at an address outside this
+  # guest's subnets; index 0 is the link-local entry on both, which no router forwards.
+  remote_run routed_address 20 bash -c 'ip addr add 10.61.0.1/32 dev "$WIRE_NETDEV"'
+  [[ $RC -eq 0 ]] || fail "10.61.0.1 on the peer: $(cat "$T/routed_address.err")"
+  restore "remote_run routed_address_undo 20 bash -c 'ip addr del 10.61.0.1/32 dev \"\$WIRE_NETDEV\"'"
+  ip route add 10.61.0.1/32 via "$PEER_ADDR"
+  restore "ip route del 10.61.0.1/32 via $PEER_ADDR"
+  connect gid_link_local 30 10.61.0.1 --gid-index 0 "$@"
+  expect_connect_cause gid_link_local gid_link_local 1
+  expect_jq '.verdict.evidence[0] == "client: ip route get 10.61.0.1: via '"$PEER_ADDR"' dev '"$WIRE_NETDEV"'"' gid_link_local.out
+  expect_jq '.verdict.next | contains("-x '"$client_index"' on the client")' gid_link_local.out
+  connect gid_link_local_fixed 30 10.61.0.1 --gid-index "$client_index" "$@"
+  expect_connect_cause gid_link_local_fixed ok 0
+  # Without an index, what a stack left at 0 would meet is a warning.
+  connect gid_default 30 10.61.0.1 "$@"
+  expect_connect_cause gid_default ok 0
+  expect_jq '[.verdict.warnings[] | select(contains("stacks left at index 0 fail across the router"))] | length == 1' \
+    gid_default.out
+  ip route del 10.61.0.1/32 via "$PEER_ADDR"
+  remote_run routed_address_gone 20 bash -c 'ip addr del 10.61.0.1/32 dev "$WIRE_NETDEV"'
+}
 
 # peer_agent NAME ARGS...: (re)start the agent on the peer with ARGS, its side channel on the
 # management network too (it listens on every address).
@@ -231,6 +300,8 @@ case_pair_connect() {
   # The wrong port space.
   connect wrong_port_space 30 "$PEER_ADDR" --ps udp "${agent[@]}"
   expect_connect_cause wrong_port_space wrong_port_space 1
+
+  pair_gid_index "${agent[@]}"
 
   # nftables drops RoCE v2 (UDP 4791) on the server.
   remote_run nft 20 nft add table inet rdmakit_dc \; add chain inet rdmakit_dc input \
@@ -316,12 +387,12 @@ case_pair_connect() {
   expect_connect_cause rp_filter_fixed ok 0
 
   # RoCE v1 cannot be forced on rxe: it has RoCE v2 GIDs only, and rdma_cm refuses the mode
-  # (tests/fixtures/connect/gid_type_mismatch.json is derived from a capture instead).
+  # (tests/fixtures/connect/roce_mode_mismatch.json is derived from a capture instead).
   mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
   mkdir -p "/sys/kernel/config/rdma_cm/$WIRE_DEV"
   restore "rmdir /sys/kernel/config/rdma_cm/$WIRE_DEV"
   if echo "IB/RoCE v1" 2> /dev/null > "/sys/kernel/config/rdma_cm/$WIRE_DEV/ports/1/default_roce_mode"; then
-    fail "rxe accepted RoCE v1 as rdma_cm's default: make gid_type_mismatch a live reproduction"
+    fail "rxe accepted RoCE v1 as rdma_cm's default: make roce_mode_mismatch a live reproduction"
   fi
 
   # Last (the link goes down): the server's link down; the agent answers over management.

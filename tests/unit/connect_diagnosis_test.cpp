@@ -66,9 +66,11 @@ const Expectation expectations[] = {
     {"peer_port_down", "peer_port_down", 1, "server", "ip link set eth0 up"},
     {"firewall_roce", "firewall_roce", 1, "server", "nft delete rule inet filter input handle 4"},
     {"rp_filter", "rp_filter", 1, "server", "net.ipv4.conf.eth0.rp_filter=2"},
-    {"gid_type_mismatch", "gid_type_mismatch", 1, "server",
+    {"roce_mode_mismatch", "roce_mode_mismatch", 1, "server",
      "echo \"RoCE v2\" > /sys/kernel/config/rdma_cm/rxe1/ports/1/default_roce_mode"},
     {"mtu_mismatch", "mtu_mismatch", 1, "server", "ip link set eth0 mtu 1500"},
+    {"gid_link_local", "gid_link_local", 1, "both", "export NCCL_IB_GID_INDEX=1 UCX_IB_GID_INDEX=1"},
+    {"gid_index_mismatch", "gid_index_mismatch", 1, "", "perftest -x 1 on the client, -x 3 on the server"},
     {"no_rdma_answer", "no_rdma_answer", 1, "", "no RDMA CM answer came back"},
     {"unknown", "unknown", 3, "", "RDMA_CM_EVENT_CONNECT_ERROR"},
 };
@@ -467,7 +469,7 @@ TEST(ConnectRules, RoceV1OnTheClientIsFixedThere) {
   auto c = timed_out(fixture("ok"));
   c.local.devices[0].ports[0].roce_mode = "IB/RoCE v1";
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_type_mismatch");
+  EXPECT_EQ(v.cause, "roce_mode_mismatch");
   EXPECT_EQ(v.fix_host, "client");
   EXPECT_EQ(v.fix,
             "mkdir -p /sys/kernel/config/rdma_cm/rxe1 && echo \"RoCE v2\" > "
@@ -500,6 +502,148 @@ TEST(ConnectRules, AStaticNeighbourFirstAmongTheCandidates) {
   c.agent.status = "refused";
   // A static entry that the agent cannot confirm or deny: neighbour_wrong names it.
   EXPECT_EQ(diagnose_connect(c).cause, "neighbour_wrong");
+}
+
+// ---- --gid-index: the index another stack is given, on both hosts ----
+
+TEST(ConnectGid, ALinkLocalIndexAcrossARouter) {
+  auto c = fixture("gid_link_local");
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.exit_code, ExitCode::cause_found);
+  EXPECT_EQ(v.summary,
+            "GID index 0 is link-local on the client and the server and the path to 10.61.0.1 is routed: a stack "
+            "given index 0 cannot reach the server, though rdma_cm connected");
+  ASSERT_GE(v.evidence.size(), 5U);
+  EXPECT_EQ(v.evidence[0], "client: ip route get 10.61.0.1: via 10.57.0.254 dev eth0");
+  EXPECT_EQ(v.evidence[1],
+            "client: rxe1 port 1 index 0: 0 fe80::5054:ff:fe57:2 RoCE v2 eth0 (index 0 is link-local "
+            "fe80::5054:ff:fe57:2 (RoCE v2), which no router forwards)");
+  EXPECT_EQ(v.evidence[3], "client: the entry for 10.57.0.2: 1 ::ffff:10.57.0.2 RoCE v2 eth0 on rxe1 port 1");
+  EXPECT_EQ(v.evidence[4], "server: the entry for 10.61.0.1: 1 ::ffff:10.61.0.1 RoCE v2 eth0 on rxe1 port 1");
+  // Both hosts hold their path address at index 1: one setting, on both, is the fix.
+  EXPECT_EQ(v.fix, "export NCCL_IB_GID_INDEX=1 UCX_IB_GID_INDEX=1");
+  EXPECT_EQ(v.fix_host, "both");
+  EXPECT_EQ(v.next,
+            "perftest -x 1 and Open MPI --mca btl_openib_gid_index 1 on both hosts; to check: diag-connect 10.61.0.1 "
+            "--gid-index 1");
+  EXPECT_NE(render_connect_text(c, v).find("  fix (on both hosts): export NCCL_IB_GID_INDEX=1"), std::string::npos);
+
+  // The advised index passes.
+  c.attempt.gid_index = 1;
+  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+
+  // Where the hosts hold their addresses at different indexes, no one setting fixes it.
+  c = fixture("gid_link_local");
+  auto& gids = c.peer->view.devices[1].ports[0].gids;
+  ASSERT_EQ(gids[1].gid, "::ffff:10.61.0.1");
+  gids[1].gid = "::ffff:10.61.0.9";
+  gids.push_back(GidEntry{.index = 3, .gid = "::ffff:10.61.0.1", .type = "RoCE v2", .netdev = "eth0"});
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_TRUE(v.fix.empty());
+  EXPECT_EQ(v.fix_host, "");
+  EXPECT_NE(v.next.find("perftest -x 1 on the client, -x 3 on the server"), std::string::npos) << v.next;
+  EXPECT_NE(v.next.find("server: perftest -d rxe1 -i 1 -x 3, NCCL NCCL_IB_HCA=rxe1:1 NCCL_IB_GID_INDEX=3"),
+            std::string::npos)
+      << v.next;
+}
+
+TEST(ConnectGid, WithoutTheAgentTheServersIndexIsUnknown) {
+  auto c = fixture("gid_link_local");
+  c.agent.status = "timeout";
+  c.peer.reset();
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_TRUE(mentions(v, "server: index 0: unknown, the agent at 10.58.0.1:7472 answered timeout"));
+  EXPECT_TRUE(v.fix.empty());
+  EXPECT_NE(v.next.find("run diag-connect --serve on the server"), std::string::npos) << v.next;
+
+  c = fixture("gid_index_mismatch");
+  c.agent.status = "refused";
+  c.peer.reset();
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "ok") << "the client's index 1 is its own address; the server's is unknown";
+  ASSERT_EQ(v.warnings.size(), 1U);
+  EXPECT_NE(v.warnings[0].find("checked on the client only"), std::string::npos) << v.warnings[0];
+  c.attempt.gid_index = 2;  // fd57::2 for an IPv4 path
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_NE(v.next.find("diag-connect --serve"), std::string::npos) << v.next;
+}
+
+TEST(ConnectGid, AnIndexThatHoldsAnotherAddressOnTheServer) {
+  auto c = fixture("gid_index_mismatch");
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_EQ(v.summary,
+            "GID index 1 does not fit both hosts: on the server, index 1 holds ::ffff:10.57.9.9, not 10.57.0.1, and "
+            "10.57.9.9 is in no subnet of the client; a stack given index 1 on both fails, though rdma_cm connected");
+  ASSERT_GE(v.evidence.size(), 4U);
+  // Both entries side by side, then what each host should be given.
+  EXPECT_EQ(v.evidence[0], "client: rxe1 port 1 index 1: 1 ::ffff:10.57.0.2 RoCE v2 eth0");
+  EXPECT_EQ(v.evidence[1],
+            "server: rxe1 port 1 index 1: 1 ::ffff:10.57.9.9 RoCE v2 eth0 (index 1 holds ::ffff:10.57.9.9, not "
+            "10.57.0.1, and 10.57.9.9 is in no subnet of the client)");
+  EXPECT_EQ(v.evidence[3], "server: the entry for 10.57.0.1: 3 ::ffff:10.57.0.1 RoCE v2 eth0 on rxe1 port 1");
+  EXPECT_TRUE(v.fix.empty());
+  EXPECT_EQ(v.fix_host, "");
+  EXPECT_EQ(v.next,
+            "one index for both hosts cannot be right: give each its own (perftest -x 1 on the client, -x 3 on the "
+            "server); client: perftest -d rxe1 -i 1 -x 1, NCCL NCCL_IB_HCA=rxe1:1 NCCL_IB_GID_INDEX=1, UCX "
+            "UCX_NET_DEVICES=rxe1:1 UCX_IB_GID_INDEX=1; server: perftest -d rxe1 -i 1 -x 3, NCCL "
+            "NCCL_IB_HCA=rxe1:1 NCCL_IB_GID_INDEX=3, UCX UCX_NET_DEVICES=rxe1:1 UCX_IB_GID_INDEX=3");
+
+  // Another address the client reaches on its link is as good as the path's own.
+  c.local.netdevs[0].addresses.emplace_back("10.57.9.2/24");
+  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+}
+
+TEST(ConnectGid, AnIndexOfAnotherTypeOrFamily) {
+  auto c = fixture("gid_index_mismatch");
+  c.attempt.gid_index = 2;  // fd57::2 and fd57::1: IPv6 entries for an IPv4 path, on both hosts
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_TRUE(mentions(v, "on the client, index 2 is RoCE v2 fd57::2, an IPv6 address where 10.57.0.2 is IPv4"));
+  c = fixture("ok");  // RoCE v1 and v2 entries, the same on both hosts
+  c.attempt.gid_index = 3;
+  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+  c.attempt.gid_index = 2;
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_TRUE(mentions(v, "index 2 is RoCE v1 ::ffff:10.57.0.2, not RoCE v2"));
+  EXPECT_EQ(v.fix, "export NCCL_IB_GID_INDEX=3 UCX_IB_GID_INDEX=3");
+  EXPECT_EQ(v.fix_host, "both");
+  // On one link, both link-local entries of one type reach each other: index 1 (RoCE v2) works.
+  c.attempt.gid_index = 1;
+  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+  c.attempt.gid_index = 9;
+  EXPECT_TRUE(mentions(diagnose_connect(c), "index 9 of rxe1 port 1 is empty"));
+}
+
+TEST(ConnectGid, WithoutAnIndexTheDefaultsAreWarnings) {
+  auto c = fixture("gid_link_local");
+  c.attempt.gid_index.reset();
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "ok");
+  ASSERT_EQ(v.warnings.size(), 1U);
+  EXPECT_EQ(v.warnings[0],
+            "the path is routed and GID index 0 is link-local (client: ip route get 10.61.0.1: via 10.57.0.254 dev "
+            "eth0): stacks left at index 0 fail across the router");
+  c = fixture("gid_index_mismatch");
+  c.attempt.gid_index.reset();
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "ok");
+  ASSERT_EQ(v.warnings.size(), 1U);
+  EXPECT_EQ(v.warnings[0],
+            "one NCCL_IB_GID_INDEX for both hosts cannot be right: client 1, server 3 (perftest -x, "
+            "UCX_IB_GID_INDEX likewise)");
+  EXPECT_TRUE(diagnose_connect(fixture("ok")).warnings.empty());
+}
+
+TEST(ConnectGid, OnlyWhereTheConnectionWorked) {
+  auto c = timed_out(fixture("gid_link_local"));
+  EXPECT_NE(diagnose_connect(c).cause, "gid_link_local") << "a failed connect has its own cause";
 }
 
 // ---- Text ----

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 const std::map<std::string, std::string> known_programs = {
     {"apt-get", "apt"},     {"chmod", "coreutils"}, {"echo", "bash builtin"},   {"ip", "iproute2"},
     {"mkdir", "coreutils"}, {"mknod", "coreutils"}, {"modprobe", "kmod"},       {"nft", "nftables"},
-    {"rdma", "iproute2"},   {"sysctl", "procps"},   {"ulimit", "bash builtin"},
+    {"rdma", "iproute2"},   {"sysctl", "procps"},   {"ulimit", "bash builtin"}, {"export", "bash builtin"},
 };
 
 // Words that stand for a name the tool should have filled in.

@@ -70,9 +70,10 @@ void validate(const Options& o) {
   if (o.serve) {
     if (!o.address.empty()) throw rdmakit::UsageError("--serve takes no ADDRESS; use --bind to listen on one address");
     if (!o.replay_file.empty()) throw rdmakit::UsageError("--serve and --replay do not go together");
-    if (o.gid_index)
+    if (o.gid_index) {
       throw rdmakit::UsageError(
           "--gid-index goes with a client (ADDRESS or --replay): the agent answers its whole GID table");
+    }
     if (!o.bind.empty()) rdmakit::check_resolvable(o.bind, AF_UNSPEC, true);
     return;
   }

@@ -117,6 +117,14 @@ LocalAddress local_address(const BwSettings& s, const std::string& peer) {
   return {.address = s.bind, .warning = std::nullopt};
 }
 
+// The client's source address (none: rdma_cm's choice), with -x's warning in the results.
+std::optional<SocketAddress> client_source(const BwSettings& s, const SocketAddress& destination, BwResults& results) {
+  const auto local = local_address(s, destination.host_string());
+  if (local.warning) results.warnings.push_back(*local.warning);
+  if (local.address.empty()) return std::nullopt;
+  return parse_address(local.address, 0);
+}
+
 // What both sides share. The queue depths are those the device is checked against, before
 // anything is made on it.
 EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
@@ -474,10 +482,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
     }
   };
   const auto destination = parse_address(s.server, s.port);
-  const auto local = local_address(s, destination.host_string());
-  if (local.warning) results.warnings.push_back(*local.warning);
-  std::optional<SocketAddress> source;
-  if (!local.address.empty()) source = parse_address(local.address, 0);
+  const auto source = client_source(s, destination, results);
 
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   std::vector<Lane> lanes;

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "lib/core/error.hpp"
 
 namespace rdmakit::mesh {
@@ -287,7 +289,7 @@ std::string groups_text(const Groups& groups) {
   for (const auto& [key, ranks] : groups) {
     std::string list;
     for (const auto rank : ranks) list += (list.empty() ? "" : ", ") + std::to_string(rank);
-    text += (text.empty() ? "" : "; ") + key + (ranks.size() == 1 ? " on rank " : " on ranks ") + list;
+    text += fmt::format("{}{} on rank{} {}", text.empty() ? "" : "; ", key, ranks.size() == 1 ? "" : "s", list);
   }
   return text;
 }

@@ -49,6 +49,8 @@ source "$here/connect_cases.sh"
 OURS_SMOKE=$BIN/rdma_smoke
 # shellcheck source=smoke_cases.sh
 source "$here/smoke_cases.sh"
+# shellcheck source=routed_cases.sh
+source "$here/routed_cases.sh"
 declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
 "case_$CASE_NAME"
 check_schemas

@@ -230,9 +230,11 @@ ConnectVerdict found(std::string cause, std::string summary, std::vector<std::st
 bool host_stops_rdma(const Facts& f) {
   const auto& host = f.c.host;
   if (!host || host->exit_code != ExitCode::cause_found) return false;
-  static constexpr std::array<std::string_view, 8> host_causes = {
-      "no_rdma_device",  "provider_missing",   "uverbs_unavailable", "userspace_mismatch",
-      "rdma_cm_missing", "rdma_cm_permission", "loopback_address",   "netdev_without_rdma"};
+  // gid_link_local and gid_missing: the local port has no GID the path can use, so the
+  // kernel refuses the resolve before anything reaches the peer.
+  static constexpr std::array<std::string_view, 10> host_causes = {
+      "no_rdma_device",     "provider_missing", "uverbs_unavailable",  "userspace_mismatch", "rdma_cm_missing",
+      "rdma_cm_permission", "loopback_address", "netdev_without_rdma", "gid_link_local",     "gid_missing"};
   if (std::ranges::find(host_causes, host->cause) == host_causes.end()) return false;
   return host->cause != "netdev_without_rdma" || netdev_with_address(f.local, f.attempt.target) != nullptr;
 }

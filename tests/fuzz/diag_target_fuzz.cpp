@@ -53,7 +53,7 @@ void check_target(const std::string& host) {
   FUZZ_CHECK(again && again->host == target->host && again->family == target->family &&
              again->wildcard == target->wildcard && again->loopback == target->loopback);
 
-  const auto gid = diag::gid_for_address(target->host);
+  const auto gid = gid_for_address(target->host);
   FUZZ_CHECK(parses_as(AF_INET6, gid));
   if (target->family == AF_INET) FUZZ_CHECK(gid.starts_with("::ffff:"));
 

@@ -452,6 +452,13 @@ TEST(ConnectRules, TheHostsOwnCauseIsTheVerdict) {
   // On the host's own address, it is the host's.
   c.attempt.target = "10.57.0.2";
   EXPECT_EQ(diagnose_connect(c).cause, "netdev_without_rdma");
+  // A port with no GID the path can use refuses the resolve on this host: diag-bind's verdict
+  // (before this, a route out of a netdev with only link-local GIDs read as source_not_rdma).
+  c.attempt.target = "10.70.0.9";
+  for (const char* cause : {"gid_link_local", "gid_missing"}) {
+    c.host->cause = cause;
+    EXPECT_EQ(diagnose_connect(c).cause, cause);
+  }
   // What only the route or the server explains stays theirs.
   c.host->cause = "no_route";
   EXPECT_NE(diagnose_connect(c).cause, "no_route");

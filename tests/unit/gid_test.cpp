@@ -4,29 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/gid_tables.hpp"
+
 namespace rdmakit {
 namespace {
-
-// The table of rxe0 in the guest (scripts/rxe-vm.sh), as sysfs shows it.
-GidPort guest_port() {
-  return {.device = "rxe0",
-          .port = 1,
-          .gids = {{0, "fe80::6cc4:c4ff:fe8d:1ad5", "RoCE v2", "rxenet0"},
-                   {1, "::ffff:10.55.0.1", "RoCE v2", "rxenet0"},
-                   {2, "::ffff:10.55.0.2", "RoCE v2", "rxenet0"},
-                   {3, "fd55::1", "RoCE v2", "rxenet0"},
-                   {5, "::ffff:10.66.0.1", "RoCE v2", "rxenet0.100"}}};
-}
-
-// A ConnectX-style table: every address twice, RoCE v1 first.
-GidPort dual_port() {
-  return {.device = "mlx5_0",
-          .port = 1,
-          .gids = {{0, "fe80::1", "RoCE v1", "ens1"},
-                   {1, "fe80::1", "RoCE v2", "ens1"},
-                   {2, "::ffff:192.168.1.5", "RoCE v1", "ens1"},
-                   {3, "::ffff:192.168.1.5", "RoCE v2", "ens1"}}};
-}
 
 TEST(Gid, LinkLocalAndMapped) {
   EXPECT_TRUE(is_link_local({0, "fe80::1", "RoCE v2", "x"}));
@@ -41,30 +22,30 @@ TEST(Gid, LinkLocalAndMapped) {
 }
 
 TEST(Gid, AdvisesTheAddressesOwnEntry) {
-  const auto advice = advise_gid({guest_port()}, "10.55.0.2");
+  const auto advice = advise_gid({test::guest_rxe0()}, "10.55.0.2");
   ASSERT_TRUE(advice.entry);
   EXPECT_EQ(advice.entry->index, 2U);
   EXPECT_EQ(advice.device, "rxe0");
   EXPECT_NE(advice.reason.find("RoCE v2"), std::string::npos);
-  EXPECT_EQ(advise_gid({guest_port()}, "fd55:0:0::1").entry->index, 3U);
+  EXPECT_EQ(advise_gid({test::guest_rxe0()}, "fd55:0:0::1").entry->index, 3U);
 }
 
 TEST(Gid, PrefersRoceV2OverV1) {
-  const auto advice = advise_gid({dual_port()}, "192.168.1.5");
+  const auto advice = advise_gid({test::dual_mlx5()}, "192.168.1.5");
   ASSERT_TRUE(advice.entry);
   EXPECT_EQ(advice.entry->index, 3U);
   EXPECT_EQ(advice.entry->type, "RoCE v2");
 }
 
 TEST(Gid, NoEntryForAnAddressWithoutGid) {
-  const auto advice = advise_gid({guest_port(), dual_port()}, "10.56.0.1");
+  const auto advice = advise_gid({test::guest_rxe0(), test::dual_mlx5()}, "10.56.0.1");
   EXPECT_FALSE(advice.entry);
   EXPECT_NE(advice.reason.find("::ffff:10.56.0.1"), std::string::npos);
   EXPECT_TRUE(stack_settings(advice).empty());
 }
 
 TEST(Gid, StackSettingsNameDeviceIndexAndPort) {
-  const auto settings = stack_settings(advise_gid({dual_port()}, "192.168.1.5"));
+  const auto settings = stack_settings(advise_gid({test::dual_mlx5()}, "192.168.1.5"));
   ASSERT_EQ(settings.size(), 5U);
   EXPECT_EQ(settings[0].setting, "-d mlx5_0 -i 1 -x 3");
   EXPECT_EQ(settings[1].setting, "NCCL_IB_HCA=mlx5_0:1 NCCL_IB_GID_INDEX=3");
@@ -72,13 +53,13 @@ TEST(Gid, StackSettingsNameDeviceIndexAndPort) {
 }
 
 TEST(Gid, IndexProblems) {
-  const auto port = dual_port();
+  const auto port = test::dual_mlx5();
   const auto advice = advise_gid({port}, "192.168.1.5");
   EXPECT_EQ(index_problem(port, 3, advice), "");
   EXPECT_NE(index_problem(port, 0, advice).find("link-local"), std::string::npos);
   EXPECT_NE(index_problem(port, 2, advice).find("RoCE v1"), std::string::npos);
   EXPECT_NE(index_problem(port, 9, advice).find("empty"), std::string::npos);
-  const auto guest = guest_port();
+  const auto guest = test::guest_rxe0();
   const auto v4 = advise_gid({guest}, "10.55.0.1");
   EXPECT_EQ(index_problem(guest, 2, v4), "");  // another address on the same netdev routes alike
   EXPECT_NE(index_problem(guest, 3, v4).find("IPv6"), std::string::npos);

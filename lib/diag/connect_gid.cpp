@@ -63,15 +63,6 @@ bool on_link(const HostView& view, const std::string& address) {
   });
 }
 
-std::vector<GidPort> gid_ports(const HostView& view) {
-  std::vector<GidPort> ports;
-  for (const auto& device : view.devices) {
-    for (const auto& port : device.ports)
-      ports.push_back(GidPort{.device = device.name, .port = port.number, .gids = port.gids});
-  }
-  return ports;
-}
-
 // The path is routed: the client's route to the target has a gateway, or the target lies
 // outside every subnet of the netdev the client sends from. No router forwards link-local.
 struct Routing {

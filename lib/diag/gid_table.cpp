@@ -7,17 +7,9 @@
 
 #include <fmt/format.h>
 
-namespace rdmakit::diag {
+#include "lib/diag/host_queries.hpp"
 
-std::vector<GidPort> gid_ports(const Inventory& inventory) {
-  std::vector<GidPort> ports;
-  for (const auto& device : inventory.kernel_devices) {
-    for (const auto& port : device.ports) {
-      ports.push_back({.device = device.name, .port = port.number, .gids = port.gids});
-    }
-  }
-  return ports;
-}
+namespace rdmakit::diag {
 
 std::vector<GidRow> gid_rows(const Inventory& inventory) {
   std::vector<GidRow> rows;

@@ -28,8 +28,6 @@ struct GidRow {
   bool link_local = false;  // fe80::/10: no router forwards it
 };
 
-// Every kernel device's ports, in the inventory's order, as advise_gid takes them.
-std::vector<GidPort> gid_ports(const Inventory& inventory);
 // Every populated entry of every port, device by device, port by port, index by index.
 std::vector<GidRow> gid_rows(const Inventory& inventory);
 

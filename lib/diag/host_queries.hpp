@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/core/gid.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
 
@@ -57,6 +58,17 @@ inline const std::string& device_netdev(const KernelDevice& device) {
 }
 inline const std::string& device_netdev(const ViewDevice& device) {
   return device.netdev;
+}
+
+// Every device's ports, in the model's order, as advise_gid takes them.
+template <typename Host>
+std::vector<GidPort> gid_ports(const Host& host) {
+  std::vector<GidPort> ports;
+  for (const auto& device : devices_of(host)) {
+    for (const auto& port : device.ports)
+      ports.push_back({.device = device.name, .port = port.number, .gids = port.gids});
+  }
+  return ports;
 }
 
 template <typename Host>

@@ -9,6 +9,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/diag/gid_table.hpp"
+#include "lib/diag/host_queries.hpp"
 
 namespace rdmakit::diag {
 namespace {

@@ -51,6 +51,11 @@ std::string ipv4_of(const GidEntry& entry) {
   return inet_pton(AF_INET, rest.c_str(), v4.data()) == 1 ? rest : std::string();
 }
 
+std::string entry_address(const GidEntry& entry) {
+  const auto v4 = ipv4_of(entry);
+  return v4.empty() ? canonical(entry.gid) : v4;
+}
+
 namespace {
 
 // RoCE v2 first: what routes. Then RoCE v1, then IB (which has no address GIDs anyway).

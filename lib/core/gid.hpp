@@ -32,6 +32,9 @@ std::string gid_for_address(const std::string& numeric_host);
 bool is_link_local(const GidEntry& entry);
 // The IPv4 address of an IPv4-mapped GID ("10.55.0.1"), "" for any other.
 std::string ipv4_of(const GidEntry& entry);
+// The address an entry stands for: "10.55.0.1" for an IPv4-mapped GID, else the GID's
+// canonical IPv6 text (without a scope).
+std::string entry_address(const GidEntry& entry);
 
 // One port's GID table, as a host model or a device query has it.
 struct GidPort {

@@ -106,12 +106,6 @@ GidSide gid_side(std::string name, const HostView& view, const ViewPortRef& ref,
   return side;
 }
 
-// The address a GID entry stands for: "10.57.0.1" for an IPv4-mapped one, else the GID.
-std::string entry_address(const GidEntry& entry) {
-  const auto v4 = ipv4_of(entry);
-  return v4.empty() ? canonical(entry.gid) : v4;
-}
-
 // What is wrong with index N at `side` beyond lib/core's index_problem: another address than
 // the path's, which the other host does not reach on-link (a RoCE v2 packet to it needs a
 // route the other host may not have). Unknown (no agent) counts as nothing wrong.

@@ -246,15 +246,7 @@ std::string gid_text(const ibv_gid& gid) {
 }
 
 std::string gid_address(const GidEntry& entry) {
-  ibv_gid gid{};
-  inet_pton(AF_INET6, entry.gid.c_str(), gid.raw);  // query_gid wrote it with inet_ntop
-  const auto* raw = gid.raw;
-  const bool v4_mapped =
-      std::all_of(raw, raw + 10, [](std::uint8_t b) { return b == 0; }) && raw[10] == 0xff && raw[11] == 0xff;
-  if (v4_mapped) {
-    return fmt::format("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]);
-  }
-  auto text = entry.gid;
+  auto text = entry_address(entry);
   if (is_link_local(entry) && !entry.netdev.empty()) text += "%" + entry.netdev;
   return text;
 }

@@ -16,6 +16,9 @@ TEST(Gid, LinkLocalAndMapped) {
   EXPECT_FALSE(is_link_local({0, "::ffff:10.0.0.1", "RoCE v2", "x"}));
   EXPECT_EQ(ipv4_of({0, "::ffff:10.55.0.1", "RoCE v2", ""}), "10.55.0.1");
   EXPECT_EQ(ipv4_of({0, "fd55::1", "RoCE v2", ""}), "");
+  EXPECT_EQ(entry_address({0, "::ffff:10.55.0.1", "RoCE v2", ""}), "10.55.0.1");
+  EXPECT_EQ(entry_address({0, "fd55:0::1", "RoCE v2", ""}), "fd55::1");
+  EXPECT_EQ(entry_address({0, "fe80::1", "RoCE v2", "eth0"}), "fe80::1");
   EXPECT_EQ(gid_for_address("10.55.0.1"), "::ffff:10.55.0.1");
   EXPECT_EQ(gid_for_address("fd55:0::1"), "fd55::1");
   EXPECT_EQ(canonical("fe80:0::1%eth0"), "fe80::1");

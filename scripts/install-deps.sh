@@ -18,6 +18,9 @@ packages=(
   libpugixml-dev libxml2-utils
   # rdma_mesh: its ranks are started by mpirun (or srun) and meet through MPI
   openmpi-bin libopenmpi-dev
+  # ... and under Slurm (the mesh_slurm case starts munged, slurmctld and slurmd in the guest).
+  # srun --mpi=pmix opens the unversioned libpmix.so, which only libpmix-dev ships.
+  slurm-wlm munge libpmix-dev
   # the .deb (scripts/package.sh): CPack picks the programs for dpkg-shlibdeps with file(1)
   file
   # run and test against the stock tools

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -36,6 +37,12 @@ void MpiJob::join() {
   joined_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // Under Slurm the report names hosts as Slurm does (its node name, which squeue, sinfo
+  // and topology.conf use), and that need not be the host's own name.
+  if (const char* node = std::getenv("SLURMD_NODENAME"); node != nullptr && *node != '\0') {
+    host_ = node;
+    return;
+  }
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   MPI_Get_processor_name(name, &length);

@@ -222,6 +222,43 @@ std::vector<Round> pack_rounds(const std::vector<RankPair>& pairs) {
   return rounds;
 }
 
+Round quick_round(int ranks) {
+  Round round;
+  const int half = ranks / 2;
+  for (int rank = 0; rank < half; ++rank) round.push_back({rank, rank + half});
+  return round;
+}
+
+std::optional<int> quick_left_out(int ranks) {
+  if (ranks % 2 == 0) return std::nullopt;
+  return ranks - 1;
+}
+
+std::string_view to_string(RetestEnd end) {
+  switch (end) {
+    case RetestEnd::running: return "running";
+    case RetestEnd::cleared: return "cleared";
+    case RetestEnd::no_smaller: return "no_smaller";
+    case RetestEnd::cap: return "cap";
+  }
+  return "?";
+}
+
+std::optional<std::vector<Round>> RetestSchedule::next(const std::vector<RankPair>& flagged) {
+  if (end_ != RetestEnd::running) return std::nullopt;
+  if (flagged.empty()) {
+    end_ = RetestEnd::cleared;
+  } else if (passes_ > 0 && flagged.size() >= last_size_) {
+    end_ = RetestEnd::no_smaller;
+  } else if (passes_ >= cap_) {
+    end_ = RetestEnd::cap;
+  }
+  if (end_ != RetestEnd::running) return std::nullopt;
+  ++passes_;
+  last_size_ = flagged.size();
+  return serial_ ? one_per_round(flagged) : pack_rounds(flagged);
+}
+
 std::vector<RankPair> parse_pair_list(std::string_view text, int ranks) {
   std::vector<RankPair> pairs;
   std::set<std::pair<int, int>> seen;

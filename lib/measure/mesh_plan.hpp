@@ -35,6 +35,50 @@ std::vector<Round> one_per_round(const std::vector<RankPair>& pairs);
 // twice in a round (rdma_mesh --pairs).
 std::vector<Round> pack_rounds(const std::vector<RankPair>& pairs);
 
+// rdma_mesh --quick, a health check between jobs: every rank in exactly one pair, rank r
+// with rank r + N/2 (with ranks placed in blocks, as mpirun and srun do by default, that
+// pairs ranks on different hosts rather than neighbours on one); all in one round. For an
+// odd count the last rank, N - 1, is left out. None for fewer than 2.
+Round quick_round(int ranks);
+
+// The rank --quick leaves out: N - 1 for an odd count, none for an even one.
+std::optional<int> quick_left_out(int ranks);
+
+// Why the retests ended.
+enum class RetestEnd {
+  running,     // not yet: another pass may run
+  cleared,     // no pair flagged any more (or none was)
+  no_smaller,  // the last pass left as many flagged pairs as it started with
+  cap,         // --retest passes run
+};
+std::string_view to_string(RetestEnd end);  // "running", "cleared", "no_smaller", "cap"
+
+// The retests as ClusterKit runs them: the flagged pairs measured again in rounds where pairs
+// that share no rank run at once (pack_rounds; one per round with `serial`), pass after pass
+// on what is still flagged, while each pass leaves the set smaller. ClusterKit halves its set
+// of suspects every round; here a pass needs only to shrink it to earn the next, since with a
+// few suspects (3 -> 2: a blip cleared, a real fault left) halving would stop too early, and
+// a real fault does not shrink at all, which ends the passes. At most `cap` passes.
+class RetestSchedule {
+ public:
+  RetestSchedule(int cap, bool serial) : cap_(cap), serial_(serial) {}
+
+  // The rounds of the next pass over `flagged` (the pairs the analysis flags now: a subset
+  // of the last pass's, as only those were measured again), or none when the retests are
+  // over; end() then says why.
+  std::optional<std::vector<Round>> next(const std::vector<RankPair>& flagged);
+
+  RetestEnd end() const { return end_; }
+  int passes() const { return passes_; }
+
+ private:
+  int cap_;
+  bool serial_;
+  int passes_ = 0;
+  std::size_t last_size_ = 0;
+  RetestEnd end_ = RetestEnd::running;
+};
+
 // The --pairs file: one pair per line as two rank numbers ("3 7", "3,7" or "3-7"), blank
 // lines and text after '#' ignored; a pair given twice (in either order) counts once.
 // Throws UsageError naming the line for anything else: a rank outside [0, ranks), a rank

@@ -124,6 +124,113 @@ TEST(PackRounds, AllPairsOfTenKeptOnceAndApart) {
   EXPECT_EQ(kept, pairs);
 }
 
+TEST(QuickRound, EveryRankInOnePairForEvenCounts) {
+  for (int ranks = 2; ranks <= 64; ranks += 2) {
+    SCOPED_TRACE("ranks " + std::to_string(ranks));
+    const Round round = quick_round(ranks);
+    ASSERT_EQ(round.size(), static_cast<std::size_t>(ranks / 2));
+    expect_no_rank_twice({round});
+    EXPECT_EQ(quick_left_out(ranks), std::nullopt);
+  }
+  EXPECT_EQ(quick_round(4), (Round{{0, 2}, {1, 3}}));
+}
+
+TEST(QuickRound, OddCountsLeaveTheLastRankOut) {
+  EXPECT_EQ(quick_round(5), (Round{{0, 2}, {1, 3}}));
+  EXPECT_EQ(quick_left_out(5), 4);
+  for (int ranks = 3; ranks <= 63; ranks += 2) {
+    const Round round = quick_round(ranks);
+    ASSERT_EQ(round.size(), static_cast<std::size_t>(ranks / 2));
+    expect_no_rank_twice({round});
+    EXPECT_TRUE(std::none_of(round.begin(), round.end(),
+                             [&](const RankPair& pair) { return pair.low == ranks - 1 || pair.high == ranks - 1; }));
+  }
+}
+
+TEST(QuickRound, NoneBelowTwoRanks) {
+  EXPECT_TRUE(quick_round(0).empty());
+  EXPECT_TRUE(quick_round(1).empty());
+  EXPECT_EQ(quick_left_out(1), 0);
+}
+
+// The flagged pairs as a retest pass finds them.
+const std::vector<RankPair> six_flagged{{0, 1}, {2, 3}, {0, 2}, {4, 5}, {1, 3}, {6, 7}};
+
+TEST(RetestSchedule, ASetThatShrinksRunsUntilCleared) {
+  RetestSchedule schedule(10, false);
+  std::vector<RankPair> flagged = six_flagged;
+  std::vector<std::size_t> sizes;
+  while (const auto rounds = schedule.next(flagged)) {
+    sizes.push_back(flagged.size());
+    expect_no_rank_twice(*rounds);
+    EXPECT_EQ(flattened(*rounds).size(), flagged.size());
+    flagged.resize(flagged.size() / 2);  // half the suspects clear each pass
+  }
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{6, 3, 1}));
+  EXPECT_EQ(schedule.passes(), 3);
+  EXPECT_EQ(schedule.end(), RetestEnd::cleared);
+  EXPECT_EQ(schedule.next({{0, 1}}), std::nullopt);  // over is over
+}
+
+TEST(RetestSchedule, ASetThatStopsShrinkingEndsThePasses) {
+  RetestSchedule schedule(10, false);
+  ASSERT_TRUE(schedule.next(six_flagged));
+  const std::vector<RankPair> two{{0, 1}, {2, 3}};
+  const auto second = schedule.next(two);
+  ASSERT_TRUE(second);
+  // Two pairs with no rank in common: measured at once, in one round.
+  EXPECT_EQ(*second, (std::vector<Round>{{{0, 1}, {2, 3}}}));
+  EXPECT_EQ(schedule.next(two), std::nullopt);
+  EXPECT_EQ(schedule.end(), RetestEnd::no_smaller);
+  EXPECT_EQ(schedule.passes(), 2);
+}
+
+TEST(RetestSchedule, EveryRoundOfEveryPassDisjointAndComplete) {
+  std::vector<RankPair> all;
+  for (int low = 0; low < 9; ++low) {
+    for (int high = low + 1; high < 9; ++high) all.push_back({low, high});
+  }
+  RetestSchedule schedule(10, false);
+  std::vector<RankPair> flagged = all;
+  std::vector<std::size_t> round_counts;
+  while (const auto rounds = schedule.next(flagged)) {
+    expect_no_rank_twice(*rounds);
+    EXPECT_EQ(flattened(*rounds).size(), flagged.size());
+    round_counts.push_back(rounds->size());
+    flagged.resize(flagged.size() * 2 / 3);
+  }
+  EXPECT_EQ(schedule.end(), RetestEnd::cleared);
+  ASSERT_FALSE(round_counts.empty());
+  EXPECT_LT(round_counts.front(), all.size());  // pairs that share no rank ran at once
+}
+
+TEST(RetestSchedule, SerialRetestsOnePairPerRound) {
+  RetestSchedule schedule(1, true);
+  const auto rounds = schedule.next(six_flagged);
+  ASSERT_TRUE(rounds);
+  EXPECT_EQ(*rounds, one_per_round(six_flagged));
+}
+
+TEST(RetestSchedule, TheCapEndsAShrinkingSet) {
+  RetestSchedule schedule(2, false);
+  ASSERT_TRUE(schedule.next(six_flagged));
+  ASSERT_TRUE(schedule.next({{0, 1}, {2, 3}, {4, 5}}));
+  EXPECT_EQ(schedule.next({{0, 1}}), std::nullopt);
+  EXPECT_EQ(schedule.end(), RetestEnd::cap);
+  EXPECT_EQ(schedule.passes(), 2);
+}
+
+TEST(RetestSchedule, CapZeroOrNothingFlagged) {
+  RetestSchedule off(0, false);
+  EXPECT_EQ(off.next(six_flagged), std::nullopt);
+  EXPECT_EQ(off.end(), RetestEnd::cap);
+  EXPECT_EQ(off.passes(), 0);
+  RetestSchedule clean(3, false);
+  EXPECT_EQ(clean.next({}), std::nullopt);
+  EXPECT_EQ(clean.end(), RetestEnd::cleared);
+  EXPECT_EQ(to_string(RetestEnd::no_smaller), "no_smaller");
+}
+
 TEST(ParsePairList, ThreeSeparatorsCommentsAndBlankLines) {
   const std::string text =
       "# the slow links\n"

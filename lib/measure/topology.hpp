@@ -3,7 +3,9 @@
 // tree plugin's form: "SwitchName=leaf1 Nodes=node[01-16]", "SwitchName=spine1
 // Switches=leaf[1-4]") or a plain two-column "host switch" file.
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,5 +44,10 @@ Topology parse_host_switch(std::string_view text, std::string_view origin);
 // Reads `path` in whichever form it is: topology.conf when any line sets SwitchName=, else
 // the two-column form. Throws UsageError naming the file when it cannot be read.
 Topology read_topology(const std::string& path);
+
+// Under Slurm (SLURM_JOB_ID set), the topology.conf beside the slurm.conf Slurm reads: in
+// SLURM_CONF's folder when that is set, else /etc/slurm; none when not under Slurm or when that
+// file is missing or unreadable. `getenv_fn` is std::getenv outside tests.
+std::optional<std::string> slurm_topology_file(const std::function<const char*(const char*)>& getenv_fn);
 
 }  // namespace rdmakit::mesh

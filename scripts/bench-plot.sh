@@ -14,16 +14,30 @@
 # the colour each direction's final figure (yellow the median, red at the outlier limit or
 # beyond: low bandwidth, long times), an X where it failed, a black box round an outlier;
 # the diagonal and directions not measured stay blank. Up to 16 ranks the cells show the
-# figures too.
+# figures too. Either form of the report: the pairs, or the matrices ("form": "matrix", as
+# --analyse and runs above 128 ranks write it). Above 128 ranks a cell a direction cannot be
+# read, so the heatmap shows blocks, the mean of each block's figures, an X where any of its
+# directions failed and a box where any was an outlier: 64 blocks a side of neighbouring
+# ranks, or with --topology FILE (Slurm's topology.conf or "host switch" lines) one block per
+# leaf switch, each rank's host from the report's nodes (ranks on hosts the file does not
+# name share one block at the end).
 #   mpirun -np 5 build/bin/rdma_mesh --test bw,lat --json-file build/mesh.json
 #   scripts/bench-plot.sh build/mesh.png build/mesh.json
+#   scripts/bench-plot.sh --topology /etc/slurm/topology.conf build/mesh.png build/mesh-1024.json
 # Exits 2 on bad usage or an input that is not a send_bw report with rows or an rdma_mesh
 # report with pairs (also for several rdma_mesh reports, or one mixed with send_bw
 # reports), 77 when gnuplot (Debian package gnuplot-nox) or jq is missing.
 set -euo pipefail
-usage="usage: $0 OUT.(svg|png) SWEEP.json [SWEEP.json ...] | MESH.json"
+usage="usage: $0 OUT.(svg|png) SWEEP.json [SWEEP.json ...] | [--topology FILE] OUT.(svg|png) MESH.json"
 fail() { echo "bench-plot: $*" >&2; exit 2; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { echo "$usage"; exit 0; }
+topology=""
+if [[ ${1:-} == --topology ]]; then
+  [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }
+  topology=$2
+  shift 2
+  [[ -f $topology && -r $topology ]] || fail "--topology $topology: no such readable file"
+fi
 [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }
 out=$1
 shift
@@ -54,7 +68,13 @@ preamble() {
 # The kind of one report: bw, lat, or why it is neither.
 # shellcheck disable=SC2016  # jq's variables, not the shell's
 kind_of='if length != 1 then "is not one JSON document" else .[0] |
-  if type == "object" and .tool == "rdma_mesh" then .ranks as $n |
+  if type == "object" and .tool == "rdma_mesh" and .form == "matrix" then .ranks as $n |
+    if (.ranks | type) != "number" or .ranks < 2 then "has no ranks count of 2 or more"
+    elif (.matrices | type) != "object" or (.matrices | length) == 0 then "has no matrices"
+    elif all(.matrices[]; (.final | type) == "array" and (.final | length) == $n
+        and all(.final[]; type == "array" and length == $n))
+      then "mesh" else "has matrices that are not ranks x ranks" end
+  elif type == "object" and .tool == "rdma_mesh" then .ranks as $n |
     if (.pairs | type) != "array" or (.pairs | length) == 0 then "has no pairs"
     elif (.ranks | type) != "number" or .ranks < 2 then "has no ranks count of 2 or more"
     elif all(.pairs[]; type == "object" and (.source | type) == "number" and (.destination | type) == "number"
@@ -73,58 +93,232 @@ rows_of() {
 }
 
 # An rdma_mesh test's cells, one line a direction: source, destination, final figure (NaN
-# when failed), failed (1/0), outlier (1/0).
+# when failed), failed (1/0), outlier (1/0), failed again (the X; a block's column 4 and 6
+# differ, below).
 # shellcheck disable=SC2016  # jq's variables, not the shell's
-mesh_cells='.pairs[] | select(.test == $test)
-  | [.source, .destination, (.final_figure // "NaN"), (if .final_figure == null then 1 else 0 end),
-     (if .outlier == true then 1 else 0 end)] | map(tostring) | join(" ")'
+mesh_cells='.pairs[] | select(.test == $test) | (if .final_figure == null then 1 else 0 end) as $failed
+  | [.source, .destination, (.final_figure // "NaN"), $failed, (if .outlier == true then 1 else 0 end), $failed]
+  | map(tostring) | join(" ")'
+# The matrix form as tab-separated lines for matrix_cells: "F SOURCE DESTINATION" a failure,
+# "O SOURCE DESTINATION" an outlier, then "R FIGURE..." each row of final figures in order
+# (empty for null). jq's @tsv keeps this to seconds on a 1024x1024 matrix; awk takes it apart.
+# shellcheck disable=SC2016  # jq's variables, not the shell's
+matrix_lines='((.matrices[$test].failures // [])[] | "F\t\(.source)\t\(.destination)"),
+  ((.summary[$test].outliers // [])[] | "O\t\(.source)\t\(.destination)"),
+  (.matrices[$test].final[] | "R\t" + @tsv)'
+# Those lines as cells (as mesh_cells writes them): the directions with a figure and the failed
+# ones; a null that is not a failure (the diagonal, not measured) stays blank.
+# shellcheck disable=SC2016  # awk's fields, not the shell's
+matrix_cells='
+  BEGIN { FS = "\t"; row = 0 }
+  $1 == "F" { failed[$2 " " $3] = 1; next }
+  $1 == "O" { outlier[$2 " " $3] = 1; next }
+  $1 == "R" {
+    for (i = 2; i <= NF; i++) {
+      key = row " " (i - 2)
+      if ((key in failed) || $i != "") {
+        f = (key in failed) ? 1 : 0
+        print row, i - 2, ($i == "" ? "NaN" : $i), f, ((key in outlier) ? 1 : 0), f
+      }
+    }
+    row++
+  }'
 # The panel's title: the test and the median; the colour-box label: what the figure is, its unit.
 # shellcheck disable=SC2016  # jq's variables, not the shell's
-mesh_title='(.summary[$test] // {}) as $s | ([.pairs[] | select(.test == $test) | .unit][0] // $s.unit // "") as $u
+mesh_title='(.summary[$test] // {}) as $s
+  | ([(.pairs // [])[] | select(.test == $test) | .unit][0] // .matrices[$test].unit // $s.unit // "") as $u
   | "rdma_mesh \($test): "
     + (if ($s.median | type) == "number"
        then "median \($s.median | if . >= 100 then . * 10 | round / 10 else . * 1000 | round / 1000 end) \($u)"
        else "nothing measured" end)
-    + " (\(.ranks) ranks; X: failed, box: outlier)"
+    + " (\(.ranks) ranks\($blocks); X: failed, box: outlier)"
     + "\t\($s.figure // "final figure") (\($u))"'
 # The colour range: the median in the middle, the outlier limit (--threshold or
 # --lat-threshold times the median) at the red end, so that a spread of a few percent does
-# not look like a fault; widened to take in every figure.
+# not look like a fault; widened to take in every figure shown ($lo..$hi, null when none).
 # shellcheck disable=SC2016  # jq's variables, not the shell's
-mesh_colours='(.summary[$test] // {}) as $s | [.pairs[] | select(.test == $test) | .final_figure | numbers] as $f
-  | if ($f | length) == 0 then "set cbrange [0:1]"
+mesh_colours='(.summary[$test] // {}) as $s
+  | if $lo == null then "set cbrange [0:1]"
     elif ($s.median | type) != "number" or ($s.threshold | type) != "number" then "set autoscale cb"
     elif $test == "bw" then
-      "set cbrange [\([$f | min, $s.median * $s.threshold] | min):\([$f | max, $s.median * (2 - $s.threshold)] | max)]"
-    else "set cbrange [\([$f | min, ([0, $s.median * (2 - $s.threshold)] | max)] | min):\([$f | max, $s.median * $s.threshold] | max)]"
+      "set cbrange [\([$lo, $s.median * $s.threshold] | min):\([$hi, $s.median * (2 - $s.threshold)] | max)]"
+    else "set cbrange [\([$lo, ([0, $s.median * (2 - $s.threshold)] | max)] | min):\([$hi, $s.median * $s.threshold] | max)]"
     end'
+# The ranks' hosts as "RANK HOST" lines.
+# shellcheck disable=SC2016  # jq's variables, not the shell's
+mesh_hosts='(.nodes // [])[] | select((.rank | type) == "number" and (.host | type) == "string") | "\(.rank) \(.host)"'
+# A topology file as "HOST LEAF" lines: Slurm's topology.conf (SwitchName=... Nodes=HOSTLIST;
+# '#' comments, a trailing '\' continues the line, keys in any case) when a line sets
+# SwitchName=, else "host switch" lines. rdma_mesh --topology checks the file strictly; this
+# only needs each host's leaf.
+# shellcheck disable=SC2016  # awk's fields, not the shell's
+topology_hosts='
+  # expand(LIST): the hosts of a Slurm hostlist, appended to out[] (node[01-03,7]: padding kept;
+  # several brackets multiply out).
+  function expand(list,   depth, i, c, start) {
+    depth = 0; start = 1
+    for (i = 1; i <= length(list) + 1; i++) {
+      c = substr(list, i, 1)
+      if (c == "[") depth++
+      else if (c == "]") depth--
+      else if ((c == "," && depth == 0) || i > length(list)) {
+        if (i > start) expand_item(substr(list, start, i - start))
+        start = i + 1
+      }
+    }
+  }
+  function expand_item(item,   left, right, head, tail, ranges, n, parts, k, bounds, lo, hi, width, v) {
+    left = index(item, "[")
+    if (left == 0) { out[++count] = item; return }
+    right = index(item, "]")
+    head = substr(item, 1, left - 1); tail = substr(item, right + 1)
+    ranges = substr(item, left + 1, right - left - 1)
+    n = split(ranges, parts, ",")
+    for (k = 1; k <= n; k++) {
+      if (split(parts[k], bounds, "-") == 1) bounds[2] = bounds[1]
+      lo = bounds[1] + 0; hi = bounds[2] + 0; width = length(bounds[1])
+      for (v = lo; v <= hi; v++) expand_item(head sprintf("%0" width "d", v) tail)
+    }
+  }
+  {
+    sub(/#.*/, ""); sub(/[ \t\r]+$/, "")
+    if (sub(/\\$/, "")) { pending = pending $0; next }
+    line = pending $0; pending = ""
+    if (line !~ /[^ \t]/) next
+    lines[++nlines] = line
+    if (tolower(line) ~ /(^|[ \t])switchname=/) slurm = 1
+  }
+  END {
+    for (l = 1; l <= nlines; l++) {
+      nw = split(lines[l], words, /[ \t]+/)
+      if (!slurm) { if (nw >= 2) print words[1], words[2]; continue }
+      name = ""; nodes = ""
+      for (w = 1; w <= nw; w++) {
+        eq = index(words[w], "=")
+        key = tolower(substr(words[w], 1, eq - 1))
+        if (key == "switchname") name = substr(words[w], eq + 1)
+        if (key == "nodes") nodes = substr(words[w], eq + 1)
+      }
+      if (name == "" || nodes == "") continue
+      count = 0; delete out
+      expand(nodes)
+      for (h = 1; h <= count; h++) print out[h], name
+    }
+  }'
+# Each rank's block as "RANK BLOCK" lines, then "L BLOCK LABEL" a block's label. Without a
+# topology: 64 blocks of neighbouring ranks, labelled by their first rank. With one: a block
+# per leaf switch in the order of their lowest rank, and one last block of the ranks on hosts
+# the topology does not name.
+# shellcheck disable=SC2016  # awk's fields, not the shell's
+mesh_blocks='
+  BEGIN { n = 0; missing = 0; unplaced_count = 0 }
+  FILENAME == ARGV[1] { leaf[$1] = $2; next }
+  { host[$1] = $2 }
+  END {
+    if (ARGV[1] == "/dev/null") {
+      blocks = ranks < 64 ? ranks : 64
+      for (r = 0; r < ranks; r++) {
+        b = int(r * blocks / ranks); print r, b
+        if (!(b in first)) { first[b] = r; print "L", b, r }
+      }
+      exit
+    }
+    for (r = 0; r < ranks; r++) {
+      name = ((r in host) && (host[r] in leaf)) ? leaf[host[r]] : ""
+      if (name == "") { if ((r in host) && !(host[r] in warned)) { warned[host[r]] = 1; missing++ }; unplaced[r] = 1; unplaced_count++; continue }
+      if (!(name in block)) { block[name] = n; label[n] = name; n++ }
+      print r, block[name]
+    }
+    if (missing > 0) printf "bench-plot: %d host(s) of the report not in the topology: in the last block\n", missing > "/dev/stderr"
+    if (unplaced_count > 0) { for (r in unplaced) print r, n; label[n] = "(none)"; n++ }
+    for (b = 0; b < n; b++) print "L", b, label[b]
+  }'
+# The cells (mesh_cells lines) summed up by block: mean figure (NaN when none), all failed
+# (grey), any outlier (box), any failed (X).
+# shellcheck disable=SC2016  # awk's fields, not the shell's
+block_cells='
+  FILENAME == ARGV[1] { if ($1 != "L") block[$1] = $2; next }
+  {
+    key = block[$1] " " block[$2]; cells[key] = 1
+    if ($4 == 1) failed[key] = 1; else { sum[key] += $3; count[key]++ }
+    if ($5 == 1) outlier[key] = 1
+  }
+  END {
+    for (key in cells) {
+      mean = (key in count) ? sum[key] / count[key] : "NaN"
+      print key, mean, ((key in count) ? 0 : 1), ((key in outlier) ? 1 : 0), ((key in failed) ? 1 : 0)
+    }
+  }'
 # plot_mesh MESH.json: its heatmaps, a gnuplot script on stdout (the cells' data in $work).
 plot_mesh() {
-  local file=$1 ranks tests test dat title cbox cells panel=0 labels font
-  ranks=$(jq -r '.ranks' "$file")
-  # The report's tests in its order, those with pairs alone.
-  mapfile -t tests < <(jq -r '. as $r | (.tests // []) + ([.pairs[].test] | unique)
+  local file=$1 meta=$work/meta.json ranks tests test dat title cbox cells panel=0 labels font form side blocks="" lo hi
+  # The report without its matrices' figures, for the small questions: each jq over a
+  # 1024-rank matrix form would parse it again.
+  jq 'if .form == "matrix" then del(.matrices[].first, .matrices[].final) else . end' "$file" > "$meta"
+  ranks=$(jq -r '.ranks' "$meta")
+  form=$(jq -r '.form // "pairs"' "$meta")
+  # The report's tests in its order, those with figures alone.
+  mapfile -t tests < <(jq -r '. as $r | ([(.pairs // [])[].test] + (.matrices // {} | keys)) as $have
+    | (.tests // []) + ($have | unique)
     | reduce .[] as $t ([]; if any(.[]; . == $t) then . else . + [$t] end)
-    | map(select(. as $t | any($r.pairs[]; .test == $t))) | .[]' "$file")
+    | map(select(. as $t | any($have[]; . == $t))) | .[]' "$meta")
+  side=$ranks
+  if [[ $ranks -gt 128 ]]; then
+    jq -r "$mesh_hosts" "$meta" > "$work/hosts"
+    if [[ -n $topology ]]; then
+      awk "$topology_hosts" "$topology" > "$work/leaves"
+      awk -v ranks="$ranks" "$mesh_blocks" "$work/leaves" "$work/hosts" > "$work/blocks"
+    else
+      awk -v ranks="$ranks" "$mesh_blocks" /dev/null "$work/hosts" > "$work/blocks"
+    fi
+    side=$(grep -c '^L ' "$work/blocks")
+    if [[ -n $topology ]]; then blocks=", $side leaf switches: mean of each block"; else blocks=", $side blocks: mean of each"; fi
+  fi
   # Figures in the cells while they are big enough to read.
-  labels=$((ranks <= 16))
+  labels=$((side == ranks && ranks <= 16))
   font=$((ranks <= 8 ? 11 : 8))
   preamble 900 $((700 * ${#tests[@]}))
   [[ ${#tests[@]} -gt 1 ]] && echo "set multiplot layout ${#tests[@]},1"
   echo "set size ratio -1"
-  echo "set xrange [-0.5:$ranks - 0.5]"
-  echo "set yrange [$ranks - 0.5:-0.5]"
-  echo "set xlabel 'destination rank'"
-  echo "set ylabel 'source rank'"
-  if [[ $ranks -le 32 ]]; then echo "set xtics 1 out nomirror; set ytics 1 out nomirror"; fi
+  echo "set xrange [-0.5:$side - 0.5]"
+  echo "set yrange [$side - 0.5:-0.5]"
+  if [[ $side != "$ranks" ]]; then
+    # Tics name the blocks: every leaf switch, or the first rank of every eighth block.
+    local tics
+    if [[ -n $topology ]]; then
+      tics=$(awk '$1 == "L" { printf "%s\"%s\" %d", (n++ ? ", " : ""), $3, $2 }' "$work/blocks")
+      echo "set xtics ($tics) out nomirror rotate by 90 right font 'sans,7'; set ytics ($tics) out nomirror font 'sans,7'"
+      echo "set xlabel 'destination leaf switch'"
+      echo "set ylabel 'source leaf switch'"
+    else
+      tics=$(awk '$1 == "L" && $2 % 8 == 0 { printf "%s\"%s\" %d", (n++ ? ", " : ""), $3, $2 }' "$work/blocks")
+      echo "set xtics ($tics) out nomirror; set ytics ($tics) out nomirror"
+      echo "set xlabel 'destination rank (blocks from the rank shown)'"
+      echo "set ylabel 'source rank'"
+    fi
+  else
+    echo "set xlabel 'destination rank'"
+    echo "set ylabel 'source rank'"
+    if [[ $ranks -le 32 ]]; then echo "set xtics 1 out nomirror; set ytics 1 out nomirror"; fi
+  fi
   echo "unset key"
   echo "set style fill solid 1.0 noborder"
   echo "set cbtics out"
   for test in "${tests[@]}"; do
     panel=$((panel + 1))
     dat=$work/mesh-$panel.dat
-    jq -r --arg test "$test" "$mesh_cells" "$file" > "$dat"
-    IFS=$'\t' read -r title cbox < <(jq -r --arg test "$test" "$mesh_title" "$file")
+    if [[ $form == matrix ]]; then
+      jq -r --arg test "$test" "$matrix_lines" "$file" | awk "$matrix_cells" > "$dat"
+    else
+      jq -r --arg test "$test" "$mesh_cells" "$file" > "$dat"
+    fi
+    if [[ $side != "$ranks" ]]; then
+      awk "$block_cells" "$work/blocks" "$dat" > "$dat.blocks"
+      dat=$dat.blocks
+    fi
+    read -r lo hi < <(awk '$3 != "NaN" { v = $3 + 0; if (n++ == 0 || v < lo) lo = v; if (n == 1 || v > hi) hi = v }
+      END { if (n) print lo, hi; else print "null", "null" }' "$dat")
+    IFS=$'\t' read -r title cbox < <(jq -r --arg test "$test" --arg blocks "$blocks" "$mesh_title" "$meta")
     echo "set title $(quote "$title")"
     echo "set cblabel $(quote "$cbox")"
     # Red is the bad end: low bandwidth, long times.
@@ -133,10 +327,10 @@ plot_mesh() {
     else
       echo "set palette defined (0 '#1a9850', 0.5 '#fee08b', 1 '#d73027')"
     fi
-    jq -r --arg test "$test" "$mesh_colours" "$file"
+    jq -r --arg test "$test" --argjson lo "$lo" --argjson hi "$hi" "$mesh_colours" "$meta"
     cells="$(quote "$dat") using 2:1:(0.5):(0.5):(\$4 == 1 ? NaN : \$3) with boxxyerror fillcolor palette"
     cells+=", $(quote "$dat") using 2:(\$4 == 1 ? \$1 : NaN):(0.5):(0.5) with boxxyerror fillcolor rgb '#e0e0e0'"
-    cells+=", $(quote "$dat") using 2:1:(\$4 == 1 ? 'X' : '') with labels font 'sans,$((font + 4))' textcolor rgb '#b00000'"
+    cells+=", $(quote "$dat") using 2:1:(\$6 == 1 ? 'X' : '') with labels font 'sans,$((font + 4))' textcolor rgb '#b00000'"
     cells+=", $(quote "$dat") using 2:(\$5 == 1 ? \$1 : NaN):(0.44):(0.44) with boxxyerror fillstyle empty border linewidth 3 linecolor rgb '#000000'"
     if [[ $labels == 1 ]]; then
       cells+=", $(quote "$dat") using 2:1:(\$4 == 1 ? '' : sprintf('%.3g', \$3)) with labels font 'sans,$font'"
@@ -158,6 +352,10 @@ for file in "$@"; do
 done
 if [[ " ${kinds[*]} " == *" mesh "* ]]; then
   [[ $# -eq 1 ]] || fail "an rdma_mesh report is plotted alone: give one, without send_bw reports"
+elif [[ -n $topology ]]; then
+  fail "--topology is for an rdma_mesh report, not send_bw reports"
+fi
+if [[ " ${kinds[*]} " == *" mesh "* ]]; then
   plot_mesh "$1" > "$work/plot.gp"
   gnuplot "$work/plot.gp" || { echo "bench-plot: gnuplot failed to write $out" >&2; exit 1; }
   echo "bench-plot: $out"

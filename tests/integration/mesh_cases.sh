@@ -221,6 +221,25 @@ case_mesh_heatmap() {
   run mixed 60 "$root/scripts/bench-plot.sh" "$T/mixed.svg" "$root/tests/schema/samples/rdma_mesh-rxe-2-ranks.json" \
     "$root/tests/schema/samples/rdma_mesh-rxe-2-ranks.json"
   expect_rc 2 "bench-plot.sh with two mesh reports"
+  # The matrix form: a cell a direction at 6 ranks; at 256, 64 blocks a side, or one a leaf
+  # switch with --topology (16 leaves of tree64.conf and the block of the host it does not name).
+  local ranks
+  for ranks in 6 256; do
+    jq -n --argjson n "$ranks" -f "$root/tests/integration/mesh_matrix_report.jq" > "$T/matrix-$ranks.json"
+    run "matrix-$ranks" 60 "$root/scripts/bench-plot.sh" "$T/matrix-$ranks.svg" "$T/matrix-$ranks.json"
+    expect_rc 0 "bench-plot.sh on a $ranks-rank report in the matrix form"
+    grep -q '<svg' "$T/matrix-$ranks.svg" || fail "matrix-$ranks.svg is not an SVG"
+  done
+  grep -q '(6 ranks; X: failed' "$T/matrix-6.svg" || fail "matrix-6.svg: not drawn a cell a direction"
+  grep -q '(256 ranks, 64 blocks: mean of each' "$T/matrix-256.svg" || fail "matrix-256.svg: not drawn in 64 blocks"
+  run leaves 60 "$root/scripts/bench-plot.sh" --topology "$root/tests/fixtures/topology/tree64.conf" "$T/leaves.png" \
+    "$T/matrix-256.json"
+  expect_rc 0 "bench-plot.sh --topology on a 256-rank report"
+  [[ $(od -An -tx1 -N8 "$T/leaves.png" | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "leaves.png is not a PNG"
+  grep -q '1 host(s) of the report not in the topology' "$T/leaves.err" || fail "no word of the host tree64.conf lacks"
+  run leaves_sweep 60 "$root/scripts/bench-plot.sh" --topology "$root/tests/fixtures/topology/hosts.txt" "$T/sweep.svg" \
+    "$root/tests/schema/samples/send_bw-client-sweep-bw-rxe.json"
+  expect_rc 2 "bench-plot.sh --topology with a send_bw report"
 }
 
 # The sender falls silent mid-measurement (SIGSTOP, its connection still up): the listening

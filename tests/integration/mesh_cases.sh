@@ -102,6 +102,102 @@ case_mesh_unusable_rank() {
   note "rank 3 on $PLAIN_ADDR: exit 1 in ${ELAPSED_MS} ms, $(jq -c '.summary.bw | {measured, failed}' "$T/mesh.out")"
 }
 
+# One slow node among four, named by the report. The guest is one host, so four ranks are
+# made to look like four: each runs in a UTS namespace of its own named node1..node4 (MPI's
+# processor name, the report's nodes[].host) on an address of its own, on a veth of its own
+# whose other end is a port of a bridge in a namespace (the switch), with an rxe device on
+# the veth. rxe's UDP socket lives in the root namespace only, so the veths' node ends and
+# their devices stay there. Traffic between two local addresses would take lo, where rxe
+# drops it: policy routes send what each address sends out by its own veth (rules for
+# locally sent packets, before the local table), and accept_local takes it in on the
+# other's veth. The neighbours are static (four interfaces on one subnet answer each other's
+# ARP otherwise), and MPI's own TCP stays off the bridge. node4 is slowed with netem both
+# ways (what its veth sends, what its switch port sends it) to 1 Mbit/s (0.12 MiB/s): an
+# unshaped pair reached 8 to 30 MiB/s in the guest, and 2 to 4 while other guests loaded
+# the host. The pairs run one at a time (--serial): in parallel rounds beside a loaded host
+# an unshaped pair fell to 0.5 MiB/s, the two pairs of a round sharing the guest's two CPUs.
+# Like every mesh_* case it runs alone (tests/CMakeLists.txt), which matters the more here:
+# while it runs, the local table's rule is moved for the whole guest.
+SLOW_NET=10.74.0
+SLOW_SWITCH=rdmakit_switch
+
+slow_node_setup() {
+  local n address rp_all
+  rp_all=$(sysctl -n net.ipv4.conf.all.rp_filter) || fail "cannot read rp_filter"
+  restore "sysctl -qw net.ipv4.conf.all.rp_filter=$rp_all"
+  restore "ip rule add pref 0 lookup local 2> /dev/null; ip rule del pref 1000 lookup local 2> /dev/null; true"
+  restore "ip netns delete $SLOW_SWITCH 2> /dev/null; true"
+  ip netns add "$SLOW_SWITCH" || fail "ip netns add $SLOW_SWITCH"
+  ip -n "$SLOW_SWITCH" link add br0 type bridge && ip -n "$SLOW_SWITCH" link set br0 up ||
+    fail "no bridge in $SLOW_SWITCH"
+  sysctl -qw net.ipv4.conf.all.rp_filter=0 || fail "cannot turn rp_filter off"
+  for n in 0 1 2 3; do
+    address=$SLOW_NET.$((n + 1))
+    restore "rdma link delete rxm$n 2> /dev/null; ip link delete mn$n 2> /dev/null; ip rule del pref $((100 + n)) 2> /dev/null; true"
+    ip link add "mn$n" type veth peer name "ms$n" netns "$SLOW_SWITCH" &&
+      ip -n "$SLOW_SWITCH" link set "ms$n" master br0 && ip -n "$SLOW_SWITCH" link set "ms$n" up &&
+      sysctl -qw "net.ipv4.conf.mn$n.rp_filter=0" "net.ipv4.conf.mn$n.accept_local=1" \
+        "net.ipv4.conf.mn$n.arp_ignore=1" "net.ipv4.conf.mn$n.arp_announce=2" &&
+      ip link set "mn$n" up && ip addr add "$address/24" dev "mn$n" &&
+      ip route add "$SLOW_NET.0/24" dev "mn$n" src "$address" table $((100 + n)) &&
+      ip rule add pref $((100 + n)) from "$address" iif lo lookup $((100 + n)) &&
+      rdma link add "rxm$n" type rxe netdev "mn$n" || fail "node $((n + 1)): veth, address, route or rxe device"
+  done
+  ip rule add pref 1000 lookup local && ip rule del pref 0 lookup local || fail "cannot move the local table's rule"
+  local m mac
+  for m in 0 1 2 3; do
+    mac=$(< "/sys/class/net/mn$m/address")
+    for n in 0 1 2 3; do
+      ((n == m)) || ip neigh replace "$SLOW_NET.$((m + 1))" lladdr "$mac" dev "mn$n" nud permanent ||
+        fail "static neighbour $SLOW_NET.$((m + 1)) on mn$n"
+    done
+  done
+}
+
+case_mesh_slow_node() {
+  require_device
+  require_mpirun
+  require_root
+  command -v unshare > /dev/null || { echo "SKIP: unshare missing (util-linux)"; exit 77; }
+  slow_node_setup
+  tc qdisc add dev mn3 root netem rate 1mbit limit 10000 &&
+    ip netns exec "$SLOW_SWITCH" tc qdisc add dev ms3 root netem rate 1mbit limit 10000 || fail "tc netem on node4"
+  mesh_ports 4
+  # Bounded by time (-D), not count, so that node4's directions take no longer than the
+  # others. 4 KiB x 4 in flight keeps netem's queue short (0.13 s at 1 Mbit/s): a queue that
+  # outlasts the transport's ack timeout sets off retransmissions. No retests: the first
+  # pass is what names the culprit, and six more rounds would double the run.
+  local contexts=() n
+  for n in 0 1 2 3; do
+    ((n == 0)) || contexts+=(:)
+    # shellcheck disable=SC2016  # expanded by the rank's shell
+    contexts+=(-np 1 unshare --uts sh -c 'hostname "$1" && shift && exec "$@"' sh "node$((n + 1))"
+      "$OURS_RDMA_MESH" -p "$PORT" --bind "$SLOW_NET.$((n + 1))" -s 4096 -t 4 -D 0.5 --warmup 10 --serial --retest 0
+      --timeout 10 --json)
+  done
+  run mesh 120 "${MESH_MPIRUN[@]}" --mca btl_tcp_if_exclude "127.0.0.1/8,$SLOW_NET.0/24" \
+    --mca oob_tcp_if_exclude "$SLOW_NET.0/24" "${contexts[@]}"
+  expect_rc 1 "rdma_mesh with node4 slowed"
+  expect_jq '[.nodes[] | [.host, .address, .device]]
+    == [range(4) | ["node\(. + 1)", "'"$SLOW_NET"'.\(. + 1)", "rxm\(.)"]]' mesh.out
+  expect_jq '(.pairs | length) == 12 and all(.pairs[]; .outcome == "completed")' mesh.out
+  # Every direction of node4's is an outlier; whatever else the guest's noise made one, no
+  # other node has all its directions low.
+  expect_jq 'all(.pairs[] | select(.source == 3 or .destination == 3); .outlier)' mesh.out
+  expect_jq '[.summary.bw.node_problems[] | [.rank, .host]] == [[3, "node4"]]' mesh.out
+  expect_schema rdma_mesh mesh.out
+  # The median of node4's six directions against the report's median (of all twelve, six of
+  # them node4's) and against the median of the six that do not touch node4.
+  local figures
+  figures=$(jq -c 'def median: sort | (.[(length - 1) / 2 | floor] + .[length / 2 | floor]) / 2;
+    def r3: . * 1000 | round / 1000;
+    ([.pairs[] | select(.source == 3 or .destination == 3) | .final_figure] | median) as $slow
+    | ([.pairs[] | select(.source != 3 and .destination != 3) | .final_figure] | median) as $others
+    | {median: (.summary.bw.median | r3), others: ($others | r3), node4: ($slow | r3),
+       ratio: ($slow / .summary.bw.median | r3), ratio_to_others: ($slow / $others | r3)}' "$T/mesh.out")
+  note "node4 at 1 Mbit/s (MiB/s): $figures, ${ELAPSED_MS} ms"
+}
+
 # --pairs and --serial: only the listed pairs, one per round; a strict threshold makes
 # outliers, and each is measured again alone, the first figure kept beside the retest's.
 case_mesh_pairs_retest() {

@@ -372,3 +372,121 @@ case_mesh_peer_silent() {
   expect_schema rdma_mesh mesh.out
   note "sender stopped: $(jq -c '.pairs[0] | {outcome, error: .error.message, receiver: .figures.receiver_error.message}' "$T/mesh.out")"
 }
+
+# Slurm in the guest (slurm_start): munged, slurmctld and slurmd from a generated
+# slurm.conf, every file of theirs in $T/slurm and their logs in $T (a failure prints them).
+# One node, named mesh01 while the guest is rxevm: Slurm's name for a node need not be the
+# host's, and the report must use Slurm's. Its CPUs are nproc's but at least 4
+# (config_overrides: the guest has 2, and each rank takes one). The guest's /etc is the
+# host's, read only, so none of Slurm's or munge's defaults are used: SLURM_CONF points
+# srun, sbatch and sinfo at the file here. MpiDefault=pmix: Debian's Open MPI 4.1 has no
+# PMI-2 client (doc/mesh.md, Slurm). slurmd 22.05 starts a cgroup plugin whatever the
+# process tracking, and stops where /sys/fs/cgroup has nothing mounted (the guest): its
+# cgroup.conf points cgroup/v1 at an empty folder, which nothing here ever uses.
+SLURM_NODE=mesh01
+require_slurm() {
+  local program
+  for program in munged slurmctld slurmd srun sbatch sinfo; do
+    command -v "$program" > /dev/null || { echo "SKIP: $program missing (Debian packages slurm-wlm, munge)"; exit 77; }
+  done
+}
+
+slurm_node_idle() { [[ $(timeout 10 sinfo -h -N -n "$SLURM_NODE" -o %t 2> /dev/null) == idle ]]; }
+
+slurm_start() {
+  local dir=$T/slurm cpus ctld_port
+  cpus=$(nproc)
+  ((cpus >= 4)) || cpus=4
+  mkdir -p "$dir"/{state,spool} || fail "cannot make $dir"
+  chmod 755 "$dir"
+  dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none || fail "cannot write a munge key"
+  chmod 400 "$dir/munge.key"
+  start munged munged --foreground --force --key-file="$dir/munge.key" --socket="$dir/munge.socket" \
+    --pid-file="$dir/munged.pid" --log-file="$T/munged.log" --seed-file="$dir/munged.seed"
+  next_port
+  ctld_port=$PORT
+  next_port
+  cat > "$dir/slurm.conf" << CONF || fail "cannot write slurm.conf"
+ClusterName=rdmakit
+SlurmctldHost=$(hostname)(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmdPort=$PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge.socket
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$T/slurmctld.log
+SlurmdLogFile=$T/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
+MpiDefault=pmix
+TopologyPlugin=topology/tree
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+MailProg=/bin/true
+NodeName=$SLURM_NODE NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+PartitionName=mesh Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP
+CONF
+  printf 'SwitchName=leaf1 Nodes=%s\n' "$SLURM_NODE" > "$dir/topology.conf"
+  mkdir -p "$dir/cgroup"
+  printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\n' "$dir/cgroup" > "$dir/cgroup.conf"
+  export SLURM_CONF=$dir/slurm.conf
+  poll_until 20 "munged did not open its socket within 20 s" test -S "$dir/munge.socket"
+  start slurmctld slurmctld -D -f "$SLURM_CONF"
+  start slurmd slurmd -D -f "$SLURM_CONF" -N "$SLURM_NODE"
+  # Bounded by the clock, not by a count of polls as poll_until is: each sinfo takes 0.5-3 s
+  # of the TCG guest's CPU.
+  local end=$((EPOCHSECONDS + 60))
+  until slurm_node_idle; do
+    ((EPOCHSECONDS < end)) || fail "node $SLURM_NODE not idle within 60 s: $(timeout 10 sinfo -N -l 2>&1)"
+    tick 0.5
+  done
+}
+
+# Four ranks started by srun on the guest's one node, then the job script we ship
+# (doc/slurm/rdma_mesh.sbatch) under sbatch --wait: a full mesh each time, every rank's
+# host the node name Slurm gave it.
+case_mesh_slurm() {
+  require_device
+  require_mpirun
+  require_slurm
+  slurm_start
+  note "slurmctld and slurmd up: $(sinfo -h -N -o '%N %t %c CPUs')"
+  mesh_ports 4
+  # TCP between the ranks, as under mpirun (MESH_MPIRUN); srun passes the environment on.
+  run srun 240 env OMPI_MCA_btl=self,tcp srun -n 4 --mpi=pmix "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -n 100 \
+    --warmup 10 --timeout 10 "${NO_OUTLIERS[@]}" --json
+  expect_rc 0 "srun -n 4 --mpi=pmix rdma_mesh"
+  expect_full_mesh srun.out 4 '["bw"]'
+  expect_jq "all(.nodes[]; .host == \"$SLURM_NODE\")" srun.out
+  expect_schema rdma_mesh srun.out
+  note "srun: $(jq -c '{hosts: [.nodes[].host], bw: .summary.bw | {min, median, max}}' "$T/srun.out"), ${ELAPSED_MS} ms"
+  # The job script as an operator submits it; sbatch's options override its #SBATCH lines
+  # (one node here, four ranks on it), its report lands under the submit directory.
+  mesh_ports 4
+  local job
+  run sbatch 300 env -C "$T" OMPI_MCA_btl=self,tcp RDMA_MESH="$OURS_RDMA_MESH" \
+    sbatch --wait --parsable -N 1 -n 4 --ntasks-per-node=4 "$HARNESS_ROOT/doc/slurm/rdma_mesh.sbatch" \
+    -p "$PORT" -s 4096 -n 100 --warmup 10 --timeout 10 "${NO_OUTLIERS[@]}"
+  expect_rc 0 "sbatch --wait doc/slurm/rdma_mesh.sbatch"
+  job=$(< "$T/sbatch.out")
+  [[ $job =~ ^[0-9]+$ ]] || fail "sbatch --parsable printed '$job', not a job id"
+  [[ -s $T/rdma_mesh-$job/mesh.json ]] || fail "no report in rdma_mesh-$job/mesh.json"
+  cp "$T/rdma_mesh-$job/mesh.json" "$T/job.json"
+  expect_full_mesh job.json 4 '["bw"]'
+  expect_jq "all(.nodes[]; .host == \"$SLURM_NODE\")" job.json
+  expect_schema rdma_mesh job.json
+  cp "$T/rdma_mesh-$job.out" "$T/job.text"
+  expect_grep "rdma_mesh: exit 0, JSON report in $T/rdma_mesh-$job/mesh.json" job.text
+  note "sbatch: job $job, $(jq -c '{hosts: [.nodes[].host], bw: .summary.bw | {min, median, max}}' "$T/job.json"), ${ELAPSED_MS} ms"
+}

@@ -70,7 +70,10 @@ void MeshOptions::add_to(CLI::App& app) {
   app.add_flag("--one-way", m.one_way, "Measure each pair in one direction only (lower rank to higher)");
   app.add_flag("--serial", m.serial, "One pair at a time: each link without the load of the others");
   app.add_option("--pairs", pairs_file, "Measure only the pairs in FILE (lines of two ranks)");
-  app.add_option("--retest", m.retests, "Measure outliers and failed pairs again alone, this many times")
+  app.add_flag("--quick", m.quick,
+               "Health check: one round, every rank in one pair (rank r with r + N/2), both directions");
+  app.add_option("--retest", m.retests,
+                 "Most passes measuring outliers and failed pairs again, while each leaves fewer")
       ->capture_default_str()
       ->check(CLI::Range(0, 10));
   app.add_option("--threshold", m.bw_threshold, "Bandwidth outlier: below this times the median")
@@ -91,6 +94,9 @@ void MeshOptions::validate() const {
     throw UsageError(
         fmt::format("--lat-threshold {}: a time is an outlier above this many times the median, so it must be above 1",
                     settings.time_threshold));
+  }
+  if (settings.quick && !pairs_file.empty()) {
+    throw UsageError("--quick and --pairs both choose the pairs: give one");
   }
   // The ranks are not known yet: the pairs are checked against them once the job runs.
   if (!pairs_file.empty()) parse_pair_list(read_pairs_file(pairs_file), 1 << 30);

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lib/bench/rdma_mesh_session.hpp"
 
@@ -179,6 +181,45 @@ std::string nodes_text(const MeshResults& results) {
   return out;
 }
 
+// Per pass: {pairs, rounds: [[[low, high], ...], ...]}.
+nlohmann::json retest_passes_json(const std::vector<std::vector<Round>>& passes) {
+  auto all = nlohmann::json::array();
+  for (const auto& pass : passes) {
+    nlohmann::json rounds = nlohmann::json::array();
+    std::size_t pairs = 0;
+    for (const auto& round : pass) {
+      nlohmann::json listed = nlohmann::json::array();
+      for (const auto& pair : round) listed.push_back({pair.low, pair.high});
+      pairs += round.size();
+      rounds.push_back(std::move(listed));
+    }
+    all.push_back({{"pairs", pairs}, {"rounds", std::move(rounds)}});
+  }
+  return all;
+}
+
+// What the plan left unmeasured, and what the retests did: for a reader of a --quick or
+// --pairs run, and of one whose retests ran.
+std::string coverage_text(const MeshResults& results) {
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& d : results.directions) pairs.insert(std::minmax(d.source, d.destination));
+  const auto all = static_cast<std::size_t>(results.ranks) * static_cast<std::size_t>(results.ranks - 1) / 2;
+  std::string out;
+  if (results.ranks > 1 && pairs.size() < all) {
+    out += fmt::format("coverage: {} of {} pairs measured", pairs.size(), all);
+    if (!results.left_out.empty()) out += fmt::format("; in no pair: rank {}", fmt::join(results.left_out, ", "));
+    out += "\n";
+  }
+  if (results.retest_passes.empty()) return out;
+  std::string passes;
+  for (const auto& pass : results.retest_passes) {
+    std::size_t count = 0;
+    for (const auto& round : pass) count += round.size();
+    passes += fmt::format("{}{} pair(s) in {} round(s)", passes.empty() ? "" : ", then ", count, pass.size());
+  }
+  return out + fmt::format("retests: {}; ended: {}\n", passes, to_string(results.retests_ended));
+}
+
 }  // namespace
 
 void MeshResults::analyse() {
@@ -233,6 +274,9 @@ void MeshResults::add_to(nlohmann::json& document) const {
   document["rounds"] = rounds;
   document["rounds_completed"] = rounds_completed;
   document["finished"] = finished;
+  document["left_out"] = left_out;
+  document["retest_passes"] = retest_passes_json(retest_passes);
+  document["retests_ended"] = to_string(retests_ended);
   document["nodes"] = nodes;
   if (const auto fabric = mixed_fabric(nodes); !fabric.empty()) document["warnings"] = fabric;
   document["pairs"] = nlohmann::json::array();
@@ -250,6 +294,7 @@ std::string MeshResults::text() const {
   std::string out = fmt::format("rdma_mesh: {} ranks, {} rounds, {} directions measured\n", ranks, rounds_completed,
                                 directions.size());
   out += nodes_text(*this);
+  out += coverage_text(*this);
   const auto outliers = outlier_flags();
   for (const auto test : tests) {
     out += fmt::format("\n{} ({}, {}; rows: source rank, columns: destination; * outlier)\n", to_string(test),

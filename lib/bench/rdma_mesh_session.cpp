@@ -6,6 +6,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
@@ -378,6 +379,7 @@ void write_progress(const std::string& path, const Report& report, const MeshRes
 
 std::vector<Round> plan(const MeshSettings& m, int ranks) {
   if (!m.only_pairs.empty()) return m.serial ? one_per_round(m.only_pairs) : pack_rounds(m.only_pairs);
+  if (m.quick) return m.serial ? one_per_round(quick_round(ranks)) : std::vector<Round>{quick_round(ranks)};
   auto rounds = round_robin(ranks);
   if (!m.serial) return rounds;
   std::vector<RankPair> pairs;
@@ -451,6 +453,12 @@ class RoundsShown {
   std::size_t done_ = 0;
 };
 
+std::size_t flattened_size(const std::vector<Round>& rounds) {
+  std::size_t pairs = 0;
+  for (const auto& round : rounds) pairs += round.size();
+  return pairs;
+}
+
 // The rounds, then the retests of what the analysis flags. The analysis is made once after
 // each round, and the round's --json-file written from it, so that the file's pairs and
 // summary agree at every round.
@@ -465,15 +473,34 @@ void run_rounds(Job& job, const MeshSettings& m, const std::vector<Round>& round
     if (job.rank() == 0) write_progress(m.json_file, report, results);
     shown.round_done(number);
   }
-  for (int pass = 0; pass < m.retests; ++pass) {
-    const auto again = needing_retest(results);
-    if (again.empty()) break;
-    spdlog::info("retest {}: {} pair(s), one at a time", pass + 1, again.size());
-    for (const auto& round : one_per_round(again)) {
+  // Every rank holds every direction and the same analysis, so every rank plans the same
+  // passes without a word exchanged.
+  RetestSchedule schedule(m.retests, m.serial);
+  while (auto pass = schedule.next(needing_retest(results))) {
+    spdlog::info("retest {}: {} pair(s) in {} round(s)", schedule.passes(), flattened_size(*pass), pass->size());
+    for (const auto& round : *pass) {
       run_round(job, m, results.nodes, round, 0, true, results);
       results.analyse();
     }
+    results.retest_passes.push_back(std::move(*pass));
   }
+  results.retests_ended = schedule.end();
+}
+
+// The ranks that no round of `rounds` pairs.
+std::vector<int> ranks_left_out(int ranks, const std::vector<Round>& rounds) {
+  std::vector<bool> paired(static_cast<std::size_t>(ranks), false);
+  for (const auto& round : rounds) {
+    for (const auto& pair : round) {
+      paired[pair.low] = true;
+      paired[pair.high] = true;
+    }
+  }
+  std::vector<int> left;
+  for (int rank = 0; rank < ranks; ++rank) {
+    if (!paired[rank]) left.push_back(rank);
+  }
+  return left;
 }
 
 }  // namespace
@@ -498,6 +525,10 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
   }
   const auto rounds = plan(settings, job.size());
   results.rounds = static_cast<int>(rounds.size());
+  results.left_out = ranks_left_out(job.size(), rounds);
+  if (job.rank() == 0 && !results.left_out.empty()) {
+    spdlog::info("{} rank(s) in no pair: {}", results.left_out.size(), fmt::join(results.left_out, ", "));
+  }
   record_unusable(settings, results.nodes, rounds, results);
   results.analyse();
   try {

@@ -35,7 +35,8 @@ struct MeshSettings {
   bool one_way = false;
   bool serial = false;
   std::vector<RankPair> only_pairs;  // --pairs: these alone
-  int retests = 1;
+  int retests = 1;                   // the most retest passes (RetestSchedule)
+  bool quick = false;                // one round of N/2 pairs that share no rank (quick_round)
   double bw_threshold = default_bw_threshold;
   double time_threshold = default_time_threshold;
   std::string json_file;         // rank 0 rewrites it after every round
@@ -89,6 +90,12 @@ struct MeshResults final : ReportSection {
   // False in the --json-file rank 0 rewrites as the rounds end: the run was still going
   // (a job that died leaves it so).
   bool finished = false;
+  // The ranks in no pair of the plan (--quick with an odd count, --pairs): not measured.
+  std::vector<int> left_out;
+  // The retest passes run, each the rounds of pairs measured again at once, and why they
+  // ended (running until they have).
+  std::vector<std::vector<Round>> retest_passes;
+  RetestEnd retests_ended = RetestEnd::running;
   AnalysisSettings bw_analysis{.better = Better::higher,
                                .threshold = default_bw_threshold,
                                .slowest_count = 5,

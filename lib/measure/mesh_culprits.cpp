@@ -1,6 +1,7 @@
 #include "lib/measure/mesh_culprits.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -105,6 +106,27 @@ double weight(std::size_t directions) {
 double confidence(double separation, std::size_t directions) {
   return std::clamp(separation, 0.0, 1.0) * weight(directions);
 }
+
+// The chance of `low` or more low directions of `total` when each is low with chance `p`: how
+// likely the background alone gives a node's figures.
+double chance_of_at_least(std::size_t low, std::size_t total, double p) {
+  if (low == 0) return 1;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  const auto n = static_cast<double>(total);
+  double sum = 0;
+  for (std::size_t k = low; k <= total; ++k) {
+    const auto i = static_cast<double>(k);
+    sum += std::exp(std::lgamma(n + 1) - std::lgamma(i + 1) - std::lgamma(n - i + 1) + i * std::log(p) +
+                    (n - i) * std::log1p(-p));
+  }
+  return sum;
+}
+
+// A node's low directions, as source and as destination together, are likelier than this
+// from the rest of the mesh's share of low directions: not named (a noisy rule's scatter on a
+// host left with few directions).
+constexpr double background_chance = 0.01;
 
 // What a culprit is named after: a host, or a rank when the hosts do not tell the ranks apart.
 struct Units {
@@ -404,9 +426,18 @@ class Locator {
     }
   }
 
+  // A leaf's inside directions are few (12 for 4 hosts): under a noisy rule their share of
+  // low ones swings, so a share under half that the typical host's background gives often
+  // enough is fine too (never a share of half or more: a bad node under a two-host leaf).
+  bool inside_fine(const Leaf& leaf) const {
+    return leaf.inside_share() <= fine_bar() ||
+           (leaf.inside_share() < mostly_bad &&
+            chance_of_at_least(leaf.inside_bad, leaf.inside_total, typical_) >= background_chance);
+  }
+
   bool uplinks_low(const Leaf& leaf, std::size_t known_hosts) const {
     return leaf.hosts >= 2 && known_hosts > leaf.hosts && leaf.inside_total > 0 && leaf.cross_share() >= bad_bar() &&
-           leaf.inside_share() <= fine_bar();
+           inside_fine(leaf);
   }
 
   void switches() {
@@ -514,6 +545,14 @@ class Locator {
   }
 
   // 3. A host (or rank) most of whose directions to and from the others are low, both ways.
+  bool from_background(const Counts& unit) const {
+    Counts all;
+    for (const Counts& rank : rank_counts_) all += rank;
+    const double p = share(all.bad() - unit.bad(), all.total() - unit.total());
+    return chance_of_at_least(unit.out_bad, unit.out_total, p) * chance_of_at_least(unit.in_bad, unit.in_total, p) >
+           background_chance;
+  }
+
   void nodes() {
     std::vector<std::size_t> stamp(units_.names.size(), 0);
     std::vector<std::uint8_t> eligible(units_.names.size(), 0);
@@ -525,7 +564,8 @@ class Locator {
         if (eligible[u] == 0) continue;
         const Counts sum = unit_counts(u);
         const double both = std::min(share(sum.out_bad, sum.out_total), share(sum.in_bad, sum.in_total));
-        if (both < bad_bar() || !spread_over_ranks(u) || (worst && both <= worst_share)) continue;
+        if (both < bad_bar() || !spread_over_ranks(u) || (worst && both <= worst_share) || from_background(sum))
+          continue;
         worst = u;
         worst_share = both;
       }

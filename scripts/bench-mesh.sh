@@ -48,7 +48,10 @@ printf 'wrote %s (%s bytes) in %.1f s; topology %s (%s switches)\n' "$report" "$
 
 echo
 echo "== rdma_mesh --analyse $(basename "$report") --topology $(basename "$topology") --json, $runs runs"
-if ! "$mesh" --help 2>/dev/null | grep -q -- '--analyse'; then
+# The help whole, then the match: grep -q stops reading early, and under pipefail the tool's
+# SIGPIPE would read as no --analyse.
+help=$("$mesh" --help 2>&1 || true)
+if [[ $help != *--analyse* ]]; then
   echo "rdma_mesh in $build/bin has no --analyse yet (issue 36's lead adds it): analysis not timed"
 else
   : >"$out/seconds.txt"

@@ -2,6 +2,8 @@
 // started by mpirun or srun. MPI starts the ranks, exchanges their addresses and results
 // and keeps the rounds in step; the measurements are send_bw's (lib/bench/rdma_mesh_session).
 
+#include <string_view>
+
 #include <spdlog/spdlog.h>
 
 #include "lib/bench/mesh_options.hpp"
@@ -32,6 +34,18 @@ mesh::Node describe_self(const rdmakit::MpiJob& job, const mesh::MeshOptions& o,
   return self;
 }
 
+// --analyse reads a saved report: no MPI (not even MPI_Init, which a plain shell may not
+// have the means for) and no device. Decided before the command line is parsed, since the
+// job is joined while it is.
+bool analysing(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view argument(argv[i]);
+    if (argument == "--") return false;
+    if (argument == "--analyse" || argument.starts_with("--analyse=")) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,7 +55,8 @@ int main(int argc, char** argv) {
                            "started by mpirun or srun",
                            "");
   tool.enable_json_file();
-  tool.join_job(job);
+  const bool offline = analysing(argc, argv);
+  if (!offline) tool.join_job(job);
   tool.rename_argument("test", "tests");
   tool.rename_argument("op", "operation");
   tool.rename_argument("iters", "iterations");
@@ -53,6 +68,17 @@ int main(int argc, char** argv) {
   return tool.run(
       argc, argv, [&] { o.validate(); },
       [&](rdmakit::Report& report) {
+        if (offline) {
+          mesh::MeshResults results;
+          try {
+            mesh::analyse_saved_mesh(o.analyse_settings(), report, results);
+          } catch (...) {
+            report.add(std::move(results));
+            throw;
+          }
+          report.add(std::move(results));
+          return;
+        }
         // A rank's own address may differ; what is measured and how may not.
         rdmakit::require_same_arguments(
             job, report.arguments,

@@ -1,6 +1,7 @@
 #include "lib/bench/mesh_options.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -40,6 +41,7 @@ std::string read_pairs_file(const std::string& path) {
 
 void MeshOptions::add_to(CLI::App& app) {
   MeshSettings& m = settings;
+  const auto options_before = app.get_options().size();
   app.add_option("--bind", bind, "This rank's address (default: --netdev, -d, or the first ACTIVE port's)");
   app.add_option("--netdev", netdev, "Use the first address of this netdev");
   app.add_option("-d,--ib-dev", m.bw.device, "Use the first ACTIVE port of this RDMA device");
@@ -83,6 +85,24 @@ void MeshOptions::add_to(CLI::App& app) {
       ->capture_default_str()
       ->check(FiniteNumber());
   progress.add_to(app);
+  auto* topology = app.add_option("--topology", topology_file,
+                                  "Where the hosts hang: Slurm's topology.conf or 'host switch' lines (default under "
+                                  "Slurm: its topology.conf)");
+  auto* rule_option = app.add_option("--rule", rule, "What makes a direction bad: median (--threshold) or clusterkit")
+                          ->capture_default_str()
+                          ->check(CLI::IsMember({"median", "clusterkit"}));
+  auto* analyse = app.add_option("--analyse", analyse_file, "Judge this saved --json report again: no MPI, no device");
+  threshold_option = app.get_option("--threshold");
+  lat_threshold_option = app.get_option("--lat-threshold");
+  // What measures has no meaning for a report already measured.
+  const auto options = app.get_options();
+  for (std::size_t i = options_before; i < options.size(); ++i) {
+    auto* option = options[i];
+    if (option != analyse && option != topology && option != rule_option && option != threshold_option &&
+        option != lat_threshold_option) {
+      analyse->excludes(option);
+    }
+  }
 }
 
 void MeshOptions::validate() const {
@@ -103,6 +123,27 @@ void MeshOptions::validate() const {
   check_resolvable(bind);
 }
 
+namespace {
+
+// --topology's file, else Slurm's own under Slurm, else none.
+std::optional<Topology> topology_for(const std::string& file) {
+  if (!file.empty()) return read_topology(file);
+  if (const auto slurm = slurm_topology_file([](const char* name) { return std::getenv(name); })) {
+    return read_topology(*slurm);
+  }
+  return std::nullopt;
+}
+
+std::optional<double> given(const CLI::Option* option, double value) {
+  return option != nullptr && option->count() > 0 ? std::optional(value) : std::nullopt;
+}
+
+Rule rule_named(const std::string& name) {
+  return name == "clusterkit" ? Rule::clusterkit : Rule::median;
+}
+
+}  // namespace
+
 MeshSettings MeshOptions::settings_for(int ranks, const CommonOptions& common, int stop_fd) const {
   if (settings.base_port + ranks - 1 > 65535) {
     throw UsageError(
@@ -114,7 +155,17 @@ MeshSettings MeshOptions::settings_for(int ranks, const CommonOptions& common, i
   m.bw.limits = {.stop_fd = stop_fd, .timeout = common.timeout()};
   if (!tests.empty()) m.tests = tests_of(tests);
   if (!pairs_file.empty()) m.only_pairs = parse_pair_list(read_pairs_file(pairs_file), ranks);
+  m.rule = rule_named(rule);
+  m.topology = topology_for(topology_file);
   return m;
+}
+
+AnalyseSettings MeshOptions::analyse_settings() const {
+  return AnalyseSettings{.report_file = analyse_file,
+                         .topology = topology_for(topology_file),
+                         .rule = rule_named(rule),
+                         .bw_threshold = given(threshold_option, settings.bw_threshold),
+                         .time_threshold = given(lat_threshold_option, settings.time_threshold)};
 }
 
 }  // namespace rdmakit::mesh

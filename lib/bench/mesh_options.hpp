@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lib/bench/bw_options.hpp"
+#include "lib/bench/mesh_analyse.hpp"
 #include "lib/bench/rdma_mesh_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/core/progress.hpp"
@@ -23,6 +24,12 @@ struct MeshOptions {
   std::vector<std::string> tests;  // --test as typed; none: settings.tests
   std::string pairs_file;
   ProgressOptions progress;
+  std::string analyse_file;   // --analyse: judge this saved report instead of measuring
+  std::string topology_file;  // --topology; none: Slurm's topology.conf under Slurm
+  std::string rule = "median";
+  // Whether --threshold and --lat-threshold were given: --analyse keeps the saved run's otherwise.
+  const CLI::Option* threshold_option = nullptr;
+  const CLI::Option* lat_threshold_option = nullptr;
 
   void add_to(CLI::App& app);
   // Before the job runs (UsageError): what needs no other rank. Reads --pairs' file.
@@ -30,6 +37,8 @@ struct MeshOptions {
   // Once the job runs: the settings for `ranks` ranks (the ports and --pairs' ranks checked
   // against them), every wait bounded by `common`'s timeout and `stop_fd`.
   MeshSettings settings_for(int ranks, const CommonOptions& common, int stop_fd) const;
+  // --analyse's settings: the report, the rule, the thresholds and the topology (read here).
+  AnalyseSettings analyse_settings() const;
 };
 
 }  // namespace rdmakit::mesh

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/bench/mesh_analyse.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/stats.hpp"
 
@@ -387,35 +388,6 @@ std::vector<Round> plan(const MeshSettings& m, int ranks) {
   return one_per_round(pairs);
 }
 
-ExitCode exit_code_of(const MeshResults& results) {
-  const bool no_device = std::all_of(results.nodes.begin(), results.nodes.end(), [](const Node& node) {
-    return !node.usable && node.verdict.value("cause", std::string()) == "no_rdma_device";
-  });
-  if (no_device && !results.nodes.empty()) return ExitCode::no_device;
-  return results.all_good() ? ExitCode::ok : ExitCode::run_failed;
-}
-
-// What made the exit 1 (or 77), in one line.
-std::string findings_line(const MeshResults& results) {
-  std::size_t failed = 0;
-  std::size_t outliers = 0;
-  for (const auto& judged : results.analyses) {
-    failed += judged.analysis.failed;
-    outliers += judged.analysis.outliers.size();
-  }
-  std::string unusable;
-  for (const auto& node : results.nodes) {
-    if (node.usable) continue;
-    unusable += fmt::format("{}rank {}: {}", unusable.empty() ? "" : ", ", node.rank,
-                            node.verdict.value("cause", std::string("unknown")));
-  }
-  if (exit_code_of(results) == ExitCode::no_device) return "no RDMA device on any rank (" + unusable + ")";
-  auto line = fmt::format("{} of {} directions failed, {} outlier(s) after the retests", failed,
-                          results.directions.size(), outliers);
-  if (!unusable.empty()) line += fmt::format(" (cannot take part: {})", unusable);
-  return line;
-}
-
 // The report's common counters: what the last attempt of each direction moved.
 void count_traffic(const MeshResults& results, Report& report) {
   for (const auto& d : results.directions) {
@@ -510,6 +482,8 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
   results.tests = settings.tests;
   results.bw_analysis.threshold = settings.bw_threshold;
   results.time_analysis.threshold = settings.time_threshold;
+  results.rule = settings.rule;
+  results.topology = settings.topology;
   results.analyse();
   for (const auto& text : job.all_gather(nlohmann::json(self).dump())) {
     results.nodes.push_back(nlohmann::json::parse(text).get<Node>());
@@ -520,6 +494,12 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
     }
   }
   report.local_address = self.address;
+  if (results.topology) {
+    if (const auto mismatch = topology_mismatch(*results.topology, results.nodes)) {
+      if (job.rank() == 0) spdlog::warn("{}", *mismatch);
+      results.warnings.push_back(*mismatch);
+    }
+  }
   if (job.rank() == 0) {
     for (const auto& line : mixed_fabric(results.nodes)) spdlog::warn("{}", line);
   }
@@ -539,14 +519,8 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
   }
   results.finished = true;
   count_traffic(results, report);
-  report.exit_code = exit_code_of(results);
-  if (report.exit_code == ExitCode::ok) return;
-  report.outcome = Outcome::failed;
-  // Said once, by the rank that prints the report.
-  if (job.rank() == 0) {
-    report.errors.push_back(
-        ErrorRecord{.message = findings_line(results), .call = {}, .errnum = 0, .hint = {}, .completion = {}});
-  }
+  // The findings are said once, by the rank that prints the report.
+  conclude(results, report, job.rank() == 0);
 }
 
 }  // namespace rdmakit::mesh

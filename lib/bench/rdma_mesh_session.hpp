@@ -16,8 +16,11 @@
 #include "lib/core/job.hpp"
 #include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"
+#include "lib/measure/mesh_culprits.hpp"
+#include "lib/measure/mesh_matrix.hpp"
 #include "lib/measure/mesh_node.hpp"
 #include "lib/measure/mesh_plan.hpp"
+#include "lib/measure/topology.hpp"
 
 namespace rdmakit::mesh {
 
@@ -39,8 +42,10 @@ struct MeshSettings {
   bool quick = false;                // one round of N/2 pairs that share no rank (quick_round)
   double bw_threshold = default_bw_threshold;
   double time_threshold = default_time_threshold;
-  std::string json_file;         // rank 0 rewrites it after every round
-  Progress* progress = nullptr;  // rank 0's: "round N of M" with the pairs done and an ETA
+  Rule rule = Rule::median;          // --rule
+  std::optional<Topology> topology;  // --topology, or Slurm's under Slurm
+  std::string json_file;             // rank 0 rewrites it after every round
+  Progress* progress = nullptr;      // rank 0's: "round N of M" with the pairs done and an ETA
 };
 
 // One attempt at one direction of one pair.
@@ -68,15 +73,23 @@ struct Direction {
 };
 
 // One test's analysis over the directions measured so far. Its samples are the test's
-// directions in order: sample i is MeshResults::directions[directions[i]].
+// matrix cells that were measured or failed, in row-major order: sample i is cell cells[i] of
+// the test's matrix in MeshResults::table, and in a live run
+// MeshResults::directions[directions[i]] (none after --analyse).
 struct TestAnalysis {
   Test test = Test::bandwidth;
+  std::vector<std::size_t> cells;
   std::vector<std::size_t> directions;
   // The median of the first attempts, which outliers are judged against: a retest runs
   // alone, and its higher figures would raise the bar for directions never retested.
   std::optional<double> first_pass_median;
   Analysis analysis;  // of the last attempts
+  std::vector<Culprit> culprits;
 };
+
+// A report of more ranks than this gives its figures as matrices rather than one object a
+// direction: 128 ranks are 16,256 directions a test, some 6 MB of JSON in the long form.
+inline constexpr int matrix_form_above_ranks = 128;
 
 // rdma_mesh's report: the nodes, every direction measured, and per test the spread,
 // outliers and node problems.
@@ -105,6 +118,17 @@ struct MeshResults final : ReportSection {
                                  .slowest_count = 5,
                                  .reference_median = std::nullopt};
 
+  // How directions are judged bad (--rule) and where the hosts hang (--topology).
+  Rule rule = Rule::median;
+  std::optional<Topology> topology;
+  // --analyse: the report read back. Its figures come as `table`, `directions` stay empty.
+  std::string analysed_from;
+  // The figures as matrices: built from `directions` by analyse() in a live run, read from
+  // the report with --analyse.
+  MeshTable table;
+  // Said in the report beside the mixed-fabric lines: what --topology could not place.
+  std::vector<std::string> warnings;
+
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;
 
@@ -115,8 +139,8 @@ struct MeshResults final : ReportSection {
   const AnalysisSettings& analysis_settings(Test test) const {
     return test == Test::bandwidth ? bw_analysis : time_analysis;
   }
-  // Analyses every test over the directions so far; run_rdma_mesh calls it once per round,
-  // before the round's --json-file is written.
+  // Analyses every test over the directions so far (or the table read back); run_rdma_mesh
+  // calls it once per round, before the round's --json-file is written.
   void analyse();
   // The stored analysis of `test` (an empty one before the first analyse()).
   const TestAnalysis& analysis_of(Test test) const;
@@ -125,6 +149,11 @@ struct MeshResults final : ReportSection {
   // No direction failed and none is an outlier: the exit 0.
   bool all_good() const;
 };
+
+// The report's end from the analysis: exit 0 when every direction has a figure and none is
+// an outlier, 77 when no rank has a device, else 1 with the findings in one line (added
+// when `say_findings`: by the rank that prints the report).
+void conclude(const MeshResults& results, Report& report, bool say_findings);
 
 // Runs the mesh on this rank, which `self` describes, and fills `results` (complete on
 // rank 0). Every wait is bounded by settings.bw.limits; a failed pair is recorded and the

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -240,6 +242,58 @@ class ReportReader {
   std::string error_;
 };
 
+// The report's bytes a chunk at a time, as the input iterator nlohmann's parser takes: its
+// adapter for an istream costs a virtual call a byte, a third of the time of a 400 MB read.
+class Chunks {
+ public:
+  explicit Chunks(std::istream& in) : in_(in), buffer_(std::size_t{1} << 20) { fill(); }
+  bool empty() const { return position_ == length_; }
+  const char& current() const { return buffer_[position_]; }
+  // False at the end of the input.
+  bool advance() {
+    if (++position_ < length_) return true;
+    fill();
+    return !empty();
+  }
+
+ private:
+  void fill() {
+    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    length_ = static_cast<std::size_t>(in_.gcount());
+    position_ = 0;
+  }
+  std::istream& in_;
+  std::vector<char> buffer_;
+  std::size_t position_ = 0;
+  std::size_t length_ = 0;
+};
+
+class ChunkIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  ChunkIterator() = default;  // the end
+  explicit ChunkIterator(Chunks& chunks) : chunks_(chunks.empty() ? nullptr : &chunks) {}
+  reference operator*() const { return chunks_->current(); }
+  ChunkIterator& operator++() {
+    if (!chunks_->advance()) chunks_ = nullptr;
+    return *this;
+  }
+  ChunkIterator operator++(int) {
+    auto before = *this;
+    ++*this;
+    return before;
+  }
+  friend bool operator==(const ChunkIterator& a, const ChunkIterator& b) { return a.chunks_ == b.chunks_; }
+
+ private:
+  Chunks* chunks_ = nullptr;
+};
+
 Better better_of(const std::string& test) {
   return test == "bw" ? Better::higher : Better::lower;
 }
@@ -331,7 +385,8 @@ std::vector<std::string> tests_of(const json& top, const std::string& origin) {
 
 SavedMesh read_mesh_report(std::istream& in, const std::string& origin) {
   ReportReader reader;
-  if (!json::sax_parse(in, &reader)) refuse(origin, reader.error());
+  Chunks chunks(in);
+  if (!json::sax_parse(ChunkIterator(chunks), ChunkIterator(), &reader)) refuse(origin, reader.error());
   auto& top = reader.top();
   const auto tool = top.value("tool", json()).is_string() ? top["tool"].get<std::string>() : std::string();
   if (tool != "rdma_mesh") {

@@ -80,17 +80,18 @@ TEST(MeshResults, PairsAndSummaryNameTheSameOutliersMidRun) {
 
 TEST(MeshResults, TheStoredAnalysisIsWhatTheReportShowsUntilTheNextRound) {
   auto results = three_ranks();
+  results.directions.erase(results.directions.begin() + 4);  // 1->2, measured in a later round
   results.analyse();
   // A later round's direction is not in the report until that round is analysed.
   results.directions.push_back(direction(1, 2, measured(100)));
   nlohmann::json before;
   results.add_to(before);
-  EXPECT_EQ(before.at("summary").at("bw").at("measured"), 5);
+  EXPECT_EQ(before.at("summary").at("bw").at("measured"), 4);
   EXPECT_EQ(summary_outliers(before), (PairSet{{2, 0}}));
   results.analyse();
   nlohmann::json after;
   results.add_to(after);
-  EXPECT_EQ(after.at("summary").at("bw").at("measured"), 6);
+  EXPECT_EQ(after.at("summary").at("bw").at("measured"), 5);
   EXPECT_EQ(summary_outliers(after), (PairSet{{2, 0}, {1, 2}}));
   EXPECT_EQ(flagged_pairs(after), summary_outliers(after));
 }

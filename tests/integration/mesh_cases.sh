@@ -448,15 +448,15 @@ case_mesh_peer_silent() {
 }
 
 # Slurm in the guest (slurm_start): munged, slurmctld and slurmd from a generated
-# slurm.conf, every file of theirs in $T/slurm and their logs in $T (a failure prints them).
-# One node, named mesh01 while the guest is rxevm: Slurm's name for a node need not be the
-# host's, and the report must use Slurm's. Its CPUs are nproc's but at least 4
-# (config_overrides: the guest has 2, and each rank takes one). The guest's /etc is the
-# host's, read only, so none of Slurm's or munge's defaults are used: SLURM_CONF points
-# srun, sbatch and sinfo at the file here. MpiDefault=pmix: Debian's Open MPI 4.1 has no
-# PMI-2 client (doc/mesh.md, Slurm). slurmd 22.05 starts a cgroup plugin whatever the
-# process tracking, and stops where /sys/fs/cgroup has nothing mounted (the guest): its
-# cgroup.conf points cgroup/v1 at an empty folder, which nothing here ever uses.
+# slurm.conf (slurm_write_conf), their files in $T/slurm, the configuration and logs in $T
+# (a failure prints them). One node, named mesh01 while the guest is rxevm: Slurm's name
+# for a node need not be the host's, and the report must use Slurm's. Its CPUs are nproc's
+# but at least 4 (config_overrides: the guest has 2, and each rank takes one). The guest's
+# /etc is the host's, read only, so none of Slurm's or munge's defaults are used:
+# SLURM_CONF points srun, sbatch and sinfo at the file here. MpiDefault=pmix: Debian's
+# Open MPI 4.1 has no PMI-2 client (doc/mesh.md, Slurm). slurmd 22.05 starts a cgroup
+# plugin whatever the process tracking, and stops where /sys/fs/cgroup has nothing mounted
+# (the guest): its cgroup.conf points cgroup/v1 at an empty folder, which nothing uses.
 SLURM_NODE=mesh01
 require_slurm() {
   local program
@@ -465,37 +465,34 @@ require_slurm() {
   done
 }
 
-slurm_node_idle() { [[ $(timeout 10 sinfo -h -N -n "$SLURM_NODE" -o %t 2> /dev/null) == idle ]]; }
-
-slurm_start() {
-  local dir=$T/slurm cpus ctld_port
-  cpus=$(nproc)
-  ((cpus >= 4)) || cpus=4
-  mkdir -p "$dir"/{state,spool} || fail "cannot make $dir"
-  chmod 755 "$dir"
-  dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none || fail "cannot write a munge key"
-  chmod 400 "$dir/munge.key"
-  start munged munged --foreground --force --key-file="$dir/munge.key" --socket="$dir/munge.socket" \
-    --pid-file="$dir/munged.pid" --log-file="$T/munged.log" --seed-file="$dir/munged.seed"
+# slurm_write_conf DIR STATE CONTROLLER NODE...: slurm.conf, topology.conf (every node
+# under one leaf) and cgroup.conf in DIR, the logs there too; each NODE is
+# NAME:HOST:ADDRESS:CPUS. STATE is a folder of the same path on every node (spool, pid
+# files, munge's socket); slurmctld runs here, reached at CONTROLLER; its ports and
+# slurmd's are the next two of the case's. Sets MUNGE_ARGS, munged's options on any node.
+slurm_write_conf() {
+  local dir=$1 state=$2 controller=$3 ctld_port node name host address cpus names=()
+  shift 3
   next_port
   ctld_port=$PORT
   next_port
-  cat > "$dir/slurm.conf" << CONF || fail "cannot write slurm.conf"
+  {
+    cat << CONF
 ClusterName=rdmakit
-SlurmctldHost=$(hostname)(127.0.0.1)
+SlurmctldHost=$(hostname)($controller)
 SlurmctldPort=$ctld_port
 SlurmdPort=$PORT
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge.socket
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
-SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
+AuthInfo=socket=$state/munge.socket
+StateSaveLocation=$state/state
+SlurmdSpoolDir=$state/spool
+SlurmctldPidFile=$state/slurmctld.pid
+SlurmdPidFile=$state/slurmd.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -508,23 +505,50 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MailProg=/bin/true
-NodeName=$SLURM_NODE NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
-PartitionName=mesh Nodes=$SLURM_NODE Default=YES MaxTime=INFINITE State=UP
 CONF
-  printf 'SwitchName=leaf1 Nodes=%s\n' "$SLURM_NODE" > "$dir/topology.conf"
-  mkdir -p "$dir/cgroup"
-  printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\n' "$dir/cgroup" > "$dir/cgroup.conf"
+    for node in "$@"; do
+      IFS=: read -r name host address cpus <<< "$node"
+      echo "NodeName=$name NodeHostname=$host NodeAddr=$address CPUs=$cpus State=UNKNOWN"
+      names+=("$name")
+    done
+    (IFS=, && echo "PartitionName=mesh Nodes=${names[*]} Default=YES MaxTime=INFINITE State=UP")
+  } > "$dir/slurm.conf" || fail "cannot write $dir/slurm.conf"
+  (IFS=, && echo "SwitchName=leaf1 Nodes=${names[*]}") > "$dir/topology.conf"
+  printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\n' "$state/cgroup" > "$dir/cgroup.conf"
+  dd if=/dev/urandom of="$dir/munge.key" bs=1024 count=1 status=none || fail "cannot write a munge key"
+  chmod 400 "$dir/munge.key"
+  MUNGE_ARGS=(--foreground --force --key-file="$dir/munge.key" --socket="$state/munge.socket"
+    --pid-file="$state/munged.pid" --seed-file="$state/munged.seed")
   export SLURM_CONF=$dir/slurm.conf
-  poll_until 20 "munged did not open its socket within 20 s" test -S "$dir/munge.socket"
-  start slurmctld slurmctld -D -f "$SLURM_CONF"
-  start slurmd slurmd -D -f "$SLURM_CONF" -N "$SLURM_NODE"
-  # Bounded by the clock, not by a count of polls as poll_until is: each sinfo takes 0.5-3 s
-  # of the TCG guest's CPU.
-  local end=$((EPOCHSECONDS + 60))
-  until slurm_node_idle; do
-    ((EPOCHSECONDS < end)) || fail "node $SLURM_NODE not idle within 60 s: $(timeout 10 sinfo -N -l 2>&1)"
+}
+
+# slurm_wait_idle SECONDS: until every node is idle. Bounded by the clock, not by a count
+# of polls as poll_until is: each sinfo takes 0.5-3 s of the TCG guest's CPU.
+slurm_wait_idle() {
+  local end=$((EPOCHSECONDS + $1))
+  until [[ $(timeout 10 sinfo -h -N -o %t 2> /dev/null | sort -u) == idle ]]; do
+    ((EPOCHSECONDS < end)) || fail "Slurm's nodes not idle within $1 s: $(timeout 10 sinfo -N -l 2>&1)"
     tick 0.5
   done
+}
+
+# slurm_start DIR STATE [NODE...]: the configuration in DIR (slurm_write_conf), STATE made
+# here, and munged, slurmctld and slurmd started here, slurmd as the first NODE (by
+# default the only one, mesh01 on 127.0.0.1).
+slurm_start() {
+  local dir=$1 state=$2 cpus address
+  shift 2
+  cpus=$(nproc)
+  ((cpus >= 4)) || cpus=4
+  (($# > 0)) || set -- "$SLURM_NODE:$(hostname):127.0.0.1:$cpus"
+  mkdir -p "$dir" "$state"/{state,spool,cgroup} || fail "cannot make $state"
+  chmod 755 "$state"
+  IFS=: read -r _ _ address _ <<< "$1"
+  slurm_write_conf "$dir" "$state" "$address" "$@"
+  start munged munged "${MUNGE_ARGS[@]}" --log-file="$dir/munged.log"
+  poll_until 20 "munged did not open its socket within 20 s" test -S "$state/munge.socket"
+  start slurmctld slurmctld -D -f "$SLURM_CONF"
+  start slurmd slurmd -D -f "$SLURM_CONF" -N "${1%%:*}"
 }
 
 # Four ranks started by srun on the guest's one node, then the job script we ship
@@ -534,7 +558,8 @@ case_mesh_slurm() {
   require_device
   require_mpirun
   require_slurm
-  slurm_start
+  slurm_start "$T" "$T/slurm"
+  slurm_wait_idle 60
   note "slurmctld and slurmd up: $(sinfo -h -N -o '%N %t %c CPUs')"
   mesh_ports 4
   # TCP between the ranks, as under mpirun (MESH_MPIRUN); srun passes the environment on.
@@ -563,4 +588,43 @@ case_mesh_slurm() {
   cp "$T/rdma_mesh-$job.out" "$T/job.text"
   expect_grep "rdma_mesh: exit 0, JSON report in $T/rdma_mesh-$job/mesh.json" job.text
   note "sbatch: job $job, $(jq -c '{hosts: [.nodes[].host], bw: .summary.bw | {min, median, max}}' "$T/job.json"), ${ELAPSED_MS} ms"
+}
+
+# slurm_peer_stop STATE: slurmd and munged on the peer ended (slurm_start's there).
+slurm_peer_stop() {
+  remote_stop slurmd_a
+  # shellcheck disable=SC2016  # expanded on the peer
+  remote_run munged_a_stop 10 bash -c 'kill "$(< "$1")"' stop "$1/munged.pid"
+}
+
+# Two guests (scripts/rxe-vm.sh --pair), a Slurm node each over the management wire:
+# slurmctld and slurmd (nodeb) here, munged and slurmd (nodea) on the peer, the
+# configuration and munge key in the folder both guests share. srun starts two ranks on
+# each node, every rank on the wire's device: the report names each by its node.
+case_pair_mesh_slurm() {
+  require_peer
+  require_mpirun
+  require_slurm
+  local dir=$RXEVM_RPC/slurm-$$ state=/run/rdmakit-slurm-$$ wire=${WIRE_ADDR%.*}.0/24
+  restore "rm -rf '$dir'"
+  slurm_start "$dir" "$state" "nodeb:$(hostname):$MGMT_ADDR:2" "nodea:rxevm-a:$PEER_MGMT_ADDR:2"
+  # shellcheck disable=SC2016  # expanded on the peer
+  remote_start slurmd_a bash -c 'conf=$1 state=$2; shift 2; mkdir -p "$state"/{state,spool,cgroup} || exit 1
+    munged "$@" & for _ in {1..100}; do [[ -S $state/munge.socket ]] && break; sleep 0.1; done
+    exec slurmd -D -f "$conf" -N nodea' \
+    slurmd_a "$SLURM_CONF" "$state" "${MUNGE_ARGS[@]}" --log-file="$dir/munged-a.log"
+  restore "slurm_peer_stop '$state'"
+  slurm_wait_idle 90
+  mesh_ports 4
+  run mesh 300 env OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include="$wire" OMPI_MCA_oob_tcp_if_include="$wire" \
+    srun -N 2 -n 4 --ntasks-per-node=2 --mpi=pmix "$OURS_RDMA_MESH" -d "$WIRE_DEV" -p "$PORT" -s 4096 -n 50 \
+    --warmup 5 --timeout 10 "${NO_OUTLIERS[@]}" --json
+  [[ $RC -eq 0 ]] || cp "$dir"/*.log "$T/"
+  expect_rc 0 "srun -N 2 -n 4 --mpi=pmix rdma_mesh across two guests"
+  expect_full_mesh mesh.out 4 '["bw"]'
+  expect_jq '[.nodes[] | [.host, .address, .device]] == [["nodea", env.PEER_ADDR, env.WIRE_DEV],
+    ["nodea", env.PEER_ADDR, env.WIRE_DEV], ["nodeb", env.WIRE_ADDR, env.WIRE_DEV],
+    ["nodeb", env.WIRE_ADDR, env.WIRE_DEV]]' mesh.out
+  expect_schema rdma_mesh mesh.out
+  note "srun on nodea and nodeb: $(jq -c '.summary.bw | {min, median, max}' "$T/mesh.out") MiB/s, ${ELAPSED_MS} ms"
 }

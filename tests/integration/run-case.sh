@@ -43,6 +43,8 @@ source "$here/crafted_cases.sh"
 OURS_RDMA_MESH=$BIN/rdma_mesh
 # shellcheck source=mesh_cases.sh
 source "$here/mesh_cases.sh"
+# shellcheck source=analyse_cases.sh
+source "$here/analyse_cases.sh"
 OURS_DIAG_CONNECT=$BIN/diag-connect
 # shellcheck source=connect_cases.sh
 source "$here/connect_cases.sh"

@@ -210,13 +210,10 @@ case_mesh_slow_node() {
   # other node has all its directions low.
   expect_jq 'all(.pairs[] | select(.source == 3 or .destination == 3); .outlier)' mesh.out
   expect_jq '[.summary.bw.node_problems[] | [.rank, .host]] == [[3, "node4"]]' mesh.out
-  # The culprit, named by host: node4 as a node, all six of its directions low, and no
-  # other host as a node (noise may still name a link). Checked only where the report has
-  # culprits: until rdma_mesh's summary carries them (issue 36), node_problems above stands in.
-  if jq -e '.summary.bw | has("culprits")' "$T/mesh.out" > /dev/null; then
-    expect_jq '[.summary.bw.culprits[] | select(.kind == "node") | {name, ranks, low, total}]
-      == [{name: "node4", ranks: [3], low: 6, total: 6}] and .summary.bw.culprits[0].name == "node4"' mesh.out
-  fi
+  # The culprit, named by host and first: node4 as a node, all six of its directions low,
+  # and no other host as a node (noise may still name a link).
+  expect_jq '[.summary.bw.culprits[] | select(.kind == "node") | {name, ranks, low, total}]
+    == [{name: "node4", ranks: [3], low: 6, total: 6}] and .summary.bw.culprits[0].name == "node4"' mesh.out
   expect_schema rdma_mesh mesh.out
   # The median of node4's six directions against the report's median (of all twelve, six of
   # them node4's) and against the median of the six that do not touch node4.
@@ -228,7 +225,7 @@ case_mesh_slow_node() {
     | {median: (.summary.bw.median | r3), others: ($others | r3), node4: ($slow | r3),
        ratio: ($slow / .summary.bw.median | r3), ratio_to_others: ($slow / $others | r3)}' "$T/mesh.out")
   note "node4 at 0.5 Mbit/s (MiB/s): $figures, ${ELAPSED_MS} ms"
-  note "culprits: $(jq -c '[.summary.bw.culprits[]? | {kind, name, low, total, median_ratio, confidence}]' "$T/mesh.out")"
+  note "culprits: $(jq -c '[.summary.bw.culprits[] | {kind, name, low, total, median_ratio, confidence}]' "$T/mesh.out")"
 }
 
 # --pairs and --serial: only the listed pairs, one per round; a strict threshold makes
@@ -589,6 +586,8 @@ case_mesh_slurm() {
   expect_rc 0 "srun -n 4 --mpi=pmix rdma_mesh"
   expect_full_mesh srun.out 4 '["bw"]'
   expect_jq "all(.nodes[]; .host == \"$SLURM_NODE\")" srun.out
+  # Under Slurm, --topology defaults to the topology.conf beside its slurm.conf.
+  expect_jq '.topology == (env.SLURM_CONF | sub("slurm.conf$"; "topology.conf")) and (.warnings // [] | length) == 0' srun.out
   expect_schema rdma_mesh srun.out
   note "srun: $(jq -c '{hosts: [.nodes[].host], bw: .summary.bw | {min, median, max}}' "$T/srun.out"), ${ELAPSED_MS} ms"
   # The job script as an operator submits it; sbatch's options override its #SBATCH lines

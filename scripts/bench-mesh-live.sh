@@ -125,7 +125,7 @@ round_run() {
   awk -v rounds="$rounds" -v starts="$starts" -v started="$started" -v ended="$ended" -v clock="$ended_clock" 'BEGIN {
     split(clock, t, ":"); exit_at = t[1] * 3600 + t[2] * 60 + t[3]; split(starts, r, " ")
     printf "%d %.1f %.1f %.1f %.1f\n", rounds, (exit_at - r[1]) * 1000 / rounds,
-      r[3] > 1 ? (r[2] - r[1]) * 1000 / (r[3] - 1) : -1, (ended - started) * 1000 / rounds, (ended - started) * 1000 }'
+      (r[3] > 1 ? (r[2] - r[1]) * 1000 / (r[3] - 1) : -1), (ended - started) * 1000 / rounds, (ended - started) * 1000 }'
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

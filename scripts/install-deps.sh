@@ -33,8 +33,9 @@ packages=(
   valgrind
   # scripts/test.sh --under-load: CPU burners beside the guests
   stress-ng
-  # scripts/bench-idle.sh: an idle server's system calls (strace -c)
-  strace
+  # scripts/bench-idle.sh: an idle server's system calls (strace -c); scripts/bench-mesh.sh: peak RSS
+  # of rdma_mesh --analyse (/usr/bin/time -v)
+  strace time
   # the soft-RoCE VM (scripts/rxe-vm.sh)
   qemu-system-x86 linux-image-amd64 busybox-static kmod cpio
 )

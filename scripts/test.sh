@@ -128,7 +128,8 @@ tidy_check() {
 stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
 # The entry points; -x follows what they source (.shellcheckrc).
-stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh tests/ci/*.sh
+stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh tests/ci/*.sh \
+  doc/slurm/rdma_mesh.sbatch
 # Both builds are unity builds (CMake batches of 8 sources): most of a compile was the
 # templates of CLI11, nlohmann/json and fmt instantiated and optimised again in every source
 # (a precompiled header made gcc slower still); a batch does them once.

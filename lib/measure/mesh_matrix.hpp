@@ -70,7 +70,7 @@ struct MeshTable {
   }
   std::string host_of(int rank) const {
     return rank >= 0 && rank < static_cast<int>(nodes.size()) ? nodes[static_cast<std::size_t>(rank)].host
-                                                               : std::string();
+                                                              : std::string();
   }
 };
 

@@ -1,5 +1,6 @@
 #include "lib/bench/mesh_analyse.hpp"
 
+#include <cstddef>
 #include <fstream>
 #include <set>
 
@@ -21,7 +22,8 @@ Test test_of(const std::string& name) {
 // A few names and a count, for a line that stays one line at any cluster size.
 std::string some_of(const std::vector<std::string>& names) {
   constexpr std::size_t shown = 5;
-  const std::vector<std::string> first(names.begin(), names.begin() + std::min(names.size(), shown));
+  const std::vector<std::string> first(names.begin(),
+                                       names.begin() + static_cast<std::ptrdiff_t>(std::min(names.size(), shown)));
   return fmt::format("{}{}", fmt::join(first, ", "),
                      names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
 }
@@ -55,7 +57,7 @@ std::optional<std::string> topology_mismatch(const Topology& topology, const std
     if (topology.leaf_of(host).empty()) unplaced.push_back(host);
   }
   std::size_t absent = 0;
-  for (const auto& [host, leaf] : topology.leaf_of_host) absent += hosts.count(host) == 0 ? 1 : 0;
+  for (const auto& [host, leaf] : topology.leaf_of_host) absent += hosts.contains(host) ? 0 : 1;
   if (unplaced.empty()) return std::nullopt;
   return fmt::format(
       "--topology {}: {} of the mesh's {} hosts are not in it ({}); switches are judged without them ({} of its "

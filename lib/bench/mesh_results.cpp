@@ -427,10 +427,9 @@ std::vector<bool> MeshResults::outlier_flags() const {
 }
 
 bool MeshResults::all_good() const {
-  for (const auto& judged : analyses) {
-    if (judged.analysis.failed > 0 || !judged.analysis.outliers.empty()) return false;
-  }
-  return true;
+  return std::ranges::all_of(analyses, [](const TestAnalysis& judged) {
+    return judged.analysis.failed == 0 && judged.analysis.outliers.empty();
+  });
 }
 
 void MeshResults::add_to(nlohmann::json& document) const {

@@ -1,9 +1,12 @@
 #include "lib/bench/rdma_mesh_session.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -378,6 +381,26 @@ void write_progress(const std::string& path, const Report& report, const MeshRes
   std::rename(writing.c_str(), path.c_str());
 }
 
+// Rank 0's --json-file as the rounds end: after every round, but above
+// matrix_form_above_ranks ranks, where the report is tens of MB and takes seconds to build
+// and write, at most once a minute (1023 rounds at 1024 ranks would otherwise spend longer
+// writing than measuring).
+class ProgressFile {
+ public:
+  ProgressFile(std::string path, int ranks) : path_(std::move(path)), every_round_(ranks <= matrix_form_above_ranks) {}
+  void round_done(const Report& report, const MeshResults& results) {
+    const auto now = Clock::now();
+    if (!every_round_ && written_ && now - *written_ < std::chrono::minutes(1)) return;
+    write_progress(path_, report, results);
+    written_ = now;
+  }
+
+ private:
+  std::string path_;
+  bool every_round_;
+  std::optional<Clock::time_point> written_;
+};
+
 std::vector<Round> plan(const MeshSettings& m, int ranks) {
   if (!m.only_pairs.empty()) return m.serial ? one_per_round(m.only_pairs) : pack_rounds(m.only_pairs);
   if (m.quick) return m.serial ? one_per_round(quick_round(ranks)) : std::vector<Round>{quick_round(ranks)};
@@ -437,12 +460,13 @@ std::size_t flattened_size(const std::vector<Round>& rounds) {
 void run_rounds(Job& job, const MeshSettings& m, const std::vector<Round>& rounds, const Report& report,
                 MeshResults& results) {
   RoundsShown shown(job.rank() == 0 ? m.progress : nullptr, rounds);
+  ProgressFile progress_file(m.json_file, results.ranks);
   for (std::size_t number = 0; number < rounds.size(); ++number) {
     spdlog::info("round {} of {}: {} pair(s)", number + 1, rounds.size(), rounds[number].size());
     run_round(job, m, results.nodes, rounds[number], static_cast<int>(number) + 1, false, results);
     results.rounds_completed = static_cast<int>(number) + 1;
     results.analyse();
-    if (job.rank() == 0) write_progress(m.json_file, report, results);
+    if (job.rank() == 0) progress_file.round_done(report, results);
     shown.round_done(number);
   }
   // Every rank holds every direction and the same analysis, so every rank plans the same

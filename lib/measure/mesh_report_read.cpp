@@ -92,7 +92,7 @@ class ReportReader {
   bool number_unsigned(json::number_unsigned_t v) { return scalar(json(v), static_cast<double>(v)); }
   bool number_float(json::number_float_t v, const std::string& /*text*/) { return scalar(json(v), v); }
   bool string(std::string& v) { return scalar(json(v), std::nullopt, &v); }
-  bool binary(json::binary_t& /*v*/) { return true; }
+  static bool binary(json::binary_t& /*v*/) { return true; }
   bool start_object(std::size_t /*elements*/) { return open(json::object()); }
   bool start_array(std::size_t /*elements*/) { return open(json::array()); }
   bool end_object() { return close(); }
@@ -311,6 +311,7 @@ void check_direction(const std::string& origin, int source, int destination, int
 std::vector<TestMatrix> from_pairs(ReportReader& reader, const std::vector<std::string>& tests, int ranks,
                                    const std::string& origin) {
   std::vector<TestMatrix> matrices;
+  matrices.reserve(tests.size());
   for (const auto& test : tests) matrices.emplace_back(test, better_of(test), ranks);
   std::vector<int> matrix_of;
   for (const auto& test : reader.pair_tests()) {

@@ -84,28 +84,32 @@ void MeshOptions::add_to(CLI::App& app) {
   app.add_option("--lat-threshold", m.time_threshold, "Latency and set-up outlier: above this times the median")
       ->capture_default_str()
       ->check(FiniteNumber());
-  progress.add_to(app);
-  auto* topology = app.add_option("--topology", topology_file,
-                                  "Where the hosts hang: Slurm's topology.conf or 'host switch' lines (default under "
-                                  "Slurm: its topology.conf)");
-  auto* rule_option = app.add_option("--rule", rule, "What makes a direction bad: median (--threshold) or clusterkit")
-                          ->capture_default_str()
-                          ->check(CLI::IsMember({"median", "clusterkit"}));
-  auto* analyse = app.add_option("--analyse", analyse_file, "Judge this saved --json report again: no MPI, no device");
   threshold_option = app.get_option("--threshold");
   lat_threshold_option = app.get_option("--lat-threshold");
-  // What measures has no meaning for a report already measured.
+  // What measures has no meaning for a report already measured (validate() refuses it).
   const auto options = app.get_options();
   for (std::size_t i = options_before; i < options.size(); ++i) {
-    auto* option = options[i];
-    if (option != analyse && option != topology && option != rule_option && option != threshold_option &&
-        option != lat_threshold_option) {
-      analyse->excludes(option);
-    }
+    if (options[i] != threshold_option && options[i] != lat_threshold_option) measuring.push_back(options[i]);
   }
+  progress.add_to(app);
+  app.add_option("--topology", topology_file,
+                 "Where the hosts hang: Slurm's topology.conf or 'host switch' lines (default under "
+                 "Slurm: its topology.conf)");
+  app.add_option("--rule", rule, "What makes a direction bad: median (--threshold) or clusterkit")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"median", "clusterkit"}));
+  app.add_option("--analyse", analyse_file, "Judge this saved --json report again: no MPI, no device");
 }
 
 void MeshOptions::validate() const {
+  if (!analyse_file.empty()) {
+    for (const auto* option : measuring) {
+      if (option->count() > 0) {
+        throw UsageError(
+            fmt::format("{} measures, and --analyse judges a report already measured: give one", option->get_name()));
+      }
+    }
+  }
   check_count_or_duration(measure.duration_given(), measure.iterations_given());
   if (!bind.empty() && !netdev.empty()) {
     throw UsageError("--bind and --netdev both choose the address: give one");

@@ -30,6 +30,7 @@ struct MeshOptions {
   // Whether --threshold and --lat-threshold were given: --analyse keeps the saved run's otherwise.
   const CLI::Option* threshold_option = nullptr;
   const CLI::Option* lat_threshold_option = nullptr;
+  std::vector<const CLI::Option*> measuring;  // the options --analyse refuses
 
   void add_to(CLI::App& app);
   // Before the job runs (UsageError): what needs no other rank. Reads --pairs' file.

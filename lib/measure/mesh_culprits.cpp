@@ -308,9 +308,11 @@ class Locator {
     for (const auto& [cause, directions] : by_cause) add_cause(cause, directions);
   }
 
-  // The ranks a cause is named for: those most of whose directions carry it; when none is,
-  // every rank at an end of one.
-  std::vector<int> cause_ranks(const std::vector<std::pair<int, int>>& directions) const {
+  // The ranks a cause is named for: those that said they cannot take part for it (their
+  // bind diagnosis); else those most of whose directions carry it; when none is, every rank
+  // at an end of one. On a small mesh the healthy ranks' directions to a broken one are half
+  // of theirs, so the share alone names them too.
+  std::vector<int> cause_ranks(const std::string& cause, const std::vector<std::pair<int, int>>& directions) const {
     std::vector<std::size_t> carried(static_cast<std::size_t>(n_), 0);
     for (const auto& [s, d] : directions) {
       ++carried[static_cast<std::size_t>(s)];
@@ -324,6 +326,15 @@ class Locator {
       ends.push_back(rank);
       if (share(count, directions_[static_cast<std::size_t>(rank)]) >= mostly_bad) named.push_back(rank);
     }
+    std::vector<int> diagnosed;
+    for (const int rank : ends) {
+      if (rank >= static_cast<int>(nodes_.size())) continue;
+      const Node& node = nodes_[static_cast<std::size_t>(rank)];
+      if (!node.usable && node.verdict.is_object() && node.verdict.value("cause", std::string()) == cause) {
+        diagnosed.push_back(rank);
+      }
+    }
+    if (!diagnosed.empty()) return diagnosed;
     return named.empty() ? ends : named;
   }
 
@@ -352,7 +363,7 @@ class Locator {
     Culprit culprit;
     culprit.kind = CulpritKind::cause;
     culprit.name = cause;
-    culprit.ranks = cause_ranks(directions);
+    culprit.ranks = cause_ranks(cause, directions);
     for (const auto& [s, d] : directions) explain(s, d);
     culprit.median_ratio = take_ratio();
     culprit.low = directions.size();

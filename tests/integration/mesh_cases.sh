@@ -98,6 +98,7 @@ case_mesh_unusable_rank() {
       and (.error.message | contains("netdev_without_rdma")))' mesh.out
   expect_jq '[.pairs[] | select(.source != 3 and .destination != 3)] | length == 6 and all(.outcome == "completed")' mesh.out
   expect_jq '[.summary.bw.node_problems[].rank] == [3]' mesh.out
+  expect_jq '.summary.bw.culprits[0] | .kind == "cause" and .name == "netdev_without_rdma" and .ranks == [3]' mesh.out
   expect_schema rdma_mesh mesh.out
   note "rank 3 on $PLAIN_ADDR: exit 1 in ${ELAPSED_MS} ms, $(jq -c '.summary.bw | {measured, failed}' "$T/mesh.out")"
 }

@@ -315,6 +315,22 @@ TEST(MeshCulprits, FailedDirectionsGroupedByCause) {
   EXPECT_EQ(cause.next, "run diag-bind on node08 and fix what it reports (netdev_without_rdma)");
 }
 
+// Three ranks in one guest, the third unable to take part: half of each healthy rank's
+// directions fail too, but the cause is the third's own (its bind diagnosis says so).
+TEST(MeshCulprits, CauseNamesTheRankThatDiagnosedIt) {
+  Mesh mesh = make_mesh(3, 1);
+  for (auto& node : mesh.nodes) node.host = "rxevm";
+  mesh.nodes[2].verdict = {{"cause", "netdev_without_rdma"}};
+  for (int other = 0; other < 2; ++other) {
+    mesh.fail(2, other, "netdev_without_rdma");
+    mesh.fail(other, 2, "netdev_without_rdma");
+  }
+  const auto culprits = locate(mesh);
+  ASSERT_FALSE(culprits.empty());
+  EXPECT_EQ(culprits.front().ranks, std::vector<int>{2}) << listed(culprits);
+  EXPECT_EQ(culprits.front().evidence, "4 of 4 directions of rank 2 failed with netdev_without_rdma (host rxevm)");
+}
+
 TEST(MeshCulprits, CauseOnScatteredPairsNamesTheirEnds) {
   Mesh mesh = make_mesh(8, 1);
   mesh.fail(0, 1, "route_missing");

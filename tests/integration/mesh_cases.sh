@@ -570,9 +570,9 @@ slurm_start() {
   start slurmd slurmd -D -f "$SLURM_CONF" -N "${1%%:*}"
 }
 
-# Four ranks started by srun on the guest's one node, then the job script we ship
-# (doc/slurm/rdma_mesh.sbatch) under sbatch --wait: a full mesh each time, every rank's
-# host the node name Slurm gave it.
+# The job script we ship (doc/slurm/rdma_mesh.sbatch) under sbatch --wait on the guest's one
+# node: its srun starts four ranks, a full mesh, every rank's host the node name Slurm gave
+# it, and --topology the topology.conf beside slurm.conf.
 case_mesh_slurm() {
   require_device
   require_mpirun
@@ -580,19 +580,10 @@ case_mesh_slurm() {
   slurm_start "$T" "$T/slurm"
   slurm_wait_idle 60
   note "slurmctld and slurmd up: $(sinfo -h -N -o '%N %t %c CPUs')"
-  mesh_ports 4
-  # TCP between the ranks, as under mpirun (MESH_MPIRUN); srun passes the environment on.
-  run srun 240 env OMPI_MCA_btl=self,tcp srun -n 4 --mpi=pmix "$OURS_RDMA_MESH" -p "$PORT" -s 4096 -n 100 \
-    --warmup 10 --timeout 10 "${NO_OUTLIERS[@]}" --json
-  expect_rc 0 "srun -n 4 --mpi=pmix rdma_mesh"
-  expect_full_mesh srun.out 4 '["bw"]'
-  expect_jq "all(.nodes[]; .host == \"$SLURM_NODE\")" srun.out
-  # Under Slurm, --topology defaults to the topology.conf beside its slurm.conf.
-  expect_jq '.topology == (env.SLURM_CONF | sub("slurm.conf$"; "topology.conf")) and (.warnings // [] | length) == 0' srun.out
-  expect_schema rdma_mesh srun.out
-  note "srun: $(jq -c '{hosts: [.nodes[].host], bw: .summary.bw | {min, median, max}}' "$T/srun.out"), ${ELAPSED_MS} ms"
   # The job script as an operator submits it; sbatch's options override its #SBATCH lines
-  # (one node here, four ranks on it), its report lands under the submit directory.
+  # (one node here, four ranks on it), its report lands under the submit directory. The
+  # script starts the ranks with srun --mpi=pmix; OMPI_MCA_btl: TCP between the ranks, as
+  # under mpirun (MESH_MPIRUN). A direct srun -n 4 runs in pair_mesh_slurm, across guests.
   mesh_ports 4
   local job
   run sbatch 300 env -C "$T" OMPI_MCA_btl=self,tcp RDMA_MESH="$OURS_RDMA_MESH" \
@@ -605,6 +596,8 @@ case_mesh_slurm() {
   cp "$T/rdma_mesh-$job/mesh.json" "$T/job.json"
   expect_full_mesh job.json 4 '["bw"]'
   expect_jq "all(.nodes[]; .host == \"$SLURM_NODE\")" job.json
+  # Under Slurm, --topology defaults to the topology.conf beside its slurm.conf.
+  expect_jq '.topology == (env.SLURM_CONF | sub("slurm.conf$"; "topology.conf")) and (.warnings // [] | length) == 0' job.json
   expect_schema rdma_mesh job.json
   cp "$T/rdma_mesh-$job.out" "$T/job.text"
   expect_grep "rdma_mesh: exit 0, JSON report in $T/rdma_mesh-$job/mesh.json" job.text

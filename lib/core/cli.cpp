@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -228,20 +229,52 @@ void ToolRunner::take_invoked_name(int argc, char** argv) {
   app_.set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
 }
 
+namespace {
+
+// Whether a sibling's name at [at, end) of `text` stands as a word a person would type: after
+// the start, a space, a quote or a bracket ("run diag-bind on node08", "'diag-connect
+// --serve'", "(diag-bind 10.0.0.1)"), and not followed by more of a name. Not inside a path
+// (doc/schema/diag-bind.schema.json) or a longer name (rdmakit-diag-bind).
+bool names_a_sibling(std::string_view text, std::size_t at, std::size_t end) {
+  constexpr std::string_view before = " \t\n'\"`(";
+  if (at > 0 && before.find(text[at - 1]) == std::string_view::npos) return false;
+  if (end == text.size()) return true;
+  const auto after = static_cast<unsigned char>(text[end]);
+  if (std::isalnum(after) != 0 || after == '-' || after == '_' || after == '/') return false;
+  return !(after == '.' && end + 1 < text.size() && std::isalnum(static_cast<unsigned char>(text[end + 1])) != 0);
+}
+
+}  // namespace
+
 std::string ToolRunner::with_sibling_names(const std::string& text) const {
   if (prefix_.empty()) return text;
   std::string named;
-  // Only where a command line starts: "run 'diag-bind 10.0.0.1'", "'diag-connect --serve'".
+  named.reserve(text.size());
   for (std::size_t at = 0; at < text.size();) {
-    const auto quote = text.find('\'', at);
-    named += text.substr(at, quote == std::string::npos ? std::string::npos : quote + 1 - at);
-    if (quote == std::string::npos) break;
-    at = quote + 1;
+    bool renamed = false;
     for (const std::string_view sibling : {"diag-bind", "diag-connect"}) {
-      if (text.compare(at, sibling.size(), sibling) == 0) named += prefix_;
+      if (text.compare(at, sibling.size(), sibling) == 0 && names_a_sibling(text, at, at + sibling.size())) {
+        named += prefix_;
+        named += sibling;
+        at += sibling.size();
+        renamed = true;
+        break;
+      }
     }
+    if (!renamed) named += text[at++];
   }
   return named;
+}
+
+void ToolRunner::with_sibling_names(nlohmann::json& value, std::string_view key) const {
+  if (prefix_.empty()) return;
+  if (value.is_string() && key != "tool") {
+    value = with_sibling_names(value.get<std::string>());
+  } else if (value.is_object()) {
+    for (auto item = value.begin(); item != value.end(); ++item) with_sibling_names(item.value(), item.key());
+  } else if (value.is_array()) {
+    for (auto& item : value) with_sibling_names(item, key);
+  }
 }
 
 std::optional<std::string> ToolRunner::agree_on_options(std::optional<std::string> refusal) {
@@ -269,16 +302,23 @@ int ToolRunner::usage_error(const std::string& message) {
 }
 
 void ToolRunner::render(const Report& report) const {
+  // What a person reads names the sibling tools as installed here (rdmakit-diag-bind), in
+  // the text and in the JSON alike; the report's "tool" keys keep the tools' own names.
   for (const auto& error : report.errors) {
-    auto lines = fmt::format("{}: {}\n", speaker(), error.message);
-    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), error.hint);
+    auto lines = fmt::format("{}: {}\n", speaker(), with_sibling_names(error.message));
+    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), with_sibling_names(error.hint));
     std::cerr << lines << std::flush;
   }
-  std::cerr << diagnosis_text_;
+  std::cerr << with_sibling_names(diagnosis_text_);
   if (!prints_report()) return;
   // Serialized once, for the file and stdout alike: a report can be large (per-connection
   // results, a diagnosis).
-  const std::string json = common_.json || !json_file_.empty() ? json_text(to_json(report)) : std::string();
+  std::string json;
+  if (common_.json || !json_file_.empty()) {
+    auto document = to_json(report);
+    with_sibling_names(document, "");
+    json = json_text(document);
+  }
   if (!json_file_.empty()) {
     std::ofstream file(json_file_);
     file << json << "\n";
@@ -289,7 +329,7 @@ void ToolRunner::render(const Report& report) const {
   if (common_.json) {
     std::cout << json << std::endl;
   } else {
-    std::cout << render_text(report) << std::flush;
+    std::cout << with_sibling_names(render_text(report)) << std::flush;
   }
 }
 

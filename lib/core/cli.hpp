@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -140,9 +141,13 @@ class ToolRunner {
   std::optional<std::string> agree_on_options(std::optional<std::string> refusal);
   // The tool's name, with the rank in a job: "rdma_mesh[3]".
   std::string speaker() const;
-  // `text` with the sibling tools it names ('diag-bind ...') under this program's prefix:
-  // rdmakit-rping's hints name rdmakit-diag-bind, which is what the package installs.
+  // `text` with the sibling tools it names ("run diag-bind on node08", 'diag-connect
+  // --serve') under this program's prefix: rdmakit-rping's hints name rdmakit-diag-bind,
+  // which is what the package installs.
   std::string with_sibling_names(const std::string& text) const;
+  // The same for every string of a JSON report but those under a "tool" key (the tools' own
+  // names, which the schemas fix).
+  void with_sibling_names(nlohmann::json& value, std::string_view key) const;
   // invoked_ from argv[0] (the usage line and --version name the program so), prefix_ by
   // program_prefix.
   void take_invoked_name(int argc, char** argv);

@@ -209,6 +209,17 @@ case_renamed_tool() {
   expect_jq '.tool == "rping" and (.errors[0].hint | contains("rdmakit-diag-bind"))' nodevice.out
   if grep -q "[^-]diag-bind\|'diag-bind" "$T/nodevice.err"; then fail "a hint names diag-bind without the prefix"; fi
   note "$(grep hint "$T/nodevice.err")"
+  # A report's own words too: rdma_mesh's culprit says what to run next, in the text and the JSON.
+  if [[ -x $BIN/rdma_mesh ]]; then
+    cp "$BIN/rdma_mesh" "$T/rdmakit-rdma_mesh"
+    local sample=$here/../../tests/schema/samples/rdma_mesh-netdev-without-rdma.json
+    run culprit 20 "$T/rdmakit-rdma_mesh" --analyse "$sample"
+    expect_grep "^  next: run rdmakit-diag-bind on rxevm" culprit.out
+    run culprit_json 20 "$T/rdmakit-rdma_mesh" --analyse "$sample" --json
+    expect_jq '.tool == "rdma_mesh" and (.summary.bw.culprits[0].next | startswith("run rdmakit-diag-bind on rxevm"))' \
+      culprit_json.out
+    note "$(grep next: "$T/culprit.out" | head -1)"
+  fi
 }
 
 # A host without RDMA: diag-bind, diag-connect and a tool's --diagnose give one verdict, the

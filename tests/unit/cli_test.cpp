@@ -240,6 +240,35 @@ TEST(ToolRunner, NamesSiblingsUnderItsPrefix) {
   }
 }
 
+// Under the package's names, what a person reads names the installed siblings: in the
+// stderr lines, the text and the JSON (the "tool" key aside), but not inside a path or a
+// longer name.
+TEST(ToolRunner, NamesSiblingsInWhatItPrints) {
+  ToolRunner tool("rping", "test");
+  std::vector<std::string> args = {"/opt/x/rdmakit-rping", "--json"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  tool.run(
+      static_cast<int>(argv.size()), argv.data(), [] {},
+      [](Report&) {
+        throw std::runtime_error(
+            "run diag-bind on node08, then 'diag-connect --serve' (doc/schema/diag-bind.schema.json, "
+            "rdmakit-diag-bind, "
+            "diag-binder)");
+      });
+  const auto out = testing::internal::GetCapturedStdout();
+  const auto err = testing::internal::GetCapturedStderr();
+  const std::string expected =
+      "run rdmakit-diag-bind on node08, then 'rdmakit-diag-connect --serve' (doc/schema/diag-bind.schema.json, "
+      "rdmakit-diag-bind, diag-binder)";
+  EXPECT_NE(err.find(expected), std::string::npos) << err;
+  const auto document = nlohmann::json::parse(out);
+  EXPECT_EQ(document.at("tool"), "rping");
+  EXPECT_EQ(document.at("errors").at(0).at("message"), expected);
+}
+
 TEST(LogLevel, ParsesKnownNamesOnly) {
   EXPECT_EQ(parse_log_level("debug"), spdlog::level::debug);
   EXPECT_EQ(parse_log_level("off"), spdlog::level::off);

@@ -15,10 +15,6 @@ namespace rdmakit::mesh {
 
 namespace {
 
-Test test_of(const std::string& name) {
-  return name == "bw" ? Test::bandwidth : name == "lat" ? Test::latency : Test::connect;
-}
-
 // A few names and a count, for a line that stays one line at any cluster size.
 std::string some_of(const std::vector<std::string>& names) {
   constexpr std::size_t shown = 5;
@@ -75,7 +71,8 @@ void analyse_saved_mesh(const AnalyseSettings& settings, Report& report, MeshRes
   results.rounds = saved.rounds;
   results.rounds_completed = saved.rounds_completed;
   results.finished = saved.finished;
-  for (const auto& matrix : saved.table.tests) results.tests.push_back(test_of(matrix.test));
+  for (const auto& matrix : saved.table.tests)
+    results.tests.push_back(test_named(matrix.test).value());  // the reader took bw, lat, cm only
   results.table = std::move(saved.table);
   results.rule = settings.rule;
   results.bw_analysis.threshold =

@@ -17,7 +17,7 @@ namespace {
 std::vector<Test> tests_of(const std::vector<std::string>& names) {
   std::vector<Test> tests;
   for (const auto& name : names) {
-    const auto test = name == "bw" ? Test::bandwidth : name == "lat" ? Test::latency : Test::connect;
+    const auto test = test_named(name).value();  // CLI11 took bw, lat, cm only
     if (std::find(tests.begin(), tests.end(), test) == tests.end()) tests.push_back(test);
   }
   return tests;

@@ -153,9 +153,10 @@ nlohmann::json matrices_json(const MeshResults& results) {
                           {"cause", failure.cause.empty() ? nlohmann::json() : nlohmann::json(failure.cause)},
                           {"message", failure.message}});
     }
-    const auto test = matrix.test == "bw" ? Test::bandwidth : matrix.test == "lat" ? Test::latency : Test::connect;
-    matrices[matrix.test] = {
-        {"unit", unit_of(test)}, {"first", rows(matrix.first)}, {"final", rows(matrix.last)}, {"failures", failures}};
+    matrices[matrix.test] = {{"unit", unit_of(test_named(matrix.test).value())},
+                             {"first", rows(matrix.first)},
+                             {"final", rows(matrix.last)},
+                             {"failures", failures}};
   }
   return matrices;
 }

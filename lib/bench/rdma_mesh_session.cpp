@@ -27,6 +27,13 @@ std::string_view to_string(Test test) {
   return "?";
 }
 
+std::optional<Test> test_named(std::string_view name) {
+  for (auto test : {Test::bandwidth, Test::latency, Test::connect}) {
+    if (to_string(test) == name) return test;
+  }
+  return std::nullopt;
+}
+
 nlohmann::json to_json(const Attempt& attempt) {
   return {{"outcome", to_string(attempt.outcome)},
           {"figure", attempt.figure ? nlohmann::json(*attempt.figure) : nlohmann::json()},
@@ -44,10 +51,8 @@ Outcome outcome_named(std::string_view name) {
   return Outcome::failed;
 }
 
-Test test_named(std::string_view name) {
-  for (auto test : {Test::bandwidth, Test::latency, Test::connect}) {
-    if (to_string(test) == name) return test;
-  }
+Test test_from_rank(std::string_view name) {
+  if (const auto test = test_named(name)) return *test;
   throw ProtocolError(fmt::format("unknown test {} from another rank", name));
 }
 
@@ -204,7 +209,7 @@ nlohmann::json to_json(const Observation& o) {
 Observation observation_from(const nlohmann::json& item) {
   return Observation{.source = item.at("source").get<int>(),
                      .destination = item.at("destination").get<int>(),
-                     .test = test_named(item.at("test").get<std::string>()),
+                     .test = test_from_rank(item.at("test").get<std::string>()),
                      .sender = item.at("sender").get<bool>(),
                      .attempt = attempt_from(item.at("attempt"))};
 }

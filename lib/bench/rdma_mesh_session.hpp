@@ -26,6 +26,8 @@ namespace rdmakit::mesh {
 
 enum class Test { bandwidth, latency, connect };
 std::string_view to_string(Test test);  // "bw", "lat", "cm"
+// The test so named; none for another name.
+std::optional<Test> test_named(std::string_view name);
 
 struct MeshSettings {
   // The test's parameters (operation, size, budget, depth, ...). Each pair fills in the

@@ -53,6 +53,8 @@ OURS_SMOKE=$BIN/rdma_smoke
 source "$here/smoke_cases.sh"
 # shellcheck source=routed_cases.sh
 source "$here/routed_cases.sh"
+# shellcheck source=tsan_cases.sh
+source "$here/tsan_cases.sh"
 declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
 "case_$CASE_NAME"
 check_schemas

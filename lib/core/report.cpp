@@ -158,12 +158,10 @@ std::string json_text(const nlohmann::json& document) {
   return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string render_text(const Report& r) {
-  // Even a tool's own text (an empty table, a summary of nothing): the error line on stderr
-  // says it all.
-  if (r.outcome == Outcome::usage_error) {
-    return {};
-  }
+namespace {
+
+// The tool's own text, else the generic summary.
+std::string summary_text(const Report& r) {
   std::string own;
   for (const auto& section : r.sections) {
     own += section->text();
@@ -192,6 +190,21 @@ std::string render_text(const Report& r) {
                        s.min_us, s.avg_us, s.p50_us, s.p99_us, s.p999_us, s.max_us, s.count);
   }
   return out.str();
+}
+
+}  // namespace
+
+std::string render_text(const Report& r) {
+  // Even a tool's own text (an empty table, a summary of nothing): the error line on stderr
+  // says it all.
+  if (r.outcome == Outcome::usage_error) {
+    return {};
+  }
+  auto text = summary_text(r);
+  for (const auto& section : r.sections) {
+    text += section->note();
+  }
+  return text;
 }
 
 }  // namespace rdmakit

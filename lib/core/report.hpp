@@ -52,6 +52,9 @@ class ReportSection {
   virtual void add_to(nlohmann::json& document) const = 0;
   // The tool's human output; "" leaves the generic summary.
   virtual std::string text() const { return {}; }
+  // Lines written after the text, whichever it is (the tool's own or the generic summary):
+  // a count beside the results, as the refused peers of a server.
+  virtual std::string note() const { return {}; }
   // A cause more precise than Outcome says (diag-bind's verdict), written as the
   // report's "outcome"; none leaves the report's own.
   virtual std::optional<std::string> outcome() const { return std::nullopt; }

@@ -4,14 +4,16 @@
 #   build          gcc, warnings as errors: the tools, the unit tests, the .deb
 #   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
 #                  build serves the sanitized unit and integration runs and the fuzz run
+#   build-tsan     clang with ThreadSanitizer: only the unit tests and the programs of the
+#                  tsan cases (the threaded and concurrent servers, tests/tsan.cmake)
 #   clang-tidy     .clang-tidy's checks (bugprone, performance, readability: the complexity
 #                  cap among them), with build-asan's compile commands
-#   unit           both builds on this host, with the device-free cases of the tools (bad
-#                  flags: label nodevice); build-asan replays every fuzz corpus
+#   unit           the three builds on this host, with the device-free cases of the tools
+#                  (bad flags: label nodevice); build-asan replays every fuzz corpus
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan)
-#   integration    both builds in one soft-RoCE guest (scripts/rxe-vm.sh), several cases at
-#                  a time where they share nothing (tests/README.md says which run alone,
-#                  and which the sanitized build runs)
+#   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
+#                  cases at a time where they share nothing (tests/README.md says which run
+#                  alone, and which the sanitized builds run)
 #   pair           the two-host cases on two guests joined by a wire (plain build)
 #   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
 #                  (scripts/package.sh, run by doc/ci's GitHub package step), then
@@ -142,7 +144,10 @@ plain_flags=(-DCMAKE_UNITY_BUILD=ON "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -D
 stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build" "${plain_flags[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS;"
+# build-tsan's tests set the same in their environment (tests/tsan.cmake): a report ends the
+# process with exit 66.
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS TSAN_OPTIONS=$TSAN_OPTIONS;"
 steps=tests/integration/ctest-stages.sh
 
 # unit_stage DIR: the unit tests, corpora and device-free cases of one build, on this host.
@@ -182,8 +187,14 @@ fi
 stage "build-asan (clang, ASan+UBSan, libFuzzer targets)" env CC=clang CXX=clang++ \
   scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" -DCMAKE_UNITY_BUILD=ON
+# ThreadSanitizer (it cannot share a build with ASan): the same flags, and only what its
+# stages run: the unit tests and the programs of the tsan cases (tests/tsan.cmake).
+tsan_targets="unit_tests rdma_server rdma_client send_bw rping diag-connect rdma_smoke"
+stage "build-tsan (clang, TSan: unit tests, the servers of the tsan cases)" env CC=clang CXX=clang++ \
+  RDMAKIT_BUILD_TARGETS="$tsan_targets" scripts/build.sh "$root/build-tsan" -DRDMAKIT_SANITIZE=thread \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" -DCMAKE_UNITY_BUILD=ON
 stage "clang-tidy" tidy_check || true
-for dir in build build-asan; do
+for dir in build build-asan build-tsan; do
   unit_stage "$dir" || true
 done
 stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=5} s" \
@@ -195,9 +206,10 @@ if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
 fi
 
 burn_start
-runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs")
+runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs"
+  "threaded servers under TSan (build-tsan)|$root/build-tsan|^tsan\$|$jobs")
 [[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak and valgrind memcheck (build)|$root/build|^(soak|valgrind)\$|1")
-in_guest "guest: integration of both builds" "$root/build/vm-integration.log" \
+in_guest "guest: integration of the three builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 
 pair_labels=pair

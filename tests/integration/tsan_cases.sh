@@ -1,5 +1,5 @@
 # The ThreadSanitizer build's cases (label tsan, tests/tsan.cmake): the servers that run a
-# thread per client or serve several clients at once, with clients arriving together. With
+# thread per client (rdma_server -P, rping -P) or serve several clients at once, with clients arriving together. With
 # TSAN_OPTIONS=halt_on_error=1 a report ends the process with exit 66, which each case's
 # exit check catches; expect_no_tsan_report also reads what every process printed, for a
 # report from a process whose exit the case does not check (a client killed on purpose).
@@ -41,6 +41,30 @@ case_tsan_echo_clients() {
   expect_jq '(.errors | length == 0) and (.connections | length == 20)' pserver.out
   expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out
   expect_jq '[.connections[].iterations] | add == 56' pserver.out
+  expect_no_tsan_report
+}
+
+# rping -P, a thread per client as well, with its own exchange: 8 stock rping clients at once.
+case_tsan_rping_clients() {
+  require_device
+  next_port
+  start pserver "$OURS_RPING" -s -P -a "$RXE_ADDR" -p "$PORT" -V --json
+  wait_listening "$PORT" 30
+  local c pid
+  for ((c = 0; c < 8; c++)); do
+    start "c$c" "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 20 -V
+  done
+  for ((c = 0; c < 8; c++)); do
+    finish "c$c" 180
+    expect_stock_client_rc "c$c" "stock client $c of 8"
+  done
+  eval "pid=\$PID_pserver"
+  kill -INT "$pid"
+  finish pserver 60
+  expect_rc 130 "rping -P after SIGINT"
+  expect_schema rping pserver.out
+  expect_jq '(.connections | length == 8) and ([.connections[].outcome] | all(. == "completed"))' pserver.out
+  expect_jq '.iterations.completed == 160' pserver.out
   expect_no_tsan_report
 }
 

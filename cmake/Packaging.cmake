@@ -77,8 +77,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # rdmakit_<version>_<arch>.deb
 # Depends comes from dpkg-shlibdeps on the installed programs (on Debian 12: libibverbs1,
-# librdmacm1, libspdlog1.10-fmt9, libfmt9, libstdc++6, libgcc-s1, libc6), so it follows
-# whatever the build linked.
+# librdmacm1, libspdlog1.10-fmt9, libfmt9, libssl3 (libcrypto, for the side channels' key
+# handshake), libstdc++6, libgcc-s1, libc6), so it follows whatever the build linked.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The tools run without it, but the udev rules, modules setup and rdma(8) that make a device
 # usable come from rdma-core.

@@ -5,7 +5,7 @@
 # rdmakit-rxe-vm, depending on qemu and the kernel image, so that the tools' package does not). Programs, man pages and completions are named rdmakit-<tool>, so the
 # package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
 #
-# Checks: Depends (from dpkg-shlibdeps) names libibverbs1 and librdmacm1, Recommends
+# Checks: Depends (from dpkg-shlibdeps) names libibverbs1, librdmacm1 and libssl3 (libcrypto), Recommends
 # rdma-core; the package holds every program, its man page and completion, rdmakit.7,
 # every doc/schema/*.json and the copyright file, no other program, and no file an installed
 # package (such as rdmacm-utils) owns; every man page is gzipped (gzip -9n: no name, no time
@@ -76,7 +76,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [[ $(field Package) == rdmakit ]] || fail "Package is '$(field Package)', not rdmakit"
 depends=$(field Depends)
 names() { [[ $1 =~ (^|[ ,])$2([ ,]|$) ]]; }  # a control field's list names package $2
-for lib in libibverbs1 librdmacm1; do
+for lib in libibverbs1 librdmacm1 libssl3; do
   names "$depends" "$lib" || fail "Depends lacks $lib: '$depends'"
 done
 names "$(field Recommends)" rdma-core || fail "Recommends lacks rdma-core: '$(field Recommends)'"

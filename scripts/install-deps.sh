@@ -16,8 +16,6 @@ packages=(
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
   # rdma_smoke writes JUnit XML with pugixml; the tests validate it with xmllint
   libpugixml-dev libxml2-utils
-  # the side channels' key handshake: HMAC-SHA256, RAND_bytes and CRYPTO_memcmp from OpenSSL's libcrypto
-  libssl-dev
   # rdma_mesh: its ranks are started by mpirun (or srun) and meet through MPI
   openmpi-bin libopenmpi-dev
   # ... and under Slurm (the mesh_slurm case starts munged, slurmctld and slurmd in the guest).
@@ -31,6 +29,9 @@ packages=(
   gojq
   # diag-connect reads the firewall through libnftables; the cases break RoCE with nft
   nftables libnftables-dev
+  # the diag-connect agent keeps CAP_NET_ADMIN and drops the rest of root's capabilities with libcap;
+  # systemd-analyze checks the agent's unit (tests/packaging)
+  libcap-dev systemd
   # one memcheck run of every tool (tests/integration/valgrind_cases.sh)
   valgrind
   # scripts/test.sh --under-load: CPU burners beside the guests

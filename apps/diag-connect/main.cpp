@@ -3,6 +3,8 @@
 // check) and comparing this host's view with the one the agent on the other host
 // (`diag-connect --serve`) answers over a TCP side channel.
 
+#include <linux/capability.h>
+
 #include <cstdint>
 #include <fstream>
 #include <iostream>
@@ -12,9 +14,11 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/cli.hpp"
+#include "lib/core/shared_key.hpp"
 #include "lib/diag/connect_report.hpp"
 #include "lib/probe/connect_agent.hpp"
 #include "lib/probe/connect_probe.hpp"
+#include "lib/probe/privileges.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/wire/agent_protocol.hpp"
 
@@ -32,6 +36,8 @@ struct Options {
   bool serve = false;
   bool no_listen = false;
   std::size_t max_connections = 4;
+  std::string key_file;
+  std::optional<rdmakit::SharedKey> key;  // read from key_file once the options check out
   std::string replay_file;
 };
 
@@ -61,6 +67,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--max-connections", o.max_connections, "--serve: probe connections held at once; more are rejected")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--key-file", o.key_file,
+                 "The side channel's pre-shared key (a file only its user may read, mode 0600): the agent "
+                 "answers only clients that prove they hold it, and the client talks only to an agent that does")
+      ->type_name("FILE");
   app.add_option("--replay", o.replay_file,
                  "Diagnose a captured attempt instead of making one: a --json report or a fixture "
                  "(tests/fixtures/connect/*.json)");
@@ -101,6 +111,25 @@ std::string numeric(const std::string& host) {
   return host.empty() ? host : rdmakit::parse_address(host, 0).host_string();
 }
 
+// Root is needed only to read the nftables ruleset (over netlink: CAP_NET_ADMIN); the ports
+// are above 1024 and /dev/infiniband/rdma_cm is open to all. So once both listeners are open
+// the agent keeps CAP_NET_ADMIN and gives up the rest. Without CAP_IPC_LOCK the kernel pins
+// at most RLIMIT_MEMLOCK for the probes' buffers: raised first to what max_connections
+// probes register (a 64 KiB buffer and 3 receives each) with room for the queues a provider
+// pins (mlx5's), above the 8 MiB a kernel gives by default.
+void drop_root(std::size_t max_connections) {
+  constexpr std::uint64_t queues_bytes = 1024UL * 1024;
+  constexpr std::uint64_t base_bytes = 8UL * 1024 * 1024;
+  const std::uint64_t per_probe = (4 * std::uint64_t{rdmakit::agent::check_buffer_bytes}) + queues_bytes;
+  const auto drop = rdmakit::diag::drop_privileges(
+      {.keep = {CAP_NET_ADMIN}, .memlock_bytes = base_bytes + (max_connections * per_probe)});
+  if (drop.had_capabilities) {
+    spdlog::info("{}", rdmakit::diag::describe(drop));
+  } else {
+    spdlog::debug("{}", rdmakit::diag::describe(drop));
+  }
+}
+
 void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report& report) {
   report.role = "agent";
   const rdmakit::StopSignal stop;
@@ -112,9 +141,17 @@ void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report&
                                     .max_connections = o.max_connections,
                                     .client_timeout = runner.common().timeout(),
                                     .stop_fd = stop.fd(),
-                                    .view = {}};
+                                    .view = {},
+                                    .key = o.key};
+  if (!o.key) {
+    spdlog::warn("no --key-file: anyone allowed to connect to the side channel is answered without authentication");
+  }
   const auto tally = rdmakit::diag::serve_agent(
-      agent, [](const std::string& where) { std::cerr << where << std::endl; },
+      agent,
+      [&o](const std::string& where) {
+        drop_root(o.max_connections);
+        std::cerr << where << std::endl;
+      },
       [](const std::string& line) { spdlog::info("{}", line); });
   report.add(rdmakit::diag::AgentTallyResult(tally));
 }
@@ -133,7 +170,11 @@ int main(int argc, char** argv) {
       "Exit status: 0 the connection and the data check work, 1 a cause was found (see 'verdict'), 2 usage error, 3 "
       "the failure could not be explained (the raw data is printed). The agent (--serve) exits 0 when stopped.");
   return runner.run(
-      argc, argv, [&] { validate(options); },
+      argc, argv,
+      [&] {
+        validate(options);
+        if (!options.key_file.empty()) options.key = rdmakit::read_shared_key(options.key_file);
+      },
       [&](rdmakit::Report& report) {
         if (options.serve) return serve(options, runner, report);
         rdmakit::diag::ConnectCase connect_case;
@@ -153,7 +194,8 @@ int main(int argc, char** argv) {
               .agent_port = options.agent_port,
               .ask_agent = !options.no_agent,
               .limits = {.stop_fd = stop.fd(), .timeout = runner.common().timeout()},
-              .view = {}};
+              .view = {},
+              .key = options.key};
           connect_case = rdmakit::diag::probe_connect(probe);
           connect_case.attempt.gid_index = options.gid_index;
         }

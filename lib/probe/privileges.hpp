@@ -1,0 +1,41 @@
+#pragma once
+// Least privilege for a service started as root (the diag-connect agent): once its listeners
+// are open it keeps the few capabilities it needs and gives up the rest for good. A process
+// started without capabilities (an ordinary user) is left exactly as it is.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rdmakit::diag {
+
+struct PrivilegeNeeds {
+  std::vector<int> keep;  // capability numbers (<linux/capability.h>: CAP_NET_ADMIN ...)
+  // Memory the service registers with the NIC. Without CAP_IPC_LOCK the kernel pins no more
+  // than RLIMIT_MEMLOCK, so the limit is raised to this (soft and hard) while root may.
+  std::uint64_t memlock_bytes = 0;
+};
+
+struct PrivilegeDrop {
+  bool had_capabilities = false;         // false: nothing was held, nothing was done
+  std::vector<std::string> kept;         // names, "cap_net_admin"
+  std::vector<std::string> not_held;     // asked to keep but not held at the start
+  std::size_t dropped = 0;               // permitted capabilities given up
+  bool bounding_cleared = false;         // false: no CAP_SETPCAP to clear it with
+  std::optional<std::uint64_t> memlock;  // RLIMIT_MEMLOCK raised to this
+  bool ipc_lock_for_memlock = false;     // the limit could not be raised: CAP_IPC_LOCK kept instead
+};
+
+// Where the process holds any capability: raises RLIMIT_MEMLOCK to needs.memlock_bytes where
+// it is lower (where it cannot, CAP_IPC_LOCK is kept in its place, if held); drops every
+// capability but needs.keep from the bounding set (where CAP_SETPCAP allows), the ambient and
+// inheritable sets, and the permitted and effective sets; then sets no_new_privs, so that
+// nothing this process runs can gain more. Capabilities belong to a thread: call it before
+// any other thread starts. Throws std::system_error when a step that must work fails.
+PrivilegeDrop drop_privileges(const PrivilegeNeeds& needs);
+
+// One line for the start log: what was kept and given up.
+std::string describe(const PrivilegeDrop& drop);
+
+}  // namespace rdmakit::diag

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -78,6 +79,30 @@ TEST(ServeEachClient, AFailingClientIsItsOwnRecordAndAnInterruptEndsTheServer) {
     }
   }
   EXPECT_EQ(failed, 1);
+}
+
+// Many clients at once, as rdma_server -P meets them (run under TSan in build-tsan): the
+// even ones are held until all of them run, so they overlap; the odd ones end at once, so
+// the accepting thread reaps finished workers while others are still recording theirs.
+TEST(ServeEachClient, ManyClientsAtOnceOverlapAndAreEachRecorded) {
+  constexpr std::uint64_t clients = 32;
+  std::vector<std::uint64_t> messages(clients);
+  for (std::uint64_t i = 0; i < clients; ++i) messages[i] = i;
+  FakeListener listener(messages, StopReason::timed_out);
+  Report report;
+  std::latch held(clients / 2);
+  serve_each_client([&] { return listener.next_request(); },
+                    [&](FakeConnection& connection, Report&, ServedConnection& served) {
+                      if (connection.messages % 2 == 0) held.arrive_and_wait();
+                      served.iterations = connection.messages;
+                      served.bytes = 16 * connection.messages;
+                    },
+                    report);
+  EXPECT_EQ(report.iterations_completed, clients * (clients - 1) / 2);
+  EXPECT_EQ(report.bytes, 16 * clients * (clients - 1) / 2);
+  const auto connections = to_json(report)["connections"];
+  ASSERT_EQ(connections.size(), clients);
+  for (const auto& record : connections) EXPECT_EQ(record["outcome"], "completed");
 }
 
 TEST(StopServing, OnlyAnInterruptIsTheServersOutcome) {

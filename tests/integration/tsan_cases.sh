@@ -11,13 +11,28 @@ expect_no_tsan_report() {
   [[ -z $reported ]] || fail "ThreadSanitizer reports in: $(echo "$reported" | tr '\n' ' ')"
 }
 
+# stop_when_served NAME: once the server $PID_NAME holds no queue pair (its last connection
+# torn down, after its clients exited), SIGINT; it must end with 130. A client exits once
+# it has its result, while the server may still be ending that connection: a signal then
+# would make it an interrupted one.
+stop_when_served() {
+  local pid
+  eval "pid=\$PID_$1"
+  poll_until 60 "$1 still holds queue pairs 60 s after its clients ended" server_holds_no_qp "$pid"
+  tick 0.5
+  kill -INT "$pid"
+  finish "$1" 60
+  expect_rc 130 "$1 after SIGINT"
+}
+server_holds_no_qp() { ! rdma res show qp 2> /dev/null | grep -q " pid $1 "; }
+
 # rdma_server -P, a thread per client: 20 clients at once (4 of ours, 16 of the stock
 # rdma_client, which starts faster in the TCG guest), each served and passing.
 case_tsan_echo_clients() {
   require_device
   next_port
   # The first client connects only after all 20 have started, which under TSan in the guest
-  # takes a while: a patient --accept-timeout; SIGINT ends the server after the last.
+  # takes a while: a patient --accept-timeout; SIGINT ends the server once all are served.
   start pserver "$OURS_RDMA_SERVER" -P -s "$RXE_ADDR" -p "$PORT" --accept-timeout 120 --timeout 30 --json
   wait_listening "$PORT" 30
   local c
@@ -32,11 +47,7 @@ case_tsan_echo_clients() {
     finish "c$c" 180
     expect_rc 0 "concurrent client $c of 20"
   done
-  local pid
-  eval "pid=\$PID_pserver"
-  kill -INT "$pid"
-  finish pserver 60
-  expect_rc 130 "rdma_server -P after SIGINT"
+  stop_when_served pserver
   expect_schema rdma_server pserver.out
   expect_jq '(.errors | length == 0) and (.connections | length == 20)' pserver.out
   expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out
@@ -50,7 +61,7 @@ case_tsan_rping_clients() {
   next_port
   start pserver "$OURS_RPING" -s -P -a "$RXE_ADDR" -p "$PORT" -V --json
   wait_listening "$PORT" 30
-  local c pid
+  local c
   for ((c = 0; c < 8; c++)); do
     start "c$c" "$STOCK_RPING" -c -a "$RXE_ADDR" -p "$PORT" -C 20 -V
   done
@@ -58,10 +69,7 @@ case_tsan_rping_clients() {
     finish "c$c" 180
     expect_stock_client_rc "c$c" "stock client $c of 8"
   done
-  eval "pid=\$PID_pserver"
-  kill -INT "$pid"
-  finish pserver 60
-  expect_rc 130 "rping -P after SIGINT"
+  stop_when_served pserver
   expect_schema rping pserver.out
   expect_jq '(.connections | length == 8) and ([.connections[].outcome] | all(. == "completed"))' pserver.out
   expect_jq '.iterations.completed == 160' pserver.out
@@ -84,11 +92,7 @@ case_tsan_send_bw_queue() {
     finish "c$c" 200
     expect_rc 0 "client $c of 4, started together"
   done
-  local pid
-  eval "pid=\$PID_pserver"
-  kill -INT "$pid"
-  finish pserver 60
-  expect_rc 130 "send_bw -P after SIGINT"
+  stop_when_served pserver
   expect_schema send_bw pserver.out
   expect_jq '(.errors | length == 0) and (.connections | length == 4)' pserver.out
   expect_jq '[.connections[].outcome] | all(. == "completed")' pserver.out

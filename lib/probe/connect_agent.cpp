@@ -22,6 +22,7 @@
 #include "lib/probe/check_connection.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/wire/agent_protocol.hpp"
+#include "lib/wire/key_handshake.hpp"
 
 namespace rdmakit::diag {
 
@@ -172,6 +173,7 @@ class Agent {
     auto client = FileDescriptor::checked(
         accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC), "accept");
     const auto client_address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
+    if (!authenticated(client.get(), client_address)) return;
     try {
       const auto request = agent::decode_request(read_request(client.get(), Clock::now() + options_.client_timeout));
       auto answer = answer_for(options_, client_address, request.source);
@@ -186,6 +188,22 @@ class Agent {
       ++tally_.bad_requests;
       log_(fmt::format("refused {}: {}", client_address, bad.what()));
     }
+  }
+
+  // The key handshake, by the client's deadline: false (logged, counted, nothing served) when
+  // the client did not prove it holds the key, or holds one this agent has not.
+  bool authenticated(int fd, const std::string& client_address) {
+    try {
+      handshake::serve_handshake(fd, handshake::Service::agent, options_.key ? &*options_.key : nullptr,
+                                 Clock::now() + options_.client_timeout, options_.stop_fd);
+      return true;
+    } catch (const handshake::AuthenticationError& refused) {
+      ++tally_.unauthenticated;
+      log_(fmt::format("refused {}: handshake: {}", client_address, refused.what()));
+    } catch (const RunStopped&) {
+      // Ctrl-C during a handshake: the loop sees the stop descriptor next.
+    }
+    return false;
   }
 
   void drain_cm_events() {
@@ -303,6 +321,7 @@ PeerAnswer answer_for(const AgentOptions& options, const std::string& client_add
 void AgentTallyResult::add_to(nlohmann::json& document) const {
   document["agent"] = {{"answers", tally_.answers},
                        {"bad_requests", tally_.bad_requests},
+                       {"unauthenticated", tally_.unauthenticated},
                        {"connections", tally_.connections},
                        {"rejected", tally_.rejected},
                        {"expired", tally_.expired}};
@@ -310,9 +329,9 @@ void AgentTallyResult::add_to(nlohmann::json& document) const {
 
 std::string AgentTallyResult::text() const {
   return fmt::format(
-      "agent stopped: {} views answered, {} requests refused, {} probe connections, {} rejected, {} "
-      "dropped at their lifetime\n",
-      tally_.answers, tally_.bad_requests, tally_.connections, tally_.rejected, tally_.expired);
+      "agent stopped: {} views answered, {} requests refused, {} clients refused by the key handshake, {} probe "
+      "connections, {} rejected, {} dropped at their lifetime\n",
+      tally_.answers, tally_.bad_requests, tally_.unauthenticated, tally_.connections, tally_.rejected, tally_.expired);
 }
 
 AgentTally serve_agent(const AgentOptions& options, const std::function<void(const std::string&)>& ready,

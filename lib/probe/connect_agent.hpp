@@ -11,9 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "lib/core/report.hpp"
+#include "lib/core/shared_key.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/probe/host_view.hpp"
 
@@ -30,14 +32,18 @@ struct AgentOptions {
   std::chrono::milliseconds connection_lifetime{30000};
   int stop_fd = -1;
   HostViewOptions view;
+  // --key-file: a side-channel client must prove it holds this key (lib/wire/key_handshake)
+  // before its request is read; none: anyone who connects is served, as the warning at start says.
+  std::optional<SharedKey> key;
 };
 
 struct AgentTally {
-  std::uint64_t answers = 0;       // side-channel requests answered
-  std::uint64_t bad_requests = 0;  // side-channel requests refused (garbage, too long, too slow)
-  std::uint64_t connections = 0;   // probe connections accepted
-  std::uint64_t rejected = 0;      // refused: not a diag-connect client, or too many at once
-  std::uint64_t expired = 0;       // dropped after connection_lifetime
+  std::uint64_t answers = 0;          // side-channel requests answered
+  std::uint64_t bad_requests = 0;     // side-channel requests refused (garbage, too long, too slow)
+  std::uint64_t unauthenticated = 0;  // side-channel clients refused by the key handshake
+  std::uint64_t connections = 0;      // probe connections accepted
+  std::uint64_t rejected = 0;         // refused: not a diag-connect client, or too many at once
+  std::uint64_t expired = 0;          // dropped after connection_lifetime
 };
 
 // The agent's report: what it served.

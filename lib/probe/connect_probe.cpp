@@ -27,6 +27,7 @@
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/wire/agent_protocol.hpp"
+#include "lib/wire/key_handshake.hpp"
 
 namespace rdmakit::diag {
 
@@ -397,8 +398,8 @@ bool await_socket(int fd, short events, Clock::time_point deadline, int stop_fd)
 }
 
 // Fails with the errno of what went wrong; the deadline bounds it all.
-std::string fetch_answer(const SocketAddress& agent, const std::string& request, Clock::time_point deadline,
-                         int stop_fd) {
+std::string fetch_answer(const SocketAddress& agent, const std::string& request, const SharedKey* key,
+                         Clock::time_point deadline, int stop_fd) {
   auto socket =
       FileDescriptor::checked(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
   const auto length = agent.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
@@ -412,6 +413,11 @@ std::string fetch_answer(const SocketAddress& agent, const std::string& request,
   socklen_t error_length = sizeof(error);
   getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &error_length);
   if (error != 0) throw std::system_error(error, std::generic_category(), "connect");
+  try {
+    handshake::join_handshake(socket.get(), handshake::Service::agent, key, deadline, stop_fd);
+  } catch (const RunStopped&) {
+    throw std::system_error(EINTR, std::generic_category(), "the key handshake");
+  }
   if (::send(socket.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
     throw std::system_error(errno, std::generic_category(), "send");
   }
@@ -444,11 +450,15 @@ AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& so
   const auto request = agent::encode_request(
       {.address = options.target, .port = options.port, .port_space = options.port_space, .source = source});
   try {
-    answer = parse_peer_answer(fetch_answer(agent, request, started + options.limits.timeout, options.limits.stop_fd));
+    answer = parse_peer_answer(fetch_answer(agent, request, options.key ? &*options.key : nullptr,
+                                            started + options.limits.timeout, options.limits.stop_fd));
     contact.status = "ok";
   } catch (const std::system_error& failed) {
     contact.status = failed.code().value() == EINTR ? "interrupted" : contact_status(failed.code().value());
     contact.detail = failed.what();
+  } catch (const handshake::AuthenticationError& refused) {
+    contact.status = "unauthenticated";
+    contact.detail = refused.what();
   } catch (const ProtocolError& invalid) {
     contact.status = "invalid";
     contact.detail = invalid.what();

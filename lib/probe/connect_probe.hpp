@@ -5,8 +5,10 @@
 // turns what this returns into a verdict.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "lib/core/shared_key.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/probe/host_view.hpp"
@@ -25,6 +27,9 @@ struct ConnectProbeOptions {
   // the step under way and the run reports what it has.
   RunLimits limits;
   HostViewOptions view;
+  // --key-file: proven to the agent, which must prove it too, before the request is sent
+  // (lib/wire/key_handshake); a refusal is the contact's status "unauthenticated".
+  std::optional<SharedKey> key;
 };
 
 ConnectCase probe_connect(const ConnectProbeOptions& options);

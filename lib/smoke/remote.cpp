@@ -20,6 +20,7 @@
 #include "lib/core/error.hpp"
 #include "lib/core/file_descriptor.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/wire/key_handshake.hpp"
 
 namespace rdmakit::smoke {
 
@@ -87,7 +88,7 @@ std::vector<std::string> names_in(const nlohmann::json& object, const char* key)
 }  // namespace
 
 ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                                          int stop_fd) {
+                                          int stop_fd, const SharedKey* key) {
   const AddressList addresses(numeric(host, port, false));
   const auto* address = addresses.list;
   int error = 0;
@@ -100,7 +101,12 @@ ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t
     } else if (await_fd(socket.get(), POLLOUT, std::min(deadline, Clock::now() + std::chrono::seconds(5)), stop_fd)) {
       socklen_t length = sizeof error;
       getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &length);
-      if (error == 0) return ControlChannel(dup(socket.get()), stop_fd, fmt::format("{}:{}", host, port));
+      if (error == 0) {
+        ControlChannel channel(dup(socket.get()), stop_fd, fmt::format("{}:{}", host, port));
+        handshake::join_handshake(channel.fd_, handshake::Service::smoke, key, Clock::now() + handshake_timeout,
+                                  stop_fd);
+        return channel;
+      }
     } else {
       error = ETIMEDOUT;
     }
@@ -113,7 +119,9 @@ ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t
 }
 
 ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline,
-                                          int stop_fd, const std::function<void(const std::string&)>& listening) {
+                                          int stop_fd, const std::function<void(const std::string&)>& listening,
+                                          const SharedKey* key,
+                                          const std::function<void(const std::string&)>& refused) {
   const AddressList addresses(numeric(bind.empty() ? "::" : bind, port, true));
   const auto* address = addresses.list;
   auto listener = FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
@@ -124,14 +132,23 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
   }
   if (::listen(listener.get(), 1) != 0) throw std::system_error(errno, std::generic_category(), "listen");
   listening(fmt::format("control port {} on {}", port, bind.empty() ? "every address" : bind));
-  if (!await_fd(listener.get(), POLLIN, deadline, stop_fd)) {
-    throw RunStopped(StopReason::timed_out, "no peer came within the accept timeout");
+  for (;;) {
+    if (!await_fd(listener.get(), POLLIN, deadline, stop_fd)) {
+      throw RunStopped(StopReason::timed_out, "no peer came within the accept timeout");
+    }
+    sockaddr_storage peer{};
+    socklen_t length = sizeof peer;
+    const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
+    ControlChannel channel(fd, stop_fd, peer_name(peer));
+    try {
+      // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
+      handshake::serve_handshake(fd, handshake::Service::smoke, key, Clock::now() + handshake_timeout, stop_fd);
+      return channel;
+    } catch (const handshake::AuthenticationError& why) {
+      if (refused) refused(fmt::format("refused {}: handshake: {}", channel.peer(), why.what()));
+    }
   }
-  sockaddr_storage peer{};
-  socklen_t length = sizeof peer;
-  const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
-  return ControlChannel(fd, stop_fd, peer_name(peer));
 }
 
 ControlChannel::ControlChannel(ControlChannel&& other) noexcept
@@ -381,16 +398,20 @@ std::vector<ToolRun> runs_in(const nlohmann::json& reply, const std::string& rol
 
 ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
                         const std::function<void(const std::string&)>& say) {
+  ServeResult served;
+  if (!options.key) say("warning: no --key-file: any peer allowed to connect is served without authentication");
   auto channel = ControlChannel::accept_one(
       options.bind, options.control_port,
       Clock::now() + std::chrono::milliseconds(static_cast<long long>(options.accept_seconds * 1000)),
-      environment.stop_fd, say);
+      environment.stop_fd, say, options.key ? &*options.key : nullptr, [&served, &say](const std::string& line) {
+        ++served.unauthenticated;
+        say(line);
+      });
   say("peer " + channel.peer());
   auto cases = agree_on_plan(channel, options.address);
   const auto silence =
       std::chrono::milliseconds(static_cast<long long>((cases.front().seconds + silence_margin_s) * 1000));
   ServingSession session(std::move(cases), environment, channel, say);
-  ServeResult served;
   try {
     while (session.answer(channel.receive(Clock::now() + silence))) {
     }

@@ -3,6 +3,7 @@
 // asks, `--peer` runs the clients against it. They talk over one TCP connection in JSON
 // lines; the serving side runs only the cases of its own plan, never a command it is sent.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/shared_key.hpp"
 #include "lib/smoke/run.hpp"
 
 namespace rdmakit::smoke {
@@ -18,16 +20,26 @@ inline constexpr std::uint16_t default_control_port = 7473;
 // A control message larger than this is refused: the largest is the servers' runs of one
 // case, their reports and the ends of their stderr.
 inline constexpr std::size_t max_control_bytes = 8 << 20;
+// How long each side gives the other for the key handshake (lib/wire/key_handshake) once
+// connected: three messages of at most 72 bytes.
+inline constexpr std::chrono::seconds handshake_timeout{10};
 
 // One TCP connection carrying JSON objects, one a line; every read has a deadline.
 class ControlChannel {
  public:
-  // Connects to host:port (numeric) by the deadline; throws std::runtime_error saying why.
-  static ControlChannel connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                                   int stop_fd);
-  // Listens on bind:port ("" for every address) and takes the first connection.
+  // Connects to host:port (numeric) by the deadline and makes the key handshake with `key`
+  // (nullptr: none); throws std::runtime_error saying why not, handshake::AuthenticationError
+  // when the serving side refused this side or could not prove it holds the key.
+  static ControlChannel connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline, int stop_fd,
+                                   const SharedKey* key = nullptr);
+  // Listens on bind:port ("" for every address) and takes the first connection that passes
+  // the key handshake with `key` (nullptr: none) within handshake_timeout; a peer refused by
+  // it is told why, said through `refused` in one line and closed, and the next one awaited
+  // until the deadline.
   static ControlChannel accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline, int stop_fd,
-                                   const std::function<void(const std::string&)>& listening);
+                                   const std::function<void(const std::string&)>& listening,
+                                   const SharedKey* key = nullptr,
+                                   const std::function<void(const std::string&)>& refused = {});
   ControlChannel(ControlChannel&& other) noexcept;
   ControlChannel& operator=(ControlChannel&&) = delete;
   ControlChannel(const ControlChannel&) = delete;
@@ -75,12 +87,14 @@ struct ServeOptions {
   std::string address;  // where this side's servers listen
   std::string bind;     // the control port's address, "" for every address
   std::uint16_t control_port = default_control_port;
-  double accept_seconds = 600;  // how long to wait for the peer
+  double accept_seconds = 600;   // how long to wait for the peer
+  std::optional<SharedKey> key;  // --key-file: the peer must prove it holds this key
 };
 
 struct ServeResult {
-  std::vector<CaseResult> cases;  // the cases served, with their server runs
-  std::string lost;               // why the peer was lost before it said it was done; "" when it did
+  std::vector<CaseResult> cases;      // the cases served, with their server runs
+  std::string lost;                   // why the peer was lost before it said it was done; "" when it did
+  std::uint64_t unauthenticated = 0;  // peers refused by the key handshake before the one served
 };
 
 // Serves one peer's run: the servers of its forward cases, the clients of its reverse ones.

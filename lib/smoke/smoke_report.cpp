@@ -67,13 +67,15 @@ nlohmann::json to_json(const CaseResult& result) {
 nlohmann::json to_json(const SmokeRun& run) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : run.cases) cases.push_back(to_json(c));
-  return {{"addresses", run.addresses},
-          {"cases", cases},
-          {"passed", run.count(CaseOutcome::passed)},
-          {"failed", run.count(CaseOutcome::failed)},
-          {"skipped", run.count(CaseOutcome::skipped)},
-          {"no_device", run.no_device ? *run.no_device : nlohmann::json(nullptr)},
-          {"seconds", run.seconds}};
+  nlohmann::json document = {{"addresses", run.addresses},
+                             {"cases", cases},
+                             {"passed", run.count(CaseOutcome::passed)},
+                             {"failed", run.count(CaseOutcome::failed)},
+                             {"skipped", run.count(CaseOutcome::skipped)},
+                             {"no_device", run.no_device ? *run.no_device : nlohmann::json(nullptr)},
+                             {"seconds", run.seconds}};
+  if (run.unauthenticated) document["unauthenticated"] = *run.unauthenticated;
+  return document;
 }
 
 std::string render_table(const SmokeRun& run) {

@@ -2,6 +2,7 @@
 // rdma_smoke's results: the report section (the cases under "smoke", the human table) and
 // the JUnit XML that CI test reporters read.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ struct SmokeRun {
   // When the host has no RDMA device at all: diag-bind's report, whose verdict says why.
   std::optional<nlohmann::json> no_device;
   double seconds = 0;
+  // --serve: peers refused by the key handshake before the one served.
+  std::optional<std::uint64_t> unauthenticated;
 
   std::size_t count(CaseOutcome outcome) const;
 };

@@ -13,10 +13,12 @@
 #include <fmt/ranges.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/shared_key.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/smoke/plan.hpp"
 #include "lib/smoke/run.hpp"
 #include "lib/smoke/smoke_report.hpp"
+#include "lib/wire/key_handshake.hpp"
 
 namespace rdmakit::smoke {
 
@@ -99,8 +101,16 @@ void run_against_peer(const SmokeOptions& o, const SmokeHost& host, const std::s
                 .run_forward = o.direction != "reverse",
                 .run_reverse = o.direction != "forward"};
   plan.forward.local_address = local;
-  auto channel = ControlChannel::connect_to(plan.forward.address, o.control_port,
-                                            Clock::now() + std::chrono::seconds(30), environment.stop_fd);
+  const auto key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file));
+  auto channel = [&] {
+    try {
+      return ControlChannel::connect_to(plan.forward.address, o.control_port, Clock::now() + std::chrono::seconds(30),
+                                        environment.stop_fd, key ? &*key : nullptr);
+    } catch (const handshake::AuthenticationError& refused) {
+      throw ProtocolError(
+          fmt::format("the key handshake with {}:{}: {}", plan.forward.address, o.control_port, refused.what()));
+    }
+  }();
   PeerSession session(std::move(channel), plan);
   for (const auto& smoke_case : peer_cases(plan)) {
     try {
@@ -163,9 +173,11 @@ std::string run_cases(const SmokeOptions& o, const SmokeHost& host, double timeo
         {.address = host.numeric(addresses.front()),
          .bind = {},
          .control_port = o.control_port,
-         .accept_seconds = o.accept_seconds},
+         .accept_seconds = o.accept_seconds,
+         .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file))},
         environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; });
     run.cases = std::move(served.cases);
+    run.unauthenticated = served.unauthenticated;
     return served.lost;
   } else if (!o.peer.empty()) {
     report.role = "client";
@@ -221,6 +233,10 @@ void SmokeOptions::add_to(ToolRunner& runner) {
   app.add_option("--accept-timeout", accept_seconds, "--serve: seconds to wait for the peer")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--key-file", key_file,
+                 "--serve, --peer: the control channel's pre-shared key (a file only its user may read, mode "
+                 "0600); each side must prove it holds the same key before anything is run")
+      ->type_name("FILE");
   app.footer(
       "Exit status: 0 every case passed (skips allowed), 1 a case failed, 2 usage error, 77 no RDMA device at all, "
       "130/143 stopped.");
@@ -236,6 +252,10 @@ void SmokeOptions::check(const ToolRunner& runner, const SmokeHost& host) const 
   if (!peer.empty()) host.numeric(peer);
   if ((serve || !peer.empty()) && addresses.size() > 1) {
     throw UsageError("--serve and --peer take at most one address (this host's)");
+  }
+  if (!key_file.empty()) {
+    if (!serve && peer.empty()) throw UsageError("--key-file goes with --serve or --peer");
+    (void)read_shared_key(key_file);
   }
   const auto dir = smoke::tools_dir(*this);
   if (!fs::exists(dir / runner.sibling("rping"))) {

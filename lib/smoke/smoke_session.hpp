@@ -44,11 +44,13 @@ struct SmokeOptions {
   std::string direction = "both";
   std::uint16_t control_port = default_control_port;
   double accept_seconds = 600;
+  std::string key_file;  // --key-file, with --serve or --peer
 
   // Registers rdma_smoke's arguments and flags and the --help footer on exit codes.
   void add_to(ToolRunner& runner);
   // Throws UsageError for unknown tool names, addresses that name nothing, more than one
-  // address with --serve or --peer, or no tools in --tools-dir.
+  // address with --serve or --peer, a --key-file without either or that read_shared_key
+  // refuses, or no tools in --tools-dir.
   void check(const ToolRunner& runner, const SmokeHost& host) const;
 };
 

@@ -11,11 +11,13 @@
 #include <future>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/core/shared_key.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/smoke/remote.hpp"
 #include "lib/wire/key_handshake.hpp"
 
 namespace rdmakit::handshake {
@@ -236,6 +238,34 @@ TEST(KeyHandshake, SlowClientIsRefusedAtTheDeadline) {
     EXPECT_NE(std::string(refused.what()).find("too slow"), std::string::npos) << refused.what();
   }
   EXPECT_LT(Clock::now() - started, std::chrono::seconds(2));
+}
+
+// rdma_smoke --serve's accept: a peer with the wrong key is refused, said and closed, and
+// the serving side goes on to the next peer, which has the right one.
+TEST(KeyHandshake, SmokeServeRefusesAWrongKeyAndTakesTheNextPeer) {
+  const auto key = key_of("the right key, 24 bytes");
+  const auto other = key_of("another key of 24 bytes!");
+  const auto port = static_cast<std::uint16_t>(30000 + (getpid() % 20000));
+  std::vector<std::string> refused;
+  auto serving = std::async(std::launch::async, [&] {
+    auto channel = smoke::ControlChannel::accept_one(
+        "127.0.0.1", port, Clock::now() + std::chrono::seconds(20), -1, [](const std::string&) {}, &key,
+        [&refused](const std::string& line) { refused.push_back(line); });
+    channel.send({{"hello", "right key"}});
+  });
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  try {
+    (void)smoke::ControlChannel::connect_to("127.0.0.1", port, deadline, -1, &other);
+    FAIL() << "the wrong key was accepted";
+  } catch (const AuthenticationError& wrong) {
+    EXPECT_NE(std::string(wrong.what()).find("wrong key"), std::string::npos) << wrong.what();
+  }
+  auto channel = smoke::ControlChannel::connect_to("127.0.0.1", port, deadline, -1, &key);
+  EXPECT_EQ(channel.receive(deadline).value("hello", ""), "right key");
+  serving.get();
+  ASSERT_EQ(refused.size(), 1U);
+  EXPECT_NE(refused.front().find("refused 127.0.0.1:"), std::string::npos) << refused.front();
+  EXPECT_NE(refused.front().find("wrong key"), std::string::npos) << refused.front();
 }
 
 }  // namespace

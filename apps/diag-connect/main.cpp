@@ -111,18 +111,26 @@ std::string numeric(const std::string& host) {
   return host.empty() ? host : rdmakit::parse_address(host, 0).host_string();
 }
 
-// Root is needed only to read the nftables ruleset (over netlink: CAP_NET_ADMIN); the ports
-// are above 1024 and /dev/infiniband/rdma_cm is open to all. So once both listeners are open
-// the agent keeps CAP_NET_ADMIN and gives up the rest. Without CAP_IPC_LOCK the kernel pins
-// at most RLIMIT_MEMLOCK for the probes' buffers: raised first to what max_connections
-// probes register (a 64 KiB buffer and 3 receives each) with room for the queues a provider
-// pins (mlx5's), above the 8 MiB a kernel gives by default.
-void drop_root(std::size_t max_connections) {
+// Root is needed only to read the nftables ruleset (over netlink: CAP_NET_ADMIN), to bind a
+// port below 1024 if asked to (CAP_NET_BIND_SERVICE), and for the memory the probes pin:
+// without CAP_IPC_LOCK the kernel pins at most RLIMIT_MEMLOCK, so that is raised first to
+// what max_connections probes register (a 64 KiB buffer and 3 receives each) with room for
+// the queues a provider pins (mlx5's), above the 8 MiB a kernel gives by default.
+// /dev/infiniband/rdma_cm and uverbs are open to all. The drop comes before the listeners
+// open, not after: rdma_cm and uverbs refuse every command written to them with credentials
+// other than those they were opened with (the kernel's ib_safe_file_access), so an agent
+// that dropped after opening its rdma_cm listener had its next event refused with EACCES.
+void drop_root(const Options& o) {
   constexpr std::uint64_t queues_bytes = 1024UL * 1024;
   constexpr std::uint64_t base_bytes = 8UL * 1024 * 1024;
+  constexpr std::uint16_t first_unprivileged_port = 1024;
   const std::uint64_t per_probe = (4 * std::uint64_t{rdmakit::agent::check_buffer_bytes}) + queues_bytes;
-  const auto drop = rdmakit::diag::drop_privileges(
-      {.keep = {CAP_NET_ADMIN}, .memlock_bytes = base_bytes + (max_connections * per_probe)});
+  rdmakit::diag::PrivilegeNeeds needs{.keep = {CAP_NET_ADMIN},
+                                      .memlock_bytes = base_bytes + (o.max_connections * per_probe)};
+  if (o.agent_port < first_unprivileged_port || (!o.no_listen && o.port < first_unprivileged_port)) {
+    needs.keep.push_back(CAP_NET_BIND_SERVICE);
+  }
+  const auto drop = rdmakit::diag::drop_privileges(needs);
   if (drop.had_capabilities) {
     spdlog::info("{}", rdmakit::diag::describe(drop));
   } else {
@@ -132,6 +140,7 @@ void drop_root(std::size_t max_connections) {
 
 void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report& report) {
   report.role = "agent";
+  drop_root(o);
   const rdmakit::StopSignal stop;
   rdmakit::diag::AgentOptions agent{.bind = numeric(o.bind),
                                     .probe_port = o.port,
@@ -147,11 +156,7 @@ void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report&
     spdlog::warn("no --key-file: anyone allowed to connect to the side channel is answered without authentication");
   }
   const auto tally = rdmakit::diag::serve_agent(
-      agent,
-      [&o](const std::string& where) {
-        drop_root(o.max_connections);
-        std::cerr << where << std::endl;
-      },
+      agent, [](const std::string& where) { std::cerr << where << std::endl; },
       [](const std::string& line) { spdlog::info("{}", line); });
   report.add(rdmakit::diag::AgentTallyResult(tally));
 }

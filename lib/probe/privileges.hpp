@@ -32,7 +32,10 @@ struct PrivilegeDrop {
 // capability but needs.keep from the bounding set (where CAP_SETPCAP allows), the ambient and
 // inheritable sets, and the permitted and effective sets; then sets no_new_privs, so that
 // nothing this process runs can gain more. Capabilities belong to a thread: call it before
-// any other thread starts. Throws std::system_error when a step that must work fails.
+// any other thread starts, and before opening /dev/infiniband/rdma_cm or a uverbs device:
+// those refuse commands written with credentials other than the opener's (the kernel's
+// ib_safe_file_access), and a capability change makes new credentials. Throws
+// std::system_error when a step that must work fails.
 PrivilegeDrop drop_privileges(const PrivilegeNeeds& needs);
 
 // One line for the start log: what was kept and given up.

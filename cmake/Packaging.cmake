@@ -40,6 +40,17 @@ rdmakit_install_man_page(${PROJECT_SOURCE_DIR}/man/rdmakit-rxe-vm.1 rdmakit-rxe-
 install(FILES ${PROJECT_BINARY_DIR}/copyright DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/rdmakit-rxe-vm
         COMPONENT rxe_vm)
 
+# The diag-connect agent's systemd unit (dist/systemd), with the packaged program's path in
+# ExecStart: the package's, under /usr (CPack's default for a .deb, said here because the
+# unit depends on it), whatever CMAKE_INSTALL_PREFIX a plain install uses. Installed, not
+# enabled: no maintainer script enables or starts it.
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(RDMAKIT_AGENT_PROGRAM ${RDMAKIT_PROGRAM_PREFIX}diag-connect)
+set(RDMAKIT_AGENT_PATH ${CPACK_PACKAGING_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${RDMAKIT_AGENT_PROGRAM})
+configure_file(${PROJECT_SOURCE_DIR}/dist/systemd/rdmakit-diag-connect-agent.service.in
+               ${PROJECT_BINARY_DIR}/rdmakit-diag-connect-agent.service @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rdmakit-diag-connect-agent.service DESTINATION lib/systemd/system)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL tools rxe_vm)
@@ -78,7 +89,8 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # rdmakit_<version>_<arch>.deb
 # Depends comes from dpkg-shlibdeps on the installed programs (on Debian 12: libibverbs1,
 # librdmacm1, libspdlog1.10-fmt9, libfmt9, libssl3 (libcrypto, for the side channels' key
-# handshake), libstdc++6, libgcc-s1, libc6), so it follows whatever the build linked.
+# handshake), libcap2 (the agent's capability drop), libstdc++6, libgcc-s1, libc6), so it
+# follows whatever the build linked.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The tools run without it, but the udev rules, modules setup and rdma(8) that make a device
 # usable come from rdma-core.

@@ -5,8 +5,9 @@
 # rdmakit-rxe-vm, depending on qemu and the kernel image, so that the tools' package does not). Programs, man pages and completions are named rdmakit-<tool>, so the
 # package installs beside rdmacm-utils, which owns /usr/bin/rping and friends.
 #
-# Checks: Depends (from dpkg-shlibdeps) names libibverbs1, librdmacm1 and libssl3 (libcrypto), Recommends
-# rdma-core; the package holds every program, its man page and completion, rdmakit.7,
+# Checks: Depends (from dpkg-shlibdeps) names libibverbs1, librdmacm1, libssl3 (libcrypto) and libcap2, Recommends
+# rdma-core; the package holds every program, its man page and completion, rdmakit.7, the
+# diag-connect agent's systemd unit (ExecStart the packaged program),
 # every doc/schema/*.json and the copyright file, no other program, and no file an installed
 # package (such as rdmacm-utils) owns; every man page is gzipped (gzip -9n: no name, no time
 # stamp) and unpacks to its man/ source; the copyright file is DEP-5 with LICENSE's text;
@@ -76,7 +77,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [[ $(field Package) == rdmakit ]] || fail "Package is '$(field Package)', not rdmakit"
 depends=$(field Depends)
 names() { [[ $1 =~ (^|[ ,])$2([ ,]|$) ]]; }  # a control field's list names package $2
-for lib in libibverbs1 librdmacm1 libssl3; do
+for lib in libibverbs1 librdmacm1 libssl3 libcap2; do
   names "$depends" "$lib" || fail "Depends lacks $lib: '$depends'"
 done
 names "$(field Recommends)" rdma-core || fail "Recommends lacks rdma-core: '$(field Recommends)'"
@@ -88,7 +89,8 @@ has() {
   for path in "${contents[@]}"; do [[ $path == "$1" ]] && return 0; done
   return 1
 }
-expected=(usr/share/man/man7/rdmakit.7.gz usr/share/doc/rdmakit/copyright)
+expected=(usr/share/man/man7/rdmakit.7.gz usr/share/doc/rdmakit/copyright
+  usr/lib/systemd/system/rdmakit-diag-connect-agent.service)
 for tool in "${tools[@]}"; do
   expected+=("usr/bin/$prefix$tool" "usr/share/man/man1/$prefix$tool.1.gz"
     "usr/share/bash-completion/completions/$prefix$tool")
@@ -132,6 +134,14 @@ for tool in "${tools[@]}"; do
   ! readelf -S --wide "$program" | grep -qE ' \.(symtab|debug_info) ' || fail "$prefix$tool is not stripped"
   out=$("$program" --version 2>&1) || fail "$prefix$tool --version exited $?: $out"
   [[ $out == *"(rdmakit) $version"* ]] || fail "$prefix$tool --version says '$out', not rdmakit $version"
+done
+
+# The agent's unit starts the packaged program, and nothing in the package enables it.
+unit=$tmp/usr/lib/systemd/system/rdmakit-diag-connect-agent.service
+grep -qx "ExecStart=/usr/bin/${prefix}diag-connect --serve .*" "$unit" ||
+  fail "the agent's unit does not start /usr/bin/${prefix}diag-connect --serve: $(grep '^ExecStart=' "$unit")"
+for path in "${contents[@]}"; do
+  [[ $path != etc/systemd/* ]] || fail "the package enables a unit: /$path"
 done
 
 # Man pages: what man/ holds, compressed with gzip -9n (header: no FNAME flag, MTIME 0).

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# unit_security.sh UNIT.in PROGRAM THRESHOLD: the systemd unit we ship, made from UNIT.in with
+# PROGRAM (the built tool) in ExecStart, passes systemd-analyze verify and scores at most
+# THRESHOLD on systemd-analyze security's exposure scale (0 safest, 10 least safe), both
+# offline: no systemd needs to run here. Whether the unit starts is not tested (no systemd as
+# PID 1 in the guest either).
+set -euo pipefail
+template=$1 program=$2 threshold=$3
+command -v systemd-analyze > /dev/null || { echo "systemd-analyze not found (scripts/install-deps.sh installs systemd)"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+name=${template##*/}
+unit=$tmp/${name%.in}
+sed -e "s|@RDMAKIT_AGENT_PATH@|$program|" -e "s|@RDMAKIT_AGENT_PROGRAM@|${program##*/}|" "$template" > "$unit"
+if grep -q '@[A-Z_]*@' "$unit"; then
+  echo "$name: a placeholder left unfilled: $(grep -o '@[A-Z_]*@' "$unit" | head -n 1)"
+  exit 1
+fi
+# --man=no: the Documentation= pages are not installed here.
+systemd-analyze verify --man=no "$unit"
+report=$(systemd-analyze security --offline=yes --no-pager "$unit" 2>&1) || true
+score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\) .*/\1/p' <<<"$report")
+[[ -n $score ]] || { echo "$name: no exposure level in systemd-analyze security's output:"; echo "$report"; exit 1; }
+echo "$name: exposure $score (at most $threshold)"
+grep '✗' <<<"$report" || true
+awk -v score="$score" -v most="$threshold" 'BEGIN { exit !(score <= most) }' ||
+  { echo "$name: exposure $score is above $threshold"; exit 1; }

@@ -51,6 +51,8 @@ source "$here/connect_cases.sh"
 OURS_SMOKE=$BIN/rdma_smoke
 # shellcheck source=smoke_cases.sh
 source "$here/smoke_cases.sh"
+# shellcheck source=key_cases.sh
+source "$here/key_cases.sh"
 # shellcheck source=routed_cases.sh
 source "$here/routed_cases.sh"
 # shellcheck source=tsan_cases.sh

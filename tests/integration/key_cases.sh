@@ -1,0 +1,141 @@
+# --key-file: the key handshake on the two TCP side channels, the diag-connect agent's and
+# rdma_smoke's control connection. Each is attacked with key_handshake.py (a client that
+# speaks the handshake well or badly): a wrong key, no key, a replayed answer, half an answer,
+# nothing; each is refused within the server's bound with nothing served, logged and counted,
+# and the right key still works. A key file others may read is refused at start (exit 2).
+
+KEY_HANDSHAKE=$HARNESS_ROOT/tests/integration/key_handshake.py
+
+# make_keys: $T/key and $T/other (0600, different keys) and $T/open.key (0644).
+make_keys() {
+  head -c 32 /dev/urandom | base64 > "$T/key"
+  head -c 32 /dev/urandom | base64 > "$T/other"
+  cp "$T/key" "$T/open.key"
+  chmod 600 "$T/key" "$T/other"
+  chmod 644 "$T/open.key"
+}
+
+# handshake NAME PORT SERVICE MODE ARGS...: key_handshake.py against $RXE_ADDR:PORT; its line
+# in $T/NAME.out, and VERDICT, SERVED and CLOSED_AFTER from it.
+handshake() {
+  local name=$1 port=$2
+  shift 2
+  run "$name" 40 "${RDMAKIT_PYTHON:-python3}" "$KEY_HANDSHAKE" "$RXE_ADDR" "$port" "$@"
+  read -r _ VERDICT _ SERVED _ CLOSED_AFTER _ < "$T/$name.out" ||
+    fail "$name: no result (exit $RC): $(head -c 400 "$T/$name.err")"
+}
+
+# expect_refused NAME VERDICT BOUND: the last handshake got VERDICT (none: no verdict came),
+# nothing but the hello was served, and the server closed within BOUND seconds.
+expect_refused() {
+  local name=$1 verdict=$2 bound=$3
+  [[ $VERDICT == "$verdict" ]] || fail "$name: verdict $VERDICT, expected $verdict: $(cat "$T/$name.out")"
+  ((SERVED <= 40)) || fail "$name: $SERVED bytes served after the handshake was refused"
+  [[ ${CLOSED_AFTER%.*} -lt $bound ]] || fail "$name: the server closed only after $CLOSED_AFTER s (bound $bound)"
+  note "$name: verdict $VERDICT, closed after $CLOSED_AFTER s"
+}
+
+case_key_agent() {
+  require_device
+  make_keys
+  next_port
+  local aport=$PORT
+  run open_key 10 "$OURS_DIAG_CONNECT" --serve --no-listen --bind "$RXE_ADDR" --agent-port "$aport" \
+    --key-file "$T/open.key"
+  expect_rc 2 "diag-connect --serve with a key file of mode 0644"
+  expect_grep "mode 0644" open_key.err
+  expect_grep "chmod 600" open_key.err
+  # The side channel alone (--no-listen): the handshake is all this case is about.
+  start agent "$OURS_DIAG_CONNECT" --serve --no-listen --bind "$RXE_ADDR" --agent-port "$aport" \
+    --key-file "$T/key" --timeout 3 --log-level info --json
+  wait_for_line agent.err "side channel on TCP" 20
+  local request='{"version":1,"address":"'"$RXE_ADDR"'","port":7471,"port_space":"tcp","source":""}'
+  handshake right "$aport" agent good "$T/key" "$request"
+  [[ $VERDICT == 0 && $SERVED -gt 100 ]] || fail "the right key: verdict $VERDICT, $SERVED bytes answered"
+  handshake wrong "$aport" agent good "$T/other" "$request"
+  expect_refused wrong 2 3
+  handshake nokey "$aport" agent open "$request"
+  expect_refused nokey 1 3
+  # A good answer recorded on one connection is a wrong key on the next: its nonce is new.
+  handshake record "$aport" agent record "$T/key" "$T/recorded"
+  [[ $VERDICT == 0 ]] || fail "record: verdict $VERDICT"
+  handshake replay "$aport" agent replay "$T/recorded" "$request"
+  expect_refused replay 2 3
+  handshake half "$aport" agent half
+  expect_refused half none 6
+  handshake silent "$aport" agent silent
+  expect_refused silent none 6
+  # diag-connect itself, with no key and with another: the agent's status says why.
+  next_port
+  run client_nokey 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$PORT" --agent-port "$aport" --timeout 5 --json
+  expect_jq '.capture.agent.status == "unauthenticated" and (.capture.agent.detail | test("--key-file"))' \
+    client_nokey.out
+  run client_key 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$PORT" --agent-port "$aport" --timeout 5 --json \
+    --key-file "$T/key"
+  expect_jq '.capture.agent.status == "ok"' client_key.out
+  kill -TERM "$PID_agent"
+  finish agent 10
+  expect_rc 0 "the agent, stopped with SIGTERM"
+  expect_schema diag-connect agent.out
+  # wrong, nokey, replay, half, silent and the keyless diag-connect.
+  expect_jq '.agent.unauthenticated == 6 and .agent.answers == 2' agent.out
+  local why
+  for why in "wrong key" "no key" "too slow: 36 of 72" "too slow: 0 of 72"; do
+    expect_grep "refused $RXE_ADDR: handshake: $why" agent.err
+  done
+  note "$(grep -c 'handshake:' "$T/agent.err") refusals logged; $(jq -c .agent "$T/agent.out")"
+}
+
+case_key_smoke() {
+  require_device
+  make_keys
+  next_port
+  local control=$PORT
+  next_port
+  run open_key 10 "$OURS_SMOKE" --serve "$RXE_ADDR" --control-port "$control" --key-file "$T/open.key"
+  expect_rc 2 "rdma_smoke --serve with a key file of mode 0644"
+  expect_grep "chmod 600" open_key.err
+  run open_key_peer 10 "$OURS_SMOKE" --peer "$RXE_ADDR" --control-port "$control" --key-file "$T/open.key"
+  expect_rc 2 "rdma_smoke --peer with a key file of mode 0644"
+  # A good answer to record: a first serving side takes it (and then loses its silent peer).
+  start recorder "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$PORT" --control-port "$control" --accept-timeout 60 \
+    --key-file "$T/key"
+  wait_for_line recorder.err "control port" 20
+  handshake record "$control" smoke record "$T/key" "$T/recorded"
+  [[ $VERDICT == 0 ]] || fail "record: verdict $VERDICT"
+  kill -TERM "$PID_recorder" 2> /dev/null
+  finish recorder 10
+  start serving "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$PORT" --control-port "$control" --accept-timeout 120 \
+    --key-file "$T/key" --json
+  wait_for_line serving.err "control port" 20
+  handshake wrong "$control" smoke good "$T/other"
+  expect_refused wrong 2 3
+  handshake nokey "$control" smoke open
+  expect_refused nokey 1 3
+  handshake replay "$control" smoke replay "$T/recorded"
+  expect_refused replay 2 3
+  handshake half "$control" smoke half
+  expect_refused half none 13
+  handshake silent "$control" smoke silent
+  expect_refused silent none 13
+  # rdma_smoke --peer without the key: one line saying the serving side needs --key-file.
+  run peer_nokey 30 "$OURS_SMOKE" --peer "$RXE_ADDR" -p "$PORT" --control-port "$control" --tools rping \
+    --direction forward
+  [[ $RC -ne 0 ]] || fail "rdma_smoke --peer without a key was served"
+  grep -q "requires one; give the client --key-file" "$T/peer_nokey.err" "$T/peer_nokey.out" ||
+    fail "rdma_smoke --peer without a key did not say the serving side needs --key-file: $(head -c 400 "$T/peer_nokey.err")"
+  # The right key: served, and the serving side ends as it does after any run.
+  smoke right 120 --peer "$RXE_ADDR" -p "$PORT" --control-port "$control" --tools rping --direction forward \
+    --key-file "$T/key"
+  expect_rc 0 "rdma_smoke --peer with the key"
+  finish serving 30
+  expect_rc 0 "rdma_smoke --serve"
+  expect_schema rdma_smoke serving.out
+  # wrong, nokey, replay, half, silent and the keyless --peer.
+  expect_jq '.smoke.unauthenticated == 6 and .smoke.passed == 1' serving.out
+  local why
+  for why in "wrong key" "no key" "too slow: 36 of 72" "too slow: 0 of 72"; do
+    expect_grep "refused [^ ]*$RXE_ADDR:[0-9]*: handshake: $why" serving.err
+  done
+  note "$(grep -c 'handshake:' "$T/serving.err") refusals logged; the keyed run: $(jq -c '.smoke.cases[0].outcome' "$T/right.out")"
+}

@@ -16,6 +16,8 @@ packages=(
   libibverbs-dev librdmacm-dev libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev
   # rdma_smoke writes JUnit XML with pugixml; the tests validate it with xmllint
   libpugixml-dev libxml2-utils
+  # the side channels' key handshake: HMAC-SHA256, RAND_bytes and CRYPTO_memcmp from OpenSSL's libcrypto
+  libssl-dev
   # rdma_mesh: its ranks are started by mpirun (or srun) and meet through MPI
   openmpi-bin libopenmpi-dev
   # ... and under Slurm (the mesh_slurm case starts munged, slurmctld and slurmd in the guest).

@@ -65,11 +65,13 @@ bool raise_memlock(std::uint64_t bytes, PrivilegeDrop& drop) {
   return false;
 }
 
-// Clears the bounding set (CAP_SETPCAP needed) so that an exec could not regain the rest.
+// Clears the bounding set (CAP_SETPCAP needed) so that an exec could not regain the rest;
+// true also where it holds nothing more already (a systemd unit's CapabilityBoundingSet).
 bool clear_bounding_set(cap_t start, const std::vector<int>& keep) {
-  if (!holds(start, CAP_SETPCAP, CAP_EFFECTIVE)) return false;
+  const bool can_drop = holds(start, CAP_SETPCAP, CAP_EFFECTIVE);
   for (cap_value_t capability = 0; capability < static_cast<cap_value_t>(cap_max_bits()); ++capability) {
     if (kept_by(keep, capability) || cap_get_bound(capability) != 1) continue;
+    if (!can_drop) return false;
     if (cap_drop_bound(capability) != 0) failed_call("cap_drop_bound");
   }
   return true;
@@ -124,7 +126,7 @@ std::string describe(const PrivilegeDrop& drop) {
       fmt::format("capabilities: kept {}, dropped {} others",
                   drop.kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(drop.kept, " ")), drop.dropped);
   if (!drop.not_held.empty()) line += fmt::format(" ({} not held at start)", fmt::join(drop.not_held, " "));
-  line += drop.bounding_cleared ? "; bounding set cleared" : "; bounding set left (no cap_setpcap)";
+  line += drop.bounding_cleared ? "; bounding set cleared" : "; bounding set left as it was (no cap_setpcap)";
   line += "; no_new_privs set";
   if (drop.memlock) line += fmt::format("; RLIMIT_MEMLOCK raised to {} KiB", *drop.memlock / 1024);
   if (drop.ipc_lock_for_memlock) line += "; cap_ipc_lock kept: no cap_sys_resource to raise RLIMIT_MEMLOCK enough";

@@ -22,7 +22,7 @@ struct PrivilegeDrop {
   std::vector<std::string> kept;         // names, "cap_net_admin"
   std::vector<std::string> not_held;     // asked to keep but not held at the start
   std::size_t dropped = 0;               // permitted capabilities given up
-  bool bounding_cleared = false;         // false: no CAP_SETPCAP to clear it with
+  bool bounding_cleared = false;         // holds no more than kept; false: no CAP_SETPCAP to clear it
   std::optional<std::uint64_t> memlock;  // RLIMIT_MEMLOCK raised to this
   bool ipc_lock_for_memlock = false;     // the limit could not be raised: CAP_IPC_LOCK kept instead
 };

@@ -36,10 +36,16 @@ struct Options {
   bool serve = false;
   bool no_listen = false;
   std::size_t max_connections = 4;
+  // --serve: who is answered; the local subnets of the listening address by default, and at
+  // most 60 new connections a peer in 10 s (a client makes 2 to 4).
+  rdmakit::GateOptions peers{.allow = {}, .max_clients = 0, .peer_rate = 60};
   std::string key_file;
   std::optional<rdmakit::SharedKey> key;  // read from key_file once the options check out
   std::string replay_file;
 };
+
+// The agent's gate: --max-connections is its cap on probes.
+constexpr rdmakit::GateFlags agent_gate{.local_default = true, .cap = false, .rate = true};
 
 void add_options(CLI::App& app, Options& o) {
   app.add_option("address", o.address, "The other host's address (the client side); with --serve, none");
@@ -67,6 +73,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--max-connections", o.max_connections, "--serve: probe connections held at once; more are rejected")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  o.peers.add_to(app, agent_gate);
   app.add_option("--key-file", o.key_file,
                  "The side channel's pre-shared key (a file only its user may read, mode 0600): the agent "
                  "answers only clients that prove they hold it, and the client talks only to an agent that does")
@@ -88,6 +95,7 @@ void validate(const Options& o) {
     return;
   }
   if (o.no_listen) throw rdmakit::UsageError("--no-listen goes with --serve");
+  if (!o.peers.allow.empty()) throw rdmakit::UsageError("--allow goes with --serve");
   if (!o.replay_file.empty()) return;
   if (o.address.empty()) throw rdmakit::UsageError("ADDRESS is required (the other host), or --serve to be the agent");
   rdmakit::check_resolvable(o.address);
@@ -151,7 +159,8 @@ void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report&
                                     .client_timeout = runner.common().timeout(),
                                     .stop_fd = stop.fd(),
                                     .view = {},
-                                    .key = o.key};
+                                    .key = o.key,
+                                    .peers = o.peers.limits(numeric(o.bind), agent_gate)};
   if (!o.key) {
     spdlog::warn("no --key-file: anyone allowed to connect to the side channel is answered without authentication");
   }
@@ -159,6 +168,7 @@ void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report&
       agent, [](const std::string& where) { std::cerr << where << std::endl; },
       [](const std::string& line) { spdlog::info("{}", line); });
   report.add(rdmakit::diag::AgentTallyResult(tally));
+  report.add(rdmakit::RefusedPeers(tally.refused));
 }
 
 }  // namespace

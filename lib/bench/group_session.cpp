@@ -28,6 +28,7 @@ void ConnectionFlags::add_to(ToolRunner& tool, const std::string& count_help, st
       ->capture_default_str()
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 86400.0));
+  peers.add_to(app, {.local_default = false, .cap = false, .rate = true});
 }
 
 void ConnectionFlags::check(rdma_port_space port_space) const {
@@ -50,6 +51,8 @@ GroupOptions ConnectionFlags::group_options(rdma_port_space port_space, const Co
   options.limits.timeout = common.timeout();
   options.accept_timeout = std::chrono::milliseconds(static_cast<long long>(accept_timeout_s * 1000));
   options.limits.stop_fd = stop_fd;
+  if (is_server())
+    options.gate = std::make_shared<PeerGate>(peers.limits(bind, {.local_default = false, .cap = false, .rate = true}));
   return options;
 }
 
@@ -78,6 +81,8 @@ void run_group_session(const ConnectionFlags& flags, rdma_port_space port_space,
   if (adjust) adjust(options);
   ConnectionGroup group(options);
   const FillReportOnExit fill(group, report);
+  std::optional<RefusalsToReport> refusals;
+  if (options.gate) refusals.emplace(options.gate, report);
   establish(group, flags, port_space, report);
   exchange(group, report);
 }

@@ -27,6 +27,9 @@ struct ConnectionFlags {
   std::uint32_t size = 100;
   std::optional<int> type_of_service;
   double accept_timeout_s = 0;
+  // Server: who it serves (--allow, --peer-rate; any peer by default, as the stock servers
+  // do); -c is the cap on clients.
+  GateOptions peers;
 
   // Adds the shared flags to the tool's command line; `size_help` says what -S limits apply.
   void add_to(ToolRunner& tool, const std::string& count_help, std::uint32_t max_size, const std::string& size_help);

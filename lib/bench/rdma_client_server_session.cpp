@@ -129,6 +129,9 @@ void run_rdma_server(const EchoServerOptions& o, std::chrono::milliseconds timeo
   auto attributes = message_qp_attributes(o.no_inline ? 0 : echo::message_size);
   SyncEndpoint listener(info, &attributes);  // its QP attributes serve each accepted connection
   listener.listen(o.persistent ? 64 : 0);
+  const auto gate = std::make_shared<PeerGate>(o.peers.limits(o.server, {}));
+  listener.admit_through(gate);
+  const RefusalsToReport refusals(gate, report);
   report.add_timing(timer.span());
   report.local_address = address_of(rdma_get_local_addr(listener.get())).to_string();
   // For a persistent server: how long it stays up without a new client.

@@ -184,6 +184,9 @@ void run_rping_server(const RpingOptions& o, const EndpointOptions& endpoint_opt
   const auto bind_to = parse_address(o.address.empty() ? "0.0.0.0" : o.address, o.port);
   Listener listener(bind_to, o.persistent ? 64 : 1, endpoint_options);
   report.local_address = listener.local_address();
+  const auto gate = std::make_shared<PeerGate>(o.peers.limits(o.address, {}));
+  listener.admit_through(gate);
+  const RefusalsToReport refusals(gate, report);
   auto idle_deadline = [&]() -> std::optional<Clock::time_point> {
     const auto wait = o.accept_timeout();
     if (!wait) return std::nullopt;

@@ -774,6 +774,8 @@ BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   const auto address = parse_address(local.address.empty() ? "0.0.0.0" : local.address, s.port);
   const StepTimer timer(Step::listen);
   listener_ = std::make_unique<Listener>(address, s.persistent ? 64 : bw::max_queue_pairs, options);
+  gate_ = std::make_shared<PeerGate>(s.peers);
+  listener_->admit_through(gate_);
   report.add_timing(timer.span());
   report.local_address = listener_->local_address();
 }
@@ -796,6 +798,7 @@ void BwServer::serve_persistently(Report& report, BwResults& results) {
 
 void run_bw_server(const BwSettings& s, Report& report, BwResults& results) {
   BwServer server(s, report);
+  const RefusalsToReport refusals(server.gate(), report);
   if (s.persistent) {
     server.serve_persistently(report, results);
   } else {

@@ -18,6 +18,7 @@
 
 #include "lib/bench/datagram_end.hpp"
 #include "lib/bench/loops.hpp"
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/persistent.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
@@ -81,6 +82,7 @@ struct BwSettings {
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
+  GateLimits peers;         // server: who it serves (--allow, --max-clients, --peer-rate)
   RunLimits limits;         // every wait for the peer, and the stop signal
   // Server: a client that sends nothing for limits.timeout ends its test (timed out), even
   // while its connection seems up. send_bw's server waits for the disconnect instead.
@@ -164,11 +166,13 @@ class BwServer {
   void serve_one(Report& report, BwResults& results, std::optional<Clock::time_point> deadline);
   // -P: one client after another until the stop signal or --accept-timeout.
   void serve_persistently(Report& report, BwResults& results);
+  std::shared_ptr<const PeerGate> gate() const { return gate_; }
 
  private:
   BwSettings settings_;
   std::unique_ptr<Listener> listener_;
   std::optional<std::string> gid_warning_;  // -x named an entry no routed network reaches
+  std::shared_ptr<PeerGate> gate_;
 };
 
 // 256 -> IBV_MTU_256 ... 4096 -> IBV_MTU_4096; UsageError (naming -m) otherwise.

@@ -92,6 +92,7 @@ void ServerOptions::add_to(CLI::App& app, const std::string& persistent_help, co
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("-P,--persistent", persistent, persistent_help);
+  peers.add_to(app, {});
 }
 
 std::optional<std::chrono::milliseconds> ServerOptions::accept_timeout() const {

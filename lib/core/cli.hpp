@@ -14,6 +14,7 @@
 
 #include "lib/core/job.hpp"
 #include "lib/core/option_walk.hpp"
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
@@ -65,11 +66,14 @@ struct CommonOptions {
 };
 
 // The flags of a tool that serves clients, spelled as stock rping spells them:
-// -P/--persistent and --accept-timeout. Where the server listens stays each tool's own flag
-// (rping -a, rdma_server -s, send_bw --bind), as their stock namesakes have it.
+// -P/--persistent and --accept-timeout, and who it serves (--allow, --max-clients,
+// --peer-rate: any peer by default, as the stock servers do, at most 64 at once). Where the
+// server listens stays each tool's own flag (rping -a, rdma_server -s, send_bw --bind), as
+// their stock namesakes have it.
 struct ServerOptions {
   bool persistent = false;
   double accept_timeout_s = 0;  // 0: wait forever
+  GateOptions peers{.allow = {}, .max_clients = 64, .peer_rate = 0};
 
   // `persistent_help` and `accept_timeout_help` say what the two flags do in this tool.
   void add_to(CLI::App& app, const std::string& persistent_help, const std::string& accept_timeout_help);

@@ -199,10 +199,10 @@ AllowList local_subnets(const std::string& bind, const std::vector<InterfaceAddr
 }
 
 void RefusedPeers::add_to(nlohmann::json& document) const {
-  document["refused"] = {{"total", tally_.total()},
-                         {"not_allowed", tally_.not_allowed},
-                         {"too_fast", tally_.too_fast},
-                         {"too_many", tally_.too_many}};
+  document["refused_peers"] = {{"total", tally_.total()},
+                               {"not_allowed", tally_.not_allowed},
+                               {"too_fast", tally_.too_fast},
+                               {"too_many", tally_.too_many}};
 }
 
 std::string RefusedPeers::note() const {
@@ -316,31 +316,51 @@ const GateLimits& PeerGate::limits() const {
   return state_->limits;
 }
 
-void GateOptions::add_to(CLI::App& app, bool local_default) {
+RefusalsToReport::~RefusalsToReport() {
+  try {
+    report_.add(RefusedPeers(gate_->refused()));
+  } catch (const std::exception& error) {
+    spdlog::warn("the refused peers could not be reported: {}", error.what());
+  }
+}
+
+void GateOptions::add_to(CLI::App& app, GateFlags flags) {
   app.add_option("--allow", allow,
-                 local_default ? "Answer only peers in these networks (CIDR[,CIDR...], repeatable); default: the "
-                                 "local subnets of the listening address"
-                               : "Answer only peers in these networks (CIDR[,CIDR...], repeatable); default: any peer")
+                 flags.local_default
+                     ? "Answer only peers in these networks (CIDR[,CIDR...], repeatable); default: the local "
+                       "subnets of the listening address"
+                     : "Answer only peers in these networks (CIDR[,CIDR...], repeatable); default: any peer")
       ->type_name("CIDR[,CIDR...]")
-      ->allow_extra_args(false);
-  app.add_option("--max-clients", max_clients, "Refuse a client while this many are held (0: no cap)")
-      ->capture_default_str();
-  app.add_option(
-         "--peer-rate", peer_rate,
-         fmt::format("Refuse a peer's new connection beyond this many in {} s (0: no limit)", peer_rate_window.count()))
-      ->capture_default_str();
+      ->allow_extra_args(false)
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            try {
+              (void)AllowList::parse({value}, "");
+              return std::string();
+            } catch (const UsageError& bad) {
+              return std::string(trimmed(bad.what()));  // CLI11 names the flag
+            }
+          },
+          ""));
+  if (flags.cap) {
+    app.add_option("--max-clients", max_clients, "Server: refuse a client while this many are served (0: no cap)")
+        ->capture_default_str();
+  }
+  if (flags.rate) {
+    app.add_option("--peer-rate", peer_rate,
+                   fmt::format("Server: refuse a peer's new connections beyond this many in {} s (0: no limit)",
+                               peer_rate_window.count()))
+        ->capture_default_str();
+  }
 }
 
-void GateOptions::check() const {
-  (void)AllowList::parse(allow, "--allow");
-}
-
-GateLimits GateOptions::limits(const std::string& bind, bool local_default) const {
+GateLimits GateOptions::limits(const std::string& bind, GateFlags flags) const {
   GateLimits limits;
   limits.allow = AllowList::parse(allow, "--allow");
-  if (allow.empty() && local_default) limits.allow = local_subnets(bind, interface_addresses());
-  limits.max_clients = max_clients;
-  limits.peer_rate = peer_rate;
+  if (allow.empty() && flags.local_default) limits.allow = local_subnets(bind, interface_addresses());
+  limits.max_clients = flags.cap ? max_clients : 0;
+  limits.peer_rate = flags.rate ? peer_rate : 0;
   return limits;
 }
 

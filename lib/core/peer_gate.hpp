@@ -3,7 +3,7 @@
 // connections and a cap on the connections held at once. Every listener asks one PeerGate
 // before it serves a peer (Listener::next_request, SyncEndpoint::get_request, the connection
 // groups, the diag-connect agent, rdma_smoke --serve); the gate logs each refusal in one
-// line and counts it for the report's "refused".
+// line and counts it for the report's "refused_peers".
 
 #include <sys/socket.h>
 
@@ -86,7 +86,7 @@ AllowList local_subnets(const std::string& bind, const std::vector<InterfaceAddr
 
 enum class RefusalCause { not_allowed, too_fast, too_many };
 
-// The refusals of a run, by cause: the report's "refused".
+// The refusals of a run, by cause: the report's "refused_peers".
 struct RefusedTally {
   std::uint64_t not_allowed = 0;  // outside --allow
   std::uint64_t too_fast = 0;     // over --peer-rate
@@ -94,7 +94,7 @@ struct RefusedTally {
   std::uint64_t total() const { return not_allowed + too_fast + too_many; }
 };
 
-// The report's "refused" section (JSON always; a text line only when a peer was refused).
+// The report's "refused_peers" section (JSON always; a text line only when a peer was refused).
 class RefusedPeers final : public ReportSection {
  public:
   explicit RefusedPeers(RefusedTally tally) : tally_(tally) {}
@@ -160,22 +160,39 @@ class PeerGate {
   std::shared_ptr<State> state_;
 };
 
+// Adds the gate's refusals to `report` ("refused_peers") when it goes, however the serving ended.
+class RefusalsToReport {
+ public:
+  RefusalsToReport(std::shared_ptr<const PeerGate> gate, Report& report) : gate_(std::move(gate)), report_(report) {}
+  RefusalsToReport(const RefusalsToReport&) = delete;
+  RefusalsToReport& operator=(const RefusalsToReport&) = delete;
+  ~RefusalsToReport();
+
+ private:
+  std::shared_ptr<const PeerGate> gate_;
+  Report& report_;
+};
+
+// Which of the gate's flags a listener takes, and its default allow list.
+struct GateFlags {
+  bool local_default = false;  // no --allow: the listening address's local subnets (else any peer)
+  bool cap = true;             // --max-clients (a connection group's -c is its own cap)
+  bool rate = true;            // --peer-rate
+};
+
 // The flags that set a listener's gate: --allow, --max-clients, --peer-rate. Each tool adds
-// them once through ServerOptions (the rdma_cm servers) or on its own (the agent, rdma_smoke
-// --serve), with its defaults.
+// them once through ServerOptions (rping, rdma_server, send_bw), ConnectionFlags (ucmatose,
+// udaddy) or on its own (the agent, rdma_smoke --serve), setting its defaults first.
 struct GateOptions {
   std::vector<std::string> allow;  // as given; empty: the tool's default
   std::size_t max_clients = 0;
   std::size_t peer_rate = 0;
 
-  // `local_default`: no --allow answers only the listening address's local subnets (else
-  // any peer); the help says which.
-  void add_to(CLI::App& app, bool local_default);
-  // Throws UsageError for a bad CIDR.
-  void check() const;
-  // The gate of a listener bound to `bind`; with `local_default` and no --allow, the
-  // listening address's local subnets (interface_addresses()).
-  GateLimits limits(const std::string& bind, bool local_default) const;
+  // A bad CIDR is a usage error when the command line is parsed.
+  void add_to(CLI::App& app, GateFlags flags);
+  // The gate of a listener bound to `bind` ("" or a wildcard: every address); with
+  // `flags.local_default` and no --allow, the listening address's local subnets.
+  GateLimits limits(const std::string& bind, GateFlags flags) const;
 };
 
 // The line a listener with a local default says at start: "answering only 10.0.0.0/24,

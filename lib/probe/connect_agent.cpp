@@ -126,6 +126,7 @@ class Agent {
       expire_connections();
     }
     held_.clear();
+    tally_.refused = gate_.refused();
     return tally_;
   }
 
@@ -172,6 +173,8 @@ class Agent {
     socklen_t peer_length = sizeof(peer);
     auto client = FileDescriptor::checked(
         accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC), "accept");
+    // Refused: logged by the gate and closed at once, before a byte is read.
+    if (!gate_.admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) return;
     const auto client_address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
     if (!authenticated(client.get(), client_address)) return;
     try {
@@ -217,6 +220,11 @@ class Agent {
   void reject(rdma_cm_id* id, const std::string& why) {
     ++tally_.rejected;
     log_(fmt::format("rejected a connection: {}", why));
+    bury_rejected(id, why);
+  }
+
+  // Rejects with `why` in the private data, the text diag-connect prints.
+  void bury_rejected(rdma_cm_id* id, const std::string& why) {
     rdma_reject(id, why.c_str(), static_cast<std::uint8_t>(std::min<std::size_t>(why.size() + 1, 148)));
     auto dead = std::make_unique<CheckConnection>();
     dead->id = CmId(id);
@@ -224,6 +232,11 @@ class Agent {
   }
 
   void take_request(const rdma_cm_event& event) {
+    const auto admission = gate_.admit(rdma_get_peer_addr(event.id), Clock::now());
+    if (!admission.admitted()) {
+      bury_rejected(event.id, "diag-connect agent: " + admission.reason);
+      return;
+    }
     const auto& conn = event.param.conn;
     if (!agent::is_hello({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len})) {
       reject(event.id, "diag-connect agent: not a diag-connect client");
@@ -288,6 +301,7 @@ class Agent {
 
   const AgentOptions& options_;
   const std::function<void(const std::string&)>& log_;
+  PeerGate gate_{options_.peers};
   std::string tcp_address_;  // before tcp_: open_tcp() sets it
   std::string cm_address_;
   FileDescriptor tcp_;
@@ -338,6 +352,7 @@ AgentTally serve_agent(const AgentOptions& options, const std::function<void(con
                        const std::function<void(const std::string&)>& log) {
   Agent agent(options, log);
   ready(agent.where());
+  if (!options.peers.allow.any()) ready(answering_line(options.peers.allow));
   return agent.run();
 }
 

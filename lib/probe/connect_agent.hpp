@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
@@ -35,6 +36,9 @@ struct AgentOptions {
   // --key-file: a side-channel client must prove it holds this key (lib/wire/key_handshake)
   // before its request is read; none: anyone who connects is served, as the warning at start says.
   std::optional<SharedKey> key;
+  // Who may connect to either listener (--allow, --peer-rate); max_connections stays the
+  // probes' cap.
+  GateLimits peers;
 };
 
 struct AgentTally {
@@ -44,6 +48,7 @@ struct AgentTally {
   std::uint64_t connections = 0;      // probe connections accepted
   std::uint64_t rejected = 0;         // refused: not a diag-connect client, or too many at once
   std::uint64_t expired = 0;          // dropped after connection_lifetime
+  RefusedTally refused;               // refused by the gate (--allow, --peer-rate) on either listener
 };
 
 // The agent's report: what it served.

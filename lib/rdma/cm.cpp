@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
+#include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
 
@@ -234,6 +235,22 @@ RdmaError event_failure(const rdma_cm_event& event, const char* call, std::strin
   }
   return RdmaError::without_errno(call, std::move(subject), std::string(rdma_event_str(event.event)) + " with status 0",
                                   std::move(address));
+}
+
+std::optional<PeerGate::Slot> admit_request(PeerGate& gate, rdma_cm_id* id) {
+  auto admission = gate.admit(rdma_get_peer_addr(id), Clock::now());
+  if (admission.admitted()) return std::move(admission.slot);
+  const auto refusal = bw::encode_refusal(admission.reason);
+  if (rdma_reject(id, refusal.data(), static_cast<std::uint8_t>(refusal.size())) != 0) {
+    spdlog::debug("rdma_reject: {}", std::strerror(errno));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> refusal_reason(const rdma_cm_event& event) {
+  if (event.param.conn.private_data == nullptr) return std::nullopt;
+  return bw::decode_refusal(
+      {static_cast<const std::uint8_t*>(event.param.conn.private_data), event.param.conn.private_data_len});
 }
 
 CmEventPtr poll_cm_event(EventChannel& channel) {

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "lib/core/error.hpp"
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/wire/cm_flow.hpp"
 
@@ -120,6 +121,13 @@ CmEventPtr next_cm_event(rdma_event_channel* channel, Clock::time_point deadline
                          const std::string& awaiting);
 
 // Reads one event if one is already queued (channel must be non-blocking).
+// The gate of an rdma_cm listener (lib/core/peer_gate): admits the requesting peer of `id`,
+// or rejects the request with the reason in its private data (send_bw's Refusal, which
+// every client of ours prints) and returns nullopt; the caller then destroys `id`.
+std::optional<PeerGate::Slot> admit_request(PeerGate& gate, rdma_cm_id* id);
+// The reason a server of ours gave in a REJECTED's private data, if any.
+std::optional<std::string> refusal_reason(const rdma_cm_event& event);
+
 CmEventPtr poll_cm_event(EventChannel& channel);
 CmEventPtr poll_cm_event(rdma_event_channel* channel);
 

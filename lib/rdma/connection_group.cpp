@@ -465,6 +465,12 @@ void ConnectionGroup::act(Connection& connection, const CmTransition& transition
                         "cannot resolve AF_IB paths: use -f ip or -f ipv6",
                         call_for(before), event_failure(event, call_for(before), target_).what()));
       }
+      if (const auto refused = refusal_reason(event)) {
+        throw event_failure(
+            event, call_for(before),
+            fmt::format("{}: the server refused: {}", target_.empty() ? local_address() : target_, *refused),
+            target_host_);
+      }
       throw event_failure(event, call_for(before), target_.empty() ? local_address() : target_, target_host_);
     case CmAction::accept:
     case CmAction::establish:
@@ -533,6 +539,15 @@ void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& even
 }
 
 void ConnectionGroup::on_connect_request(rdma_cm_event& event) {
+  std::optional<PeerGate::Slot> slot;
+  if (options_.gate) {
+    slot = admit_request(*options_.gate, event.id);
+    if (!slot) {
+      events_.push_back({{"event", "CONNECT_REQUEST"}, {"status", event.status}, {"rejected", "refused"}});
+      rejected_.emplace_back(event.id);
+      return;
+    }
+  }
   if (connections_.size() >= options_.connections) {
     spdlog::warn("rejecting a connection request beyond the {} expected", options_.connections);
     rdma_reject(event.id, nullptr, 0);
@@ -540,6 +555,7 @@ void ConnectionGroup::on_connect_request(rdma_cm_event& event) {
     rejected_.emplace_back(event.id);
     return;
   }
+  if (slot) gate_slots_.push_back(std::move(*slot));
   auto& connection = add_connection(CmId(event.id));
   connection->state_ = CmState::accepting;
   try {

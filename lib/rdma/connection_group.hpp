@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
@@ -46,6 +47,9 @@ struct GroupOptions {
   // forever, like a server waiting for its clients); once it arrives, the timeout applies again.
   std::optional<std::chrono::milliseconds> accept_timeout;
   std::optional<std::chrono::milliseconds> first_message_timeout;
+  // Passive side: who may connect (lib/core/peer_gate); a refused request is rejected with
+  // the reason and does not count towards `connections`.
+  std::shared_ptr<PeerGate> gate;
 };
 
 class Connection {
@@ -186,8 +190,9 @@ class ConnectionGroup {
   ibv_context* context_ = nullptr;
   std::vector<std::unique_ptr<Connection>> connections_;
   std::vector<CmId> rejected_;
-  std::string target_;       // address:port (or group) shown in messages
-  std::string target_host_;  // its bare host, for hints and --diagnose
+  std::vector<PeerGate::Slot> gate_slots_;  // the admitted requests'; the group's -c is their cap
+  std::string target_;                      // address:port (or group) shown in messages
+  std::string target_host_;                 // its bare host, for hints and --diagnose
   int target_family_ = AF_UNSPEC;
   SocketAddress group_;
   bool joined_ = false;

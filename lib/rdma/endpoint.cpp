@@ -203,6 +203,7 @@ void Endpoint::fail_establishment(const rdma_cm_event& event, const CmTransition
       options_.explain_rejection({bytes, event.param.conn.private_data_len});
     }
     reason += fmt::format(", {} {}", kind == CmEvent::rejected ? "reject reason" : "SIDR status", status);
+    if (const auto refused = refusal_reason(event)) reason += fmt::format(": the server refused: {}", *refused);
   }
   // The active side names the peer's host, so that the hint and --diagnose can ask
   // diag-connect about it.
@@ -470,6 +471,14 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
       continue;
     }
     CmId child(event->id);
+    std::optional<PeerGate::Slot> slot;
+    if (gate_) {
+      slot = admit_request(*gate_, child.get());
+      if (!slot) {
+        event.reset();  // rdma_destroy_id waits until every event of the id has been acked
+        continue;
+      }
+    }
     std::vector<std::uint8_t> request_data;
     if (event->param.conn.private_data != nullptr) {
       const auto* bytes = static_cast<const std::uint8_t*>(event->param.conn.private_data);
@@ -481,6 +490,7 @@ std::unique_ptr<Endpoint> Listener::next_request(std::optional<Clock::time_point
     std::unique_ptr<Endpoint> endpoint(
         new Endpoint(std::move(channel), std::move(child), options_, CmState::accepting));
     endpoint->peer_private_data_ = std::move(request_data);
+    if (slot) endpoint->gate_slot_ = std::move(*slot);
     spdlog::debug("connection request from {}", endpoint->peer_address());
     endpoint->create_resources();
     return endpoint;

@@ -169,6 +169,7 @@ class Endpoint {
   bool disconnect_sent_ = false;      // our DREQ or DREP went out: rdma_disconnect once only
   std::vector<std::uint8_t> peer_private_data_;
   std::uint32_t max_inline_data_ = 0;
+  PeerGate::Slot gate_slot_;  // passive side: one of the listener's --max-clients while this lives
 };
 
 class Listener {
@@ -177,8 +178,11 @@ class Listener {
   Listener(const SocketAddress& address, int backlog, const EndpointOptions& options);
 
   // Waits for the next connection request (forever when `deadline` is empty), moves it to
-  // an endpoint with its own event channel, and creates its resources.
+  // an endpoint with its own event channel, and creates its resources. With a gate, a
+  // request the gate refuses is rejected with the reason and the wait goes on.
   std::unique_ptr<Endpoint> next_request(std::optional<Clock::time_point> deadline);
+  // Asks `gate` (lib/core/peer_gate) about every request from now on.
+  void admit_through(std::shared_ptr<PeerGate> gate) { gate_ = std::move(gate); }
 
   std::string local_address() const;
 
@@ -186,6 +190,7 @@ class Listener {
   EventChannel channel_;
   CmId id_;
   EndpointOptions options_;
+  std::shared_ptr<PeerGate> gate_;
 };
 
 }  // namespace rdmakit

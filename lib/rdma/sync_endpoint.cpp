@@ -50,7 +50,10 @@ SyncEndpoint::SyncEndpoint(rdma_cm_id* adopted) : id_(adopted) {
 }
 
 SyncEndpoint::SyncEndpoint(SyncEndpoint&& other) noexcept
-    : id_(std::exchange(other.id_, nullptr)), state_(std::exchange(other.state_, CmState::idle)) {}
+    : id_(std::exchange(other.id_, nullptr)),
+      state_(std::exchange(other.state_, CmState::idle)),
+      gate_(std::move(other.gate_)),
+      gate_slot_(std::move(other.gate_slot_)) {}
 
 SyncEndpoint::~SyncEndpoint() {
   if (id_ != nullptr) {
@@ -70,7 +73,8 @@ void SyncEndpoint::finish_cm_call(const char* call, const Bounds& bounds) {
     const auto transition = advance(state_, *event);
     switch (transition.action) {
       case CmAction::fail: {
-        const auto peer = peer_of(id_);
+        auto peer = peer_of(id_);
+        if (const auto refused = refusal_reason(*event)) peer += ": the server refused: " + *refused;
         throw event_failure(*event, call,
                             event->event == RDMA_CM_EVENT_REJECTED ? peer : peer + ": " + transition.reason,
                             std::string_view(call) == "rdma_connect" ? address_of(rdma_get_peer_addr(id_)).host_string()
@@ -90,14 +94,21 @@ void SyncEndpoint::listen(int backlog) {
 }
 
 SyncEndpoint SyncEndpoint::get_request(const Bounds& bounds) {
-  rdma_cm_id* child = nullptr;
-  while (rdma_get_request(id_, &child) != 0) {
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      throw RdmaError("rdma_get_request", rdmakit::address_of(rdma_get_local_addr(id_)).to_string(), errno);
+  for (;;) {
+    rdma_cm_id* child = nullptr;
+    while (rdma_get_request(id_, &child) != 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        throw RdmaError("rdma_get_request", rdmakit::address_of(rdma_get_local_addr(id_)).to_string(), errno);
+      }
+      await_readable(id_->channel->fd, bounds);
     }
-    await_readable(id_->channel->fd, bounds);
+    SyncEndpoint request(child);
+    if (!gate_) return request;
+    if (auto slot = admit_request(*gate_, child)) {
+      request.gate_slot_ = std::move(*slot);
+      return request;
+    }
   }
-  return SyncEndpoint(child);
 }
 
 void SyncEndpoint::complete_cm_call(const char* call, int result, const Bounds& bounds) {

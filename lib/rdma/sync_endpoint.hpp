@@ -12,9 +12,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/wire/cm_flow.hpp"
@@ -47,6 +49,9 @@ class SyncEndpoint {
   rdma_cm_id* operator->() const noexcept { return id_; }
 
   void listen(int backlog);
+  // Asks `gate` (lib/core/peer_gate) about every request get_request() takes from now on.
+  void admit_through(std::shared_ptr<PeerGate> gate) { gate_ = std::move(gate); }
+  // The next request the gate admits (one it refuses is rejected with the reason).
   SyncEndpoint get_request(const Bounds& bounds);
   void connect(const Bounds& bounds);
   void accept(const Bounds& bounds);
@@ -72,6 +77,8 @@ class SyncEndpoint {
   rdma_cm_id* id_ = nullptr;
   // Where the id is in rdma_cm(7)'s flow; every event read goes through cm_transition.
   CmState state_ = CmState::idle;
+  std::shared_ptr<PeerGate> gate_;  // a listener's
+  PeerGate::Slot gate_slot_;        // a request's: one of the listener's --max-clients
 };
 
 class MessageRegion {

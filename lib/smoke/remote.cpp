@@ -120,8 +120,8 @@ ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t
 
 ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline,
                                           int stop_fd, const std::function<void(const std::string&)>& listening,
-                                          const SharedKey* key,
-                                          const std::function<void(const std::string&)>& refused) {
+                                          const SharedKey* key, const std::function<void(const std::string&)>& refused,
+                                          PeerGate* gate) {
   const AddressList addresses(numeric(bind.empty() ? "::" : bind, port, true));
   const auto* address = addresses.list;
   auto listener = FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
@@ -141,6 +141,7 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
     const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
     ControlChannel channel(fd, stop_fd, peer_name(peer));
+    if (gate != nullptr && !gate->admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) continue;
     try {
       // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
       handshake::serve_handshake(fd, handshake::Service::smoke, key, Clock::now() + handshake_timeout, stop_fd);
@@ -400,13 +401,18 @@ ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& envir
                         const std::function<void(const std::string&)>& say) {
   ServeResult served;
   if (!options.key) say("warning: no --key-file: any peer allowed to connect is served without authentication");
+  PeerGate gate(options.peers);
+  if (!options.peers.allow.any()) say(answering_line(options.peers.allow));
   auto channel = ControlChannel::accept_one(
       options.bind, options.control_port,
       Clock::now() + std::chrono::milliseconds(static_cast<long long>(options.accept_seconds * 1000)),
-      environment.stop_fd, say, options.key ? &*options.key : nullptr, [&served, &say](const std::string& line) {
+      environment.stop_fd, say, options.key ? &*options.key : nullptr,
+      [&served, &say](const std::string& line) {
         ++served.unauthenticated;
         say(line);
-      });
+      },
+      &gate);
+  served.refused = gate.refused();
   say("peer " + channel.peer());
   auto cases = agree_on_plan(channel, options.address);
   const auto silence =

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/core/peer_gate.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/smoke/run.hpp"
 
@@ -35,11 +36,13 @@ class ControlChannel {
   // Listens on bind:port ("" for every address) and takes the first connection that passes
   // the key handshake with `key` (nullptr: none) within handshake_timeout; a peer refused by
   // it is told why, said through `refused` in one line and closed, and the next one awaited
-  // until the deadline.
+  // until the deadline. A peer `gate` refuses (lib/core/peer_gate: logged there) is closed
+  // before the handshake, and the next one awaited.
   static ControlChannel accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline, int stop_fd,
                                    const std::function<void(const std::string&)>& listening,
                                    const SharedKey* key = nullptr,
-                                   const std::function<void(const std::string&)>& refused = {});
+                                   const std::function<void(const std::string&)>& refused = {},
+                                   PeerGate* gate = nullptr);
   ControlChannel(ControlChannel&& other) noexcept;
   ControlChannel& operator=(ControlChannel&&) = delete;
   ControlChannel(const ControlChannel&) = delete;
@@ -89,12 +92,14 @@ struct ServeOptions {
   std::uint16_t control_port = default_control_port;
   double accept_seconds = 600;   // how long to wait for the peer
   std::optional<SharedKey> key;  // --key-file: the peer must prove it holds this key
+  GateLimits peers;              // --allow: who may connect to the control port
 };
 
 struct ServeResult {
   std::vector<CaseResult> cases;      // the cases served, with their server runs
   std::string lost;                   // why the peer was lost before it said it was done; "" when it did
   std::uint64_t unauthenticated = 0;  // peers refused by the key handshake before the one served
+  RefusedTally refused;               // peers refused by --allow before the one served
 };
 
 // Serves one peer's run: the servers of its forward cases, the clients of its reverse ones.

@@ -26,6 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// --serve answers one peer: --allow alone, by default the control port's local subnets.
+constexpr GateFlags smoke_gate{.local_default = true, .cap = false, .rate = false};
+
 // The tools installed beside this program, never ones found on PATH: rdmacm-utils installs
 // stock tools of the same names.
 fs::path tools_dir(const SmokeOptions& o) {
@@ -174,10 +177,12 @@ std::string run_cases(const SmokeOptions& o, const SmokeHost& host, double timeo
          .bind = {},
          .control_port = o.control_port,
          .accept_seconds = o.accept_seconds,
-         .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file))},
+         .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file)),
+         .peers = o.peers.limits({}, smoke_gate)},
         environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; });
     run.cases = std::move(served.cases);
     run.unauthenticated = served.unauthenticated;
+    report.add(RefusedPeers(served.refused));
     return served.lost;
   } else if (!o.peer.empty()) {
     report.role = "client";
@@ -237,6 +242,7 @@ void SmokeOptions::add_to(ToolRunner& runner) {
                  "--serve, --peer: the control channel's pre-shared key (a file only its user may read, mode "
                  "0600); each side must prove it holds the same key before anything is run")
       ->type_name("FILE");
+  peers.add_to(app, smoke_gate);
   app.footer(
       "Exit status: 0 every case passed (skips allowed), 1 a case failed, 2 usage error, 77 no RDMA device at all, "
       "130/143 stopped.");
@@ -253,6 +259,7 @@ void SmokeOptions::check(const ToolRunner& runner, const SmokeHost& host) const 
   if ((serve || !peer.empty()) && addresses.size() > 1) {
     throw UsageError("--serve and --peer take at most one address (this host's)");
   }
+  if (!peers.allow.empty() && !serve) throw UsageError("--allow goes with --serve");
   if (!key_file.empty()) {
     if (!serve && peer.empty()) throw UsageError("--key-file goes with --serve or --peer");
     (void)read_shared_key(key_file);

@@ -45,6 +45,7 @@ struct SmokeOptions {
   std::uint16_t control_port = default_control_port;
   double accept_seconds = 600;
   std::string key_file;  // --key-file, with --serve or --peer
+  GateOptions peers;     // --allow, with --serve: the control port's peers (default: its local subnets)
 
   // Registers rdma_smoke's arguments and flags and the --help footer on exit codes.
   void add_to(ToolRunner& runner);

@@ -200,28 +200,26 @@ TEST(PeerGate, SlotsReleaseFromOtherThreads) {
 TEST(RefusedPeers, JsonAlwaysTextOnlyWhenSome) {
   nlohmann::json document;
   RefusedPeers({}).add_to(document);
-  EXPECT_EQ(document["refused"]["total"], 0);
+  EXPECT_EQ(document["refused_peers"]["total"], 0);
   EXPECT_EQ(RefusedPeers({}).note(), "");
   const RefusedPeers some({.not_allowed = 2, .too_fast = 1, .too_many = 0});
   some.add_to(document);
-  EXPECT_EQ(document["refused"]["total"], 3);
-  EXPECT_EQ(document["refused"]["not_allowed"], 2);
+  EXPECT_EQ(document["refused_peers"]["total"], 3);
+  EXPECT_EQ(document["refused_peers"]["not_allowed"], 2);
   EXPECT_EQ(some.note(), "refused 3 connections: 2 not in --allow, 1 over --peer-rate, 0 over --max-clients\n");
 }
 
 TEST(GateOptions, FlagsRepeatAndTakeCommaLists) {
   CLI::App app;
   GateOptions options;
-  options.add_to(app, false);
+  options.add_to(app, {});
   app.parse("--allow 10.0.0.0/24,10.1.0.0/24 --allow fd00::/8 --max-clients 5", false);
-  const auto limits = options.limits("", false);
+  const auto limits = options.limits("", {});
   EXPECT_EQ(limits.allow.cidrs().size(), 3U);
   EXPECT_EQ(limits.max_clients, 5U);
-  EXPECT_TRUE(GateOptions{}.limits("", false).allow.any());
-  EXPECT_FALSE(GateOptions{}.limits("", true).allow.any());
-  GateOptions bad;
-  bad.allow = {"10.0.0.300"};
-  EXPECT_THROW(bad.check(), UsageError);
+  EXPECT_TRUE(GateOptions{}.limits("", {}).allow.any());
+  EXPECT_FALSE(GateOptions{}.limits("", {.local_default = true}).allow.any());
+  EXPECT_THROW(app.parse("--allow 10.0.0.300", false), CLI::ValidationError);
 }
 
 TEST(AnsweringLine, SaysHowToWiden) {

@@ -57,6 +57,8 @@ source "$here/key_cases.sh"
 source "$here/routed_cases.sh"
 # shellcheck source=tsan_cases.sh
 source "$here/tsan_cases.sh"
+# shellcheck source=allow_cases.sh
+source "$here/allow_cases.sh"
 declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
 "case_$CASE_NAME"
 check_schemas

@@ -325,6 +325,9 @@ RefusalsToReport::~RefusalsToReport() {
 }
 
 void GateOptions::add_to(CLI::App& app, GateFlags flags) {
+  // The tools whose server is a mode of their own (diag-connect --serve, rdma_smoke --serve)
+  // name that mode; the rest name the server side, as their other server flags do.
+  const std::string side = flags.local_default ? "--serve: " : "Server: ";
   app.add_option("--allow", allow,
                  flags.local_default
                      ? "Answer only peers in these networks (CIDR[,CIDR...], repeatable); default: the local "
@@ -344,12 +347,12 @@ void GateOptions::add_to(CLI::App& app, GateFlags flags) {
           },
           ""));
   if (flags.cap) {
-    app.add_option("--max-clients", max_clients, "Server: refuse a client while this many are served (0: no cap)")
+    app.add_option("--max-clients", max_clients, side + "refuse a client while this many are served (0: no cap)")
         ->capture_default_str();
   }
   if (flags.rate) {
     app.add_option("--peer-rate", peer_rate,
-                   fmt::format("Server: refuse a peer's new connections beyond this many in {} s (0: no limit)",
+                   fmt::format("{}refuse a peer's new connections beyond this many in {} s (0: no limit)", side,
                                peer_rate_window.count()))
         ->capture_default_str();
   }

@@ -164,9 +164,10 @@ struct ConnectAttempt {
 
 // How the TCP side channel to the agent went.
 struct AgentContact {
-  std::string address;               // where the agent was asked (host:port)
-  std::string status = "not_tried";  // "ok", "refused", "timeout", "unreachable", "invalid", "unauthenticated", "not_tried"
-  std::string detail;                // why invalid (too large, not JSON, wrong member), or the errno text
+  std::string address;  // where the agent was asked (host:port)
+  std::string status =
+      "not_tried";     // "ok", "refused", "timeout", "unreachable", "invalid", "unauthenticated", "not_tried"
+  std::string detail;  // why invalid (too large, not JSON, wrong member), or the errno text
   double ms = 0;
 };
 

@@ -538,21 +538,31 @@ void ConnectionGroup::on_ready(Connection& connection, const rdma_cm_event& even
   if (!is_datagram(options_.port_space)) connection.rnr_nak_timer_ = rnr_nak_timer_of(connection.id_->qp);
 }
 
+void ConnectionGroup::keep_rejected(const rdma_cm_event& event, const char* why) {
+  // The requests rejected before this one had their events acked, so their ids may go now:
+  // a peer that keeps asking holds one id here, not one per request.
+  rejected_.clear();
+  rejected_.emplace_back(event.id);
+  // The refusals are counted in refused_peers; the event list keeps the first few, so that
+  // a flood of requests cannot grow the report without bound.
+  if (++rejected_requests_ <= max_rejections_listed) {
+    events_.push_back({{"event", "CONNECT_REQUEST"}, {"status", event.status}, {"rejected", why}});
+  }
+}
+
 void ConnectionGroup::on_connect_request(rdma_cm_event& event) {
   std::optional<PeerGate::Slot> slot;
   if (options_.gate) {
     slot = admit_request(*options_.gate, event.id);
     if (!slot) {
-      events_.push_back({{"event", "CONNECT_REQUEST"}, {"status", event.status}, {"rejected", "refused"}});
-      rejected_.emplace_back(event.id);
+      keep_rejected(event, "refused");
       return;
     }
   }
   if (connections_.size() >= options_.connections) {
     spdlog::warn("rejecting a connection request beyond the {} expected", options_.connections);
     rdma_reject(event.id, nullptr, 0);
-    events_.push_back({{"event", "CONNECT_REQUEST"}, {"status", event.status}, {"rejected", "beyond -c"}});
-    rejected_.emplace_back(event.id);
+    keep_rejected(event, "beyond -c");
     return;
   }
   if (slot) gate_slots_.push_back(std::move(*slot));

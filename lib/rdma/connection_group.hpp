@@ -178,6 +178,7 @@ class ConnectionGroup {
                                        const std::vector<std::uint64_t>& targets);
   void set_id_options(Connection& connection, bool active);
   std::unique_ptr<Connection>& add_connection(CmId id);
+  void keep_rejected(const rdma_cm_event& event, const char* why);
   std::size_t receive_slot_bytes() const;
 
   GroupOptions options_;
@@ -189,7 +190,10 @@ class ConnectionGroup {
   CqWaiter waiter_{CompletionMode::events, options_.limits.stop_fd};
   ibv_context* context_ = nullptr;
   std::vector<std::unique_ptr<Connection>> connections_;
+  // The last rejected request's id, kept until its event is acked (keep_rejected).
   std::vector<CmId> rejected_;
+  std::size_t rejected_requests_ = 0;
+  static constexpr std::size_t max_rejections_listed = 32;
   std::vector<PeerGate::Slot> gate_slots_;  // the admitted requests'; the group's -c is their cap
   std::string target_;                      // address:port (or group) shown in messages
   std::string target_host_;                 // its bare host, for hints and --diagnose

@@ -397,21 +397,28 @@ std::vector<ToolRun> runs_in(const nlohmann::json& reply, const std::string& rol
 
 }  // namespace
 
-ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
-                        const std::function<void(const std::string&)>& say) {
-  ServeResult served;
+void serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
+                 const std::function<void(const std::string&)>& say, ServeResult& served) {
   if (!options.key) say("warning: no --key-file: any peer allowed to connect is served without authentication");
   PeerGate gate(options.peers);
   if (!options.peers.allow.any()) say(answering_line(options.peers.allow));
-  auto channel = ControlChannel::accept_one(
-      options.bind, options.control_port,
-      Clock::now() + std::chrono::milliseconds(static_cast<long long>(options.accept_seconds * 1000)),
-      environment.stop_fd, say, options.key ? &*options.key : nullptr,
-      [&served, &say](const std::string& line) {
-        ++served.unauthenticated;
-        say(line);
-      },
-      &gate);
+  // The peers refused before a stop stay counted: after an accept timeout they are the news.
+  auto channel = [&] {
+    try {
+      return ControlChannel::accept_one(
+          options.bind, options.control_port,
+          Clock::now() + std::chrono::milliseconds(static_cast<long long>(options.accept_seconds * 1000)),
+          environment.stop_fd, say, options.key ? &*options.key : nullptr,
+          [&served, &say](const std::string& line) {
+            ++served.unauthenticated;
+            say(line);
+          },
+          &gate);
+    } catch (const RunStopped&) {
+      served.refused = gate.refused();
+      throw;
+    }
+  }();
   served.refused = gate.refused();
   say("peer " + channel.peer());
   auto cases = agree_on_plan(channel, options.address);
@@ -429,7 +436,6 @@ ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& envir
     served.lost = stopped.what();
   }
   served.cases = std::move(session.served());
-  return served;
 }
 
 PeerSession::PeerSession(ControlChannel channel, const PeerPlan& plan) : channel_(std::move(channel)) {

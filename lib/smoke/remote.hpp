@@ -105,8 +105,10 @@ struct ServeResult {
 // Serves one peer's run: the servers of its forward cases, the clients of its reverse ones.
 // Ends when the peer says it is done, goes away, or goes silent for longer than a case may
 // take (the cases served so far are kept).
-ServeResult serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
-                        const std::function<void(const std::string&)>& say);
+// `served` holds what was served and refused so far, also when this throws (Ctrl-C, no
+// allowed peer within the accept timeout).
+void serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
+                 const std::function<void(const std::string&)>& say, ServeResult& served);
 
 // The --peer side of a run: a forward case's client runs here against its servers there, a
 // reverse case's servers here for its client there.

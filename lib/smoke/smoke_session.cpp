@@ -172,14 +172,21 @@ std::string run_cases(const SmokeOptions& o, const SmokeHost& host, double timeo
     run_no_device(o, timeout_s, environment, run);
   } else if (o.serve) {
     report.role = "server";
-    auto served = serve_smoke(
-        {.address = host.numeric(addresses.front()),
-         .bind = {},
-         .control_port = o.control_port,
-         .accept_seconds = o.accept_seconds,
-         .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file)),
-         .peers = o.peers.limits({}, smoke_gate)},
-        environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; });
+    ServeResult served;
+    try {
+      serve_smoke(
+          {.address = host.numeric(addresses.front()),
+           .bind = {},
+           .control_port = o.control_port,
+           .accept_seconds = o.accept_seconds,
+           .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file)),
+           .peers = o.peers.limits({}, smoke_gate)},
+          environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; },
+          served);
+    } catch (const RunStopped&) {
+      report.add(RefusedPeers(served.refused));
+      throw;
+    }
     run.cases = std::move(served.cases);
     run.unauthenticated = served.unauthenticated;
     report.add(RefusedPeers(served.refused));

@@ -156,4 +156,15 @@ case_allow_smoke() {
   expect_refused_line serving.err
   expect_jq '.refused_peers.not_allowed == 1 and .smoke.passed == 1' serving.out
   expect_schema rdma_smoke serving.out
+  # Only a refused peer before the accept timeout: the run ends timed out, and its report
+  # still counts whom it refused.
+  next_port
+  start lonely "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$PORT" --control-port "$control" --accept-timeout 6 \
+    --allow "$RXE_ADDR/32" --json
+  wait_for_line lonely.err "control port" 20
+  tcp_from outside2 "$RXE_ADDR2" "$control"
+  finish lonely 30
+  ((RC != 0)) || fail "rdma_smoke --serve with no allowed peer: exit 0"
+  expect_jq '.refused_peers.not_allowed == 1 and .outcome == "timed_out"' lonely.out
+  expect_schema rdma_smoke lonely.out
 }

@@ -112,9 +112,9 @@ case_allow_agent() {
   local probe=$PORT
   next_port
   local aport=$PORT
-  start agent "$OURS_DIAG_CONNECT" --serve -p "$probe" --agent-port "$aport" --allow "$RXE_ADDR/32" \
-    --log-level info --json
-  wait_for_line agent.err "answering only $RXE_ADDR/32" 20
+  start agent "$OURS_DIAG_CONNECT" --serve -p "$probe" --agent-port "$aport" --allow "$RXE_ADDR/32,127.0.0.1/32" \
+    --peer-rate 3 --log-level info --json
+  wait_for_line agent.err "answering only $RXE_ADDR/32, 127.0.0.1/32" 20
   wait_listening "$probe"
   # The side channel: closed at once, not even the handshake's hello.
   tcp_from side_outside "$RXE_ADDR2" "$aport"
@@ -126,13 +126,22 @@ case_allow_agent() {
     fail "diag-connect from $RXE_ADDR2 did not print the agent's reason: $(head -c 600 "$T/probe_outside.out")"
   run inside 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$probe" --agent-port "$aport" --json --timeout 5
   expect_jq '.capture.agent.status == "ok" and .capture.attempt.peer_is_agent' inside.out
+  # --peer-rate 3: a peer of its own (127.0.0.1, allowed) opens and closes six side-channel
+  # connections at once; those beyond three in 10 s are refused as too fast.
+  run burst 30 "${RDMAKIT_PYTHON:-python3}" -c '
+import socket, sys
+for _ in range(6):
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10, source_address=("127.0.0.1", 0))
+    s.close()' "$RXE_ADDR" "$aport"
+  expect_rc 0 "six connections from 127.0.0.1"
+  wait_for_line agent.err "refused 127.0.0.1 port [0-9]*: more than 3 new connections" 20
   kill -TERM "$PID_agent"
   finish agent 10
   expect_rc 0 "the agent, stopped with SIGTERM"
   local lines
   lines=$(grep -c "refused $RXE_ADDR2 port" "$T/agent.err" || true)
   [[ $lines -eq 2 ]] || fail "agent: $lines refusal lines, expected 2 (side channel, probe)"
-  expect_jq '.refused_peers.not_allowed == 2 and .agent.answers == 1' agent.out
+  expect_jq '.refused_peers.not_allowed == 2 and .refused_peers.too_fast >= 1 and .agent.answers == 1' agent.out
   expect_schema diag-connect agent.out
 }
 

@@ -178,8 +178,9 @@ routed_diag_connect() {
   next_port
   probe=$PORT
   next_port
+  # The agent answers only its own subnet by default; this client is a router away.
   remote_start routed_agent "$OURS_DIAG_CONNECT" --serve --bind "$ROUTED_ADDR" -p "$probe" --agent-port "$PORT" \
-    --log-level info
+    --allow "$WIRE_ADDR/32" --log-level info
   restore "remote_stop routed_agent"
   remote_wait_line routed_agent "side channel" 30
   connect routed_index0 30 "$ROUTED_ADDR" -p "$probe" --agent-port "$PORT" --gid-index 0 --timeout 3

@@ -4,10 +4,12 @@
 #   build          gcc, warnings as errors: the tools, the unit tests, the .deb
 #   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
 #                  build serves the sanitized unit and integration runs and the fuzz run
-#   build-tsan     clang with ThreadSanitizer: only the unit tests and the programs of the
-#                  tsan cases (the threaded and concurrent servers, tests/tsan.cmake)
+#   build-tsan     clang with ThreadSanitizer: only the unit tests of threaded code and the
+#                  programs of the tsan cases (the threaded and concurrent servers,
+#                  tests/tsan.cmake)
 #   clang-tidy     .clang-tidy's checks (bugprone, performance, readability: the complexity
-#                  cap among them), with build-asan's compile commands
+#                  cap among them), with build-asan's compile commands; beside the guests at
+#                  nice 10 (in the foreground with --under-load)
 #   unit           the three builds on this host, with the device-free cases of the tools
 #                  (bad flags: label nodevice); build-asan replays every fuzz corpus
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan)
@@ -15,6 +17,8 @@
 #                  cases at a time where they share nothing (tests/README.md says which run
 #                  alone, and which the sanitized builds run)
 #   pair           the two-host cases on two guests joined by a wire (plain build)
+#   schemas        every report the guests' cases queued, checked against its schema here
+#                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
 #                  (scripts/package.sh, run by doc/ci's GitHub package step), then
 #                  installed: from a fresh folder the installed rdmakit-rxe-vm runs the
@@ -80,7 +84,7 @@ burn_stop() {
   wait "$burner_pid" 2> /dev/null || true
   burner_pid=""
 }
-trap 'burn_stop; print_times' EXIT
+trap 'burn_stop; [[ -z ${tidy_pid:-} ]] || kill "$tidy_pid" 2> /dev/null; print_times' EXIT
 
 # stage NAME COMMAND...: one timed stage; a failure fails the suite and is returned.
 stage() {
@@ -127,6 +131,31 @@ tidy_check() {
     }
 }
 
+# tidy_beside_guests: tidy_check in the background at nice 10; tidy_join waits for it and
+# adds its row (its time is its own, not the suite's).
+tidy_pid=""
+tidy_beside_guests() {
+  echo "== clang-tidy: in the background at nice 10, beside the guests (its row follows the pair stage)"
+  (
+    renice -n 10 -p "$BASHPID" > /dev/null
+    started=$SECONDS rc=0
+    tidy_check > "$root/build/clang-tidy.findings" 2>&1 || rc=$?
+    echo "$rc $((SECONDS - started))" > "$root/build/clang-tidy.result"
+  ) &
+  tidy_pid=$!
+}
+tidy_join() {
+  [[ -n $tidy_pid ]] || return 0
+  local rc=1 seconds=0
+  echo "== clang-tidy (beside the guests): waiting for it"
+  wait "$tidy_pid" || true
+  tidy_pid=""
+  read -r rc seconds < "$root/build/clang-tidy.result" || true
+  cat "$root/build/clang-tidy.findings"
+  add_row "$seconds" "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "clang-tidy (beside the guests, nice 10)"
+  ((rc == 0)) || status=1
+}
+
 stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
 # The entry points; -x follows what they source (.shellcheckrc).
@@ -147,13 +176,26 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktra
 # build-tsan's tests set the same in their environment (tests/tsan.cmake): a report ends the
 # process with exit 66.
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS TSAN_OPTIONS=$TSAN_OPTIONS;"
+# The guests leave their reports' schema check to this host (report_schemas).
+guest_env="export ASAN_OPTIONS=$ASAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS TSAN_OPTIONS=$TSAN_OPTIONS RDMAKIT_REPORTS_ON_HOST=1;"
 steps=tests/integration/ctest-stages.sh
 
 # unit_stage DIR: the unit tests, corpora and device-free cases of one build, on this host.
 unit_stage() {
   stage "unit, device-free cases and corpora ($1)" ctest --test-dir "$root/$1" -L '^(unit|nodevice)$' -j "$(nproc)" \
     --output-on-failure
+}
+
+# report_schemas DIR...: the check of every report the guest's cases queued in each build
+# DIR against its schema (tests/integration/lib.sh, reports_match_schemas), which the guests
+# leave to this host: Python in the TCG guest took 20 s a pass, here it takes 2.
+report_schemas() {
+  local dir rc=0
+  for dir in "$@"; do
+    RDMAKIT_REPORT_QUEUE=$root/$dir/integration-reports tests/integration/run-case.sh reports_match_schemas \
+      "$root/$dir/bin" "$root/$dir/tests/bin" || rc=1
+  done
+  return "$rc"
 }
 
 # build_usable: the README's build still runs from build/bin after the suite (the package
@@ -177,6 +219,7 @@ if [[ $mode == quick ]]; then
       scripts/rxe-vm.sh --name quick --timeout 1800 "$root" "$guest_env" \
       "$steps 'quick (build)|$root/build|^quick\$|$jobs'" || true
     burn_stop
+    stage "report schemas (the guest's, checked here)" report_schemas build || true
   fi
   exit $status
 fi
@@ -193,7 +236,15 @@ tsan_targets="unit_tests rdma_server rdma_client send_bw rping diag-connect rdma
 stage "build-tsan (clang, TSan: unit tests, the servers of the tsan cases)" env CC=clang CXX=clang++ \
   RDMAKIT_BUILD_TARGETS="$tsan_targets" scripts/build.sh "$root/build-tsan" -DRDMAKIT_SANITIZE=thread \
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" -DCMAKE_UNITY_BUILD=ON
-stage "clang-tidy" tidy_check || true
+# clang-tidy needs no device and no build of its own: unless the host is loaded on purpose
+# (--under-load, where it runs here as before), it runs beside the guests at nice 10, on
+# what they leave of the two cores (their serial cases, the pair stage's chain of cases on
+# two guests), and its row joins the table when the pair stage has ended.
+if $under_load; then
+  stage "clang-tidy" tidy_check || true
+else
+  tidy_beside_guests
+fi
 for dir in build build-asan build-tsan; do
   unit_stage "$dir" || true
 done
@@ -202,6 +253,7 @@ stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=5} s" \
 
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   echo "== integration tests skipped (RDMAKIT_SKIP_VM=1)"
+  tidy_join
   exit $status
 fi
 
@@ -211,12 +263,15 @@ runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build
 [[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak and valgrind memcheck (build)|$root/build|^(soak|valgrind)\$|1")
 in_guest "guest: integration of the three builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
+stage "report schemas of the three builds' cases (checked here)" report_schemas build build-asan build-tsan || true
 
 pair_labels=pair
 [[ ${RDMAKIT_LONG:-0} == 1 ]] && pair_labels='pair|pair_long'
 in_guest "two guests on a wire: pair cases (build)" "$root/build/vm-pair.log" \
   scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root" \
-  "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'" || true
+  "$guest_env" "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'" || true
+stage "report schemas of the pair cases (checked here)" report_schemas build || true
+tidy_join
 
 # package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
 # (tests/ci/run-github-step.sh), on the tested build: scripts/package.sh --print-deb builds

@@ -108,6 +108,8 @@ ToolRunner::ToolRunner(std::string name, std::string description, const std::str
   common_.add_to(app_, debug_flag);
 }
 
+ToolRunner::~ToolRunner() = default;
+
 void ToolRunner::rename_argument(const std::string& long_name, std::string key) {
   argument_keys_[long_name] = std::move(key);
 }

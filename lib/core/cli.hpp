@@ -91,6 +91,10 @@ class ToolRunner {
  public:
   // `debug_flag` is the short name of --debug ("" for tools whose stock -d means a device).
   ToolRunner(std::string name, std::string description, const std::string& debug_flag = "-d");
+  // Out of line, so that a tool's main does not instantiate CLI11's App in its own object.
+  ~ToolRunner();
+  ToolRunner(const ToolRunner&) = delete;
+  ToolRunner& operator=(const ToolRunner&) = delete;
 
   // Runs the diagnoser for a failed call (diag-bind's for an address or device failure,
   // diag-connect's for a failure to reach the peer) and returns its JSON, with a human

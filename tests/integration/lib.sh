@@ -199,9 +199,16 @@ case_reports_queue_emptied() {
 }
 
 # reports_match_schemas: every report the run's cases queued matches its tool's schema;
-# a report's name says the case that wrote it (CASE.N.FILE).
+# a report's name says the case that wrote it (CASE.N.FILE). With RDMAKIT_REPORTS_ON_HOST
+# set (scripts/test.sh, in the guest) the queue is left for the host, which runs this same
+# case once the guest has ended: the check is Python's, which the TCG guest ran for 20 s
+# a pass and the host runs in 2.
 case_reports_match_schemas() {
   local report tool
+  if [[ -n ${RDMAKIT_REPORTS_ON_HOST:-} ]]; then
+    note "$(find "${RDMAKIT_REPORT_QUEUE:?}" -type f | wc -l) reports left in $RDMAKIT_REPORT_QUEUE for the host's check"
+    return 0
+  fi
   for report in "${RDMAKIT_REPORT_QUEUE:?}"/*/*; do
     [[ -f $report ]] || continue
     tool=${report%/*}

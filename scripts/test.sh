@@ -9,7 +9,7 @@
 #                  tests/tsan.cmake)
 #   clang-tidy     .clang-tidy's checks (bugprone, performance, readability: the complexity
 #                  cap among them), with build-asan's compile commands; beside the guests at
-#                  nice 10 (in the foreground with --under-load)
+#                  nice 19 (in the foreground with --under-load)
 #   unit           the three builds on this host, with the device-free cases of the tools
 #                  (bad flags: label nodevice); build-asan replays every fuzz corpus
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan)
@@ -131,13 +131,13 @@ tidy_check() {
     }
 }
 
-# tidy_beside_guests: tidy_check in the background at nice 10; tidy_join waits for it and
+# tidy_beside_guests: tidy_check in the background at nice 19; tidy_join waits for it and
 # adds its row (its time is its own, not the suite's).
 tidy_pid=""
 tidy_beside_guests() {
-  echo "== clang-tidy: in the background at nice 10, beside the guests (its row follows the pair stage)"
+  echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
   (
-    renice -n 10 -p "$BASHPID" > /dev/null
+    renice -n 19 -p "$BASHPID" > /dev/null
     started=$SECONDS rc=0
     tidy_check > "$root/build/clang-tidy.findings" 2>&1 || rc=$?
     echo "$rc $((SECONDS - started))" > "$root/build/clang-tidy.result"
@@ -152,7 +152,7 @@ tidy_join() {
   tidy_pid=""
   read -r rc seconds < "$root/build/clang-tidy.result" || true
   cat "$root/build/clang-tidy.findings"
-  add_row "$seconds" "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "clang-tidy (beside the guests, nice 10)"
+  add_row "$seconds" "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "clang-tidy (beside the guests, nice 19)"
   ((rc == 0)) || status=1
 }
 
@@ -237,7 +237,7 @@ stage "build-tsan (clang, TSan: unit tests, the servers of the tsan cases)" env 
   RDMAKIT_BUILD_TARGETS="$tsan_targets" scripts/build.sh "$root/build-tsan" -DRDMAKIT_SANITIZE=thread \
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" -DCMAKE_UNITY_BUILD=ON
 # clang-tidy needs no device and no build of its own: unless the host is loaded on purpose
-# (--under-load, where it runs here as before), it runs beside the guests at nice 10, on
+# (--under-load, where it runs here as before), it runs beside the guests at nice 19, on
 # what they leave of the two cores (their serial cases, the pair stage's chain of cases on
 # two guests), and its row joins the table when the pair stage has ended.
 if $under_load; then

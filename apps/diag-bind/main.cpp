@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/cli.hpp"
 #include "lib/diag/gid_table.hpp"
 #include "lib/diag/sysfs.hpp"

@@ -13,6 +13,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/cli.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/diag/connect_report.hpp"

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/bench/mesh_options.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/core/wait.hpp"

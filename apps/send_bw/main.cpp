@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/bench/bw_options.hpp"
 #include "lib/bench/perftest_flags.hpp"
 #include "lib/probe/host_probe.hpp"

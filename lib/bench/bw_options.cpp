@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lib/bench/perftest_flags.hpp"
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/measure/placement.hpp"
@@ -135,6 +136,10 @@ void add_measure_options(CLI::App& app, BwSettings& settings, MeasureFlags& flag
   app.add_option(words.inline_names, settings.inline_size, words.inline_size)
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+}
+
+bool MeasureFlags::given(const CLI::Option* option) {
+  return option != nullptr && option->count() > 0;
 }
 
 void check_count_or_duration(bool duration_given, bool iterations_given) {

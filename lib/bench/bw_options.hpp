@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "lib/core/cli_declarations.hpp"
 
 #include "lib/bench/bw_gate.hpp"
 #include "lib/bench/send_bw_session.hpp"
@@ -46,7 +46,7 @@ struct MeasureFlags {
   CLI::Option* iterations_option = nullptr;
   CLI::Option* duration_option = nullptr;
 
-  static bool given(const CLI::Option* option) { return option != nullptr && option->count() > 0; }
+  static bool given(const CLI::Option* option);
   bool size_given() const { return given(size_option); }
   bool atomic_given() const { return given(atomic_option); }
   bool iterations_given() const { return given(iterations_option); }

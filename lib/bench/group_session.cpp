@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/bench/group_report.hpp"
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"

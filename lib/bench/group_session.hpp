@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
+#include "lib/core/cli_declarations.hpp"
 
 #include "lib/core/cli.hpp"
 #include "lib/core/report.hpp"

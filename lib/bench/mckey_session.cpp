@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/bench/group_report.hpp"
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"

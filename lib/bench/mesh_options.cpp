@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
 #include "lib/rdma/cm.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "lib/core/cli_declarations.hpp"
 
 #include "lib/bench/bw_options.hpp"
 #include "lib/bench/mesh_analyse.hpp"

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
 
 namespace rdmakit {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
+#include "lib/core/cli_declarations.hpp"
 
 #include "lib/bench/bw_options.hpp"
 

@@ -3,6 +3,8 @@
 #include <limits>
 #include <memory>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/persistent.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/rdma/cm.hpp"

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/persistent.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/endpoint.hpp"

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/error.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/addressing.hpp"

@@ -1,5 +1,7 @@
 #include "lib/bench/udaddy_session.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/error.hpp"
 #include "lib/rdma/addressing.hpp"
 

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/log.hpp"
 #include "lib/core/shell_completion.hpp"
 
@@ -103,9 +104,9 @@ std::optional<std::chrono::milliseconds> ServerOptions::accept_timeout() const {
 }
 
 ToolRunner::ToolRunner(std::string name, std::string description, const std::string& debug_flag)
-    : name_(std::move(name)), invoked_(name_), app_(std::move(description), name_) {
-  app_.set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
-  common_.add_to(app_, debug_flag);
+    : name_(std::move(name)), invoked_(name_), app_(std::make_unique<CLI::App>(std::move(description), name_)) {
+  app_->set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
+  common_.add_to(*app_, debug_flag);
 }
 
 ToolRunner::~ToolRunner() = default;
@@ -115,15 +116,15 @@ void ToolRunner::rename_argument(const std::string& long_name, std::string key) 
 }
 
 void ToolRunner::enable_json_file(const std::string& aliases) {
-  app_.add_option("--json-file" + aliases, json_file_, "Also write the JSON report to this file")
+  app_->add_option("--json-file" + aliases, json_file_, "Also write the JSON report to this file")
       ->type_name("FILE")
       ->check(WritableFile());
 }
 
 void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
   diagnoser_ = std::move(diagnoser);
-  app_.add_flag("--diagnose", diagnose_,
-                "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis in-process");
+  app_->add_flag("--diagnose", diagnose_,
+                 "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis in-process");
 }
 
 void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
@@ -228,8 +229,8 @@ void ToolRunner::take_invoked_name(int argc, char** argv) {
   invoked_ = std::filesystem::path(argv[0]).filename().string();
   std::error_code unreadable;  // no /proc: argv[0] alone says it
   prefix_ = program_prefix(name_, std::filesystem::read_symlink("/proc/self/exe", unreadable).string(), argv[0]);
-  app_.name(invoked_);
-  app_.set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
+  app_->name(invoked_);
+  app_->set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
 }
 
 namespace {
@@ -343,7 +344,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   // that must work whatever else the command line would require or refuse.
   if (const auto program = completion_request(argc, argv, name_)) {
     try {
-      std::cout << bash_completion(app_, *program) << std::flush;
+      std::cout << bash_completion(*app_, *program) << std::flush;
     } catch (const std::invalid_argument& error) {
       return usage_error(std::string("--bash-completion: ") + error.what());
     }
@@ -351,11 +352,11 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   }
   std::optional<std::string> refusal;
   try {
-    app_.parse(argc, argv);
+    app_->parse(argc, argv);
   } catch (const CLI::Success& done) {
-    return app_.exit(done);  // --help, --version
+    return app_->exit(done);  // --help, --version
   } catch (const CLI::ExtrasError&) {
-    refusal = unexpected_arguments(argc, argv, app_.remaining());
+    refusal = unexpected_arguments(argc, argv, app_->remaining());
   } catch (const CLI::ParseError& error) {
     refusal = error.what();
   }
@@ -381,7 +382,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   Report report;
   report.tool = name_;
   report.groups = groups_;
-  report.arguments = arguments_of(app_, argument_keys_);
+  report.arguments = arguments_of(*app_, argument_keys_);
   const auto started = std::chrono::steady_clock::now();
   try {
     body(report);

@@ -4,51 +4,20 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "lib/core/cli_declarations.hpp"
 #include "lib/core/job.hpp"
 #include "lib/core/option_walk.hpp"
 #include "lib/core/peer_gate.hpp"
 #include "lib/core/report.hpp"
 
 namespace rdmakit {
-
-// For every floating-point option, checked before any CLI::Range: refuses "nan", "inf" and
-// numbers beyond a double's range. CLI::Range lets NaN through (no comparison with NaN is
-// true), and a NaN or infinite number of seconds turned into a duration is undefined
-// behaviour. Text that is no number at all passes, for the conversion or the Range to report.
-class FiniteNumber : public CLI::Validator {
- public:
-  FiniteNumber();
-};
-
-// A file the tool will write at the end of its run (--json-file, --junit): refused as a usage
-// error before the run when it could not be written then (a directory, no such folder, no
-// permission), so that an hour's measurement is not lost to a typo.
-class WritableFile : public CLI::Validator {
- public:
-  WritableFile();
-};
-
-// A transformer from a fixed set of names to values (an enum), as CLI11 checks it (the usage
-// error is CLI11's), described by the names alone ("{send,write,read}") for help and shell
-// completion. The report's arguments read the option's value through operator<<, which must
-// write the name.
-template <typename Value>
-CLI::Validator one_of(const std::vector<std::pair<std::string, Value>>& names) {
-  static_assert(CLI::detail::is_ostreamable<Value>::value, "one_of needs an operator<< that writes the name");
-  std::string described;
-  for (const auto& [name, value] : names) {
-    described += (described.empty() ? "{" : ",") + name;
-  }
-  return CLI::CheckedTransformer(names).description(described + "}");
-}
 
 struct CommonOptions {
   bool json = false;
@@ -129,7 +98,7 @@ class ToolRunner {
   // included; see ReportGroups.
   void report_groups(ReportGroups groups) { groups_ = groups; }
 
-  CLI::App& app() { return app_; }
+  CLI::App& app() { return *app_; }
   const CommonOptions& common() const { return common_; }
   // A sibling tool's program name under this program's prefix ("rdmakit-rping" beside
   // rdmakit-rdma_smoke): what hints name and what a tool that starts its siblings runs.
@@ -166,7 +135,7 @@ class ToolRunner {
   std::string name_;     // the tool's own name: the report's "tool"
   std::string invoked_;  // argv[0]'s base name, as the user typed it: what messages say
   std::string prefix_;   // "rdmakit-" from the package, or "" (program_prefix)
-  CLI::App app_;
+  std::unique_ptr<CLI::App> app_;
   CommonOptions common_;
   Diagnoser diagnoser_;
   bool diagnose_ = false;

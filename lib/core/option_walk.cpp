@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include <CLI/CLI.hpp>
+
 namespace rdmakit {
 
 namespace {

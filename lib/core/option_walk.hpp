@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include "lib/core/cli_declarations.hpp"
 
 namespace rdmakit {
 

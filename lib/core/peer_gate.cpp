@@ -16,6 +16,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/error.hpp"
 
 namespace rdmakit {

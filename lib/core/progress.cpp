@@ -4,6 +4,8 @@
 
 #include <iostream>
 
+#include <CLI/CLI.hpp>
+
 namespace rdmakit {
 
 void ProgressOptions::add_to(CLI::App& app) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include <CLI/CLI.hpp>
+#include "lib/core/cli_declarations.hpp"
 
 namespace rdmakit {
 

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/core/option_walk.hpp"
 
 namespace rdmakit {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/core/wait.hpp"

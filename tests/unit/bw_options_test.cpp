@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "lib/bench/bw_options.hpp"
 #include "lib/bench/perftest_flags.hpp"
 #include "lib/core/error.hpp"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lib/core/cli.hpp"
+#include "lib/core/cli_checks.hpp"
 #include "lib/core/log.hpp"
 
 namespace rdmakit {

@@ -1,3 +1,5 @@
+#include <CLI/CLI.hpp>
+
 #include "lib/core/peer_gate.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,5 @@
+#include <CLI/CLI.hpp>
+
 #include "lib/core/shell_completion.hpp"
 
 #include <gtest/gtest.h>

@@ -253,6 +253,11 @@ std::optional<std::string> refusal_reason(const rdma_cm_event& event) {
       {static_cast<const std::uint8_t*>(event.param.conn.private_data), event.param.conn.private_data_len});
 }
 
+std::string refused_by_server(const rdma_cm_event& event) {
+  const auto reason = refusal_reason(event);
+  return reason ? ": the server refused: " + *reason : std::string();
+}
+
 CmEventPtr poll_cm_event(EventChannel& channel) {
   return poll_cm_event(channel.get());
 }

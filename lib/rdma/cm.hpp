@@ -127,6 +127,9 @@ CmEventPtr next_cm_event(rdma_event_channel* channel, Clock::time_point deadline
 std::optional<PeerGate::Slot> admit_request(PeerGate& gate, rdma_cm_id* id);
 // The reason a server of ours gave in a REJECTED's private data, if any.
 std::optional<std::string> refusal_reason(const rdma_cm_event& event);
+// ": the server refused: REASON" with that reason, "" without one: what every client of ours
+// adds to the peer its error names, spelled once.
+std::string refused_by_server(const rdma_cm_event& event);
 
 CmEventPtr poll_cm_event(EventChannel& channel);
 CmEventPtr poll_cm_event(rdma_event_channel* channel);

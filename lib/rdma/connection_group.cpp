@@ -465,13 +465,8 @@ void ConnectionGroup::act(Connection& connection, const CmTransition& transition
                         "cannot resolve AF_IB paths: use -f ip or -f ipv6",
                         call_for(before), event_failure(event, call_for(before), target_).what()));
       }
-      if (const auto refused = refusal_reason(event)) {
-        throw event_failure(
-            event, call_for(before),
-            fmt::format("{}: the server refused: {}", target_.empty() ? local_address() : target_, *refused),
-            target_host_);
-      }
-      throw event_failure(event, call_for(before), target_.empty() ? local_address() : target_, target_host_);
+      throw event_failure(event, call_for(before),
+                          (target_.empty() ? local_address() : target_) + refused_by_server(event), target_host_);
     case CmAction::accept:
     case CmAction::establish:
       throw ProtocolError("connection " + std::to_string(connection.index_) + ": unexpected " + to_string(type) +

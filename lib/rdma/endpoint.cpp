@@ -203,7 +203,7 @@ void Endpoint::fail_establishment(const rdma_cm_event& event, const CmTransition
       options_.explain_rejection({bytes, event.param.conn.private_data_len});
     }
     reason += fmt::format(", {} {}", kind == CmEvent::rejected ? "reject reason" : "SIDR status", status);
-    if (const auto refused = refusal_reason(event)) reason += fmt::format(": the server refused: {}", *refused);
+    reason += refused_by_server(event);
   }
   // The active side names the peer's host, so that the hint and --diagnose can ask
   // diag-connect about it.

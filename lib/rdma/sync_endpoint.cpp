@@ -73,8 +73,7 @@ void SyncEndpoint::finish_cm_call(const char* call, const Bounds& bounds) {
     const auto transition = advance(state_, *event);
     switch (transition.action) {
       case CmAction::fail: {
-        auto peer = peer_of(id_);
-        if (const auto refused = refusal_reason(*event)) peer += ": the server refused: " + *refused;
+        const auto peer = peer_of(id_) + refused_by_server(*event);
         throw event_failure(*event, call,
                             event->event == RDMA_CM_EVENT_REJECTED ? peer : peer + ": " + transition.reason,
                             std::string_view(call) == "rdma_connect" ? address_of(rdma_get_peer_addr(id_)).host_string()

@@ -163,9 +163,9 @@ void finish_report(SmokeRun run, const SmokeOptions& o, Report& report) {
 }
 
 // The cases this run takes: --serve's, --peer's, or this host's alone. Returns why the peer
-// was lost ("" when it was not).
+// was lost ("" when it was not). `program`: this tool's name as packaged, for --serve's lines.
 std::string run_cases(const SmokeOptions& o, const SmokeHost& host, double timeout_s, const RunEnvironment& environment,
-                      SmokeRun& run, Report& report) {
+                      const std::string& program, SmokeRun& run, Report& report) {
   const auto ports = host.port_addresses();
   std::vector<std::string> addresses = o.addresses;
   if (addresses.empty() && ports) addresses = *ports;
@@ -182,8 +182,8 @@ std::string run_cases(const SmokeOptions& o, const SmokeHost& host, double timeo
            .accept_seconds = o.accept_seconds,
            .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file)),
            .peers = o.peers.limits({}, smoke_gate)},
-          environment, [](const std::string& line) { std::cerr << "rdma_smoke --serve: " << line << std::endl; },
-          served);
+          environment,
+          [&program](const std::string& line) { std::cerr << program << " --serve: " << line << std::endl; }, served);
     } catch (const RunStopped&) {
       report.add(RefusedPeers(served.refused));
       throw;
@@ -287,7 +287,8 @@ void run_smoke(const SmokeOptions& options, const ToolRunner& runner, const Smok
       .listening = host.listening,
       .stop_fd = stop.fd()};
   SmokeRun run;
-  const auto peer_lost = run_cases(options, host, runner.common().timeout_s, environment, run, report);
+  const auto peer_lost =
+      run_cases(options, host, runner.common().timeout_s, environment, runner.sibling("rdma_smoke"), run, report);
   // diag-bind alone, where there is nothing to test, checks the host with no address.
   for (const auto& c : run.cases) {
     if (!c.address.empty() && std::ranges::find(run.addresses, c.address) == run.addresses.end()) {

@@ -136,6 +136,8 @@ tidy_check() {
 tidy_pid=""
 tidy_beside_guests() {
   echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
+  # A result left by an earlier run must not stand for this one's if it dies unfinished.
+  rm -f "$root/build/clang-tidy.result"
   (
     renice -n 19 -p "$BASHPID" > /dev/null
     started=$SECONDS rc=0
@@ -188,7 +190,7 @@ unit_stage() {
 
 # report_schemas DIR...: the check of every report the guest's cases queued in each build
 # DIR against its schema (tests/integration/lib.sh, reports_match_schemas), which the guests
-# leave to this host: Python in the TCG guest took 20 s a pass, here it takes 2.
+# leave to this host: Python in the TCG guest took 20 s a pass, here under a second.
 report_schemas() {
   local dir rc=0
   for dir in "$@"; do

@@ -8,11 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/cli_declarations.hpp"
-
 #include "lib/bench/bw_gate.hpp"
 #include "lib/bench/send_bw_session.hpp"
 #include "lib/core/cli.hpp"
+#include "lib/core/cli_declarations.hpp"
 #include "lib/core/progress.hpp"
 #include "lib/core/report.hpp"
 

@@ -9,9 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "lib/core/cli_declarations.hpp"
-
 #include "lib/core/cli.hpp"
+#include "lib/core/cli_declarations.hpp"
 #include "lib/core/report.hpp"
 #include "lib/rdma/connection_group.hpp"
 

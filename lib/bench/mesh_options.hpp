@@ -6,12 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/cli_declarations.hpp"
-
 #include "lib/bench/bw_options.hpp"
 #include "lib/bench/mesh_analyse.hpp"
 #include "lib/bench/rdma_mesh_session.hpp"
 #include "lib/core/cli.hpp"
+#include "lib/core/cli_declarations.hpp"
 #include "lib/core/progress.hpp"
 
 namespace rdmakit::mesh {

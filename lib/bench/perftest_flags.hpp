@@ -10,9 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/core/cli_declarations.hpp"
-
 #include "lib/bench/bw_options.hpp"
+#include "lib/core/cli_declarations.hpp"
 
 namespace rdmakit {
 

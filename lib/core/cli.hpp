@@ -60,7 +60,7 @@ class ToolRunner {
  public:
   // `debug_flag` is the short name of --debug ("" for tools whose stock -d means a device).
   ToolRunner(std::string name, std::string description, const std::string& debug_flag = "-d");
-  // Out of line, so that a tool's main does not instantiate CLI11's App in its own object.
+  // Out of line: CLI::App is only declared here (lib/core/cli_declarations.hpp).
   ~ToolRunner();
   ToolRunner(const ToolRunner&) = delete;
   ToolRunner& operator=(const ToolRunner&) = delete;

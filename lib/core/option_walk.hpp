@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
 #include "lib/core/cli_declarations.hpp"
 
 namespace rdmakit {

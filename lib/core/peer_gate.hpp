@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "lib/core/cli_declarations.hpp"
-
 #include "lib/core/report.hpp"
 
 namespace rdmakit {

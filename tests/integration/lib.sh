@@ -202,7 +202,7 @@ case_reports_queue_emptied() {
 # a report's name says the case that wrote it (CASE.N.FILE). With RDMAKIT_REPORTS_ON_HOST
 # set (scripts/test.sh, in the guest) the queue is left for the host, which runs this same
 # case once the guest has ended: the check is Python's, which the TCG guest ran for 20 s
-# a pass and the host runs in 2.
+# a pass and the host runs in under a second.
 case_reports_match_schemas() {
   local report tool
   if [[ -n ${RDMAKIT_REPORTS_ON_HOST:-} ]]; then

@@ -4,6 +4,10 @@
 # JOBS cases at a time. After each run it prints the run's slowest cases and one line
 #   stage-time: SECONDS STATUS NAME
 # which scripts/test.sh adds to its table of stage times. Exits 1 when any run failed.
+# Each run has a test tree of its own, BUILD_DIR/ctest-runs/NAME (a copy of the build's
+# CTestTestfile.cmake files, whose paths are absolute): ctest keeps its Testing/ folder
+# (LastTest.log, the cost data) beside the tree it runs, and the suite runs the pair cases
+# in one build folder while another guest and this host run other cases of it.
 set -uo pipefail
 status=0
 for spec in "$@"; do
@@ -12,7 +16,11 @@ for spec in "$@"; do
   log=$(mktemp)
   started=$SECONDS
   rc=0
-  ctest --test-dir "$build" -L "$labels" -j "$jobs" --output-on-failure 2>&1 | tee "$log" || rc=1
+  tree=$build/ctest-runs/${name//[^A-Za-z0-9]/_}
+  rm -rf "$tree"
+  (cd "$build" && find . -name CTestTestfile.cmake -not -path './ctest-runs/*' -not -path './_CPack_Packages/*') |
+    while read -r file; do mkdir -p "$tree/${file%/*}" && cp "$build/$file" "$tree/$file"; done
+  ctest --test-dir "$tree" -L "$labels" -j "$jobs" --output-on-failure 2>&1 | tee "$log" || rc=1
   # ctest's own exit status is lost in the pipe; its summary line says it.
   grep -q '^100% tests passed' "$log" || rc=1
   seconds=$((SECONDS - started))

@@ -476,6 +476,10 @@ case_mesh_peer_silent() {
 # Open MPI 4.1 has no PMI-2 client (doc/mesh.md, Slurm). slurmd 22.05 starts a cgroup
 # plugin whatever the process tracking, and stops where /sys/fs/cgroup has nothing mounted
 # (the guest): its cgroup.conf points cgroup/v1 at an empty folder, which nothing uses.
+# MinJobAge=4: sbatch --wait looks at the job after 2 s, then waits four times as long each
+# time while that stays under half of MinJobAge; at the default (300 s) it looked at 2, 10
+# and 42 s, so a job of 15 s held mesh_slurm for 42. At 4 it looks every 2 s, and a
+# finished job's record outlasts that (slurmctld purges at most once a minute).
 SLURM_NODE=mesh01
 require_slurm() {
   local program
@@ -524,6 +528,7 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MailProg=/bin/true
+MinJobAge=4
 CONF
     for node in "$@"; do
       IFS=: read -r name host address cpus <<< "$node"

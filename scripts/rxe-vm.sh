@@ -197,41 +197,44 @@ fi
 wire_wait=\$(awk -v a=\$wire_started -v b=\$EPOCHREALTIME 'BEGIN { printf \"%.1f\", b - a }')
 echo \"rxe-vm: the wire to the peer answers (after \$wire_wait s)\"
 $command_line" ;;
-    # The peer agent: b drops NAME.req (a shell script) into the RPC folder; a runs it in
-    # the background with output in NAME.out/NAME.err, its pid in NAME.pid and its exit
-    # status in NAME.rc (each written whole, by rename). NAME.sig is a fault to inject now,
-    # "kill SIGNAL PID", "write VALUE FILE" or "clock - -", then a line "end"; the agent
-    # answers NAME.sent: the status and when it was done ($EPOCHREALTIME). Faults use only shell builtins, so one lands within a poll even on a busy
-    # guest. b writes "shutdown" when it is done.
+    # The peer agent: b drops NAME.req (a shell script) into the RPC folder's inbox; a runs
+    # it in the background with output in NAME.out/NAME.err, its pid in NAME.pid and its
+    # exit status in NAME.rc (each written whole, by rename, in the RPC folder). NAME.sig in
+    # the inbox is a fault to inject now, "kill SIGNAL PID", "write VALUE FILE" or "clock -
+    # -", then a line "end"; the agent answers NAME.sent: the status and when it was done
+    # ($EPOCHREALTIME). Faults use only shell builtins, so one lands within a poll even on
+    # a busy guest. b writes "shutdown" when it is done.
+    # Every poll (50 ms) reads the inbox over 9p, which holds only what is not yet taken:
+    # the RPC folder itself grows by six files a command, hundreds in a pair stage.
     a) body='mkfifo /tmp/agent.tick && exec 9<> /tmp/agent.tick  # read -t on it: a sleep without a process
-declare -A delivered=()
 echo $$ > "$RXEVM_RPC/agent.ready"
 while [[ ! -e $RXEVM_RPC/shutdown ]]; do
-  for sig in "$RXEVM_RPC"/*.sig; do
-    [[ -e $sig && -z ${delivered[$sig]:-} ]] || continue
-    lines=()
-    mapfile -t lines < "$sig"
-    [[ ${lines[1]:-} == end ]] || continue
-    read -r action argument target <<< "${lines[0]}"
-    case $action in
-      kill) kill "-$argument" "$target" 2> /dev/null ;;
-      write) echo "$argument" 2> /dev/null > "${target//@WIRE_NETDEV@/$WIRE_NETDEV}" ;;
-      clock) true ;;  # only the time in the answer: b uses it to relate the two clocks
-      *) false ;;
+  for entry in "$RXEVM_RPC"/inbox/*; do
+    name=$RXEVM_RPC/${entry##*/}
+    case $entry in
+      *.sig)
+        lines=()
+        mapfile -t lines < "$entry"
+        [[ ${lines[1]:-} == end ]] || continue
+        read -r action argument target <<< "${lines[0]}"
+        case $action in
+          kill) kill "-$argument" "$target" 2> /dev/null ;;
+          write) echo "$argument" 2> /dev/null > "${target//@WIRE_NETDEV@/$WIRE_NETDEV}" ;;
+          clock) true ;;  # only the time in the answer: b uses it to relate the two clocks
+          *) false ;;
+        esac
+        echo "$? $EPOCHREALTIME" > "${name%.sig}.sent"
+        mv "$entry" "$name" ;;
+      *.req)
+        name=${name%.req}
+        mv "$entry" "$name.cmd"
+        (
+          bash "$name.cmd" > "$name.out" 2> "$name.err" &
+          echo $! > "$name.pid.new" && mv "$name.pid.new" "$name.pid"
+          rc=0; wait $! || rc=$?
+          echo $rc > "$name.rc.new" && mv "$name.rc.new" "$name.rc"
+        ) & ;;
     esac
-    echo "$? $EPOCHREALTIME" > "${sig%.sig}.sent"
-    delivered[$sig]=1
-  done
-  for req in "$RXEVM_RPC"/*.req; do
-    [[ -e $req ]] || continue
-    name=${req%.req}
-    mv "$req" "$name.cmd"
-    (
-      bash "$name.cmd" > "$name.out" 2> "$name.err" &
-      echo $! > "$name.pid.new" && mv "$name.pid.new" "$name.pid"
-      rc=0; wait $! || rc=$?
-      echo $rc > "$name.rc.new" && mv "$name.rc.new" "$name.rc"
-    ) &
   done
   read -r -t 0.05 -u 9 || true
 done
@@ -310,7 +313,7 @@ fi
 
 rpc=$dir/$state_prefix-pair
 rm -rf "$rpc"
-mkdir -p "$rpc"
+mkdir -p "$rpc/inbox"
 guest_script a > "$dir/$state_prefix-a/guest.sh"
 guest_script b > "$dir/$state_prefix-b/guest.sh"
 # The wires: qemu stream sockets; guest a listens on them, so a boots first.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh [--quick] [--under-load]: the test suite. Installs missing dependencies and checks
 # formatting; then, in full (what CI runs):
-#   build          gcc, warnings as errors: the tools, the unit tests, the .deb
+#   build          gcc, warnings as errors: the tools and the .deb (the unit tests: --quick)
 #   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
 #                  build serves the sanitized unit and integration runs and the fuzz run
 #   build-tsan     clang with ThreadSanitizer: only the unit tests of threaded code and the
@@ -16,10 +16,9 @@
 #   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
 #                  cases at a time where they share nothing (tests/README.md says which run
 #                  alone, and which the sanitized builds run)
-#   pair           the two-host cases on two guests joined by a wire (plain build); they
-#                  need nothing but that build, so they run in the background from its end
-#                  on, beside the other builds and the single guest, where the host has the
-#                  memory for three guests (sequentially with --under-load)
+#   pair           the two-host cases on two guests joined by a wire (plain build), in the
+#                  background beside the single guest where the host has the memory for
+#                  three guests (after it with --under-load)
 #   schemas        every report the guests' cases queued, checked against its schema here
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
@@ -37,7 +36,9 @@
 #   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
-#                       -L valgrind) and the crafted peer across the wire (ctest -L pair_long)
+#                       -L valgrind), the cases the suite's budget left out (ctest -L
+#                       integration_long) and the pair cases it left out, the crafted peer
+#                       across the wire among them (ctest -L pair_long)
 #   RDMAKIT_JOBS=N      integration cases at a time in the guest (default 3)
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -190,12 +191,15 @@ stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case
 # than CMake's 8 cost 9% less CPU in the gcc build (404 s, not 444) and 11% less in the
 # ASan one (563 s, not 631).
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16)
-# The plain build: the tools as packaged, their unit tests and the plain integration pass;
-# line tables only (-g1), enough for a backtrace, and the package strips them anyway. The
-# full suite leaves out the gcc copies of the fuzz targets: the sanitized build replays
-# every corpus with its libFuzzer binaries (unit stage).
-plain_flags=("${unity[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DRDMAKIT_FUZZ_REPLAY=ON)
-[[ $mode == full ]] && plain_flags[-1]=-DRDMAKIT_FUZZ_REPLAY=OFF
+# The plain build: the tools as packaged, their device-free cases and the plain integration
+# pass; line tables only (-g1), enough for a backtrace, and the package strips them anyway.
+# The full suite leaves out the gcc copies of the unit tests and the fuzz targets: the
+# sanitized build compiles and runs both (the unit tests of threaded code under TSan too),
+# and a third copy cost 140 s of CPU for what the sanitizers check better. --quick, which
+# has no sanitized build, keeps them.
+plain_flags=("${unity[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DRDMAKIT_FUZZ_REPLAY=ON
+  -DRDMAKIT_UNIT_TESTS=ON)
+[[ $mode == full ]] && plain_flags[-2]=-DRDMAKIT_FUZZ_REPLAY=OFF plain_flags[-1]=-DRDMAKIT_UNIT_TESTS=OFF
 stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build" "${plain_flags[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -214,11 +218,11 @@ pair_log=$root/build/vm-pair.log
 pair_vm=(scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root"
   "$guest_env" "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'")
 
-# pair_beside_start: the pair stage in the background from here on. The suite's CPU was
-# taken all along but in the pair stage at its end (the guests' serial chain of cases left
-# 30% of the host idle): beside the other builds and the single guest it fills their gaps
-# instead. Only where the host has the memory for it (the single guest's 2 GiB and two of
-# 1 GiB, beside two clang compiles), and not under --under-load, whose burners are the load.
+# pair_beside_start: the pair stage in the background, beside the single guest. The suite's
+# CPU is taken from the first build to the last guest but where the guests run a chain of
+# cases alone (the single guest's RUN_SERIAL cases, every pair case): side by side, each
+# fills the other's gaps. Only where the host has the memory for it (the single guest's
+# 2 GiB and two of 1 GiB), and not under --under-load, whose burners are the load.
 pair_pid=""
 pair_beside_start() {
   local available_kib
@@ -304,9 +308,6 @@ if [[ $mode == quick ]]; then
   exit $status
 fi
 
-# The plain build is all the pair cases need: from here on they run beside the rest.
-[[ ${RDMAKIT_SKIP_VM:-0} != 1 && $status == 0 ]] && pair_beside_start
-
 # One clang build for ASan+UBSan and libFuzzer: -O1, as ASan's authors advise (Debug's -O0
 # makes every sanitized start in the guest and every fuzz execution slower), and line tables
 # only: enough for the sanitizers' symbolized stacks, and a third less to compile and link.
@@ -331,7 +332,7 @@ fi
 for dir in build build-asan build-tsan; do
   unit_stage "$dir" || true
 done
-stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=5} s" \
+stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=3} s" \
   scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan" || true
 
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
@@ -341,9 +342,11 @@ if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
 fi
 
 burn_start
+pair_beside_start
 runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs"
   "threaded servers under TSan (build-tsan)|$root/build-tsan|^tsan\$|$jobs")
-[[ ${RDMAKIT_LONG:-0} == 1 ]] && runs+=("soak and valgrind memcheck (build)|$root/build|^(soak|valgrind)\$|1")
+[[ ${RDMAKIT_LONG:-0} == 1 ]] &&
+  runs+=("long cases, soak and valgrind memcheck (build)|$root/build|^(integration_long|soak|valgrind)\$|1")
 in_guest "guest: integration of the three builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 stage "report schemas of the three builds' cases (checked here)" report_schemas build/integration-reports \

@@ -10,8 +10,8 @@ shift
 [[ $host == rxevm-a ]] || { echo "mpi-rsh-agent: only rxevm-a is reachable, not $host" >&2; exit 255; }
 [[ -n ${RXEVM_RPC:-} && -e $RXEVM_RPC/agent.ready ]] || { echo "mpi-rsh-agent: no peer guest" >&2; exit 255; }
 id="mpi-$$-$RANDOM"
-printf '%s\n' "$*" > "$RXEVM_RPC/$id.req.new"
-mv "$RXEVM_RPC/$id.req.new" "$RXEVM_RPC/$id.req"
+printf '%s\n' "$*" > "$RXEVM_RPC/inbox/$id.req.new"
+mv "$RXEVM_RPC/inbox/$id.req.new" "$RXEVM_RPC/inbox/$id.req"
 trap 'kill -9 "$(cat "$RXEVM_RPC/$id.pid" 2> /dev/null)" 2> /dev/null; exit 143' TERM INT
 until [[ -s $RXEVM_RPC/$id.rc ]]; do sleep 0.2; done
 cat "$RXEVM_RPC/$id.out" 2> /dev/null

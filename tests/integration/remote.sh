@@ -23,8 +23,8 @@ remote_start() {
     printf 'exec'
     printf ' %q' "$@"
     echo
-  } > "$RXEVM_RPC/$id.req.new"
-  mv "$RXEVM_RPC/$id.req.new" "$RXEVM_RPC/$id.req"
+  } > "$RXEVM_RPC/inbox/$id.req.new"
+  mv "$RXEVM_RPC/inbox/$id.req.new" "$RXEVM_RPC/inbox/$id.req"
 }
 
 # remote_pid NAME: the peer's pid of NAME (waits up to 10 s for the agent to start it).
@@ -89,7 +89,7 @@ remote_fault() {
   remote_fault_counter=$((remote_fault_counter + 1))
   id="$RXEVM_RPC/$$-fault$remote_fault_counter"
   FAULT_ASKED_AT=${EPOCHREALTIME/./}
-  printf '%s %s %s\nend\n' "$1" "$2" "$3" > "$id.sig"
+  printf '%s %s %s\nend\n' "$1" "$2" "$3" > "$RXEVM_RPC/inbox/${id##*/}.sig"
   for ((i = 0; i < 200; i++)); do
     if [[ -s $id.sent ]]; then
       local done_at_peer

@@ -1,0 +1,144 @@
+#include "lib/measure/pingmesh_path.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace rdmakit::pingmesh {
+
+std::string_view to_string(PathState state) {
+  switch (state) {
+    case PathState::unknown: return "unknown";
+    case PathState::ok: return "ok";
+    case PathState::lossy: return "lossy";
+    case PathState::slow: return "slow";
+    case PathState::down: return "down";
+  }
+  return "unknown";
+}
+
+ProbeTicket PathProbes::next_probe(std::uint64_t sent_ns) {
+  if (in_flight_.size() >= max_in_flight) {
+    const auto oldest = in_flight_.begin()->first;
+    in_flight_.erase(in_flight_.begin());
+    count_lost(oldest);
+  }
+  const ProbeTicket probe{.session = session_, .sequence = next_sequence_++, .sent_ns = sent_ns};
+  in_flight_.emplace(probe.sequence, sent_ns);
+  ++window_.sent;
+  return probe;
+}
+
+void PathProbes::count_lost(std::uint64_t sequence) {
+  ++window_.lost;
+  lost_sequences_.push_back(sequence);
+  if (lost_sequences_.size() > remembered_lost) lost_sequences_.pop_front();
+}
+
+PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint64_t received_ns) {
+  if (answer.session != session_) {
+    ++window_.unexpected;
+    return Match::unexpected;
+  }
+  const auto probe = in_flight_.find(answer.sequence);
+  if (probe == in_flight_.end()) {
+    // Sequences are counted lost in order, so the remembered ones are sorted.
+    if (std::binary_search(lost_sequences_.begin(), lost_sequences_.end(), answer.sequence)) {
+      ++window_.late;
+      return Match::late;
+    }
+    ++window_.unexpected;
+    return Match::unexpected;
+  }
+  const std::uint64_t sent_ns = probe->second;
+  if (answer.echoed_sent_ns != sent_ns || received_ns < sent_ns) {
+    ++window_.unexpected;
+    return Match::unexpected;
+  }
+  in_flight_.erase(probe);
+  ++window_.answered;
+  const std::uint64_t round_trip_ns = received_ns - sent_ns;
+  const std::uint64_t delay_ns = answer.responder_delay_ns;
+  // The responder's clock may run a little fast against ours: never a negative network time.
+  rtt_.add(std::chrono::nanoseconds(round_trip_ns > delay_ns ? round_trip_ns - delay_ns : 0));
+  responder_delay_.add(std::chrono::nanoseconds(delay_ns));
+  return Match::answered;
+}
+
+void PathProbes::expire(std::uint64_t now_ns) {
+  while (!in_flight_.empty()) {
+    // The oldest probe has the lowest sequence: sequences grow with the send time.
+    const auto [sequence, sent_ns] = *in_flight_.begin();
+    if (now_ns < sent_ns + answer_timeout_ns_) break;
+    in_flight_.erase(in_flight_.begin());
+    count_lost(sequence);
+  }
+}
+
+WindowFigures PathProbes::close_window(std::uint64_t now_ns) {
+  expire(now_ns);
+  WindowFigures figures = window_;
+  const std::uint64_t resolved = figures.answered + figures.lost;
+  figures.loss_ratio = resolved == 0 ? 0.0 : static_cast<double>(figures.lost) / static_cast<double>(resolved);
+  figures.rtt = rtt_.summary();
+  figures.responder_delay = responder_delay_.summary();
+  window_ = WindowFigures{};
+  rtt_ = LatencyRecorder{};
+  responder_delay_ = LatencyRecorder{};
+  return figures;
+}
+
+namespace {
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+}  // namespace
+
+Verdict PathJudge::judge(const WindowFigures& window) {
+  const std::uint64_t resolved = window.answered + window.lost;
+  if (resolved == 0) return Verdict{state_, "no probe answered or timed out in the window"};
+  Verdict verdict;
+  if (window.answered == 0) {
+    verdict = {PathState::down, fmt::format("nothing answered: {} probes lost", window.lost)};
+  } else if (window.loss_ratio > thresholds_.lossy_ratio) {
+    verdict = {PathState::lossy, fmt::format("lost {} of {} probes ({:.2f}%, above {:.2f}%)", window.lost, resolved,
+                                             window.loss_ratio * 100, thresholds_.lossy_ratio * 100)};
+  } else {
+    const double p99_us = window.rtt ? window.rtt->p99_us : 0;
+    std::optional<double> limit_us;
+    std::string against;
+    if (thresholds_.p99_limit_s) {
+      limit_us = *thresholds_.p99_limit_s * 1e6;
+      against = "the --p99-limit";
+    } else if (baseline_p99_us_) {
+      limit_us = *baseline_p99_us_ * thresholds_.slow_factor;
+      against = fmt::format("{} x the path's baseline {:.1f} us", thresholds_.slow_factor, *baseline_p99_us_);
+    }
+    if (limit_us && p99_us > *limit_us) {
+      verdict = {PathState::slow, fmt::format("RTT p99 {:.1f} us above {:.1f} us ({})", p99_us, *limit_us, against)};
+    } else {
+      verdict = {PathState::ok,
+                 fmt::format("{} answered, {} lost, RTT p99 {:.1f} us", window.answered, window.lost, p99_us)};
+      if (!baseline_p99_us_ && window.rtt) {
+        learning_p99_us_.push_back(p99_us);
+        if (learning_p99_us_.size() >= thresholds_.baseline_windows) {
+          baseline_p99_us_ = median_of(learning_p99_us_);
+          learning_p99_us_.clear();
+        }
+      }
+    }
+  }
+  state_ = verdict.state;
+  return verdict;
+}
+
+bool node_at_fault(std::span<const PathState> states) {
+  return states.size() >= 2 && std::all_of(states.begin(), states.end(), is_bad);
+}
+
+}  // namespace rdmakit::pingmesh

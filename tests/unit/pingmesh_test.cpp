@@ -1,0 +1,263 @@
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/core/error.hpp"
+#include "lib/measure/pinglist.hpp"
+#include "lib/measure/pingmesh_path.hpp"
+#include "lib/measure/topology.hpp"
+#include "lib/wire/pingmesh_probe.hpp"
+
+namespace rdmakit::pingmesh {
+namespace {
+
+constexpr std::uint64_t ms = 1'000'000;
+constexpr std::uint64_t session = 0x5eed;
+
+TEST(PingmeshProbe, RoundTripsAndIgnoresPadding) {
+  const ProbeMessage probe{.kind = ProbeKind::probe, .session = session, .sequence = 7, .prober_sent_ns = 123};
+  const auto bytes = encode(probe);
+  EXPECT_EQ(bytes[0], std::uint8_t{'R'});
+  EXPECT_EQ(bytes[3], std::uint8_t{'M'});
+  EXPECT_EQ(decode_probe(bytes).outcome, ProbeDecode::ok);
+  EXPECT_EQ(decode_probe(bytes).message, probe);
+  const ProbeMessage answer = answer_to(probe, 1000, 1250);
+  EXPECT_EQ(answer.kind, ProbeKind::answer);
+  EXPECT_EQ(answer.sequence, 7U);
+  EXPECT_EQ(answer.prober_sent_ns, 123U);
+  EXPECT_EQ(answer.responder_delay_ns(), 250U);
+  const auto answer_bytes = encode(answer);
+  std::vector<std::uint8_t> padded(answer_bytes.begin(), answer_bytes.end());
+  padded.resize(256, 0xab);
+  EXPECT_EQ(decode_probe(padded).message, answer);
+}
+
+TEST(PingmeshProbe, TellsWhyADatagramIsNotOurs) {
+  const ProbeMessage probe{.kind = ProbeKind::probe, .session = session, .sequence = 1, .prober_sent_ns = 5};
+  auto bytes = encode(probe);
+  EXPECT_EQ(decode_probe(std::span(bytes).first(probe_size - 1)).outcome, ProbeDecode::short_datagram);
+  auto foreign = bytes;
+  foreign[0] = 'G';
+  EXPECT_EQ(decode_probe(foreign).outcome, ProbeDecode::foreign);
+  auto newer = bytes;
+  newer[4] = 2;
+  EXPECT_EQ(decode_probe(newer).outcome, ProbeDecode::other_version);
+  auto unknown_kind = bytes;
+  unknown_kind[5] = 3;
+  EXPECT_EQ(decode_probe(unknown_kind).outcome, ProbeDecode::malformed);
+  auto reserved = bytes;
+  reserved[7] = 1;
+  EXPECT_EQ(decode_probe(reserved).outcome, ProbeDecode::malformed);
+  // A probe carries no responder times; an answer's are in order and plausible.
+  ProbeMessage stamped_probe = probe;
+  stamped_probe.responder_sent_ns = 9;
+  EXPECT_EQ(decode_probe(encode(stamped_probe)).outcome, ProbeDecode::malformed);
+  EXPECT_EQ(decode_probe(encode(answer_to(probe, 500, 400))).outcome, ProbeDecode::malformed);
+  EXPECT_EQ(decode_probe(encode(answer_to(probe, 0, max_responder_delay_ns))).outcome, ProbeDecode::malformed);
+  EXPECT_EQ(decode_probe(encode(answer_to(probe, 0, max_responder_delay_ns - 1))).outcome, ProbeDecode::ok);
+  EXPECT_EQ(to_string(ProbeDecode::other_version), "other_version");
+}
+
+AnswerFields answer_of(const ProbeTicket& probe, std::uint64_t delay_ns) {
+  return {probe.session, probe.sequence, probe.sent_ns, delay_ns};
+}
+
+TEST(PingmeshPath, RoundTripLessTheResponderDelay) {
+  PathProbes path(session, 1000 * ms);
+  const ProbeTicket first = path.next_probe(10 * ms);
+  const ProbeTicket second = path.next_probe(20 * ms);
+  EXPECT_EQ(first.sequence + 1, second.sequence);
+  EXPECT_EQ(path.take_answer(answer_of(first, 1 * ms), 14 * ms), PathProbes::Match::answered);
+  EXPECT_EQ(path.take_answer(answer_of(second, 2 * ms), 30 * ms), PathProbes::Match::answered);
+  const WindowFigures window = path.close_window(40 * ms);
+  EXPECT_EQ(window.sent, 2U);
+  EXPECT_EQ(window.answered, 2U);
+  EXPECT_EQ(window.lost, 0U);
+  EXPECT_DOUBLE_EQ(window.loss_ratio, 0);
+  ASSERT_TRUE(window.rtt.has_value());
+  EXPECT_DOUBLE_EQ(window.rtt->min_us, 3000);  // 4 ms less 1 ms
+  EXPECT_DOUBLE_EQ(window.rtt->max_us, 8000);  // 10 ms less 2 ms
+  ASSERT_TRUE(window.responder_delay.has_value());
+  EXPECT_DOUBLE_EQ(window.responder_delay->p50_us, 1000);
+  // The next window starts from nothing.
+  const WindowFigures empty = path.close_window(50 * ms);
+  EXPECT_EQ(empty.sent + empty.answered + empty.lost, 0U);
+  EXPECT_FALSE(empty.rtt.has_value());
+}
+
+TEST(PingmeshPath, RepliesThatAnswerNothingAreCountedNotTaken) {
+  PathProbes path(session, 1000 * ms);
+  const ProbeTicket probe = path.next_probe(10 * ms);
+  // Another run's session, a sequence never sent, a wrong echo of the send time.
+  EXPECT_EQ(path.take_answer({session + 1, probe.sequence, probe.sent_ns, 0}, 12 * ms), PathProbes::Match::unexpected);
+  EXPECT_EQ(path.take_answer({session, probe.sequence + 5, probe.sent_ns, 0}, 12 * ms), PathProbes::Match::unexpected);
+  EXPECT_EQ(path.take_answer({session, probe.sequence, probe.sent_ns + 1, 0}, 12 * ms), PathProbes::Match::unexpected);
+  EXPECT_EQ(path.in_flight(), 1U);
+  EXPECT_EQ(path.take_answer(answer_of(probe, 0), 12 * ms), PathProbes::Match::answered);
+  // The same answer again (a duplicate, a replay): nothing in flight any more.
+  EXPECT_EQ(path.take_answer(answer_of(probe, 0), 13 * ms), PathProbes::Match::unexpected);
+  const WindowFigures window = path.close_window(20 * ms);
+  EXPECT_EQ(window.answered, 1U);
+  EXPECT_EQ(window.unexpected, 4U);
+}
+
+TEST(PingmeshPath, ProbesPastTheTimeoutAreLostAndTheirAnswersLate) {
+  PathProbes path(session, 100 * ms);
+  const ProbeTicket early = path.next_probe(0);
+  const ProbeTicket recent = path.next_probe(950 * ms);
+  // At the window's end (1 s) the first is 1 s old, the second 50 ms: one lost, one carried.
+  const WindowFigures first = path.close_window(1000 * ms);
+  EXPECT_EQ(first.sent, 2U);
+  EXPECT_EQ(first.lost, 1U);
+  EXPECT_EQ(first.answered, 0U);
+  EXPECT_DOUBLE_EQ(first.loss_ratio, 1.0);
+  EXPECT_EQ(path.in_flight(), 1U);
+  EXPECT_EQ(path.take_answer(answer_of(recent, 0), 1010 * ms), PathProbes::Match::answered);
+  EXPECT_EQ(path.take_answer(answer_of(early, 0), 1020 * ms), PathProbes::Match::late);
+  const WindowFigures second = path.close_window(2000 * ms);
+  EXPECT_EQ(second.sent, 0U);
+  EXPECT_EQ(second.answered, 1U);
+  EXPECT_EQ(second.late, 1U);
+  EXPECT_EQ(second.lost, 0U);
+}
+
+TEST(PingmeshPath, InFlightIsBounded) {
+  PathProbes path(session, 1000'000 * ms);
+  for (std::size_t i = 0; i < PathProbes::max_in_flight + 3; ++i) path.next_probe(i);
+  EXPECT_EQ(path.in_flight(), PathProbes::max_in_flight);
+  EXPECT_EQ(path.close_window(10).lost, 3U);
+}
+
+WindowFigures window_with(std::uint64_t answered, std::uint64_t lost, double p99_us) {
+  WindowFigures window;
+  window.sent = answered + lost;
+  window.answered = answered;
+  window.lost = lost;
+  window.loss_ratio = answered + lost == 0 ? 0 : static_cast<double>(lost) / static_cast<double>(answered + lost);
+  if (answered > 0) {
+    window.rtt = LatencySummary{};
+    window.rtt->count = answered;
+    window.rtt->p99_us = p99_us;
+  }
+  return window;
+}
+
+TEST(PingmeshJudge, DownLossyOk) {
+  PathJudge judge(Thresholds{});
+  EXPECT_EQ(judge.state(), PathState::unknown);
+  EXPECT_EQ(judge.judge(window_with(100, 0, 50)).state, PathState::ok);
+  const Verdict down = judge.judge(window_with(0, 100, 0));
+  EXPECT_EQ(down.state, PathState::down);
+  EXPECT_EQ(down.why, "nothing answered: 100 probes lost");
+  const Verdict lossy = judge.judge(window_with(98, 2, 50));
+  EXPECT_EQ(lossy.state, PathState::lossy);
+  EXPECT_EQ(lossy.why, "lost 2 of 100 probes (2.00%, above 1.00%)");
+  EXPECT_EQ(judge.judge(window_with(99, 1, 50)).state, PathState::ok);  // 1% is not above 1%
+  // A window with nothing resolved keeps the state.
+  EXPECT_EQ(judge.judge(window_with(0, 0, 0)).state, PathState::ok);
+}
+
+TEST(PingmeshJudge, SlowAgainstItsOwnBaseline) {
+  Thresholds thresholds;
+  thresholds.slow_factor = 3.0;
+  thresholds.baseline_windows = 3;
+  PathJudge judge(thresholds);
+  // No baseline yet: a high p99 is not slow.
+  EXPECT_EQ(judge.judge(window_with(100, 0, 900)).state, PathState::ok);
+  EXPECT_EQ(judge.judge(window_with(100, 0, 100)).state, PathState::ok);
+  EXPECT_FALSE(judge.baseline_p99_us().has_value());
+  EXPECT_EQ(judge.judge(window_with(100, 0, 110)).state, PathState::ok);
+  ASSERT_TRUE(judge.baseline_p99_us().has_value());
+  EXPECT_DOUBLE_EQ(*judge.baseline_p99_us(), 110);  // the median of 900, 100, 110
+  EXPECT_EQ(judge.judge(window_with(100, 0, 330)).state, PathState::ok);
+  const Verdict slow = judge.judge(window_with(100, 0, 331));
+  EXPECT_EQ(slow.state, PathState::slow);
+  EXPECT_EQ(slow.why, "RTT p99 331.0 us above 330.0 us (3 x the path's baseline 110.0 us)");
+  EXPECT_EQ(judge.judge(window_with(100, 0, 120)).state, PathState::ok);
+}
+
+TEST(PingmeshJudge, FixedLimitWinsOverTheBaseline) {
+  PathJudge judge(Thresholds{.p99_limit_s = 0.001});
+  EXPECT_EQ(judge.judge(window_with(10, 0, 999)).state, PathState::ok);
+  EXPECT_EQ(judge.judge(window_with(10, 0, 1001)).state, PathState::slow);
+}
+
+TEST(PingmeshJudge, TheNodeWhenAllItsPathsGoBad) {
+  using States = std::vector<PathState>;
+  EXPECT_TRUE(node_at_fault(States{PathState::down, PathState::down, PathState::lossy}));
+  EXPECT_FALSE(node_at_fault(States{PathState::down, PathState::ok, PathState::down}));
+  EXPECT_FALSE(node_at_fault(States{PathState::down}));  // one path: the path, or its peer
+  EXPECT_FALSE(node_at_fault(States{PathState::unknown, PathState::unknown}));
+}
+
+TEST(Pinglist, AddressesAndNames) {
+  const auto peers = parse_pinglist("# rack 1\n10.57.0.1 nodea\n\n10.57.0.2   # no name\nfd57::3 nodec\r\n", "p");
+  ASSERT_EQ(peers.size(), 3U);
+  EXPECT_EQ(peers[0], (Peer{"10.57.0.1", "nodea"}));
+  EXPECT_EQ(peers[1], (Peer{"10.57.0.2", "10.57.0.2"}));
+  EXPECT_EQ(peers[2], (Peer{"fd57::3", "nodec"}));
+}
+
+std::string refusal(std::string_view text) {
+  try {
+    parse_pinglist(text, "hosts");
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "taken";
+}
+
+TEST(Pinglist, RefusesWithTheLine) {
+  EXPECT_EQ(refusal("10.57.0.1 a\nnot an address\n"), "hosts:2: 'not an address': expected ADDRESS [NAME]");
+  EXPECT_EQ(refusal("\n\n10.57.0.300\n"), "hosts:3: '10.57.0.300' is not an IPv4 or IPv6 address");
+  EXPECT_EQ(refusal("10.57.0.1 no/slash"),
+            "hosts:1: 'no/slash' is not a host name (letters, digits, '.', '_', '-'; at most 64)");
+  EXPECT_EQ(refusal("10.57.0.1 a\n10.57.0.1 b\n"), "hosts:2: 10.57.0.1 is already on line 1");
+  EXPECT_EQ(refusal("10.57.0.1 a\n10.57.0.2 a\n"), "hosts:2: the name a is already on line 1");
+}
+
+std::vector<std::string> names_of(const TargetPlan& plan) {
+  std::vector<std::string> names;
+  for (const Target& target : plan.targets) names.push_back(target.peer.name);
+  return names;
+}
+
+TEST(Pinglist, WithoutATopologyEveryPeerButThisNode) {
+  const auto peers = parse_pinglist("10.0.0.1 a\n10.0.0.2 b\n10.0.0.3 c\n", "p");
+  const TargetPlan plan = plan_targets(peers, mesh::Topology{}, "b", "", Rates{}, 0);
+  EXPECT_EQ(names_of(plan), (std::vector<std::string>{"a", "c"}));
+  EXPECT_DOUBLE_EQ(plan.targets[0].rate_per_s, 10);
+  // Found by address too, when the list names this node otherwise.
+  EXPECT_EQ(names_of(plan_targets(peers, mesh::Topology{}, "node-b", "10.0.0.2", Rates{}, 0)),
+            (std::vector<std::string>{"a", "c"}));
+}
+
+TEST(Pinglist, TheLeafInFullOtherLeavesSampledInTurn) {
+  const auto peers =
+      parse_pinglist("10.0.0.1 a1\n10.0.0.2 a2\n10.0.1.1 b1\n10.0.1.2 b2\n10.0.1.3 b3\n10.0.2.9 x\n", "p");
+  const auto topology = mesh::parse_slurm_topology("SwitchName=la Nodes=a[1-2]\nSwitchName=lb Nodes=b[1-3]\n", "t");
+  const Rates rates{.sample_per_leaf = 2};
+  const TargetPlan first = plan_targets(peers, topology, "a1", "", rates, 0);
+  // a2 under a1's own leaf; x, under no leaf, a leaf of its own; two of lb's three.
+  EXPECT_EQ(names_of(first), (std::vector<std::string>{"a2", "x", "b1", "b2"}));
+  EXPECT_DOUBLE_EQ(first.targets[0].rate_per_s, 10);
+  EXPECT_TRUE(first.targets[0].same_leaf);
+  EXPECT_DOUBLE_EQ(first.targets[2].rate_per_s, 1);
+  EXPECT_FALSE(first.targets[2].same_leaf);
+  // The next round goes on from where this one stopped.
+  EXPECT_EQ(names_of(plan_targets(peers, topology, "a1", "", rates, 1)),
+            (std::vector<std::string>{"a2", "x", "b3", "b1"}));
+}
+
+TEST(Pinglist, TheCapScalesEveryRate) {
+  const auto peers = parse_pinglist("10.0.0.1 a\n10.0.0.2 b\n10.0.0.3 c\n10.0.0.4 d\n", "p");
+  const TargetPlan plan = plan_targets(peers, mesh::Topology{}, "a", "", Rates{.cap_per_s = 15}, 0);
+  EXPECT_DOUBLE_EQ(plan.scale, 0.5);
+  for (const Target& target : plan.targets) EXPECT_DOUBLE_EQ(target.rate_per_s, 5);
+}
+
+}  // namespace
+}  // namespace rdmakit::pingmesh

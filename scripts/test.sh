@@ -37,8 +37,9 @@
 #   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
 #                       -L valgrind), the cases the suite's budget left out (ctest -L
-#                       integration_long) and the pair cases it left out, the crafted peer
-#                       across the wire among them (ctest -L pair_long)
+#                       integration_long; the plain copies of the sanitized cases, ctest -L
+#                       integration_also_sanitized) and the pair cases it left out, the
+#                       crafted peer across the wire among them (ctest -L pair_long)
 #   RDMAKIT_JOBS=N      integration cases at a time in the guest (default 3)
 # Exits non-zero on any failure.
 set -euo pipefail
@@ -346,7 +347,7 @@ pair_beside_start
 runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs"
   "threaded servers under TSan (build-tsan)|$root/build-tsan|^tsan\$|$jobs")
 [[ ${RDMAKIT_LONG:-0} == 1 ]] &&
-  runs+=("long cases, soak and valgrind memcheck (build)|$root/build|^(integration_long|soak|valgrind)\$|1")
+  runs+=("long cases, soak and valgrind memcheck (build)|$root/build|^(integration_long|integration_also_sanitized|soak|valgrind)\$|1")
 in_guest "guest: integration of the three builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 stage "report schemas of the three builds' cases (checked here)" report_schemas build/integration-reports \

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <array>
 #include <cstdint>
 #include <string>
@@ -8,6 +10,7 @@
 #include "lib/core/error.hpp"
 #include "lib/measure/pinglist.hpp"
 #include "lib/measure/pingmesh_path.hpp"
+#include "lib/measure/pingmesh_report.hpp"
 #include "lib/measure/topology.hpp"
 #include "lib/wire/pingmesh_probe.hpp"
 
@@ -257,6 +260,54 @@ TEST(Pinglist, TheCapScalesEveryRate) {
   const TargetPlan plan = plan_targets(peers, mesh::Topology{}, "a", "", Rates{.cap_per_s = 15}, 0);
   EXPECT_DOUBLE_EQ(plan.scale, 0.5);
   for (const Target& target : plan.targets) EXPECT_DOUBLE_EQ(target.rate_per_s, 5);
+}
+
+NodeSnapshot node_with_one_path() {
+  NodeSnapshot node;
+  node.node = "nodea";
+  node.address = "10.57.0.1";
+  PathSnapshot path;
+  path.peer = Peer{"10.57.0.2", "nodeb"};
+  path.sent_total = 120;
+  path.answered_total = 118;
+  path.lost_total = 2;
+  path.last_window = window_with(99, 1, 250);
+  path.verdict = Verdict{PathState::ok, "99 answered, 1 lost, RTT p99 250.0 us"};
+  node.paths.push_back(path);
+  node.ignored["foreign"] = 3;
+  return node;
+}
+
+TEST(PingmeshReport, MetricsNameEveryPathAndEndWithEof) {
+  const std::string text = metrics_text(node_with_one_path());
+  const std::string labels = R"(peer="nodeb",address="10.57.0.2",same_leaf="1")";
+  for (const std::string& line :
+       {"rdmakit_pingmesh_probes_sent_total{" + labels + "} 120",
+        "rdmakit_pingmesh_probes_lost_total{" + labels + "} 2",
+        "rdmakit_pingmesh_rtt_seconds{" + labels + R"(,quantile="0.99"} 0.00025)",
+        "rdmakit_pingmesh_loss_ratio{" + labels + "} 0.01",
+        "rdmakit_pingmesh_path_state{" + labels + R"(,rdmakit_pingmesh_path_state="ok"} 1)",
+        "rdmakit_pingmesh_path_state{" + labels + R"(,rdmakit_pingmesh_path_state="down"} 0)",
+        std::string(R"(rdmakit_pingmesh_datagrams_ignored_total{reason="foreign"} 3)"),
+        std::string("# UNIT rdmakit_pingmesh_rtt_seconds seconds"), std::string("rdmakit_pingmesh_node_fault 0")}) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_TRUE(text.ends_with("# EOF\n"));
+}
+
+TEST(PingmeshReport, JsonLinesOfAWindowAndAChange) {
+  const NodeSnapshot node = node_with_one_path();
+  const nlohmann::json window = window_line(node, node.paths[0], 1700000000.5);
+  EXPECT_EQ(window["event"], "window");
+  EXPECT_EQ(window["peer"], "nodeb");
+  EXPECT_EQ(window["answered"], 99);
+  EXPECT_EQ(window["rtt_us"]["p99"], 250.0);
+  EXPECT_TRUE(window["responder_delay_us"]["p50"].is_null());
+  EXPECT_EQ(window["state"], "ok");
+  const nlohmann::json change = state_line(node, &node.paths[0], PathState::ok, PathState::down, "nothing answered", 1);
+  EXPECT_EQ(change["from"], "ok");
+  EXPECT_EQ(change["to"], "down");
+  EXPECT_TRUE(state_line(node, nullptr, PathState::ok, PathState::down, "all paths", 1)["peer"].is_null());
 }
 
 }  // namespace

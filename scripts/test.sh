@@ -222,7 +222,7 @@ pair_vm=(scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root"
 # host has the cores and memory for three guests (the single guest's 2 GiB and two of 1 GiB)
 # and is not loaded on purpose (--under-load). Side by side each fills the other's idle
 # stretches (the RUN_SERIAL cases, the pair's chain of cases): on 2 cores a full suite took
-# 1593 s instead of about 1690. But there two of the single guest's timing-bound cases
+# 1593 s instead of about 1700. But there two of the single guest's timing-bound cases
 # failed once (connect_self's agent capture, send_bw_intervals' paced intervals), starved by
 # the pair's four vCPUs: on fewer than 4 cores the pair runs after the single guest.
 pair_pid=""

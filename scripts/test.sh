@@ -12,7 +12,8 @@
 #                  nice 19 (in the foreground with --under-load)
 #   unit           the three builds on this host, with the device-free cases of the tools
 #                  (bad flags: label nodevice); build-asan replays every fuzz corpus
-#   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan)
+#   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan),
+#                  beside the pair guests at nice 19 (here with --under-load or no guest)
 #   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
 #                  cases at a time where they share nothing (tests/README.md says which run
 #                  alone, and which the sanitized builds run)
@@ -88,11 +89,12 @@ burn_stop() {
   wait "$burner_pid" 2> /dev/null || true
   burner_pid=""
 }
-# The background stages (clang-tidy, the pair guests) each run in a process group of their
-# own (beside), so that a suite that ends early ends them with all their children.
+# The background stages (clang-tidy, the pair guests, fuzzing) each run in a process group
+# of their own (beside), so that a suite that ends early ends them with all their children.
+declare -A background_pids=() background_logs=()
 end_background() {
   local pid
-  for pid in ${tidy_pid:-} ${pair_pid:-}; do kill -- "-$pid" 2> /dev/null || true; done
+  for pid in "${background_pids[@]}"; do kill -- "-$pid" 2> /dev/null || true; done
 }
 trap 'burn_stop; end_background; print_times' EXIT
 
@@ -105,6 +107,39 @@ beside() {
   "$@" < /dev/null &
   beside_pid=$!
   set +m
+}
+
+# background_start KEY NICENESS LOG COMMAND...: a stage that runs beside the others, at
+# NICENESS, its output in LOG; background_join KEY NAME waits for it and adds its row under
+# NAME (its time is its own, not the suite's), with the guest's ctest rows where it ran one.
+background_start() {
+  local key=$1 niceness=$2 log=$3
+  shift 3
+  rm -f "$log.result"
+  run_in_background() {
+    renice -n "$niceness" -p "$BASHPID" > /dev/null
+    local started=$SECONDS rc=0
+    "$@" > "$log" 2>&1 || rc=$?
+    echo "$rc $((SECONDS - started))" > "$log.result"
+  }
+  beside run_in_background "$@"
+  background_pids[$key]=$beside_pid
+  background_logs[$key]=$log
+}
+background_running() { [[ -n ${background_pids[$1]:-} ]]; }
+background_join() {
+  local key=$1 name=$2 rc=1 seconds=0 outcome what log=${background_logs[$1]}
+  background_running "$key" || return 0
+  echo "== $name: waiting for it"
+  wait "${background_pids[$key]}" || true
+  unset "background_pids[$key]"
+  read -r rc seconds < "$log.result" || true
+  cat "$log"
+  add_row "$seconds" "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "$name"
+  while read -r seconds outcome what; do
+    add_row "$seconds" "$outcome" "  $what (in the guest)"
+  done < <(sed -n 's/^stage-time: //p' "$log")
+  ((rc == 0)) || { status=1; return 1; }
 }
 
 # stage NAME COMMAND...: one timed stage; a failure fails the suite and is returned.
@@ -152,33 +187,7 @@ tidy_check() {
     }
 }
 
-# tidy_beside_guests: tidy_check in the background at nice 19; tidy_join waits for it and
-# adds its row (its time is its own, not the suite's).
-tidy_pid=""
-tidy_beside_guests() {
-  echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
-  # A result left by an earlier run must not stand for this one's if it dies unfinished.
-  rm -f "$root/build/clang-tidy.result"
-  tidy_in_background() {
-    renice -n 19 -p "$BASHPID" > /dev/null
-    local started=$SECONDS rc=0
-    tidy_check > "$root/build/clang-tidy.findings" 2>&1 || rc=$?
-    echo "$rc $((SECONDS - started))" > "$root/build/clang-tidy.result"
-  }
-  beside tidy_in_background
-  tidy_pid=$beside_pid
-}
-tidy_join() {
-  [[ -n $tidy_pid ]] || return 0
-  local rc=1 seconds=0
-  echo "== clang-tidy (beside the guests): waiting for it"
-  wait "$tidy_pid" || true
-  tidy_pid=""
-  read -r rc seconds < "$root/build/clang-tidy.result" || true
-  cat "$root/build/clang-tidy.findings"
-  add_row "$seconds" "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "clang-tidy (beside the guests, nice 19)"
-  ((rc == 0)) || status=1
-}
+tidy_join() { background_join tidy "clang-tidy (beside the guests, nice 19)" || true; }
 
 stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
@@ -225,7 +234,6 @@ pair_vm=(scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root"
 # 1593 s instead of about 1700. But there two of the single guest's timing-bound cases
 # failed once (connect_self's agent capture, send_bw_intervals' paced intervals), starved by
 # the pair's four vCPUs: on fewer than 4 cores the pair runs after the single guest.
-pair_pid=""
 pair_beside_start() {
   local available_kib
   available_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
@@ -234,33 +242,16 @@ pair_beside_start() {
     return 0
   fi
   echo "== $pair_stage_name: in the background from here on (its rows follow the single guest's; log $pair_log)"
-  rm -f "$pair_log.result"
-  pair_in_background() {
-    local started=$SECONDS rc=0
-    "${pair_vm[@]}" > "$pair_log" 2>&1 || rc=$?
-    echo "$rc $((SECONDS - started))" > "$pair_log.result"
-  }
-  beside pair_in_background
-  pair_pid=$beside_pid
+  background_start pair 0 "$pair_log" "${pair_vm[@]}"
 }
 
 # pair_stage: the pair stage here, or its background run joined: its log, its rows.
 pair_stage() {
-  if [[ -z $pair_pid ]]; then
+  if background_running pair; then
+    background_join pair "$pair_stage_name (in the background)"
+  else
     in_guest "$pair_stage_name" "$pair_log" "${pair_vm[@]}"
-    return
   fi
-  local rc=1 seconds=0 outcome what
-  echo "== $pair_stage_name (in the background): waiting for it"
-  wait "$pair_pid" || true
-  pair_pid=""
-  read -r rc seconds < "$pair_log.result" || true
-  cat "$pair_log"
-  add_row "$seconds" "$([[ $rc == 0 ]] && echo ok || echo FAILED)" "$pair_stage_name (in the background)"
-  while read -r seconds outcome what; do
-    add_row "$seconds" "$outcome" "  $what (in the guest)"
-  done < <(sed -n 's/^stage-time: //p' "$pair_log")
-  ((rc == 0)) || { status=1; return 1; }
 }
 
 # unit_stage DIR: the unit tests, corpora and device-free cases of one build, on this host.
@@ -329,13 +320,20 @@ stage "build-tsan (clang, TSan: unit tests, the servers of the tsan cases)" env 
 if $under_load; then
   stage "clang-tidy" tidy_check || true
 else
-  tidy_beside_guests
+  echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
+  background_start tidy 19 "$root/build/clang-tidy.findings" tidy_check
 fi
 for dir in build build-asan build-tsan; do
   unit_stage "$dir" || true
 done
-stage "fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=3} s" \
-  scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan" || true
+# Fuzzing is bounded by time, not by work: it needs no stage of its own where idle cores
+# wait. Beside the pair guests, at nice 19, it takes what their chain of cases leaves (on
+# 2 cores, clang-tidy has ended by then); loaded on purpose, or with no guest, it runs here.
+fuzz_name="fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=3} s"
+fuzz=(scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan")
+if $under_load || [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
+  stage "$fuzz_name" "${fuzz[@]}" || true
+fi
 
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   echo "== integration tests skipped (RDMAKIT_SKIP_VM=1)"
@@ -354,7 +352,12 @@ in_guest "guest: integration of the three builds" "$root/build/vm-integration.lo
 stage "report schemas of the three builds' cases (checked here)" report_schemas build/integration-reports \
   build-asan/integration-reports build-tsan/integration-reports || true
 
+if ! $under_load; then
+  echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
+  background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
+fi
 pair_stage || true
+background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
 stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
 tidy_join
 

@@ -50,6 +50,12 @@ set(RDMAKIT_AGENT_PATH ${CPACK_PACKAGING_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}
 configure_file(${PROJECT_SOURCE_DIR}/dist/systemd/rdmakit-diag-connect-agent.service.in
                ${PROJECT_BINARY_DIR}/rdmakit-diag-connect-agent.service @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/rdmakit-diag-connect-agent.service DESTINATION lib/systemd/system)
+# rdma_pingmesh's, the same way (off until enabled).
+set(RDMAKIT_PINGMESH_PROGRAM ${RDMAKIT_PROGRAM_PREFIX}rdma_pingmesh)
+set(RDMAKIT_PINGMESH_PATH ${CPACK_PACKAGING_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/${RDMAKIT_PINGMESH_PROGRAM})
+configure_file(${PROJECT_SOURCE_DIR}/dist/systemd/rdmakit-rdma_pingmesh.service.in
+               ${PROJECT_BINARY_DIR}/rdmakit-rdma_pingmesh.service @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rdmakit-rdma_pingmesh.service DESTINATION lib/systemd/system)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)

@@ -305,6 +305,11 @@ int ToolRunner::usage_error(const std::string& message) {
   return static_cast<int>(ExitCode::usage);
 }
 
+void ToolRunner::json_lines() {
+  json_lines_ = true;
+  app_->get_option("--json")->description("Write JSON lines on stdout as the run goes, its report as the last one");
+}
+
 void ToolRunner::render(const Report& report) const {
   // What a person reads names the sibling tools as installed here (rdmakit-diag-bind), in
   // the text and in the JSON alike; the report's "tool" keys keep the tools' own names.
@@ -321,7 +326,7 @@ void ToolRunner::render(const Report& report) const {
   if (common_.json || !json_file_.empty()) {
     auto document = to_json(report);
     with_sibling_names(document, "");
-    json = json_text(document);
+    json = json_lines_ ? json_line(document) : json_text(document);
   }
   if (!json_file_.empty()) {
     std::ofstream file(json_file_);

@@ -98,6 +98,10 @@ class ToolRunner {
   // included; see ReportGroups.
   void report_groups(ReportGroups groups) { groups_ = groups; }
 
+  // A tool whose --json output is a stream of JSON lines as it runs (rdma_pingmesh): its
+  // report comes last, as one more line.
+  void json_lines();
+
   CLI::App& app() { return *app_; }
   const CommonOptions& common() const { return common_; }
   // A sibling tool's program name under this program's prefix ("rdmakit-rping" beside
@@ -143,6 +147,7 @@ class ToolRunner {
   std::string json_file_;
   Job* job_ = nullptr;
   ReportGroups groups_;
+  bool json_lines_ = false;
   ArgumentKeys argument_keys_{{"timeout", "timeout_s"}};
 };
 

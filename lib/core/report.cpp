@@ -158,6 +158,10 @@ std::string json_text(const nlohmann::json& document) {
   return document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::string json_line(const nlohmann::json& document) {
+  return document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 namespace {
 
 // The tool's own text, else the generic summary.

@@ -136,6 +136,8 @@ nlohmann::json to_json(const LatencySummary& summary);
 // A document's text as the tools print and write it (indented by 2), always valid JSON:
 // bytes that are not UTF-8 come out as U+FFFD, everything else unchanged.
 std::string json_text(const nlohmann::json& document);
+// The same on one line, for tools that write a stream of JSON lines.
+std::string json_line(const nlohmann::json& document);
 std::string render_text(const Report& report);
 
 // "ENODEV" for 19; "E?" when unknown.

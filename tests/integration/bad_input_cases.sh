@@ -151,6 +151,13 @@ case_all_tools_bad_flags() {
 2 | rdma_smoke  | --junit /nonexistent/smoke.xml          | --junit: '/nonexistent/smoke.xml': no folder /nonexistent
 2 | rdma_smoke  | --junit /                               | --junit: '/' is a directory
 2 | send_bw     | 1.2.3.4 --json-file /nonexistent/r.json  | --json-file: '/nonexistent/r.json': no folder
+2 | rdma_pingmesh | --json                                | --pinglist is required
+2 | rdma_pingmesh | --pinglist /nonexistent               | /nonexistent: cannot read it
+2 | rdma_pingmesh | --pinglist /dev/null --window 0.1     | --window: Value 0.1
+2 | rdma_pingmesh | --pinglist /dev/null --metrics 70000  | --metrics 70000: expected PORT, ADDRESS:PORT
+2 | rdma_pingmesh | --pinglist /dev/null --metrics ::1:80 | --metrics ::1:80: expected PORT
+2 | rdma_pingmesh | --pinglist /dev/null --prom-file /nonexistent/x.prom | --prom-file /nonexistent/x.prom: no folder
+2 | rdma_pingmesh | --pinglist /dev/null --window 1 --answer-timeout 20 | --answer-timeout 20 s is more than ten windows
 2 | send_bw     | --json-file / --json                    | --json-file: '/' is a directory
 ROWS
 
@@ -184,6 +191,7 @@ rdma_client -s 127.0.0.1
 send_bw --accept-timeout 2
 send_bw 127.0.0.1
 send_bw 127.0.0.1 -x 0
+rdma_pingmesh --pinglist /dev/null --bind 127.0.0.1
 ROWS
   note "$n runs without a device: exit 77 each"
 }

@@ -59,6 +59,9 @@ source "$here/routed_cases.sh"
 source "$here/tsan_cases.sh"
 # shellcheck source=allow_cases.sh
 source "$here/allow_cases.sh"
+OURS_PINGMESH=$BIN/rdma_pingmesh
+# shellcheck source=pingmesh_cases.sh
+source "$here/pingmesh_cases.sh"
 declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
 "case_$CASE_NAME"
 check_schemas

@@ -11,7 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 name=${template##*/}
 unit=$tmp/${name%.in}
-sed -e "s|@RDMAKIT_AGENT_PATH@|$program|" -e "s|@RDMAKIT_AGENT_PROGRAM@|${program##*/}|" "$template" > "$unit"
+sed -e "s|@RDMAKIT_[A-Z]*_PATH@|$program|" -e "s|@RDMAKIT_[A-Z]*_PROGRAM@|${program##*/}|" "$template" > "$unit"
 if grep -q '@[A-Z_]*@' "$unit"; then
   echo "$name: a placeholder left unfilled: $(grep -o '@[A-Z_]*@' "$unit" | head -n 1)"
   exit 1

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "doc" / "schema"
 SAMPLES = ROOT / "tests" / "schema" / "samples"
 TOOLS = ["rping", "udaddy", "ucmatose", "mckey", "rdma_server", "rdma_client", "send_bw", "diag-bind", "rdma_mesh",
-         "diag-connect", "rdma_smoke"]
+         "diag-connect", "rdma_smoke", "rdma_pingmesh"]
 
 # Draft 2020-12 keywords the schemas may use. jsonschema ignores a keyword it does not know,
 # so a misspelt one ("additionalProperty") would loosen a schema without a word: refuse it.
@@ -115,6 +115,10 @@ class Schemas(unittest.TestCase):
             # Another tool's report, or null: checked against that tool's schema by the
             # integration cases, not here.
             ("rdma_smoke.schema.json", "/$defs/run/properties/report"),
+            # diag-connect's capture and verdict, as rdma_pingmesh attaches them: checked against
+            # diag-connect's schema where it writes them, not again here.
+            ("rdma_pingmesh.schema.json", "/$defs/path/properties/diagnosis"),
+            ("rdma_pingmesh_line.schema.json", "/$defs/diagnosis/properties/diagnosis"),
             # Closed per test (bw_figures, lat_figures, cm_figures, no_figures) by the allOf
             # that knows which test it was.
             ("rdma_mesh.schema.json", "/$defs/attempt/properties/figures"),
@@ -146,7 +150,7 @@ class Schemas(unittest.TestCase):
         connection = {"local_address", "peer_address", "cm_timings_ms", "timings_ms"}
         measurement = {"iterations", "bytes", "rtt_us"}
         both = connection | measurement
-        groups = {"diag-bind": set(), "rdma_smoke": set(), "diag-connect": connection}
+        groups = {"diag-bind": set(), "rdma_smoke": set(), "rdma_pingmesh": set(), "diag-connect": connection}
         for tool in TOOLS:
             with self.subTest(tool=tool):
                 schema = schema_check.load(SCHEMAS / f"{tool}.schema.json")

@@ -4,6 +4,10 @@
 
 #include <array>
 #include <cstdint>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -308,6 +312,43 @@ TEST(PingmeshReport, JsonLinesOfAWindowAndAChange) {
   EXPECT_EQ(change["from"], "ok");
   EXPECT_EQ(change["to"], "down");
   EXPECT_TRUE(state_line(node, nullptr, PathState::ok, PathState::down, "all paths", 1)["peer"].is_null());
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// What the monitoring files in doc/pingmesh name is what the tool writes: every
+// rdmakit_pingmesh_* name in the alert rules and the dashboard is a sample name of the
+// OpenMetrics text (a family, or a counter's _total, or the info's _info).
+TEST(PingmeshReport, TheMonitoringFilesNameOnlyOurMetrics) {
+  const std::string text = metrics_text(node_with_one_path());
+  std::set<std::string> samples;
+  // Sample names, and the families' own (a gauge with no sample in the example has its TYPE).
+  const std::regex sample_name(R"(^(?:# TYPE )?(rdmakit_pingmesh_[a-z_]+)[{ ])");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, sample_name)) samples.insert(match[1]);
+  }
+  ASSERT_GT(samples.size(), 10U);
+  const std::regex named(R"(rdmakit_pingmesh_[a-z_]+)");
+  for (const std::string file : {"doc/pingmesh/alerts.yml", "doc/pingmesh/grafana-dashboard.json"}) {
+    const auto content = file_text(std::string(RDMAKIT_SOURCE_DIR) + "/" + file);
+    ASSERT_FALSE(content.empty()) << file;
+    std::size_t names = 0;
+    for (auto it = std::sregex_iterator(content.begin(), content.end(), named); it != std::sregex_iterator(); ++it) {
+      const std::string name = it->str();
+      ++names;
+      // The stateset's label has the family's name: a label, not a sample of its own.
+      if (name == "rdmakit_pingmesh_path_state") continue;
+      EXPECT_TRUE(samples.count(name) != 0) << file << " names " << name << ", which the tool does not write";
+    }
+    EXPECT_GT(names, 3U) << file;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+// rdma_pingmesh: every path from this node to its pinglist's peers probed all the time over
+// one UD QP, with each window's loss, network round trip and responder delay, and a state
+// per path (ok, lossy, slow, down) for monitoring: JSON lines, OpenMetrics, a log line a
+// change. The session lives in lib/bench/pingmesh_session.
+
+#include "lib/bench/pingmesh_session.hpp"
+#include "lib/core/cli.hpp"
+#include "lib/probe/connect_probe.hpp"
+#include "lib/probe/host_probe.hpp"
+
+namespace {
+
+// diag-connect's probe of a path gone bad, in-process (no agent port given: the peer's
+// default agent port is tried, and the local facts stand without it).
+nlohmann::json diagnose_path(const std::string& address, std::chrono::milliseconds timeout, std::string& text) {
+  return rdmakit::diag::diagnose_connect_failure(address, 0, timeout, text);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  rdmakit::ToolRunner tool("rdma_pingmesh", "Probe every RDMA path to the pinglist's peers, all the time");
+  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.report_groups({.connection = false, .measurement = false});
+  tool.json_lines();
+  rdmakit::PingmeshOptions options;
+  options.add_to(tool);
+  return tool.run(
+      argc, argv, [&] { options.check(); },
+      [&](rdmakit::Report& report) {
+        rdmakit::run_pingmesh(options, tool.common(), tool.sibling("rdma_pingmesh"), diagnose_path, report);
+      });
+}

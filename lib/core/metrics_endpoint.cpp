@@ -1,0 +1,101 @@
+#include "lib/core/metrics_endpoint.hpp"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <charconv>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+constexpr const char* openmetrics_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+constexpr std::size_t max_request_bytes = 4096;
+
+std::uint16_t port_of(std::string_view text, const std::string& whole) {
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value == 0 || value > 65535) {
+    throw UsageError(fmt::format("--metrics {}: expected PORT, ADDRESS:PORT or [IPV6]:PORT", whole));
+  }
+  return static_cast<std::uint16_t>(value);
+}
+
+}  // namespace
+
+ListenAddress parse_listen_address(const std::string& text) {
+  if (text.starts_with('[')) {
+    const auto close = text.find("]:");
+    if (close == std::string::npos) port_of("", text);
+    return {text.substr(1, close - 1), port_of(std::string_view(text).substr(close + 2), text)};
+  }
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) return {"127.0.0.1", port_of(text, text)};
+  if (text.find(':') != colon) port_of("", text);  // a bare IPv6 address needs its brackets
+  return {text.substr(0, colon), port_of(std::string_view(text).substr(colon + 1), text)};
+}
+
+struct MetricsEndpoint::State {
+  httplib::Server server;
+  std::mutex mutex;
+  std::string text = "# EOF\n";
+  std::atomic<std::uint64_t> scrapes{0};
+  std::thread thread;
+};
+
+MetricsEndpoint::MetricsEndpoint(const ListenAddress& where) : state_(std::make_unique<State>()) {
+  auto& server = state_->server;
+  server.set_payload_max_length(max_request_bytes);
+  server.set_read_timeout(5, 0);
+  server.set_write_timeout(5, 0);
+  server.set_keep_alive_max_count(10);
+  // cpp-httplib's default sets SO_REUSEPORT too, with which a second process binds the same
+  // port and the kernel splits the scrapes between the two: SO_REUSEADDR alone.
+  server.set_socket_options([](int socket) {
+    int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // Two threads serve every scraper: a scrape is one copy of a few KiB.
+  server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  server.Get("/metrics", [state = state_.get()](const httplib::Request&, httplib::Response& response) {
+    std::string text;
+    {
+      const std::lock_guard lock(state->mutex);
+      text = state->text;
+    }
+    ++state->scrapes;
+    response.set_content(std::move(text), openmetrics_type);
+  });
+  if (!server.bind_to_port(where.host, where.port)) {
+    throw UsageError(
+        fmt::format("--metrics {}:{}: cannot listen there (the port is taken, or the address is not "
+                    "this host's)",
+                    where.host, where.port));
+  }
+  state_->thread = std::thread([state = state_.get()] { state->server.listen_after_bind(); });
+  spdlog::info("serving /metrics on {}:{}", where.host, where.port);
+}
+
+MetricsEndpoint::~MetricsEndpoint() {
+  state_->server.stop();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+void MetricsEndpoint::publish(std::string text) {
+  const std::lock_guard lock(state_->mutex);
+  state_->text = std::move(text);
+}
+
+std::uint64_t MetricsEndpoint::scrapes() const {
+  return state_->scrapes.load();
+}
+
+}  // namespace rdmakit

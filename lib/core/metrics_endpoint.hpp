@@ -1,0 +1,38 @@
+#pragma once
+// A /metrics endpoint for Prometheus: an HTTP server (cpp-httplib) on the address it is told,
+// serving the text it was last given, and nothing else. Bounded: GET only, one path, a small
+// request, short read and write timeouts, a fixed pool of threads.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rdmakit {
+
+// "PORT", "ADDRESS:PORT" or "[IPV6]:PORT"; the address defaults to 127.0.0.1. Throws
+// UsageError for anything else.
+struct ListenAddress {
+  std::string host;
+  std::uint16_t port = 0;
+};
+ListenAddress parse_listen_address(const std::string& text);
+
+class MetricsEndpoint {
+ public:
+  // Binds now (a port taken or an address not ours throws UsageError: exit 2 before any
+  // probing) and serves from a thread of its own.
+  explicit MetricsEndpoint(const ListenAddress& where);
+  ~MetricsEndpoint();
+  MetricsEndpoint(const MetricsEndpoint&) = delete;
+  MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
+
+  // What GET /metrics answers from now on (OpenMetrics text).
+  void publish(std::string text);
+  std::uint64_t scrapes() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace rdmakit

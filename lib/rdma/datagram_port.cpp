@@ -1,0 +1,325 @@
+#include "lib/rdma/datagram_port.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/core/error.hpp"
+#include "lib/measure/work_id.hpp"
+#include "lib/wire/protocol.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// Address handles answering many sources are kept up to this many; beyond it (a scan, many
+// restarts) they are made again as needed, once no send is in flight.
+constexpr std::size_t max_reply_handles = 4096;
+constexpr int listen_backlog = 64;
+
+}  // namespace
+
+std::uint64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+std::string grh_source_address(std::span<const std::uint8_t, grh_bytes> header) {
+  char text[INET6_ADDRSTRLEN] = {};
+  // RoCE v2 over IPv4 leaves the packet's IPv4 header in the last 20 of the 40 bytes
+  // (ibv_post_recv(3)); over IPv6, and on IB, the 40 bytes are the GRH. Told apart as
+  // rdma-core's ibv_init_ah_from_wc tells them: not version 6 in the first byte and version
+  // 4 at byte 20 is IPv4 (rxe leaves that header's checksum 0); where both could be, an
+  // IPv4 header whose checksum holds.
+  const auto ipv4 = header.subspan<20, 20>();
+  const bool ipv4_version = (ipv4[0] >> 4) == 4;
+  bool is_ipv4 = (header[0] >> 4) != 6 && ipv4_version;
+  if ((header[0] >> 4) == 6 && ipv4_version && (ipv4[0] & 0x0f) == 5) {
+    std::uint32_t sum = 0;
+    for (std::size_t k = 0; k < ipv4.size(); k += 2) sum += (std::uint32_t{ipv4[k]} << 8) | ipv4[k + 1];
+    while ((sum >> 16) != 0) sum = (sum & 0xffff) + (sum >> 16);
+    is_ipv4 = sum == 0xffff;
+  }
+  if (is_ipv4) return inet_ntop(AF_INET, ipv4.data() + 12, text, sizeof(text)) != nullptr ? text : "";
+  if ((header[0] >> 4) != 6) return {};
+  const auto* source = header.data() + 8;  // the GRH's SGID
+  static constexpr std::uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (std::memcmp(source, v4_mapped, sizeof(v4_mapped)) == 0) {
+    return inet_ntop(AF_INET, source + 12, text, sizeof(text)) != nullptr ? text : "";
+  }
+  return inet_ntop(AF_INET6, source, text, sizeof(text)) != nullptr ? text : "";
+}
+
+DatagramPort::DatagramPort(DatagramPortOptions options)
+    : options_(std::move(options)), slot_bytes_(grh_bytes + options_.message_bytes), listen_id_(channel_, RDMA_PS_UDP) {
+  auto address = parse_address(options_.bind_address, options_.port);
+  check_errno(rdma_bind_addr(listen_id_.get(), address.get()), "rdma_bind_addr", address.to_string(),
+              options_.bind_address);
+  if (listen_id_->verbs == nullptr) {
+    throw UsageError(
+        fmt::format("{} is not an address of one RDMA device: bind to the address of a netdev "
+                    "with RDMA (a wildcard has none)",
+                    options_.bind_address));
+  }
+  check_errno(rdma_listen(listen_id_.get(), listen_backlog), "rdma_listen", address.to_string());
+  local_ = address_of(rdma_get_local_addr(listen_id_.get()));
+  port_num_ = listen_id_->port_num;
+
+  auto* context = listen_id_->verbs;
+  pd_ = std::make_unique<ProtectionDomain>(context);
+  completion_channel_ = std::make_unique<CompletionChannel>(context);
+  const auto depth = static_cast<int>(options_.receive_slots + options_.send_slots);
+  cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_);
+  ibv_qp_init_attr attributes{};
+  attributes.send_cq = cq_->get();
+  attributes.recv_cq = cq_->get();
+  attributes.cap.max_send_wr = static_cast<std::uint32_t>(options_.send_slots);
+  attributes.cap.max_recv_wr = static_cast<std::uint32_t>(options_.receive_slots);
+  attributes.cap.max_send_sge = 1;
+  attributes.cap.max_recv_sge = 1;
+  attributes.qp_type = IBV_QPT_UD;
+  attributes.sq_sig_all = 1;
+  qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
+  ready_qp();
+
+  const auto receive_bytes = options_.receive_slots * slot_bytes_;
+  buffer_ = std::make_unique<RegisteredBuffer>(pd_->get(), receive_bytes + options_.send_slots * options_.message_bytes,
+                                               IBV_ACCESS_LOCAL_WRITE);
+  for (std::uint32_t slot = 0; slot < options_.receive_slots; ++slot) post_receive(slot);
+  for (auto slot = static_cast<std::uint32_t>(options_.send_slots); slot > 0; --slot) {
+    free_send_slots_.push_back(slot - 1);
+  }
+  completions_.resize(64);
+
+  ibv_device_attr_ex device{};
+  if (ibv_query_device_ex(context, nullptr, &device) == 0) {
+    completion_timestamps_ = device.completion_timestamp_mask != 0 && device.hca_core_clock != 0;
+  }
+  ibv_cq* cqs[] = {cq_->get()};
+  const int cm_fds[] = {channel_.fd()};
+  waiter_ = std::make_unique<CqWaiter>(CompletionMode::events, cqs, cm_fds, options_.stop_fd);
+}
+
+DatagramPort::~DatagramPort() = default;
+
+void DatagramPort::ready_qp() {
+  // rdma_cm's INIT attributes for a UD QP of the bound id: its port, P_Key index and the
+  // UDP port space's Q_Key, which every SIDR reply of ours announces.
+  ibv_qp_attr attributes{};
+  int mask = 0;
+  attributes.qp_state = IBV_QPS_INIT;
+  check_errno(rdma_init_qp_attr(listen_id_.get(), &attributes, &mask), "rdma_init_qp_attr", local_.to_string());
+  qkey_ = (mask & IBV_QP_QKEY) != 0 ? attributes.qkey : RDMA_UDP_QKEY;
+  check_returned(ibv_modify_qp(qp_->get(), &attributes, mask), "ibv_modify_qp", "UD QP to INIT");
+  ibv_qp_attr rtr{};
+  rtr.qp_state = IBV_QPS_RTR;
+  check_returned(ibv_modify_qp(qp_->get(), &rtr, IBV_QP_STATE), "ibv_modify_qp", "UD QP to RTR");
+  ibv_qp_attr rts{};
+  rts.qp_state = IBV_QPS_RTS;
+  rts.sq_psn = 0;
+  check_returned(ibv_modify_qp(qp_->get(), &rts, IBV_QP_STATE | IBV_QP_SQ_PSN), "ibv_modify_qp", "UD QP to RTS");
+}
+
+void DatagramPort::post_receive(std::uint32_t slot) {
+  const ibv_sge local{
+      .addr = buffer_->address() + std::uint64_t{slot} * slot_bytes_, .length = slot_bytes_, .lkey = buffer_->lkey()};
+  ibv_recv_wr wr{};
+  ibv_sge sge{};
+  build_receive(WorkId{.kind = WorkKind::receive, .owner = 0, .sequence = slot}, local, wr, sge);
+  ibv_recv_wr* bad = nullptr;
+  check_returned(ibv_post_recv(qp_->get(), &wr, &bad), "ibv_post_recv", "UD receive");
+}
+
+void DatagramPort::resolve(const std::string& key, const std::string& address) {
+  if (resolving(key)) return;
+  Pending pending{.id = CmId(channel_, RDMA_PS_UDP),
+                  .deadline = Clock::now() + options_.resolve_timeout,
+                  .address = address,
+                  .outcome = std::nullopt};
+  auto destination = parse_address(address, options_.port);
+  auto source = local_;
+  source.set_port(0);
+  const auto timeout_ms = static_cast<int>(options_.resolve_timeout.count());
+  check_errno(rdma_resolve_addr(pending.id.get(), source.get(), destination.get(), timeout_ms), "rdma_resolve_addr",
+              destination.to_string(), address);
+  pending_.emplace(key, std::move(pending));
+}
+
+std::vector<Resolution> DatagramPort::take_cm_events(const Admission& admit, std::uint64_t& refused) {
+  for (;;) {
+    CmId request;  // a peer's SIDR request, destroyed once its event is acknowledged
+    auto event = poll_cm_event(channel_);
+    if (!event) break;
+    if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      request = CmId(event->id);
+      accept_request(*event, admit, refused);
+    } else {
+      advance_exchange(*event);
+    }
+  }
+  std::vector<Resolution> ended;
+  const auto now = Clock::now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto& pending = it->second;
+    if (!pending.outcome && now < pending.deadline) {
+      ++it;
+      continue;
+    }
+    ended.push_back(pending.outcome
+                        ? std::move(*pending.outcome)
+                        : Resolution{.key = it->first,
+                                     .address = std::nullopt,
+                                     .error = fmt::format("no SIDR answer from {} within {} ms", pending.address,
+                                                          options_.resolve_timeout.count())});
+    it = pending_.erase(it);
+  }
+  return ended;
+}
+
+void DatagramPort::accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused) {
+  const auto source = address_of(rdma_get_peer_addr(event.id)).host_string();
+  if (const auto refusal = admit(source)) {
+    ++refused;
+    const auto reason = bw::encode_refusal(*refusal);
+    if (rdma_reject(event.id, reason.data(), static_cast<std::uint8_t>(reason.size())) != 0) {
+      spdlog::debug("rdma_reject {}: {}", source, std::strerror(errno));
+    }
+    return;
+  }
+  auto parameters = connection_parameters(ConnectOffer{
+      .private_data = {}, .responder_resources = 0, .initiator_depth = 0, .qp_num = qp_num(), .datagram = true});
+  // A SIDR reply ends the exchange: no ESTABLISHED follows here, and the request's id has
+  // done its work. A reply that cannot be sent leaves the peer to ask again.
+  if (rdma_accept(event.id, &parameters) != 0)
+    spdlog::info("rdma_accept (SIDR) for {}: {}", source, std::strerror(errno));
+}
+
+void DatagramPort::advance_exchange(rdma_cm_event& event) {
+  const auto found = std::find_if(pending_.begin(), pending_.end(),
+                                  [&](const auto& entry) { return entry.second.id.get() == event.id; });
+  if (found == pending_.end() || found->second.outcome) return;
+  const auto& key = found->first;
+  auto& pending = found->second;
+  const auto failed = [&](std::string why) {
+    pending.outcome = Resolution{.key = key, .address = std::nullopt, .error = pending.address + ": " + why};
+  };
+  const auto timeout_ms = static_cast<int>(options_.resolve_timeout.count());
+  switch (event.event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+      if (rdma_resolve_route(event.id, timeout_ms) != 0)
+        failed(fmt::format("rdma_resolve_route: {}", std::strerror(errno)));
+      return;
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+      auto parameters = connection_parameters(ConnectOffer{
+          .private_data = {}, .responder_resources = 0, .initiator_depth = 0, .qp_num = qp_num(), .datagram = true});
+      if (rdma_connect(event.id, &parameters) != 0) failed(fmt::format("rdma_connect: {}", std::strerror(errno)));
+      return;
+    }
+    case RDMA_CM_EVENT_ESTABLISHED: pending.outcome = resolved(key, event); return;
+    default:
+      failed(fmt::format("{}{}{}", rdma_event_str(event.event),
+                         event.status != 0 ? fmt::format(" (status {})", event.status) : "", refused_by_server(event)));
+      return;
+  }
+}
+
+Resolution DatagramPort::resolved(const std::string& key, const rdma_cm_event& event) {
+  if (event.id->verbs != listen_id_->verbs) {
+    return {.key = key,
+            .address = std::nullopt,
+            .error = fmt::format("{} is reached through another RDMA device than {}'s", pending_.at(key).address,
+                                 local_.host_string())};
+  }
+  auto path = event.param.ud.ah_attr;
+  auto handle = std::make_unique<AddressHandle>(pd_->get(), path);
+  const DatagramAddress address{.ah = handle->get(), .qp_num = event.param.ud.qp_num, .qkey = event.param.ud.qkey};
+  auto& slot = resolved_handles_[key];
+  if (slot) retired_.push_back(std::move(slot));
+  slot = std::move(handle);
+  return {.key = key, .address = address, .error = {}};
+}
+
+bool DatagramPort::send(std::span<const std::uint8_t> bytes, const DatagramAddress& to) {
+  if (free_send_slots_.empty() || bytes.size() > options_.message_bytes) return false;
+  const auto slot = free_send_slots_.back();
+  const auto offset = options_.receive_slots * slot_bytes_ + std::size_t{slot} * options_.message_bytes;
+  std::memcpy(buffer_->data() + offset, bytes.data(), bytes.size());
+  ibv_send_wr wr{};
+  ibv_sge sge{};
+  build_send(SendRequest{.id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = slot},
+                         .opcode = IBV_WR_SEND,
+                         .local = ibv_sge{.addr = buffer_->address() + offset,
+                                          .length = static_cast<std::uint32_t>(bytes.size()),
+                                          .lkey = buffer_->lkey()},
+                         .flags = IBV_SEND_SIGNALED},
+             wr, sge);
+  address_datagram(to, wr);
+  ibv_send_wr* bad = nullptr;
+  check_returned(ibv_post_send(qp_->get(), &wr, &bad), "ibv_post_send", "UD send");
+  free_send_slots_.pop_back();
+  return true;
+}
+
+std::size_t DatagramPort::drain(const std::function<void(const DatagramArrival&)>& on_arrival) {
+  std::size_t total = 0;
+  for (;;) {
+    const int got = ibv_poll_cq(cq_->get(), static_cast<int>(completions_.size()), completions_.data());
+    if (got < 0) throw RdmaError("ibv_poll_cq", "UD port", EIO);
+    if (got == 0) break;
+    const auto taken_ns = monotonic_ns();
+    total += static_cast<std::size_t>(got);
+    for (int k = 0; k < got; ++k) {
+      const auto& wc = completions_[static_cast<std::size_t>(k)];
+      const auto id = WorkId::decode(wc.wr_id);
+      if (wc.status != IBV_WC_SUCCESS) {
+        throw completion_error(wc, fmt::format("a UD {} on {} failed", work_kind_name(id.kind), local_.host_string()));
+      }
+      if (id.kind == WorkKind::send) {
+        free_send_slots_.push_back(id.sequence);
+        continue;
+      }
+      const auto* slot = buffer_->data() + std::size_t{id.sequence} * slot_bytes_;
+      const auto* grh = reinterpret_cast<const ibv_grh*>(slot);
+      const std::span<const std::uint8_t, grh_bytes> header(reinterpret_cast<const std::uint8_t*>(slot), grh_bytes);
+      const auto length = wc.byte_len > grh_bytes ? wc.byte_len - grh_bytes : 0;
+      on_arrival({.bytes = {reinterpret_cast<const std::uint8_t*>(slot) + grh_bytes, length},
+                  .source = (wc.wc_flags & IBV_WC_GRH) != 0 ? grh_source_address(header) : std::string(),
+                  .source_qp = wc.src_qp,
+                  .received_ns = taken_ns,
+                  .completion = &wc,
+                  .grh = grh});
+      post_receive(id.sequence);
+    }
+  }
+  retire_unused_handles();
+  return total;
+}
+
+void DatagramPort::retire_unused_handles() {
+  if (free_send_slots_.size() != options_.send_slots) return;
+  retired_.clear();
+  if (reply_handles_.size() > max_reply_handles) reply_handles_.clear();
+}
+
+DatagramAddress DatagramPort::reply_to(const DatagramArrival& arrival) {
+  auto& handle = reply_handles_[{arrival.source, arrival.source_qp}];
+  if (!handle) handle = std::make_unique<AddressHandle>(pd_->get(), *arrival.completion, arrival.grh, port_num_);
+  return {.ah = handle->get(), .qp_num = arrival.source_qp, .qkey = qkey_};
+}
+
+Woken DatagramPort::sleep(Clock::time_point until) {
+  if (!waiter_->armed()) {
+    waiter_->arm();
+    return Woken::completion;  // the caller drains once more before it sleeps
+  }
+  return waiter_->sleep(until);
+}
+
+}  // namespace rdmakit

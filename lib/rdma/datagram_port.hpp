@@ -1,0 +1,151 @@
+#pragma once
+// One unreliable-datagram QP on rdma_cm's UDP port space that both answers and sends, as
+// rdma_pingmesh needs it: bound to one address and port, it hands its QP number to every
+// peer whose SIDR request its admission rule lets in (the others are rejected with the
+// reason), and it resolves peers of its own, each with a SIDR exchange of a short-lived
+// cm_id, into an address handle, QP number and Q_Key to send to. Datagrams are small (a slot
+// each); the caller sleeps on the waiter and drains what arrived.
+
+#include <infiniband/verbs.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/core/wait.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/cq_waiter.hpp"
+#include "lib/rdma/verbs.hpp"
+#include "lib/rdma/work_request.hpp"
+
+namespace rdmakit {
+
+struct DatagramPortOptions {
+  std::string bind_address;  // an address on an RDMA netdev (a wildcard has no device)
+  std::uint16_t port = 0;
+  std::size_t receive_slots = 512;
+  std::size_t send_slots = 256;
+  std::uint32_t message_bytes = 64;  // the largest datagram sent or taken
+  std::chrono::milliseconds resolve_timeout{3000};
+  int stop_fd = -1;
+};
+
+// One datagram that arrived: its bytes (after the GRH), where it came from, and when it was
+// taken off the CQ (the software receive time, CLOCK_MONOTONIC ns).
+struct DatagramArrival {
+  std::span<const std::uint8_t> bytes;
+  std::string source;  // the sender's address, from the GRH's source GID
+  std::uint32_t source_qp = 0;
+  std::uint64_t received_ns = 0;
+  const ibv_wc* completion = nullptr;
+  const ibv_grh* grh = nullptr;
+};
+
+// A SIDR exchange's outcome for the resolve() call that asked for `key`.
+struct Resolution {
+  std::string key;
+  std::optional<DatagramAddress> address;  // none: failed, `error` says why
+  std::string error;
+};
+
+// CLOCK_MONOTONIC in nanoseconds: the time every probe and answer carries.
+std::uint64_t monotonic_ns();
+
+// The sender's IP address from the 40 bytes in front of a UD datagram: the IPv4 header of
+// RoCE v2 over IPv4 (in its last 20 bytes), else the GRH's source GID (IPv4-mapped: dotted
+// quad); "" when neither.
+std::string grh_source_address(std::span<const std::uint8_t, grh_bytes> header);
+
+class DatagramPort {
+ public:
+  // Binds, listens and sets up the PD, CQ, QP (INIT, RTR, RTS with rdma_cm's Q_Key) and the
+  // receives. Throws RdmaError naming the failing call (rdma_bind_addr's ENODEV with the
+  // diag-bind hint).
+  explicit DatagramPort(DatagramPortOptions options);
+  ~DatagramPort();
+  DatagramPort(const DatagramPort&) = delete;
+  DatagramPort& operator=(const DatagramPort&) = delete;
+
+  // Starts a SIDR exchange with `address` at this port's port number; its Resolution comes
+  // out of take_cm_events, under `key`. A key already resolving is left to finish.
+  void resolve(const std::string& key, const std::string& address);
+  bool resolving(const std::string& key) const { return pending_.count(key) != 0; }
+  bool resolving_any() const { return !pending_.empty(); }
+
+  // Every CM event queued: peers' SIDR requests (accepted when `admit(source address)` says
+  // so, else rejected with its reason) and the ends of our own exchanges, returned. Pending
+  // exchanges past the resolve timeout end as failed. `refused` counts rejected requests.
+  using Admission = std::function<std::optional<std::string>(const std::string& source)>;
+  std::vector<Resolution> take_cm_events(const Admission& admit, std::uint64_t& refused);
+
+  // Sends `bytes` (at most message_bytes) to `to`; false when every send slot is in flight.
+  bool send(std::span<const std::uint8_t> bytes, const DatagramAddress& to);
+  // Takes the CQ's completions: each datagram that arrived goes to `on_arrival`, then its
+  // slot takes a receive again; a failed send or receive throws CompletionError. Returns
+  // how many completions there were.
+  std::size_t drain(const std::function<void(const DatagramArrival&)>& on_arrival);
+  // The way back to a datagram's sender (its address handle is made once per source GID
+  // and QP, and kept).
+  DatagramAddress reply_to(const DatagramArrival& arrival);
+
+  // Sleeps until a completion, a CM event, the stop signal or `until`; arms first, and
+  // returns completion without sleeping when one arrived in between.
+  Woken sleep(Clock::time_point until);
+
+  std::string local_address() const { return local_.host_string(); }
+  std::uint32_t qp_num() const { return qp_->get()->qp_num; }
+  ibv_context* context() const { return listen_id_->verbs; }
+  // Whether the device stamps completions itself (ibv_query_device_ex: a completion
+  // timestamp mask and a core clock); when not, the times are the host's (software).
+  bool device_has_completion_timestamps() const { return completion_timestamps_; }
+
+ private:
+  // An exchange under way. Its id goes only after the loop that took its last event has
+  // acknowledged it (rdma_destroy_id waits for that): `outcome` holds the end till then.
+  struct Pending {
+    CmId id;
+    Clock::time_point deadline;
+    std::string address;
+    std::optional<Resolution> outcome;
+  };
+  void ready_qp();
+  void post_receive(std::uint32_t slot);
+  void accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused);
+  void advance_exchange(rdma_cm_event& event);
+  Resolution resolved(const std::string& key, const rdma_cm_event& event);
+  void retire_unused_handles();
+
+  DatagramPortOptions options_;
+  std::uint32_t slot_bytes_;  // receive slot: GRH + message
+  // Declaration order is teardown order reversed: the QP before its CQ and PD, the ids last.
+  EventChannel channel_;
+  CmId listen_id_;
+  SocketAddress local_;
+  std::map<std::string, Pending> pending_;
+  std::unique_ptr<ProtectionDomain> pd_;
+  std::unique_ptr<CompletionChannel> completion_channel_;
+  std::unique_ptr<CompletionQueue> cq_;
+  std::unique_ptr<QueuePair> qp_;
+  std::unique_ptr<RegisteredBuffer> buffer_;  // [receive slots][send slots]
+  std::vector<std::uint32_t> free_send_slots_;
+  std::uint32_t qkey_ = 0;
+  std::uint8_t port_num_ = 1;
+  bool completion_timestamps_ = false;
+  std::unique_ptr<CqWaiter> waiter_;
+  // Address handles: ours to each resolved peer (by key) and the answers' (by source
+  // address and QP). One a resolved peer replaces waits in `retired_` until no send is in flight.
+  std::map<std::string, std::unique_ptr<AddressHandle>> resolved_handles_;
+  std::map<std::pair<std::string, std::uint32_t>, std::unique_ptr<AddressHandle>> reply_handles_;
+  std::vector<std::unique_ptr<AddressHandle>> retired_;
+  std::vector<ibv_wc> completions_;
+};
+
+}  // namespace rdmakit

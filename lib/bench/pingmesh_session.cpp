@@ -441,7 +441,9 @@ class Pingmesh {
         if (is_bad(verdict.state)) diagnose(snapshot.peer);
       }
       if (common_.json) print_line(window_line(node_, snapshot, time));
-      if (snapshot.verdict.state != PathState::unknown) states.push_back(snapshot.verdict.state);
+      // The node is judged on the paths that have worked: a peer that never answered (not
+      // started yet, not listening) says nothing of this node.
+      if (snapshot.answered_total > 0) states.push_back(snapshot.verdict.state);
     }
     const bool at_fault = node_at_fault(states);
     if (at_fault != node_.node_at_fault) {
@@ -451,6 +453,7 @@ class Pingmesh {
                    time);
     }
     node_.node_at_fault = at_fault;
+    if (port_->failed() > 0) node_.ignored["send_failed"] = port_->failed();
     take_diagnosis();
     node_.cpu_seconds = cpu_.used().user_s + cpu_.used().system_s;
     publish_metrics();

@@ -132,7 +132,7 @@ void DatagramPort::post_receive(std::uint32_t slot) {
       .addr = buffer_->address() + std::uint64_t{slot} * slot_bytes_, .length = slot_bytes_, .lkey = buffer_->lkey()};
   ibv_recv_wr wr{};
   ibv_sge sge{};
-  build_receive(WorkId{.kind = WorkKind::receive, .owner = 0, .sequence = slot}, local, wr, sge);
+  build_receive(WorkId{.kind = WorkKind::receive, .owner = generation_, .sequence = slot}, local, wr, sge);
   ibv_recv_wr* bad = nullptr;
   check_returned(ibv_post_recv(qp_->get(), &wr, &bad), "ibv_post_recv", "UD receive");
 }
@@ -253,7 +253,7 @@ bool DatagramPort::send(std::span<const std::uint8_t> bytes, const DatagramAddre
   std::memcpy(buffer_->data() + offset, bytes.data(), bytes.size());
   ibv_send_wr wr{};
   ibv_sge sge{};
-  build_send(SendRequest{.id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = slot},
+  build_send(SendRequest{.id = WorkId{.kind = WorkKind::send, .owner = generation_, .sequence = slot},
                          .opcode = IBV_WR_SEND,
                          .local = ibv_sge{.addr = buffer_->address() + offset,
                                           .length = static_cast<std::uint32_t>(bytes.size()),
@@ -278,8 +278,21 @@ std::size_t DatagramPort::drain(const std::function<void(const DatagramArrival&)
     for (int k = 0; k < got; ++k) {
       const auto& wc = completions_[static_cast<std::size_t>(k)];
       const auto id = WorkId::decode(wc.wr_id);
+      // Flushed before the QP was made again: its slots were given out anew then.
+      if (id.owner != generation_) continue;
       if (wc.status != IBV_WC_SUCCESS) {
-        throw completion_error(wc, fmt::format("a UD {} on {} failed", work_kind_name(id.kind), local_.host_string()));
+        // A datagram that could not go (the netdev down, the path gone) fails alone; one the
+        // QP's error state flushed is taken back when the QP is made again (recover).
+        if (wc.status != IBV_WC_WR_FLUSH_ERR) {
+          ++failed_;
+          if (failed_ == 1 || failed_ % 1000 == 0) {
+            spdlog::warn("a UD {} on {} failed: {} ({} so far)", work_kind_name(id.kind), local_.host_string(),
+                         ibv_wc_status_str(wc.status), failed_);
+          }
+        }
+        if (id.kind == WorkKind::send) free_send_slots_.push_back(id.sequence);
+        if (id.kind == WorkKind::receive && wc.status != IBV_WC_WR_FLUSH_ERR) post_receive(id.sequence);
+        continue;
       }
       if (id.kind == WorkKind::send) {
         free_send_slots_.push_back(id.sequence);
@@ -298,8 +311,40 @@ std::size_t DatagramPort::drain(const std::function<void(const DatagramArrival&)
       post_receive(id.sequence);
     }
   }
+  recover();
   retire_unused_handles();
   return total;
+}
+
+void DatagramPort::recover() {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp_->get(), &attributes, IBV_QP_STATE, &init) != 0) return;
+  if (attributes.qp_state == IBV_QPS_SQE) {
+    // A send error stopped the send queue only: back to RTS, the receives untouched.
+    ibv_qp_attr rts{};
+    rts.qp_state = IBV_QPS_RTS;
+    check_returned(ibv_modify_qp(qp_->get(), &rts, IBV_QP_STATE), "ibv_modify_qp", "UD QP from SQE to RTS");
+  } else if (attributes.qp_state == IBV_QPS_ERR) {
+    // Everything posted was flushed: the QP made again from RESET, every slot given out anew
+    // under a new generation (the flushed completions still queued are skipped by it), and the
+    // answers' address handles dropped (the path under them may have changed).
+    ibv_qp_attr reset{};
+    reset.qp_state = IBV_QPS_RESET;
+    check_returned(ibv_modify_qp(qp_->get(), &reset, IBV_QP_STATE), "ibv_modify_qp", "UD QP to RESET");
+    ready_qp();
+    generation_ = (generation_ + 1) & WorkId::owner_mask;
+    free_send_slots_.clear();
+    for (auto slot = static_cast<std::uint32_t>(options_.send_slots); slot > 0; --slot)
+      free_send_slots_.push_back(slot - 1);
+    for (std::uint32_t slot = 0; slot < options_.receive_slots; ++slot) post_receive(slot);
+    reply_handles_.clear();
+  } else {
+    return;
+  }
+  ++recoveries_;
+  spdlog::warn("the UD QP on {} was in {}: made ready again ({} time(s))", local_.host_string(),
+               attributes.qp_state == IBV_QPS_SQE ? "SQE" : "ERR", recoveries_);
 }
 
 void DatagramPort::retire_unused_handles() {

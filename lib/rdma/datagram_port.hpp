@@ -89,8 +89,9 @@ class DatagramPort {
   // Sends `bytes` (at most message_bytes) to `to`; false when every send slot is in flight.
   bool send(std::span<const std::uint8_t> bytes, const DatagramAddress& to);
   // Takes the CQ's completions: each datagram that arrived goes to `on_arrival`, then its
-  // slot takes a receive again; a failed send or receive throws CompletionError. Returns
-  // how many completions there were.
+  // slot takes a receive again. A datagram that failed is counted (failed()), and a QP that
+  // an error stopped is made ready again (recoveries()). Returns how many completions there
+  // were.
   std::size_t drain(const std::function<void(const DatagramArrival&)>& on_arrival);
   // The way back to a datagram's sender (its address handle is made once per source GID
   // and QP, and kept).
@@ -100,6 +101,8 @@ class DatagramPort {
   // returns completion without sleeping when one arrived in between.
   Woken sleep(Clock::time_point until);
 
+  std::uint64_t failed() const { return failed_; }
+  std::uint64_t recoveries() const { return recoveries_; }
   std::string local_address() const { return local_.host_string(); }
   std::uint32_t qp_num() const { return qp_->get()->qp_num; }
   ibv_context* context() const { return listen_id_->verbs; }
@@ -122,6 +125,7 @@ class DatagramPort {
   void advance_exchange(rdma_cm_event& event);
   Resolution resolved(const std::string& key, const rdma_cm_event& event);
   void retire_unused_handles();
+  void recover();
 
   DatagramPortOptions options_;
   std::uint32_t slot_bytes_;  // receive slot: GRH + message
@@ -139,6 +143,9 @@ class DatagramPort {
   std::uint32_t qkey_ = 0;
   std::uint8_t port_num_ = 1;
   bool completion_timestamps_ = false;
+  std::uint32_t generation_ = 0;  // the QP's: work ids carry it in their owner field
+  std::uint64_t failed_ = 0;
+  std::uint64_t recoveries_ = 0;
   std::unique_ptr<CqWaiter> waiter_;
   // Address handles: ours to each resolved peer (by key) and the answers' (by source
   // address and QP). One a resolved peer replaces waits in `retired_` until no send is in flight.

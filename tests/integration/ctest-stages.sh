@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# ctest-stages.sh NAME|BUILD_DIR|LABEL_REGEX|JOBS ...: runs ctest once per argument, one
-# after the other (in the guest, or on any host with a device), each with LABEL_REGEX and
-# JOBS cases at a time. After each run it prints the run's slowest cases and one line
+# ctest-stages.sh NAME|BUILD_DIR|LABEL_REGEX|JOBS[|READY_FILE] ...: runs ctest once per
+# argument, one after the other (in the guest, or on any host with a device), each with
+# LABEL_REGEX and JOBS cases at a time. With READY_FILE, the run first waits until that file
+# exists (the build is still being made, beside this: scripts/test.sh's build-tsan), 30
+# minutes at most; READY_FILE.failed says the build failed, and the run fails at once.
+# After each run it prints the run's slowest cases and one line
 #   stage-time: SECONDS STATUS NAME
 # which scripts/test.sh adds to its table of stage times. Exits 1 when any run failed.
 # Each run has a test tree of its own, BUILD_DIR/ctest-runs/NAME (a copy of the build's
@@ -11,7 +14,18 @@
 set -uo pipefail
 status=0
 for spec in "$@"; do
-  IFS='|' read -r name build labels jobs <<< "$spec"
+  IFS='|' read -r name build labels jobs ready <<< "$spec"
+  if [[ -n ${ready:-} ]]; then
+    waited=$SECONDS
+    until [[ -e $ready || -e $ready.failed ]] || ((SECONDS - waited > 1800)); do sleep 1; done
+    if [[ ! -e $ready ]]; then
+      echo "== $name: $build is not there to test ($([[ -e $ready.failed ]] && echo "its build failed" || echo "not built within 30 minutes"))"
+      echo "stage-time: $((SECONDS - waited)) FAILED $name"
+      status=1
+      continue
+    fi
+    echo "== $name: waited $((SECONDS - waited)) s for $build to be built"
+  fi
   echo "== $name: ctest -L '$labels' -j $jobs in $build"
   log=$(mktemp)
   started=$SECONDS

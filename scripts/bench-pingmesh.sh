@@ -38,21 +38,22 @@ sleep 1  # the GIDs of the new addresses
 
 # run_mesh NAME FLAGS...: every node for SECONDS; prints each node's CPU and the median.
 run_mesh() {
-  local name=$1 n pids=()
+  local name=$1 n pids=() file
+  file=${1//[^a-z0-9]/_}
   shift
   for n in "${!addresses[@]}"; do
     "$bin/rdma_pingmesh" --pinglist "$work/pinglist" --name "node$n" -p 7490 --duration "$seconds" --json "$@" \
-      > "$work/$name.$n.out" 2> "$work/$name.$n.err" &
+      > "$work/$file.$n.out" 2> "$work/$file.$n.err" &
     pids+=("$!")
   done
   for n in "${pids[@]}"; do wait "$n" || true; done
   local cpu=()
   for n in "${!addresses[@]}"; do
-    cpu+=("$(tail -n 1 "$work/$name.$n.out" | jq '.pingmesh.cpu_seconds / .duration_s * 100 | . * 100 | round / 100')")
+    cpu+=("$(tail -n 1 "$work/$file.$n.out" | jq '.pingmesh.cpu_seconds / .duration_s * 100 | . * 100 | round / 100')")
   done
   local targets sent
-  targets=$(tail -n 1 "$work/$name.0.out" | jq '.pingmesh.paths | length')
-  sent=$(tail -n 1 "$work/$name.0.out" | jq '[.pingmesh.paths[].sent] | add')
+  targets=$(tail -n 1 "$work/$file.0.out" | jq '.pingmesh.paths | length')
+  sent=$(tail -n 1 "$work/$file.0.out" | jq '[.pingmesh.paths[].sent] | add')
   echo "$name: node0 probed $targets targets, sent $sent probes; CPU % of one core per node: ${cpu[*]}"
   printf '%s\n' "${cpu[@]}" | sort -n | awk '{v[NR] = $1} END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print "  median " m "%"}'
 }

@@ -32,7 +32,7 @@ esac
 # step (which names no folder) on the build it has just tested.
 dir=${1:-${RDMAKIT_PACKAGE_DIR:-$root/build-pkg}}
 prefix=rdmakit-
-tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect rdma_smoke)
+tools=(rping udaddy ucmatose mckey rdma_server rdma_client send_bw diag-bind diag-connect rdma_smoke rdma_pingmesh)
 fail() {
   echo "package: FAILED: $*" >&2
   exit 1
@@ -77,7 +77,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [[ $(field Package) == rdmakit ]] || fail "Package is '$(field Package)', not rdmakit"
 depends=$(field Depends)
 names() { [[ $1 =~ (^|[ ,])$2([ ,]|$) ]]; }  # a control field's list names package $2
-for lib in libibverbs1 librdmacm1 libssl3 libcap2; do
+for lib in libibverbs1 librdmacm1 libssl3 libcap2 libcpp-httplib0.11; do
   names "$depends" "$lib" || fail "Depends lacks $lib: '$depends'"
 done
 names "$(field Recommends)" rdma-core || fail "Recommends lacks rdma-core: '$(field Recommends)'"
@@ -90,7 +90,7 @@ has() {
   return 1
 }
 expected=(usr/share/man/man7/rdmakit.7.gz usr/share/doc/rdmakit/copyright
-  usr/lib/systemd/system/rdmakit-diag-connect-agent.service)
+  usr/lib/systemd/system/rdmakit-diag-connect-agent.service usr/lib/systemd/system/rdmakit-rdma_pingmesh.service)
 for tool in "${tools[@]}"; do
   expected+=("usr/bin/$prefix$tool" "usr/share/man/man1/$prefix$tool.1.gz"
     "usr/share/bash-completion/completions/$prefix$tool")
@@ -140,6 +140,9 @@ done
 unit=$tmp/usr/lib/systemd/system/rdmakit-diag-connect-agent.service
 grep -qx "ExecStart=/usr/bin/${prefix}diag-connect --serve .*" "$unit" ||
   fail "the agent's unit does not start /usr/bin/${prefix}diag-connect --serve: $(grep '^ExecStart=' "$unit")"
+pingmesh_unit=$tmp/usr/lib/systemd/system/rdmakit-rdma_pingmesh.service
+grep -qx "ExecStart=/usr/bin/${prefix}rdma_pingmesh --pinglist .*" "$pingmesh_unit" ||
+  fail "rdma_pingmesh's unit does not start /usr/bin/${prefix}rdma_pingmesh: $(grep '^ExecStart=' "$pingmesh_unit")"
 for path in "${contents[@]}"; do
   [[ $path != etc/systemd/* ]] || fail "the package enables a unit: /$path"
 done

@@ -188,7 +188,15 @@ tidy_check() {
     }
 }
 
-tidy_join() { background_join tidy "clang-tidy (beside the guests, nice 19)" || true; }
+tidy_join() { background_join tidy "clang-tidy (beside the guests, nice 19, after build-tsan)" || true; }
+# tidy_after_tsan: tidy_check once build-tsan, built beside the guest too, is done: the guest
+# waits for that build (its TSan cases), not for clang-tidy, so the build goes first. Side
+# by side at the same nice they shared the cores the guest left, and the guest waited 51 s
+# for build-tsan (fresh clone of f8ed2ef). Its row's time includes that wait.
+tidy_after_tsan() {
+  while ! [[ -e $tsan_ready || -e $tsan_ready.failed ]] && background_running tsan_build; do sleep 1; done
+  tidy_check
+}
 
 stage "install-deps" scripts/install-deps.sh --if-missing
 stage "clang-format" format_check
@@ -342,8 +350,8 @@ fi
 if $under_load; then
   stage "clang-tidy" tidy_check || true
 else
-  echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
-  background_start tidy 19 "$root/build/clang-tidy.findings" tidy_check
+  echo "== clang-tidy: in the background at nice 19, beside the guests, once build-tsan is built (its row follows the pair stage)"
+  background_start tidy 19 "$root/build/clang-tidy.findings" tidy_after_tsan
 fi
 for dir in build build-asan; do
   unit_stage "$dir" || true

@@ -312,7 +312,7 @@ class Pingmesh {
   }
 
   std::optional<std::string> admission(const std::string& source) const {
-    if (options_.answer_any || known_.count(source) != 0) return std::nullopt;
+    if (options_.answer_any || known_.contains(source)) return std::nullopt;
     return fmt::format("{} is not in {}'s pinglist", source, node_.node);
   }
 
@@ -418,32 +418,10 @@ class Pingmesh {
     const auto time = unix_seconds();
     std::vector<PathState> states;
     for (auto& [address, path] : paths_) {
-      auto& snapshot = path->snapshot;
-      const auto figures = path->probes.close_window(now_ns);
-      const auto before = path->judge.state();
-      auto verdict = path->judge.judge(figures);
-      if (!path->to && figures.sent == 0 && before == PathState::unknown && windows_ > 1) {
-        // Never resolved: nothing was sent, so the path's window judges nothing. It is down.
-        verdict = {.state = PathState::down,
-                   .why = path->resolve_error.empty() ? "not resolved yet" : path->resolve_error};
-      }
-      snapshot.sent_total += figures.sent;
-      snapshot.answered_total += figures.answered;
-      snapshot.lost_total += figures.lost;
-      snapshot.late_total += figures.late;
-      snapshot.unexpected_total += figures.unexpected;
-      snapshot.last_window = figures;
-      const auto previous = snapshot.verdict.state;
-      snapshot.verdict = verdict;
-      if (verdict.state != previous) {
-        ++snapshot.state_changes_total;
-        state_change(&snapshot, previous, verdict.state, verdict.why, time);
-        if (is_bad(verdict.state)) diagnose(snapshot.peer);
-      }
-      if (common_.json) print_line(window_line(node_, snapshot, time));
+      close_path(*path, now_ns, time);
       // The node is judged on the paths that have worked: a peer that never answered (not
       // started yet, not listening) says nothing of this node.
-      if (snapshot.answered_total > 0) states.push_back(snapshot.verdict.state);
+      if (path->snapshot.answered_total > 0) states.push_back(path->snapshot.verdict.state);
     }
     const bool at_fault = node_at_fault(states);
     if (at_fault != node_.node_at_fault) {
@@ -464,6 +442,32 @@ class Pingmesh {
       replan = reload_pinglist() || replan;
     }
     if (replan) plan();
+  }
+
+  // One path's window: its figures added to its totals, its verdict, a change said.
+  void close_path(Path& path, std::uint64_t now_ns, double time) {
+    auto& snapshot = path.snapshot;
+    const auto figures = path.probes.close_window(now_ns);
+    const auto before = path.judge.state();
+    auto verdict = path.judge.judge(figures);
+    if (!path.to && figures.sent == 0 && before == PathState::unknown && windows_ > 1) {
+      // Never resolved: nothing was sent, so the path's window judges nothing. It is down.
+      verdict = {.state = PathState::down, .why = path.resolve_error.empty() ? "not resolved yet" : path.resolve_error};
+    }
+    snapshot.sent_total += figures.sent;
+    snapshot.answered_total += figures.answered;
+    snapshot.lost_total += figures.lost;
+    snapshot.late_total += figures.late;
+    snapshot.unexpected_total += figures.unexpected;
+    snapshot.last_window = figures;
+    const auto previous = snapshot.verdict.state;
+    snapshot.verdict = verdict;
+    if (verdict.state != previous) {
+      ++snapshot.state_changes_total;
+      state_change(&snapshot, previous, verdict.state, verdict.why, time);
+      if (is_bad(verdict.state)) diagnose(snapshot.peer);
+    }
+    if (common_.json) print_line(window_line(node_, snapshot, time));
   }
 
   // True when the changed pinglist was taken.

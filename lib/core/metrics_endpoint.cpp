@@ -72,7 +72,7 @@ MetricsEndpoint::MetricsEndpoint(const ListenAddress& where) : state_(std::make_
       text = state->text;
     }
     ++state->scrapes;
-    response.set_content(std::move(text), openmetrics_type);
+    response.set_content(text, openmetrics_type);
   });
   if (!server.bind_to_port(where.host, where.port)) {
     throw UsageError(

@@ -183,7 +183,7 @@ std::vector<Resolution> DatagramPort::take_cm_events(const Admission& admit, std
   return ended;
 }
 
-void DatagramPort::accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused) {
+void DatagramPort::accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused) const {
   const auto source = address_of(rdma_get_peer_addr(event.id)).host_string();
   if (const auto refusal = admit(source)) {
     ++refused;
@@ -275,45 +275,52 @@ std::size_t DatagramPort::drain(const std::function<void(const DatagramArrival&)
     if (got == 0) break;
     const auto taken_ns = monotonic_ns();
     total += static_cast<std::size_t>(got);
-    for (int k = 0; k < got; ++k) {
-      const auto& wc = completions_[static_cast<std::size_t>(k)];
-      const auto id = WorkId::decode(wc.wr_id);
-      // Flushed before the QP was made again: its slots were given out anew then.
-      if (id.owner != generation_) continue;
-      if (wc.status != IBV_WC_SUCCESS) {
-        // A datagram that could not go (the netdev down, the path gone) fails alone; one the
-        // QP's error state flushed is taken back when the QP is made again (recover).
-        if (wc.status != IBV_WC_WR_FLUSH_ERR) {
-          ++failed_;
-          if (failed_ == 1 || failed_ % 1000 == 0) {
-            spdlog::warn("a UD {} on {} failed: {} ({} so far)", work_kind_name(id.kind), local_.host_string(),
-                         ibv_wc_status_str(wc.status), failed_);
-          }
-        }
-        if (id.kind == WorkKind::send) free_send_slots_.push_back(id.sequence);
-        if (id.kind == WorkKind::receive && wc.status != IBV_WC_WR_FLUSH_ERR) post_receive(id.sequence);
-        continue;
-      }
-      if (id.kind == WorkKind::send) {
-        free_send_slots_.push_back(id.sequence);
-        continue;
-      }
-      const auto* slot = buffer_->data() + std::size_t{id.sequence} * slot_bytes_;
-      const auto* grh = reinterpret_cast<const ibv_grh*>(slot);
-      const std::span<const std::uint8_t, grh_bytes> header(reinterpret_cast<const std::uint8_t*>(slot), grh_bytes);
-      const auto length = wc.byte_len > grh_bytes ? wc.byte_len - grh_bytes : 0;
-      on_arrival({.bytes = {reinterpret_cast<const std::uint8_t*>(slot) + grh_bytes, length},
-                  .source = (wc.wc_flags & IBV_WC_GRH) != 0 ? grh_source_address(header) : std::string(),
-                  .source_qp = wc.src_qp,
-                  .received_ns = taken_ns,
-                  .completion = &wc,
-                  .grh = grh});
-      post_receive(id.sequence);
-    }
+    for (int k = 0; k < got; ++k) take_completion(completions_[static_cast<std::size_t>(k)], taken_ns, on_arrival);
   }
   recover();
   retire_unused_handles();
   return total;
+}
+
+void DatagramPort::take_completion(const ibv_wc& wc, std::uint64_t taken_ns,
+                                   const std::function<void(const DatagramArrival&)>& on_arrival) {
+  const auto id = WorkId::decode(wc.wr_id);
+  // Flushed before the QP was made again: its slots were given out anew then.
+  if (id.owner != generation_) return;
+  if (wc.status != IBV_WC_SUCCESS) {
+    take_failure(wc, id);
+    return;
+  }
+  if (id.kind == WorkKind::send) {
+    free_send_slots_.push_back(id.sequence);
+    return;
+  }
+  const auto* slot = buffer_->data() + std::size_t{id.sequence} * slot_bytes_;
+  const auto* grh = reinterpret_cast<const ibv_grh*>(slot);
+  const std::span<const std::uint8_t, grh_bytes> header(reinterpret_cast<const std::uint8_t*>(slot), grh_bytes);
+  const auto length = wc.byte_len > grh_bytes ? wc.byte_len - grh_bytes : 0;
+  on_arrival({.bytes = {reinterpret_cast<const std::uint8_t*>(slot) + grh_bytes, length},
+              .source = (wc.wc_flags & IBV_WC_GRH) != 0 ? grh_source_address(header) : std::string(),
+              .source_qp = wc.src_qp,
+              .received_ns = taken_ns,
+              .completion = &wc,
+              .grh = grh});
+  post_receive(id.sequence);
+}
+
+void DatagramPort::take_failure(const ibv_wc& wc, WorkId id) {
+  // A datagram that could not go (the netdev down, the path gone) fails alone; one the QP's
+  // error state flushed is taken back when the QP is made again (recover).
+  const bool flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
+  if (!flushed) {
+    ++failed_;
+    if (failed_ == 1 || failed_ % 1000 == 0) {
+      spdlog::warn("a UD {} on {} failed: {} ({} so far)", work_kind_name(id.kind), local_.host_string(),
+                   ibv_wc_status_str(wc.status), failed_);
+    }
+  }
+  if (id.kind == WorkKind::send) free_send_slots_.push_back(id.sequence);
+  if (id.kind == WorkKind::receive && !flushed) post_receive(id.sequence);
 }
 
 void DatagramPort::recover() {

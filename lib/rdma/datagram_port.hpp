@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lib/core/wait.hpp"
+#include "lib/measure/work_id.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -77,7 +78,7 @@ class DatagramPort {
   // Starts a SIDR exchange with `address` at this port's port number; its Resolution comes
   // out of take_cm_events, under `key`. A key already resolving is left to finish.
   void resolve(const std::string& key, const std::string& address);
-  bool resolving(const std::string& key) const { return pending_.count(key) != 0; }
+  bool resolving(const std::string& key) const { return pending_.contains(key); }
   bool resolving_any() const { return !pending_.empty(); }
 
   // Every CM event queued: peers' SIDR requests (accepted when `admit(source address)` says
@@ -121,11 +122,14 @@ class DatagramPort {
   };
   void ready_qp();
   void post_receive(std::uint32_t slot);
-  void accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused);
+  void accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused) const;
   void advance_exchange(rdma_cm_event& event);
   Resolution resolved(const std::string& key, const rdma_cm_event& event);
   void retire_unused_handles();
   void recover();
+  void take_completion(const ibv_wc& wc, std::uint64_t taken_ns,
+                       const std::function<void(const DatagramArrival&)>& on_arrival);
+  void take_failure(const ibv_wc& wc, WorkId id);
 
   DatagramPortOptions options_;
   std::uint32_t slot_bytes_;  // receive slot: GRH + message

@@ -108,6 +108,21 @@ case_pingmesh_bad_input() {
   pingmesh_lines node_b
   expect_jq '.pingmesh.ignored.unknown_peer_request >= 1 or .pingmesh.ignored.unknown_peer >= 1' node_a.report
   expect_jq '.pingmesh.paths[0].answered == 0 and .pingmesh.paths[0].state == "down"' node_b.report
+  # What no peer of ours sends, from an address node-a's pinglist names: each counted, and only
+  # the first of a true answer sent twice taken.
+  next_port
+  start forged_node "$OURS_PINGMESH" --pinglist "$T/both" --name node-a -p "$PORT" --window 1 --duration 8 --json
+  wait_listening "$PORT"
+  run forger 30 "$TEST_BIN/crafted_peer" --mode pingmesh-forger -a 10.55.0.1 --bind 10.55.0.2 -p "$PORT" --timeout 6
+  expect_rc 0 "crafted_peer --mode pingmesh-forger"
+  finish forged_node 20
+  expect_rc 0 "node-a, sent what no peer sends"
+  pingmesh_lines forged_node
+  expect_jq '.pingmesh.ignored | .short >= 1 and .foreign >= 1 and .other_version >= 1 and .malformed >= 1' \
+    forged_node.report
+  expect_jq '.pingmesh.paths[0] | .unexpected >= 2 and .answered >= 1' forged_node.report
+  note "node-a, forged datagrams: $(jq -c '.pingmesh.ignored' "$T/forged_node.report"), path $(jq -c '.pingmesh.paths[0] | {answered, unexpected, late}' "$T/forged_node.report")"
+
   # A metrics port that is taken: exit 2 before any probing.
   local metrics=127.0.0.1:$((PORT + 1))
   start holder "$OURS_PINGMESH" --pinglist "$T/both" --name node-a -p "$((PORT + 2))" --duration 6 --metrics "$metrics" \

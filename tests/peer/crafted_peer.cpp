@@ -31,7 +31,9 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/log.hpp"
+#include "lib/rdma/datagram_port.hpp"
 #include "lib/rdma/endpoint.hpp"
+#include "lib/wire/pingmesh_probe.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace {
@@ -51,6 +53,7 @@ struct Options {
   double timeout_s = 10;         // bound on every wait for our tool
   double accept_timeout_s = 30;  // server modes: bound on waiting for our client
   std::uint32_t size = 64;       // bw-client-bad-reply-rkey: message size of the latency test
+  std::string bind;              // pingmesh-forger: the address it sends from (the same --port)
   std::string log_level = "warn";
 };
 
@@ -129,6 +132,7 @@ class CraftedPeer {
   }
 
   void misdeed_done() { result_.misdeed_at_us = wall_clock_us(); }
+  void set_peer(std::string how) { result_.peer = std::move(how); }
 
   // Waits, bounded by --timeout, for our tool to leave. Our own failed completions (our
   // tool refused what we sent) are noted; successful ones go to `on_completion`.
@@ -343,6 +347,85 @@ void echo_server(CraftedPeer& peer, std::size_t reply_length) {
   peer.wait_until_gone(*endpoint);
 }
 
+// pingmesh-forger: from --bind (an address the target's pinglist names, on --port too),
+// resolves rdma_pingmesh at --address with SIDR as a peer would, takes one of its probes, and
+// sends it what no peer of ours sends: a short datagram, a foreign one, our format in
+// another version, a malformed one (kind 7), an answer for a session that never was, and a
+// true answer to its probe twice (a replay). rdma_pingmesh must count each and take only the
+// first true answer.
+void pingmesh_forger(CraftedPeer& peer) {
+  namespace pm = rdmakit::pingmesh;
+  const auto& o = peer.options();
+  if (o.bind.empty()) throw PeerFailure("pingmesh-forger needs --bind");
+  rdmakit::DatagramPort port(rdmakit::DatagramPortOptions{
+      .bind_address = o.bind,
+      .port = o.port,
+      .receive_slots = 64,
+      .send_slots = 16,
+      .message_bytes = 64,
+      .resolve_timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)),
+      .stop_fd = -1});
+  port.resolve("target", o.address);
+  std::optional<rdmakit::DatagramAddress> target;
+  std::optional<pm::ProbeMessage> probe;
+  std::uint64_t refused = 0;
+  const auto deadline = rdmakit::Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  while (!(target && probe)) {
+    if (rdmakit::Clock::now() > deadline)
+      throw PeerFailure("rdma_pingmesh neither resolved nor probed within --timeout");
+    for (const auto& resolution : port.take_cm_events([](const std::string&) { return std::nullopt; }, refused)) {
+      if (resolution.address) {
+        target = resolution.address;
+      } else {
+        // Not listening yet, as a peer started before it would find it: ask again.
+        spdlog::info("SIDR to rdma_pingmesh: {}; again", resolution.error);
+        port.resolve("target", o.address);
+      }
+    }
+    port.drain([&](const rdmakit::DatagramArrival& arrival) {
+      const auto decoded = pm::decode_probe(arrival.bytes);
+      if (decoded.outcome == pm::ProbeDecode::ok && decoded.message.kind == pm::ProbeKind::probe) {
+        probe = decoded.message;
+      }
+    });
+    port.sleep(rdmakit::Clock::now() + std::chrono::milliseconds(100));
+  }
+  const auto send = [&](std::span<const std::uint8_t> bytes) {
+    if (!port.send(bytes, *target)) throw PeerFailure("no send slot free");
+  };
+  auto other_version = pm::encode(*probe);
+  other_version[4] = pm::probe_version + 1;
+  auto malformed = pm::encode(*probe);
+  malformed[5] = 7;
+  auto foreign = garbage(pm::probe_size);
+  foreign[0] = 'X';
+  const auto forged = pm::encode(pm::answer_to(pm::ProbeMessage{.kind = pm::ProbeKind::probe,
+                                                                .session = ~probe->session,
+                                                                .sequence = probe->sequence,
+                                                                .prober_sent_ns = probe->prober_sent_ns,
+                                                                .responder_received_ns = 0,
+                                                                .responder_sent_ns = 0},
+                                               1000, 2000));
+  const auto now_ns = rdmakit::monotonic_ns();
+  const auto answer = pm::encode(pm::answer_to(*probe, now_ns, now_ns + 1000));
+  send(garbage(10));
+  send(foreign);
+  send(other_version);
+  send(malformed);
+  send(forged);
+  send(answer);
+  send(answer);
+  peer.misdeed_done();
+  peer.note("sent a short, a foreign, another version's, a malformed datagram, a forged answer, a true answer twice");
+  // Until every send has completed (the slots are the port's), then a moment for them to land.
+  const auto settle = rdmakit::Clock::now() + std::chrono::seconds(1);
+  while (rdmakit::Clock::now() < settle) {
+    port.drain([](const rdmakit::DatagramArrival&) {});
+    port.sleep(settle);
+  }
+  peer.set_peer("stayed");
+}
+
 using Misdeed = std::function<void(CraftedPeer&)>;
 
 const std::map<std::string, Misdeed>& misdeeds() {
@@ -437,6 +520,7 @@ const std::map<std::string, Misdeed>& misdeeds() {
       {"echo-client-short", [](CraftedPeer& p) { echo_client(p, true); }},
       {"echo-server-garbage", [](CraftedPeer& p) { echo_server(p, 64); }},
       {"echo-server-short", [](CraftedPeer& p) { echo_server(p, 2); }},
+      {"pingmesh-forger", pingmesh_forger},
   };
   return table;
 }
@@ -470,6 +554,7 @@ int main(int argc, char** argv) {
   app.add_option("--size", o.size, "bw-client-bad-reply-rkey: message size")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 20));
+  app.add_option("--bind", o.bind, "pingmesh-forger: the address to send from");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -26,6 +26,7 @@
 #include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/metrics_endpoint.hpp"
+#include "lib/core/text_file.hpp"
 #include "lib/measure/cpu_use.hpp"
 #include "lib/measure/pinglist.hpp"
 #include "lib/measure/pingmesh_path.hpp"
@@ -550,16 +551,8 @@ class Pingmesh {
     // node_exporter reads the file whenever it is scraped: a new file renamed over the old
     // one is never seen half written.
     const auto writing = fmt::format("{}.{}.tmp", options_.prom_file, getpid());
-    {
-      std::ofstream file(writing, std::ios::trunc);
-      file << text;
-      if (!file) {
-        spdlog::error("cannot write {}", writing);
-        return;
-      }
-    }
-    if (std::rename(writing.c_str(), options_.prom_file.c_str()) != 0) {
-      spdlog::error("cannot rename {} to {}", writing, options_.prom_file);
+    if (!replace_file(options_.prom_file, writing, text)) {
+      spdlog::error("cannot write {} (through {})", options_.prom_file, writing);
     }
   }
 

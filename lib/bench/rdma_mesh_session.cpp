@@ -15,6 +15,7 @@
 #include "lib/bench/mesh_analyse.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/stats.hpp"
+#include "lib/core/text_file.hpp"
 
 namespace rdmakit::mesh {
 
@@ -377,13 +378,7 @@ void write_progress(const std::string& path, const Report& report, const MeshRes
   auto partial = report;
   partial.add(results);
   // Whole or not at all: MPI ends every rank when one dies, rank 0 perhaps mid-write.
-  const auto writing = path + ".partial";
-  {
-    std::ofstream file(writing);
-    file << json_text(to_json(partial)) << "\n";
-    if (!file) return;
-  }
-  std::rename(writing.c_str(), path.c_str());
+  replace_file(path, path + ".partial", json_text(to_json(partial)) + "\n");
 }
 
 // Rank 0's --json-file as the rounds end: after every round, but above

@@ -16,4 +16,15 @@ std::optional<std::string> read_first_line(const std::filesystem::path& file) {
   return line;
 }
 
+bool replace_file(const std::filesystem::path& path, const std::filesystem::path& temporary, std::string_view text) {
+  {
+    std::ofstream file(temporary, std::ios::trunc);
+    file << text;
+    if (!file) return false;
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  return !error;
+}
+
 }  // namespace rdmakit

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace rdmakit {
 
@@ -12,5 +13,10 @@ namespace rdmakit {
 // spaces; nullopt when it is missing or unreadable (sysfs answers EINVAL for GID attributes
 // of unused table entries).
 std::optional<std::string> read_first_line(const std::filesystem::path& file);
+
+// Replaces `path` with `text` whole or not at all: written to `temporary` (beside it, on the
+// same file system), then renamed over it, so that a reader never sees it half written.
+// False when either step failed; `path` is then as it was.
+bool replace_file(const std::filesystem::path& path, const std::filesystem::path& temporary, std::string_view text);
 
 }  // namespace rdmakit

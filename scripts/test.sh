@@ -382,15 +382,6 @@ fi
 stage "report schemas of the three builds' cases (checked here)" report_schemas build/integration-reports \
   build-asan/integration-reports build-tsan/integration-reports || true
 
-if ! $under_load; then
-  echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
-  background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
-fi
-pair_stage || true
-background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
-stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
-tidy_join
-
 # package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
 # (tests/ci/run-github-step.sh), on the tested build: scripts/package.sh --print-deb builds
 # and checks both .debs; its $GITHUB_OUTPUT must be deb=<the tools' .deb>.
@@ -402,7 +393,26 @@ package_step() {
   [[ $(wc -l < "$outputs") -eq 1 && $deb == "$root"/build/rdmakit_*.deb && -f $deb ]] ||
     { echo "package step: \$GITHUB_OUTPUT holds '$(cat "$outputs")', not deb=$root/build/rdmakit_<version>.deb"; return 1; }
 }
-stage "Debian packages from the tested build, checked (doc/ci's GitHub package step)" package_step || true
+package_name="Debian packages from the tested build, checked (doc/ci's GitHub package step)"
+
+# Fuzzing and the packages need no guest and nothing the pair changes (cpack reads the
+# tested build, which the pair only runs): they take what the pair's chain of cases leaves.
+if ! $under_load; then
+  echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
+  background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
+  echo "== $package_name: in the background at nice 19, beside the pair stage"
+  background_start package 19 "$root/build/package-step.log" package_step
+fi
+pair_stage || true
+background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
+stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
+tidy_join
+
+if background_running package; then
+  background_join package "$package_name (beside the pair guests, nice 19)" || true
+else
+  stage "$package_name" package_step || true
+fi
 
 # installed_smoke: the two packages installed, and from a fresh folder outside the build
 # the installed VM runner runs the installed smoke test; both removed again after.

@@ -25,8 +25,10 @@
 
 #include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
+#include "lib/core/host_name.hpp"
 #include "lib/core/metrics_endpoint.hpp"
 #include "lib/core/text_file.hpp"
+#include "lib/core/wait.hpp"
 #include "lib/measure/cpu_use.hpp"
 #include "lib/measure/pinglist.hpp"
 #include "lib/measure/pingmesh_path.hpp"
@@ -82,12 +84,18 @@ void PingmeshOptions::add_to(ToolRunner& tool) {
   app.add_option("--metrics", metrics,
                  "Serve the OpenMetrics text at http://ADDRESS:PORT/metrics ([ADDRESS:]PORT; address 127.0.0.1 "
                  "unless given)");
+  app.add_option("--metrics-allow", metrics_allow,
+                 "Who may scrape --metrics: CIDR[,CIDR...] (default: the subnets of its address; 127.0.0.0/8 "
+                 "for 127.0.0.1)")
+      ->delimiter(',');
   app.add_option("--prom-file", prom_file,
                  "Write the OpenMetrics text here every window, atomically (node_exporter's textfile collector)");
 }
 
 void PingmeshOptions::check() const {
   if (!metrics.empty()) parse_listen_address(metrics);
+  AllowList::parse(metrics_allow, "--metrics-allow");
+  if (metrics.empty() && !metrics_allow.empty()) throw UsageError("--metrics-allow without --metrics");
   if (answer_timeout_s > window_s * 10) {
     throw UsageError(fmt::format("--answer-timeout {} s is more than ten windows of {} s", answer_timeout_s, window_s));
   }
@@ -103,11 +111,6 @@ namespace {
 
 double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  return gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data()) : std::string();
 }
 
 // The file's modification time, to see a pinglist change; nullopt when it cannot be read.
@@ -137,32 +140,32 @@ struct Path {
 class PingmeshSummary final : public ReportSection {
  public:
   PingmeshSummary(const NodeSnapshot& node, std::uint64_t windows, std::map<std::string, nlohmann::json> diagnoses,
-                  std::uint64_t scrapes)
-      : node_(node), windows_(windows), diagnoses_(std::move(diagnoses)), scrapes_(scrapes) {}
+                  std::uint64_t scrapes, std::uint64_t scrapes_refused)
+      : node_(node),
+        windows_(windows),
+        diagnoses_(std::move(diagnoses)),
+        scrapes_(scrapes),
+        scrapes_refused_(scrapes_refused) {}
 
   void add_to(nlohmann::json& document) const override {
     auto paths = nlohmann::json::array();
     for (const auto& path : node_.paths) {
-      paths.push_back({{"peer", path.peer.name},
-                       {"address", path.peer.address},
-                       {"same_leaf", path.same_leaf},
-                       {"sent", path.sent_total},
-                       {"answered", path.answered_total},
-                       {"lost", path.lost_total},
-                       {"late", path.late_total},
-                       {"unexpected", path.unexpected_total},
-                       {"state_changes", path.state_changes_total},
-                       {"state", to_string(path.verdict.state)},
-                       {"why", path.verdict.why}});
+      paths.push_back(path_totals(path));
       if (const auto found = diagnoses_.find(path.peer.address); found != diagnoses_.end()) {
         paths.back()["diagnosis"] = found->second;
       }
     }
-    document["pingmesh"] = {{"node", node_.node},       {"address", node_.address},
-                            {"clock", node_.clock},     {"window_s", node_.window_s},
-                            {"windows", windows_},      {"node_at_fault", node_.node_at_fault},
-                            {"ignored", node_.ignored}, {"cpu_seconds", node_.cpu_seconds},
-                            {"scrapes", scrapes_},      {"paths", paths}};
+    document["pingmesh"] = {{"node", node_.node},
+                            {"address", node_.address},
+                            {"clock", node_.clock},
+                            {"window_s", node_.window_s},
+                            {"windows", windows_},
+                            {"node_at_fault", node_.node_at_fault},
+                            {"ignored", node_.ignored},
+                            {"cpu_seconds", node_.cpu_seconds},
+                            {"scrapes", scrapes_},
+                            {"scrapes_refused", scrapes_refused_},
+                            {"paths", paths}};
   }
 
   std::string text() const override {
@@ -182,13 +185,19 @@ class PingmeshSummary final : public ReportSection {
   std::uint64_t windows_;
   std::map<std::string, nlohmann::json> diagnoses_;  // by peer address: the last one
   std::uint64_t scrapes_;                            // GET /metrics answered
+  std::uint64_t scrapes_refused_;                    // from outside --metrics-allow
 };
 
 class Pingmesh {
  public:
   Pingmesh(const PingmeshOptions& options, const CommonOptions& common, std::string program,
-           const PathDiagnoser& diagnose, int stop_fd)
-      : options_(options), common_(common), program_(std::move(program)), diagnose_(diagnose), stop_fd_(stop_fd) {
+           const PathDiagnoser& diagnose, int stop_fd, const ReloadSignal& reload)
+      : options_(options),
+        common_(common),
+        program_(std::move(program)),
+        diagnose_(diagnose),
+        stop_fd_(stop_fd),
+        reload_(reload) {
     std::random_device seed;
     session_ = (std::uint64_t{seed()} << 32) | seed();
     random_.seed(seed());
@@ -201,8 +210,12 @@ class Pingmesh {
     load_pinglist();
     node_.address = options_.bind.empty() ? own_pinglist_address() : options_.bind;
     // Before the QP: a port taken ends the run with a usage error before any probing.
-    if (!options_.metrics.empty())
-      endpoint_ = std::make_unique<MetricsEndpoint>(parse_listen_address(options_.metrics));
+    if (!options_.metrics.empty()) {
+      const auto where = parse_listen_address(options_.metrics);
+      endpoint_ = std::make_unique<MetricsEndpoint>(
+          where, options_.metrics_allow.empty() ? local_subnets(where.host, interface_addresses())
+                                                : AllowList::parse(options_.metrics_allow, "--metrics-allow"));
+    }
     port_ = std::make_unique<DatagramPort>(DatagramPortOptions{
         .bind_address = node_.address,
         .port = options_.port,
@@ -210,7 +223,8 @@ class Pingmesh {
         .send_slots = 256,
         .message_bytes = probe_size,
         .resolve_timeout = std::chrono::milliseconds(static_cast<long long>(std::max(1.0, options_.window_s) * 1000)),
-        .stop_fd = stop_fd_});
+        .stop_fd = stop_fd_,
+        .wake_fd = reload_.fd()});
     node_.address = port_->local_address();
     node_.clock = "software";
     if (port_->device_has_completion_timestamps()) {
@@ -233,6 +247,7 @@ class Pingmesh {
       if (now_ns >= end_ns) break;
       take_cm_events(now_ns);
       port_->drain([&](const DatagramArrival& arrival) { on_arrival(arrival); });
+      if (reload_.take() && reload_pinglist("reread on SIGHUP")) plan();
       now_ns = monotonic_ns();
       resolve_due(now_ns);
       send_due(now_ns);
@@ -440,7 +455,7 @@ class Pingmesh {
     // With a topology the sample under the other leaves rotates every window.
     bool replan = !topology_.empty();
     if (const auto time_now = modified(options_.pinglist); time_now && time_now != pinglist_time_) {
-      replan = reload_pinglist() || replan;
+      replan = reload_pinglist("changed") || replan;
     }
     if (replan) plan();
   }
@@ -455,6 +470,7 @@ class Pingmesh {
       // Never resolved: nothing was sent, so the path's window judges nothing. It is down.
       verdict = {.state = PathState::down, .why = path.resolve_error.empty() ? "not resolved yet" : path.resolve_error};
     }
+    if (verdict.state == PathState::down) path.probes.outage_began();
     snapshot.sent_total += figures.sent;
     snapshot.answered_total += figures.answered;
     snapshot.lost_total += figures.lost;
@@ -472,10 +488,10 @@ class Pingmesh {
   }
 
   // True when the changed pinglist was taken.
-  bool reload_pinglist() {
+  bool reload_pinglist(std::string_view why) {
     try {
       load_pinglist();
-      spdlog::warn("{} changed: {} peers", options_.pinglist, peers_.size());
+      spdlog::warn("{} {}: {} peers", options_.pinglist, why, peers_.size());
       return true;
     } catch (const UsageError& error) {
       // A half-written or broken file keeps the last good list; said once per change.
@@ -562,7 +578,8 @@ class Pingmesh {
     std::uint64_t answered = 0;
     for (const auto& path : node.paths) answered += path.answered_total;
     report.iterations_completed = answered;
-    report.add(PingmeshSummary(node, windows_, diagnoses_, endpoint_ ? endpoint_->scrapes() : 0));
+    report.add(PingmeshSummary(node, windows_, diagnoses_, endpoint_ ? endpoint_->scrapes() : 0,
+                               endpoint_ ? endpoint_->refused() : 0));
   }
 
   const PingmeshOptions& options_;
@@ -570,6 +587,7 @@ class Pingmesh {
   std::string program_;  // as installed (rdmakit-rdma_pingmesh): what the log lines say
   PathDiagnoser diagnose_;
   int stop_fd_;
+  const ReloadSignal& reload_;
   std::future<std::pair<nlohmann::json, std::string>> diagnosis_;
   Peer diagnosis_peer_;
   std::map<std::string, Clock::time_point> diagnosed_at_;
@@ -596,8 +614,11 @@ class Pingmesh {
 
 void run_pingmesh(const PingmeshOptions& options, const CommonOptions& common, const std::string& program,
                   const PathDiagnoser& diagnose, Report& report) {
+  // Both before any thread starts (the metrics server's, the diagnosis'), which inherit the
+  // blocked signals.
   const StopSignal stop;
-  Pingmesh pingmesh(options, common, program, diagnose, stop.fd());
+  const ReloadSignal reload;
+  Pingmesh pingmesh(options, common, program, diagnose, stop.fd(), reload);
   pingmesh.run(report);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,14 +31,15 @@ struct PingmeshOptions {
   std::size_t sample_per_leaf = 2;
   double rate_cap_per_s = 1000;  // every target together
   double window_s = 10;
-  double answer_timeout_s = 1;  // an answer later than this counts the probe lost
-  double loss_percent = 1;      // lossy above this
-  double slow_factor = 3;       // slow: a window's p99 above this times the learned baseline
-  double p99_limit_ms = 0;      // slow: above this fixed p99 instead (0: learned)
-  double duration_s = 0;        // 0: until stopped
-  bool answer_any = false;      // answer datagrams from peers outside the pinglist too
-  std::string prom_file;        // node_exporter's textfile, rewritten atomically every window
-  std::string metrics;          // [ADDRESS:]PORT of a /metrics endpoint (default address 127.0.0.1)
+  double answer_timeout_s = 1;             // an answer later than this counts the probe lost
+  double loss_percent = 1;                 // lossy above this
+  double slow_factor = 3;                  // slow: a window's p99 above this times the learned baseline
+  double p99_limit_ms = 0;                 // slow: above this fixed p99 instead (0: learned)
+  double duration_s = 0;                   // 0: until stopped
+  bool answer_any = false;                 // answer datagrams from peers outside the pinglist too
+  std::string prom_file;                   // node_exporter's textfile, rewritten atomically every window
+  std::string metrics;                     // [ADDRESS:]PORT of a /metrics endpoint (default address 127.0.0.1)
+  std::vector<std::string> metrics_allow;  // CIDRs that may scrape it (default: the address' subnets)
 
   void add_to(ToolRunner& tool);
   // Throws UsageError for what cannot work; no RDMA needed.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <charconv>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -19,6 +20,9 @@ namespace {
 
 constexpr const char* openmetrics_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 constexpr std::size_t max_request_bytes = 4096;
+// Refused addresses remembered so that each is logged once; a spray of sources stops the
+// logging, not the counting.
+constexpr std::size_t logged_refusals = 256;
 
 std::uint16_t port_of(std::string_view text, const std::string& whole) {
   unsigned value = 0;
@@ -44,14 +48,34 @@ ListenAddress parse_listen_address(const std::string& text) {
 }
 
 struct MetricsEndpoint::State {
+  explicit State(AllowList allow_in) : allow(std::move(allow_in)) {}
+
+  // True for a scraper the allow list names; a refusal is counted, and logged the first
+  // time from each address.
+  bool admit(const std::string& remote_address, int remote_port) {
+    const auto address = IpAddress::parse(remote_address);
+    if (address && allow.allows(*address)) return true;
+    ++refused;
+    const std::lock_guard lock(mutex);
+    if (refused_logged.size() < logged_refusals && refused_logged.insert(remote_address).second) {
+      spdlog::warn("refused a scrape of /metrics from {} port {}: not in --metrics-allow ({})", remote_address,
+                   remote_port, allow.to_string());
+    }
+    return false;
+  }
+
+  const AllowList allow;
   httplib::Server server;
   std::mutex mutex;
   std::string text = "# EOF\n";
+  std::set<std::string> refused_logged;
   std::atomic<std::uint64_t> scrapes{0};
+  std::atomic<std::uint64_t> refused{0};
   std::thread thread;
 };
 
-MetricsEndpoint::MetricsEndpoint(const ListenAddress& where) : state_(std::make_unique<State>()) {
+MetricsEndpoint::MetricsEndpoint(const ListenAddress& where, AllowList allow)
+    : state_(std::make_unique<State>(std::move(allow))) {
   auto& server = state_->server;
   server.set_payload_max_length(max_request_bytes);
   server.set_read_timeout(5, 0);
@@ -65,6 +89,11 @@ MetricsEndpoint::MetricsEndpoint(const ListenAddress& where) : state_(std::make_
   });
   // Two threads serve every scraper: a scrape is one copy of a few KiB.
   server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  server.set_pre_routing_handler([state = state_.get()](const httplib::Request& request, httplib::Response& response) {
+    if (state->admit(request.remote_addr, request.remote_port)) return httplib::Server::HandlerResponse::Unhandled;
+    response.status = 403;
+    return httplib::Server::HandlerResponse::Handled;
+  });
   server.Get("/metrics", [state = state_.get()](const httplib::Request&, httplib::Response& response) {
     std::string text;
     {
@@ -81,7 +110,7 @@ MetricsEndpoint::MetricsEndpoint(const ListenAddress& where) : state_(std::make_
                     where.host, where.port));
   }
   state_->thread = std::thread([state = state_.get()] { state->server.listen_after_bind(); });
-  spdlog::info("serving /metrics on {}:{}", where.host, where.port);
+  spdlog::info("serving /metrics on {}:{} to {}", where.host, where.port, state_->allow.to_string());
 }
 
 MetricsEndpoint::~MetricsEndpoint() {
@@ -96,6 +125,10 @@ void MetricsEndpoint::publish(std::string text) {
 
 std::uint64_t MetricsEndpoint::scrapes() const {
   return state_->scrapes.load();
+}
+
+std::uint64_t MetricsEndpoint::refused() const {
+  return state_->refused.load();
 }
 
 }  // namespace rdmakit

@@ -1,11 +1,15 @@
 #pragma once
 // A /metrics endpoint for Prometheus: an HTTP server (cpp-httplib) on the address it is told,
-// serving the text it was last given, and nothing else. Bounded: GET only, one path, a small
-// request, short read and write timeouts, a fixed pool of threads.
+// serving the text it was last given, and nothing else, to the scrapers its allow list
+// names (others get 403, the first time from each address a log line, and are counted).
+// Bounded: GET only, one path, a small request, short read and write timeouts, a fixed
+// pool of threads.
 
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "lib/core/peer_gate.hpp"
 
 namespace rdmakit {
 
@@ -21,7 +25,7 @@ class MetricsEndpoint {
  public:
   // Binds now (a port taken or an address not ours throws UsageError: exit 2 before any
   // probing) and serves from a thread of its own.
-  explicit MetricsEndpoint(const ListenAddress& where);
+  MetricsEndpoint(const ListenAddress& where, AllowList allow);
   ~MetricsEndpoint();
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
@@ -29,6 +33,7 @@ class MetricsEndpoint {
   // What GET /metrics answers from now on (OpenMetrics text).
   void publish(std::string text);
   std::uint64_t scrapes() const;
+  std::uint64_t refused() const;  // requests from outside the allow list
 
  private:
   struct State;

@@ -36,6 +36,28 @@ StopSignal::~StopSignal() {
   }
 }
 
+ReloadSignal::ReloadSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    throw RdmaError("pthread_sigmask", "SIGHUP", err);
+  }
+  fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd_ < 0) throw RdmaError("signalfd", "SIGHUP", errno);
+}
+
+ReloadSignal::~ReloadSignal() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool ReloadSignal::take() const {
+  bool taken = false;
+  signalfd_siginfo info{};
+  while (read(fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) taken = true;
+  return taken;
+}
+
 namespace {
 
 std::optional<std::size_t> wait_any(const std::vector<int>& fds, Clock::time_point deadline) {

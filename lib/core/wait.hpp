@@ -26,6 +26,24 @@ class StopSignal {
   int fd_ = -1;
 };
 
+// Blocks SIGHUP (whose default would end the process) and exposes it as a descriptor: a
+// service's "read your files again" (systemctl reload). Unlike the stop signal it is read,
+// so each SIGHUP is taken once.
+class ReloadSignal {
+ public:
+  ReloadSignal();
+  ~ReloadSignal();
+  ReloadSignal(const ReloadSignal&) = delete;
+  ReloadSignal& operator=(const ReloadSignal&) = delete;
+
+  int fd() const noexcept { return fd_; }
+  // True when one or more SIGHUPs came since the last call; never blocks.
+  bool take() const;
+
+ private:
+  int fd_ = -1;
+};
+
 using Clock = std::chrono::steady_clock;
 
 // What ends a run that stops making progress: Ctrl-C (the StopSignal's descriptor; -1: no

@@ -56,6 +56,10 @@ struct Facts {
   }
 };
 
+// Whether `address` lies in the subnet of `with_prefix` ("10.57.0.2/24"); false for text that
+// is not an address of the same family, and for an address without a prefix length.
+bool in_subnet(const std::string& address, const std::string& with_prefix);
+
 bool ok(const ConnectStep* step);
 // Resolution and connect passed and no data check failed.
 bool worked(const Facts& f);

@@ -24,10 +24,6 @@
 
 namespace rdmakit::diag {
 
-namespace {
-
-// Whether `address` lies in the subnet of `with_prefix` ("10.57.0.2/24"); false for text that
-// is not an address of the same family, and for an address without a prefix length.
 bool in_subnet(const std::string& address, const std::string& with_prefix) {
   const auto slash = with_prefix.find('/');
   if (slash == std::string::npos) return false;
@@ -54,6 +50,8 @@ bool in_subnet(const std::string& address, const std::string& with_prefix) {
   }
   return true;
 }
+
+namespace {
 
 // Some netdev of `view` has `address` in its subnet: that host reaches it on-link.
 bool on_link(const HostView& view, const std::string& address) {

@@ -8,7 +8,8 @@
 // | gid_index_mismatch      | 1    | --gid-index N, the rest ok: entry N is not the path's kind on one side         |
 // | ok                      | 0    | resolve_addr, resolve_route, connect ok and no data check failed               |
 // | source_not_rdma         | 1    | the client's source netdev has no RDMA device; resolve_addr ENODEV/EADDRNOTAVAIL |
-// | no_route                | 1    | the route (or resolve_addr) ends in ENETUNREACH/EHOSTUNREACH                   |
+// | no_route                | 1    | the route (or resolve_addr) ends in ENETUNREACH/EHOSTUNREACH (a down netdev   |
+// |                         |      | holding the target's subnet named, with its fix)                               |
 // | neighbour_unresolved    | 1    | resolve_addr timed out / ADDR_ERROR, the neighbour INCOMPLETE/FAILED/none      |
 // | neighbour_wrong         | 1    | a static neighbour, connect unanswered, the agent silent or its MAC another    |
 // | wrong_port_space        | 1    | REJ reason 8 and the server listens on the port in another port space          |
@@ -345,9 +346,35 @@ bool unreachable(const Facts& f) {
   return !unreachable_evidence(f).empty();
 }
 
+// A netdev of the client that is down and holds an address in `target`'s subnet: the
+// kernel took its connected route away with it, so the route is missing because of it.
+const ViewNetdev* down_netdev_on_subnet(const HostView& view, const std::string& target) {
+  for (const auto& netdev : view.netdevs) {
+    if (!is_down(netdev)) continue;
+    if (std::ranges::any_of(netdev.addresses, [&target](const std::string& own) { return in_subnet(target, own); })) {
+      return &netdev;
+    }
+  }
+  return nullptr;
+}
+
 ConnectVerdict no_route(const Facts& f) {
   auto evidence = unreachable_evidence(f);
   const auto& target = f.attempt.target;
+  if (const auto* down = down_netdev_on_subnet(f.local, target)) {
+    evidence.push_back(fmt::format("client: {} ({}): {}, operstate {}", down->name, join(down->addresses),
+                                   down->up ? "up" : "not up (IFF_UP off)", down->operstate));
+    auto summary = fmt::format("the client has no route to {}: its {}, which holds {}'s subnet, is down", target,
+                               down->name, target);
+    if (!down->up) {
+      return found("no_route", std::move(summary), std::move(evidence), fmt::format("ip link set {} up", down->name),
+                   "client");
+    }
+    // Up but without a carrier: nothing to type here fixes a cable.
+    return found("no_route", std::move(summary), std::move(evidence), "", "",
+                 fmt::format("{} is up without a carrier: 'ip link show {}' and 'ethtool {}' (cable, switch port)",
+                             down->name, down->name, down->name));
+  }
   const auto [rdma_netdev, address] = rdma_address(f.local);
   if (rdma_netdev == nullptr) {
     return found(

@@ -32,6 +32,7 @@ ProbeTicket PathProbes::next_probe(std::uint64_t sent_ns) {
 
 void PathProbes::count_lost(std::uint64_t sequence) {
   ++window_.lost;
+  if (in_outage_ || sequence < outage_ended_at_) ++window_.lost_in_outage;
   lost_sequences_.push_back(sequence);
   if (lost_sequences_.size() > remembered_lost) lost_sequences_.pop_front();
 }
@@ -58,6 +59,11 @@ PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint6
   }
   in_flight_.erase(probe);
   ++window_.answered;
+  if (in_outage_) {
+    // Probes sent before this one went out while the path was still down.
+    in_outage_ = false;
+    outage_ended_at_ = answer.sequence;
+  }
   const std::uint64_t round_trip_ns = received_ns - sent_ns;
   const std::uint64_t delay_ns = answer.responder_delay_ns;
   // The responder's clock may run a little fast against ours: never a negative network time.
@@ -79,8 +85,9 @@ void PathProbes::expire(std::uint64_t now_ns) {
 WindowFigures PathProbes::close_window(std::uint64_t now_ns) {
   expire(now_ns);
   WindowFigures figures = window_;
-  const std::uint64_t resolved = figures.answered + figures.lost;
-  figures.loss_ratio = resolved == 0 ? 0.0 : static_cast<double>(figures.lost) / static_cast<double>(resolved);
+  const std::uint64_t judged_lost = figures.lost - figures.lost_in_outage;
+  const std::uint64_t judged = figures.answered + judged_lost;
+  figures.loss_ratio = judged == 0 ? 0.0 : static_cast<double>(judged_lost) / static_cast<double>(judged);
   figures.rtt = rtt_.summary();
   figures.responder_delay = responder_delay_.summary();
   window_ = WindowFigures{};
@@ -106,8 +113,10 @@ Verdict PathJudge::judge(const WindowFigures& window) {
   if (window.answered == 0) {
     verdict = {PathState::down, fmt::format("nothing answered: {} probes lost", window.lost)};
   } else if (window.loss_ratio > thresholds_.lossy_ratio) {
-    verdict = {PathState::lossy, fmt::format("lost {} of {} probes ({:.2f}%, above {:.2f}%)", window.lost, resolved,
-                                             window.loss_ratio * 100, thresholds_.lossy_ratio * 100)};
+    const std::uint64_t judged_lost = window.lost - window.lost_in_outage;
+    verdict = {PathState::lossy,
+               fmt::format("lost {} of {} probes ({:.2f}%, above {:.2f}%)", judged_lost, window.answered + judged_lost,
+                           window.loss_ratio * 100, thresholds_.lossy_ratio * 100)};
   } else {
     const double p99_us = window.rtt ? window.rtt->p99_us : 0;
     std::optional<double> limit_us;
@@ -124,6 +133,8 @@ Verdict PathJudge::judge(const WindowFigures& window) {
     } else {
       verdict = {PathState::ok,
                  fmt::format("{} answered, {} lost, RTT p99 {:.1f} us", window.answered, window.lost, p99_us)};
+      if (window.lost_in_outage > 0)
+        verdict.why += fmt::format(" ({} lost before the path came back)", window.lost_in_outage);
       if (!baseline_p99_us_ && window.rtt) {
         learning_p99_us_.push_back(p99_us);
         if (learning_p99_us_.size() >= thresholds_.baseline_windows) {

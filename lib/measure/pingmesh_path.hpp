@@ -27,13 +27,17 @@ inline bool is_bad(PathState state) {
 
 // What one window saw on one path. A probe belongs to the window in which it was sent
 // (sent), and to the window in which its fate was known: answered, or lost when its answer
-// timeout ran out. loss_ratio is lost / (answered + lost) of the latter.
+// timeout ran out. loss_ratio is lost / (answered + lost) of the latter, less the probes
+// lost in an outage: those sent while the path was down, before its first answer since.
+// The window in which a path comes back counts them in `lost` but is judged without them:
+// else a path that recovers goes down -> lossy -> ok.
 struct WindowFigures {
   std::uint64_t sent = 0;
   std::uint64_t answered = 0;
   std::uint64_t lost = 0;
-  std::uint64_t late = 0;        // answers that came after their probe was counted lost
-  std::uint64_t unexpected = 0;  // answers to no probe in flight: duplicates, replays, forgeries
+  std::uint64_t lost_in_outage = 0;  // of `lost`
+  std::uint64_t late = 0;            // answers that came after their probe was counted lost
+  std::uint64_t unexpected = 0;      // answers to no probe in flight: duplicates, replays, forgeries
   double loss_ratio = 0;
   // The network's round trip: the prober's round trip less the responder's own delay.
   std::optional<LatencySummary> rtt;
@@ -80,6 +84,10 @@ class PathProbes {
 
   std::size_t in_flight() const { return in_flight_.size(); }
 
+  // The path was judged down: every probe lost from now until the first answer belongs
+  // to the outage, not to the window in which the path comes back.
+  void outage_began() { in_outage_ = true; }
+
  private:
   void count_lost(std::uint64_t sequence);
   void expire(std::uint64_t now_ns);
@@ -89,6 +97,8 @@ class PathProbes {
   std::uint64_t next_sequence_ = 0;
   std::map<std::uint64_t, std::uint64_t> in_flight_;  // sequence -> send time
   std::deque<std::uint64_t> lost_sequences_;          // the newest remembered_lost, in order
+  bool in_outage_ = false;
+  std::uint64_t outage_ended_at_ = 0;  // the sequence of the first probe answered after it
   WindowFigures window_;
   LatencyRecorder rtt_;
   LatencyRecorder responder_delay_;

@@ -154,6 +154,20 @@ nlohmann::json window_line(const NodeSnapshot& node, const PathSnapshot& path, d
   };
 }
 
+nlohmann::json path_totals(const PathSnapshot& path) {
+  return {{"peer", path.peer.name},
+          {"address", path.peer.address},
+          {"same_leaf", path.same_leaf},
+          {"sent", path.sent_total},
+          {"answered", path.answered_total},
+          {"lost", path.lost_total},
+          {"late", path.late_total},
+          {"unexpected", path.unexpected_total},
+          {"state_changes", path.state_changes_total},
+          {"state", to_string(path.verdict.state)},
+          {"why", path.verdict.why}};
+}
+
 nlohmann::json state_line(const NodeSnapshot& node, const PathSnapshot* path, PathState from, PathState to,
                           const std::string& why, double unix_seconds) {
   return {

@@ -49,6 +49,9 @@ std::string metrics_text(const NodeSnapshot& node);
 // "sent", "answered", "lost", "late", "unexpected", "loss_ratio", "rtt_us": {p50, p99, max},
 // "responder_delay_us": {p50}, "state", "why"} (doc/schema/rdma_pingmesh.schema.json).
 nlohmann::json window_line(const NodeSnapshot& node, const PathSnapshot& path, double unix_seconds);
+// One path in the run's report: {"peer", "address", "same_leaf", "sent", "answered", "lost",
+// "late", "unexpected", "state_changes", "state", "why"}, its totals since the start.
+nlohmann::json path_totals(const PathSnapshot& path);
 // A state change's JSON line: {"event": "state", "time", "node", "peer", "address", "from",
 // "to", "why"}; for the node itself (every path bad) "peer" and "address" are null.
 nlohmann::json state_line(const NodeSnapshot& node, const PathSnapshot* path, PathState from, PathState to,

@@ -24,6 +24,7 @@
 #include <nftables/libnftables.h>
 #endif
 
+#include "lib/core/host_name.hpp"
 #include "lib/diag/host_view_read.hpp"
 #include "lib/probe/host_probe.hpp"
 #include "lib/probe/netlink.hpp"
@@ -37,12 +38,6 @@ namespace {
 // IDLE, ADDR_QUERY, ADDR_RESOLVED, ROUTE_QUERY, ROUTE_RESOLVED, CONNECT, DISCONNECT,
 // ADDR_BOUND, LISTEN, ...), the state `rdma resource show cm_id` prints as LISTEN.
 constexpr std::uint8_t rdma_cm_listen_state = 8;
-
-std::string host_name() {
-  std::array<char, HOST_NAME_MAX + 1> name{};
-  if (gethostname(name.data(), name.size() - 1) != 0) return {};
-  return name.data();
-}
 
 std::string port_space_name(std::uint32_t port_space) {
   switch (port_space) {

@@ -103,7 +103,10 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
     completion_timestamps_ = device.completion_timestamp_mask != 0 && device.hca_core_clock != 0;
   }
   ibv_cq* cqs[] = {cq_->get()};
-  const int cm_fds[] = {channel_.fd()};
+  std::vector<int> cm_fds{channel_.fd()};
+  // The waiter takes it as one more event channel: its readiness ends a sleep, and the
+  // caller reads it.
+  if (options_.wake_fd >= 0) cm_fds.push_back(options_.wake_fd);
   waiter_ = std::make_unique<CqWaiter>(CompletionMode::events, cqs, cm_fds, options_.stop_fd);
 }
 

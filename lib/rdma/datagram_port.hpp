@@ -37,6 +37,7 @@ struct DatagramPortOptions {
   std::uint32_t message_bytes = 64;  // the largest datagram sent or taken
   std::chrono::milliseconds resolve_timeout{3000};
   int stop_fd = -1;
+  int wake_fd = -1;  // another descriptor whose readiness ends a sleep (the reload signal)
 };
 
 // One datagram that arrived: its bytes (after the GRH), where it came from, and when it was

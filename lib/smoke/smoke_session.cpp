@@ -14,6 +14,7 @@
 
 #include "lib/core/cli_checks.hpp"
 #include "lib/core/error.hpp"
+#include "lib/core/host_name.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/smoke/plan.hpp"
@@ -35,11 +36,6 @@ constexpr GateFlags smoke_gate{.local_default = true, .cap = false, .rate = fals
 fs::path tools_dir(const SmokeOptions& o) {
   if (!o.tools_dir.empty()) return o.tools_dir;
   return fs::read_symlink("/proc/self/exe").parent_path();
-}
-
-std::string host_name() {
-  std::array<char, 256> name{};
-  return gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data()) : std::string();
 }
 
 void write_junit(const std::string& file, const std::string& xml) {

@@ -158,6 +158,8 @@ case_all_tools_bad_flags() {
 2 | rdma_pingmesh | --pinglist /dev/null --metrics ::1:80 | --metrics ::1:80: expected PORT
 2 | rdma_pingmesh | --pinglist /dev/null --prom-file /nonexistent/x.prom | --prom-file /nonexistent/x.prom: no folder
 2 | rdma_pingmesh | --pinglist /dev/null --window 1 --answer-timeout 20 | --answer-timeout 20 s is more than ten windows
+2 | rdma_pingmesh | --pinglist /dev/null --metrics 9100 --metrics-allow 10.0.0.0/33 | --metrics-allow '10.0.0.0/33'
+2 | rdma_pingmesh | --pinglist /dev/null --metrics-allow 10.0.0.0/8 | --metrics-allow without --metrics
 2 | send_bw     | --json-file / --json                    | --json-file: '/' is a directory
 ROWS
 

@@ -56,15 +56,20 @@ case_pingmesh_two_nodes() {
   next_port
   pingmesh_pinglist pinglist node-a "$a" node-b "$b"
   local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
-  local metrics=127.0.0.1:$((PORT + 1))
-  start node_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 12 --metrics "$metrics"
+  # node-b's /metrics on its own address, for a scraper at 10.55.0.2 only.
+  local metrics=$b:$((PORT + 1))
+  start node_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 12 --metrics "$metrics" --metrics-allow "$b/32"
   run node_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 6 --prom-file "$T/node-a.prom"
   expect_rc 0 "rdma_pingmesh node-a"
-  # node-b still runs: its /metrics, as Prometheus would scrape it.
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "http://$metrics/metrics" \
+  # node-b still runs: its /metrics, as Prometheus would scrape it, from the allowed address.
+  curl -s --max-time 5 --interface "$b" "http://$metrics/metrics" > "$T/node-b.scrape" || fail "scraping node-b from $b"
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "$T/node-b.scrape" \
     rdmakit_pingmesh_probes_answered rdmakit_pingmesh_path_state > "$T/scrape.out" 2>&1 ||
     fail "node-b's /metrics: $(cat "$T/scrape.out")"
-  curl -s "http://$metrics/metrics" > "$T/node-b.scrape"
+  # From another address: 403, one log line, counted.
+  local refused
+  refused=$(curl -s --max-time 5 --interface "$a" -o /dev/null -w '%{http_code}' "http://$metrics/metrics")
+  [[ $refused == 403 ]] || fail "a scrape from $a outside --metrics-allow got HTTP $refused, not 403"
   finish node_b 30
   expect_rc 0 "rdma_pingmesh node-b"
   pingmesh_lines node_a
@@ -75,7 +80,9 @@ case_pingmesh_two_nodes() {
     node_a.lines
   expect_jq '.pingmesh.paths | length == 1 and .[0].peer == "node-b" and .[0].lost == 0 and .[0].answered > 50' node_a.report
   expect_jq '.pingmesh.node == "node-a" and .pingmesh.clock == "software" and .outcome == "completed"' node_a.report
-  expect_jq '.pingmesh.paths[0].peer == "node-a" and .pingmesh.paths[0].answered > 50 and .pingmesh.scrapes >= 2' node_b.report
+  expect_jq '.pingmesh.paths[0].peer == "node-a" and .pingmesh.paths[0].answered > 50 and .pingmesh.scrapes == 1
+    and .pingmesh.scrapes_refused == 1' node_b.report
+  expect_grep "refused a scrape of /metrics from $a" node_b.err
   # The textfile: OpenMetrics that Prometheus' own parser takes, ending in # EOF.
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "$T/node-a.prom" \
     rdmakit_pingmesh_probes_sent rdmakit_pingmesh_rtt_seconds > "$T/prom_check.out" 2>&1 ||
@@ -132,6 +139,22 @@ case_pingmesh_bad_input() {
   expect_rc 2 "--metrics on a port taken"
   expect_jq '.outcome == "usage_error"' taken.out
   finish holder 20
+
+  # SIGHUP rereads the pinglist at once: the new list is put in place with the old one's
+  # modification time, so that only the signal can have told the node.
+  next_port
+  pingmesh_pinglist reloaded.list node-a 10.55.0.1 node-x 10.55.0.9
+  start reloaded "$OURS_PINGMESH" --pinglist "$T/reloaded.list" --name node-a -p "$PORT" --window 1 --duration 4 --json
+  wait_for_line reloaded.out '"event":"window"' 10
+  pingmesh_pinglist next.list node-a 10.55.0.1 node-y 10.55.0.8
+  touch -r "$T/reloaded.list" "$T/next.list"
+  mv "$T/next.list" "$T/reloaded.list"
+  kill -HUP "$PID_reloaded"
+  finish reloaded 20
+  expect_rc 0 "node-a, sent SIGHUP"
+  expect_grep "reloaded.list reread on SIGHUP: 2 peers" reloaded.err
+  pingmesh_lines reloaded
+  expect_jq '[.pingmesh.paths[].peer] == ["node-y"]' reloaded.report
 }
 
 # pingmesh_wait_changes NAME STATE COUNT SECONDS: until NAME's output has COUNT changes to STATE.
@@ -192,6 +215,12 @@ case_pair_pingmesh() {
   back_at=$(pingmesh_changed_at here "$PEER_ADDR" ok "$lifted")
   killed_at=$(pingmesh_changed_at here "$PEER_ADDR" down "$killed")
   restarted_ok_at=$(pingmesh_changed_at here "$PEER_ADDR" ok "$restarted")
+  # The probes lost while the drop held time out in the window the path comes back in; they
+  # belong to the outage, so the path goes from down straight to ok.
+  local detours
+  detours=$(jq -c --arg a "$PEER_ADDR" --argjson from "$lifted" --argjson to "$back_at" \
+    'select(.event == "state" and .address == $a and .time > $from and .time < $to)' "$T/here.lines")
+  [[ -z $detours ]] || fail "on its way back after the drop the path went: $detours"
   local windows
   for windows in "$(pingmesh_windows_between here "$PEER_ADDR" "$dropped" "$down_at")" \
     "$(pingmesh_windows_between here "$PEER_ADDR" "$killed" "$killed_at")"; do
@@ -287,7 +316,11 @@ case_pair_pingmesh_faults() {
   restore "ip link set dev $WIRE_NETDEV up"
   wait_for_line here_node.out '"peer":null' 15
   wait_for_line here_node.out '"event":"diagnosis"' 20
-  ip link set dev "$WIRE_NETDEV" up
+  # The netdev is put back up by the fix the verdict printed.
+  local fix
+  fix=$(jq -r 'select(.event == "diagnosis") | .diagnosis.verdict.fix' "$T/here_node.out" | head -n 1)
+  [[ $fix == "ip link set $WIRE_NETDEV up" ]] || fail "diag-connect's fix with this node's netdev down: '$fix'"
+  bash -c "$fix" || fail "the printed fix failed: $fix"
   finish here_node 40
   expect_rc 0 "rdma_pingmesh here (its netdev down)"
   remote_stop peer_node
@@ -313,12 +346,25 @@ case_pair_pingmesh_clean() {
   cp "$T/pinglist" "$pinglist"
   restore "rm -f $pinglist"
   local common=(--pinglist "$pinglist" -p "$PORT" --json)
+  local metrics=127.0.0.1:$((PORT + 1))
   remote_start peer_clean "$OURS_PINGMESH" "${common[@]}" --name peer --duration 620
-  run here 700 "$OURS_PINGMESH" "${common[@]}" --name here --duration 610
+  start here "$OURS_PINGMESH" "${common[@]}" --name here --duration 610 --metrics "$metrics" --prom-file "$T/here.prom"
+  # Near the end, both as Prometheus would read them: over HTTP and from the textfile.
+  tick 600
+  curl -s --max-time 5 "http://$metrics/metrics" > "$T/here.scrape" || fail "scraping http://$metrics/metrics"
+  local scraped
+  for scraped in here.scrape here.prom; do
+    "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "$T/$scraped" \
+      rdmakit_pingmesh_probes_answered rdmakit_pingmesh_rtt_seconds > "$T/$scraped.check" 2>&1 ||
+      fail "$scraped is not OpenMetrics: $(cat "$T/$scraped.check")"
+  done
+  finish here 100
   expect_rc 0 "rdma_pingmesh here, 10 minutes"
   remote_finish peer_clean 60
   pingmesh_lines here
   expect_lines_jq '[.[] | select(.event == "state")] | length == 1 and .[0].to == "ok"' here.lines
-  expect_jq '.pingmesh.paths[0].lost == 0' here.report
+  expect_lines_jq '[.[] | select(.event == "window")] | .[1:] | all(.state == "ok" and .lost == 0)' here.lines
+  expect_jq '.pingmesh.paths[0].lost == 0 and .pingmesh.scrapes == 1' here.report
+  pingmesh_expect_schema here
   note "10 minutes: $(jq -c '.pingmesh.paths[0] | {sent, answered, lost, late}' "$T/here.report"), cpu $(jq .pingmesh.cpu_seconds "$T/here.report") s"
 }

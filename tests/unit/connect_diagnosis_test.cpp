@@ -56,6 +56,7 @@ const Expectation expectations[] = {
     {"ok", "ok", 0, "", "path MTU 1024"},
     {"source_not_rdma", "source_not_rdma", 1, "client", "ip route add 10.57.0.1/32 dev eth0 src 10.57.0.2"},
     {"no_route", "no_route", 1, "client", "ip route add 10.99.0.1/32 dev eth0"},
+    {"no_route-netdev_down", "no_route", 1, "client", "ip link set eth0 up"},
     {"neighbour_unresolved", "neighbour_unresolved", 1, "", "arping -c 3 -I eth0 10.57.0.9"},
     {"neighbour_wrong", "neighbour_wrong", 1, "client", "ip neigh del 10.57.0.1 dev eth0"},
     {"wrong_port_space", "wrong_port_space", 1, "", "--ps udp"},

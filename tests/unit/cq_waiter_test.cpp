@@ -6,6 +6,7 @@
 
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -93,6 +94,18 @@ TEST(CqWaiter, SleepEndsOnTheCmChannelTheStopSignalOrTheDeadline) {
   EXPECT_EQ(waiter.sleep(Clock::now() + std::chrono::hours(1)), Woken::cm_event);  // the CM event is still unread
   waiter.forget_cm(cm.read_end());
   EXPECT_EQ(waiter.sleep(Clock::now() + std::chrono::hours(1)), Woken::stopped);
+}
+
+// SIGHUP, whose default would end the process, is taken from the descriptor once each time.
+TEST(ReloadSignal, EachSighupIsTakenOnceAndWakesASleep) {
+  const ReloadSignal reload;
+  EXPECT_FALSE(reload.take());
+  ASSERT_EQ(raise(SIGHUP), 0);
+  CqWaiter waiter(CompletionMode::events, -1);
+  waiter.watch_cm(reload.fd());
+  EXPECT_EQ(waiter.sleep(Clock::now() + std::chrono::hours(1)), Woken::cm_event);
+  EXPECT_TRUE(reload.take());
+  EXPECT_FALSE(reload.take());
 }
 
 TEST(SilenceBound, PassesOnlyAfterTheLimitWithoutProgress) {

@@ -131,6 +131,39 @@ TEST(PingmeshPath, ProbesPastTheTimeoutAreLostAndTheirAnswersLate) {
   EXPECT_EQ(second.lost, 0U);
 }
 
+// A drop lifted mid-window: the probes sent while the path was down time out in the window
+// in which it answers again. They are lost, but that window is judged without them.
+TEST(PingmeshPath, TheWindowThatComesBackIsJudgedWithoutTheOutage) {
+  PathProbes path(session, 500 * ms);
+  PathJudge judge(Thresholds{});
+  for (std::uint64_t t = 0; t < 1000; t += 100) path.next_probe(t * ms);
+  const WindowFigures gone = path.close_window(1000 * ms);
+  EXPECT_EQ(judge.judge(gone).state, PathState::down);
+  path.outage_began();
+  // The next window: four more unanswered, then the path is back for the rest.
+  for (std::uint64_t t = 1000; t < 1400; t += 100) path.next_probe(t * ms);
+  for (std::uint64_t t = 1400; t < 2000; t += 100) {
+    const ProbeTicket probe = path.next_probe(t * ms);
+    EXPECT_EQ(path.take_answer(answer_of(probe, 0), t * ms + 2 * ms), PathProbes::Match::answered);
+  }
+  const WindowFigures back = path.close_window(2000 * ms);
+  EXPECT_EQ(back.answered, 6U);
+  EXPECT_EQ(back.lost, 8U);  // four carried from the last window, four from this one's start
+  EXPECT_EQ(back.lost_in_outage, 8U);
+  EXPECT_DOUBLE_EQ(back.loss_ratio, 0);
+  const Verdict verdict = judge.judge(back);
+  EXPECT_EQ(verdict.state, PathState::ok);
+  EXPECT_EQ(verdict.why, "6 answered, 8 lost, RTT p99 2000.0 us (8 lost before the path came back)");
+  // After it, a loss counts again.
+  path.next_probe(2100 * ms);
+  const ProbeTicket answered = path.next_probe(2200 * ms);
+  path.take_answer(answer_of(answered, 0), 2201 * ms);
+  const WindowFigures after = path.close_window(3000 * ms);
+  EXPECT_EQ(after.lost, 1U);
+  EXPECT_EQ(after.lost_in_outage, 0U);
+  EXPECT_DOUBLE_EQ(after.loss_ratio, 0.5);
+}
+
 TEST(PingmeshPath, InFlightIsBounded) {
   PathProbes path(session, 1000'000 * ms);
   for (std::size_t i = 0; i < PathProbes::max_in_flight + 3; ++i) path.next_probe(i);

@@ -412,8 +412,18 @@ class Pingmesh {
         ++node_.ignored["unknown_peer"];
         return;
       }
+      std::optional<DatagramAddress> back;
+      try {
+        back = port_->reply_to(arrival);
+      } catch (const RdmaError& error) {
+        // No route to the sender this moment (this node's netdev coming back up): the
+        // prober counts the probe lost, this node counts why.
+        spdlog::debug("no answer to {}: {}", arrival.source, error.what());
+        ++node_.ignored["no_way_back"];
+        return;
+      }
       const auto answer = encode(answer_to(message, arrival.received_ns, monotonic_ns()));
-      if (!port_->send(answer, port_->reply_to(arrival))) ++node_.ignored["send_queue_full"];
+      if (!port_->send(answer, *back)) ++node_.ignored["send_queue_full"];
       return;
     }
     auto found = paths_.find(arrival.source);

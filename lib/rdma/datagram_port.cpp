@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -353,8 +354,12 @@ void DatagramPort::recover() {
     return;
   }
   ++recoveries_;
-  spdlog::warn("the UD QP on {} was in {}: made ready again ({} time(s))", local_.host_string(),
-               attributes.qp_state == IBV_QPS_SQE ? "SQE" : "ERR", recoveries_);
+  // While a netdev is down every send errors the QP again: said the 1st, 2nd, 4th, 8th...
+  // time, not a line per send.
+  if (std::has_single_bit(recoveries_)) {
+    spdlog::warn("the UD QP on {} was in {}: made ready again ({} time(s))", local_.host_string(),
+                 attributes.qp_state == IBV_QPS_SQE ? "SQE" : "ERR", recoveries_);
+  }
 }
 
 void DatagramPort::retire_unused_handles() {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -16,19 +17,25 @@
 
 namespace rdmakit {
 
-StopSignal::StopSignal() {
+namespace {
+
+// Blocks `signals` for this thread (and the threads it starts later) and returns a
+// non-blocking signalfd that becomes readable when one is delivered.
+int blocked_signal_fd(std::initializer_list<int> signals, const char* names) {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
+  for (const int signal : signals) sigaddset(&set, signal);
   if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
-    throw RdmaError("pthread_sigmask", "SIGINT,SIGTERM", err);
+    throw RdmaError("pthread_sigmask", names, err);
   }
-  fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd_ < 0) {
-    throw RdmaError("signalfd", "", errno);
-  }
+  const int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) throw RdmaError("signalfd", names, errno);
+  return fd;
 }
+
+}  // namespace
+
+StopSignal::StopSignal() : fd_(blocked_signal_fd({SIGINT, SIGTERM}, "SIGINT,SIGTERM")) {}
 
 StopSignal::~StopSignal() {
   if (fd_ >= 0) {
@@ -36,16 +43,7 @@ StopSignal::~StopSignal() {
   }
 }
 
-ReloadSignal::ReloadSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGHUP);
-  if (const int err = pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
-    throw RdmaError("pthread_sigmask", "SIGHUP", err);
-  }
-  fd_ = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd_ < 0) throw RdmaError("signalfd", "SIGHUP", errno);
-}
+ReloadSignal::ReloadSignal() : fd_(blocked_signal_fd({SIGHUP}, "SIGHUP")) {}
 
 ReloadSignal::~ReloadSignal() {
   if (fd_ >= 0) close(fd_);

@@ -167,7 +167,7 @@ void serve(const Options& o, const rdmakit::ToolRunner& runner, rdmakit::Report&
     spdlog::warn("no --key-file: anyone allowed to connect to the side channel is answered without authentication");
   }
   const auto tally = rdmakit::diag::serve_agent(
-      agent, [](const std::string& where) { std::cerr << where << std::endl; },
+      agent, [](const std::string& where) { std::cerr << where << '\n'; },
       [](const std::string& line) { spdlog::info("{}", line); });
   report.add(rdmakit::diag::AgentTallyResult(tally));
   report.add(rdmakit::RefusedPeers(tally.refused));
@@ -193,7 +193,10 @@ int main(int argc, char** argv) {
         if (!options.key_file.empty()) options.key = rdmakit::read_shared_key(options.key_file);
       },
       [&](rdmakit::Report& report) {
-        if (options.serve) return serve(options, runner, report);
+        if (options.serve) {
+          serve(options, runner, report);
+          return;
+        }
         rdmakit::diag::ConnectCase connect_case;
         if (!options.replay_file.empty()) {
           connect_case = replay(options.replay_file);

@@ -197,10 +197,10 @@ class Pingmesh {
         program_(std::move(program)),
         diagnose_(diagnose),
         stop_fd_(stop_fd),
-        reload_(reload) {
+        reload_(reload),
+        random_(std::random_device{}()) {
     std::random_device seed;
     session_ = (std::uint64_t{seed()} << 32) | seed();
-    random_.seed(seed());
     thresholds_.lossy_ratio = options_.loss_percent / 100;
     thresholds_.slow_factor = options_.slow_factor;
     if (options_.p99_limit_ms > 0) thresholds_.p99_limit_s = options_.p99_limit_ms / 1000;

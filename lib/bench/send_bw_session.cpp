@@ -654,6 +654,7 @@ bool queue_another_client(std::unique_ptr<Endpoint>& endpoint, const std::option
   try {
     another_client = first && bw::decode_hello(endpoint->peer_private_data()).queue_pair_index == 0;
   } catch (const ProtocolError&) {
+    another_client = false;  // not our hello: refused below like any stranger
   }
   if (another_client) waiting.push_back(std::move(endpoint));
   return another_client;

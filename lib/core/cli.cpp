@@ -178,7 +178,7 @@ ExitCode stop_signal_exit_code() {
 // included. Only the '=' form takes a name, so a positional argument is never mistaken for one.
 std::optional<std::string> completion_request(int argc, char** argv, const std::string& fallback) {
   constexpr std::string_view flag = "--bash-completion";
-  const std::string started_as = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : fallback;
+  std::string started_as = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : fallback;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--") {
@@ -300,7 +300,7 @@ int ToolRunner::usage_error(const std::string& message) {
     report.groups = groups_;
     report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}, .completion = {}},
                 ExitCode::usage);
-    std::cout << json_text(to_json(report)) << std::endl;
+    std::cout << json_text(to_json(report)) << '\n' << std::flush;
   }
   return static_cast<int>(ExitCode::usage);
 }
@@ -336,7 +336,7 @@ void ToolRunner::render(const Report& report) const {
     }
   }
   if (common_.json) {
-    std::cout << json << std::endl;
+    std::cout << json << '\n' << std::flush;
   } else {
     std::cout << with_sibling_names(render_text(report)) << std::flush;
   }

@@ -1,6 +1,7 @@
 #include "lib/core/error.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -60,7 +61,8 @@ bool is_multicast(const std::string& address) {
   if (address.find(':') != std::string::npos)
     return address.size() >= 2 && (address.starts_with("ff") || address.starts_with("FF"));
   const auto dot = address.find('.');
-  const int first = dot == std::string::npos ? -1 : std::atoi(address.substr(0, dot).c_str());
+  int first = -1;
+  if (dot != std::string::npos) std::from_chars(address.data(), address.data() + dot, first);
   return first >= 224 && first <= 239;
 }
 

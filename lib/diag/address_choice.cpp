@@ -19,7 +19,7 @@ constexpr int port_active = 4;
 std::optional<std::string> address_of(const Netdev& netdev) {
   std::optional<std::string> ipv6;
   for (const auto& with_prefix : netdev.addresses) {
-    const auto host = without_prefix(with_prefix);
+    auto host = without_prefix(with_prefix);
     if (host.find(':') == std::string::npos) return host;
     if (!ipv6 && !host.starts_with("fe80")) ipv6 = host;
   }

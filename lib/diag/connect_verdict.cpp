@@ -549,6 +549,7 @@ ConnectVerdict rejected_by_application(const Facts& f) {
 ConnectVerdict peer_not_rdma(const Facts& f) {
   const auto* owner = f.peer_owner();
   std::vector<std::string> devices;
+  devices.reserve(f.peer->view.devices.size());
   for (const auto& device : f.peer->view.devices) {
     devices.push_back(device.netdev.empty() ? device.name : device.name + " on " + device.netdev);
   }

@@ -571,6 +571,7 @@ Verdict provider_missing_for(const BindFacts& f) {
 Verdict unmatched_in_user_space(const BindFacts& f) {
   const auto& device = *f.serving.front().device;
   std::vector<std::string> seen;
+  seen.reserve(f.inventory.user_devices.size());
   for (const auto& other : f.inventory.user_devices) {
     seen.push_back(fmt::format("{} GUID {} index {}", other.name, other.node_guid, index_text(other.index)));
   }

@@ -44,6 +44,7 @@ Check kernel_check(const Inventory& inv) {
   }
   if (inv.kernel_devices.empty()) return {"kernel", "fail", "no RDMA devices"};
   std::vector<std::string> names;
+  names.reserve(inv.kernel_devices.size());
   for (const auto& d : inv.kernel_devices) {
     names.push_back(fmt::format("{} (index {}, GUID {}, driver {}{})", d.name, index_text(d.index), d.node_guid,
                                 d.driver.empty() ? "?" : d.driver,

@@ -53,6 +53,7 @@ std::pair<int, std::string> split_state(const std::string& text) {
   try {
     code = std::stoi(text.substr(0, colon));
   } catch (const std::exception&) {
+    code = 0;  // the state's name alone is still worth reporting
   }
   auto name = text.substr(colon + 1);
   name.erase(0, name.find_first_not_of(' '));
@@ -134,7 +135,7 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
       try {
         device.ports.push_back(read_port(dir / "ports" / port, std::stoi(port)));
       } catch (const std::exception&) {
-        // Not a port directory; sysfs has none, a hand-made tree might.
+        continue;  // not a port directory; sysfs has none, a hand-made tree might
       }
     }
     inventory.kernel_devices.push_back(std::move(device));
@@ -168,6 +169,7 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
       netdev.mtu = std::stoi(read_or_empty(dir / "mtu"));
       netdev.up = (std::stoul(read_or_empty(dir / "flags"), nullptr, 16) & 0x1) != 0;  // IFF_UP
     } catch (const std::exception&) {
+      netdev.up = false;  // unreadable flags are not taken for an up netdev
     }
     inventory.netdevs.push_back(std::move(netdev));
   }

@@ -12,7 +12,7 @@
 
 namespace rdmakit {
 
-inline const std::filesystem::path sysfs_root = "/sys";
+inline constexpr const char* sysfs_root = "/sys";
 
 // The NUMA node sysfs gives DEVICE (class/infiniband/DEVICE/device/numa_node); nullopt
 // when it has none: a software device (rxe) with no PCI function, or a machine without

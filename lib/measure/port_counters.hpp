@@ -15,7 +15,7 @@ namespace rdmakit {
 using PortCounters = std::map<std::string, std::uint64_t>;
 using CounterDeltas = std::map<std::string, std::int64_t>;
 
-inline const std::filesystem::path sysfs_infiniband = "/sys/class/infiniband";
+inline constexpr const char* sysfs_infiniband = "/sys/class/infiniband";
 
 // Every readable counter of DEVICE's port PORT under ROOT; empty when the driver has none.
 // A name in both folders is the hw_counters one. The counters are the port's: another

@@ -49,7 +49,7 @@ struct WorkId {
   // The count whose low 32 bits are `sequence`, at or after `base`: a loop that numbers its
   // requests beyond 2^32 gets its full number back, as long as fewer than 2^32 are in flight.
   static constexpr std::uint64_t unwrap(std::uint32_t sequence, std::uint64_t base) {
-    return base + static_cast<std::uint32_t>(sequence - static_cast<std::uint32_t>(base));
+    return base + (sequence - static_cast<std::uint32_t>(base));
   }
   friend constexpr bool operator==(const WorkId&, const WorkId&) = default;
 };

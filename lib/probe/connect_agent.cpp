@@ -204,7 +204,7 @@ class Agent {
       ++tally_.unauthenticated;
       log_(fmt::format("refused {}: handshake: {}", client_address, refused.what()));
     } catch (const RunStopped&) {
-      // Ctrl-C during a handshake: the loop sees the stop descriptor next.
+      return false;  // Ctrl-C during a handshake: the loop sees the stop descriptor next
     }
     return false;
   }

@@ -350,8 +350,8 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   std::optional<SocketAddress> source;
   if (!options.bind.empty()) source = numeric_address(options.bind, 0);
   const StepTimer resolve_timer(rdmakit::Step::resolve_addr);
-  if (rdma_resolve_addr(connection.id.get(), source ? const_cast<sockaddr*>(source->get()) : nullptr,
-                        const_cast<sockaddr*>(destination.get()), kernel_timeout_ms(options.limits)) != 0) {
+  if (rdma_resolve_addr(connection.id.get(), source ? source->get() : nullptr, const_cast<sockaddr*>(destination.get()),
+                        kernel_timeout_ms(options.limits)) != 0) {
     attempt.steps.push_back(done(resolve_timer, "failed", {}, errno));
     return;
   }

@@ -69,7 +69,7 @@ bool raise_memlock(std::uint64_t bytes, PrivilegeDrop& drop) {
 // true also where it holds nothing more already (a systemd unit's CapabilityBoundingSet).
 bool clear_bounding_set(cap_t start, const std::vector<int>& keep) {
   const bool can_drop = holds(start, CAP_SETPCAP, CAP_EFFECTIVE);
-  for (cap_value_t capability = 0; capability < static_cast<cap_value_t>(cap_max_bits()); ++capability) {
+  for (cap_value_t capability = 0; capability < cap_max_bits(); ++capability) {
     if (kept_by(keep, capability) || cap_get_bound(capability) != 1) continue;
     if (!can_drop) return false;
     if (cap_drop_bound(capability) != 0) failed_call("cap_drop_bound");
@@ -82,7 +82,7 @@ bool clear_bounding_set(cap_t start, const std::vector<int>& keep) {
 PrivilegeDrop drop_privileges(const PrivilegeNeeds& needs) {
   PrivilegeDrop drop;
   const auto start = checked_caps(cap_get_proc(), "cap_get_proc");
-  const auto bits = static_cast<cap_value_t>(cap_max_bits());
+  const auto bits = cap_max_bits();
   std::size_t permitted = 0;
   for (cap_value_t capability = 0; capability < bits; ++capability) {
     if (holds(start.get(), capability, CAP_PERMITTED)) ++permitted;

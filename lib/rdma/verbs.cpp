@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -108,9 +108,13 @@ std::uint8_t rnr_nak_timer_of(ibv_qp* qp) {
 std::size_t huge_page_size() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
+  constexpr std::string_view key = "Hugepagesize:";
   while (std::getline(meminfo, line)) {
+    if (!line.starts_with(key)) continue;
+    const auto digits = line.find_first_not_of(' ', key.size());
     std::size_t kib = 0;
-    if (std::sscanf(line.c_str(), "Hugepagesize: %zu kB", &kib) == 1 && kib > 0) return kib * 1024;
+    if (digits != std::string::npos) std::from_chars(line.data() + digits, line.data() + line.size(), kib);
+    if (kib > 0) return kib * 1024;
   }
   return std::size_t{2} << 20;
 }

@@ -380,15 +380,15 @@ std::vector<SmokeCase> agree_on_plan(ControlChannel& channel, const std::string&
   return cases;
 }
 
-// The serving side's reply, unless it is an error: then ProtocolError saying it.
-const nlohmann::json& checked_reply(const nlohmann::json& reply) {
+// A reply that is an error becomes ProtocolError saying it.
+void check_reply(const nlohmann::json& reply) {
   if (reply.contains("error")) throw ProtocolError("the serving side: " + typed<std::string>(reply, "error"));
-  return reply;
 }
 
 // The runs in a reply of the other side, each in `role`; throws ProtocolError.
 std::vector<ToolRun> runs_in(const nlohmann::json& reply, const std::string& role) {
-  const auto& runs = member(checked_reply(reply), "runs");
+  check_reply(reply);
+  const auto& runs = member(reply, "runs");
   if (!runs.is_array() || runs.size() > 8) throw ProtocolError("'runs' is not a list of at most 8 runs");
   std::vector<ToolRun> parsed;
   for (const auto& run : runs) parsed.push_back(tool_run_from_json(run, role));
@@ -466,7 +466,7 @@ CaseResult PeerSession::run_forward(const SmokeCase& smoke_case, const RunEnviro
   const auto reply_by = deadline + std::chrono::seconds(10);
   channel_.send({{"start", smoke_case.name}});
   const auto ready = channel_.receive(reply_by);
-  checked_reply(ready);
+  check_reply(ready);
   const bool servers_ready = typed<bool>(ready, "ready");
   if (servers_ready) result.runs.push_back(run_client(smoke_case, environment, deadline));
   const bool client_passed = !result.runs.empty() && result.runs.front().outcome.exit_code == 0;

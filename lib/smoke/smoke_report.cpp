@@ -150,6 +150,7 @@ std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
   auto suites = document.append_child("testsuites");
   suites.append_attribute("name") = "rdma_smoke";
   std::vector<const CaseResult*> all;
+  all.reserve(run.cases.size());
   for (const auto& c : run.cases) all.push_back(&c);
   set_counts(suites, all, run.seconds);
   // The suites as the cases ran: one per address (a run without a device has one case).

@@ -178,8 +178,8 @@ std::string run_cases(const SmokeOptions& o, const SmokeHost& host, double timeo
            .accept_seconds = o.accept_seconds,
            .key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file)),
            .peers = o.peers.limits({}, smoke_gate)},
-          environment,
-          [&program](const std::string& line) { std::cerr << program << " --serve: " << line << std::endl; }, served);
+          environment, [&program](const std::string& line) { std::cerr << program << " --serve: " << line << '\n'; },
+          served);
     } catch (const RunStopped&) {
       report.add(RefusedPeers(served.refused));
       throw;

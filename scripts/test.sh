@@ -12,7 +12,8 @@
 #                  cap among them), with build-asan's compile commands; beside the guests at
 #                  nice 19 (in the foreground with --under-load)
 #   unit           the three builds on this host, with the device-free cases of the tools
-#                  (bad flags: label nodevice); build-asan replays every fuzz corpus
+#                  (bad flags: label nodevice); build-asan replays every fuzz corpus; beside
+#                  the single guest at nice 19 (here with --under-load or no guest)
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan),
 #                  beside the pair guests at nice 19 (here with --under-load or no guest)
 #   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
@@ -255,10 +256,17 @@ pair_stage() {
   fi
 }
 
-# unit_stage DIR: the unit tests, corpora and device-free cases of one build, on this host.
-unit_stage() {
-  stage "unit, device-free cases and corpora ($1)" ctest --test-dir "$root/$1" -L '^(unit|nodevice)$' -j "$(nproc)" \
-    --output-on-failure
+# unit_stage DIR: the unit tests, corpora and device-free cases of one build, on this host;
+# unit_tests DIR...: the same runs of each DIR, untimed (for a background stage).
+unit_run() { ctest --test-dir "$root/$1" -L '^(unit|nodevice)$' -j "$(nproc)" --output-on-failure; }
+unit_stage() { stage "unit, device-free cases and corpora ($1)" unit_run "$1"; }
+unit_tests() {
+  local dir rc=0
+  for dir in "$@"; do
+    echo "== unit, device-free cases and corpora ($dir)"
+    unit_run "$dir" || rc=1
+  done
+  return "$rc"
 }
 
 # report_schemas QUEUE...: the check of every report the guest's cases queued in each
@@ -348,10 +356,19 @@ else
   echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
   background_start tidy 19 "$root/build/clang-tidy.findings" tidy_check
 fi
-for dir in build build-asan; do
-  unit_stage "$dir" || true
-done
-$tsan_beside || unit_stage build-tsan || true
+# The unit tests and device-free cases need no guest either: beside the single guest at nice
+# 19 (unless the host is loaded on purpose, or there is no guest), they leave the guest's
+# start 87 s earlier (their stages at 5e84b31: 25 + 62 s on 2 cores).
+unit_name="unit, device-free cases and corpora (build, build-asan)"
+if $tsan_beside; then
+  echo "== $unit_name: in the background at nice 19, beside the guest (its row follows the guest's)"
+  background_start unit 19 "$root/build/unit-beside.log" unit_tests build build-asan
+else
+  for dir in build build-asan; do
+    unit_stage "$dir" || true
+  done
+  unit_stage build-tsan || true
+fi
 # Fuzzing is bounded by time, not by work: it needs no stage of its own where idle cores
 # wait. Beside the pair guests, at nice 19, it takes what their chain of cases leaves (on
 # 2 cores, clang-tidy has ended by then); loaded on purpose, or with no guest, it runs here.
@@ -376,6 +393,7 @@ runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build
 in_guest "guest: integration of the three builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 if $tsan_beside; then
+  background_join unit "$unit_name (beside the guest, nice 19)" || true
   background_join tsan_build "$tsan_name (beside the guest, nice 19)" || true
   unit_stage build-tsan || true
 fi

@@ -8,16 +8,6 @@
 #include "lib/probe/connect_probe.hpp"
 #include "lib/probe/host_probe.hpp"
 
-namespace {
-
-// diag-connect's probe of a path gone bad, in-process (no agent port given: the peer's
-// default agent port is tried, and the local facts stand without it).
-nlohmann::json diagnose_path(const std::string& address, std::chrono::milliseconds timeout, std::string& text) {
-  return rdmakit::diag::diagnose_connect_failure(address, 0, timeout, text);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rdma_pingmesh", "Probe every RDMA path to the pinglist's peers, all the time");
   tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
@@ -28,6 +18,14 @@ int main(int argc, char** argv) {
   return tool.run(
       argc, argv, [&] { options.check(); },
       [&](rdmakit::Report& report) {
+        // diag-connect's probe of a path gone bad, in-process, as the probes go: a SIDR
+        // exchange with the peer's rdma_pingmesh (its port, UDP port space), so that a peer
+        // that is not running reads "nothing listens" there. The peer's diag-connect agent
+        // is asked at its default port; the local facts stand without it.
+        const auto diagnose_path = [port = options.port](const std::string& address, std::chrono::milliseconds timeout,
+                                                         std::string& text) {
+          return rdmakit::diag::diagnose_connect_failure(address, port, timeout, text, "udp");
+        };
         rdmakit::run_pingmesh(options, tool.common(), tool.sibling("rdma_pingmesh"), diagnose_path, report);
       });
 }

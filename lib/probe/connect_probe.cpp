@@ -522,10 +522,12 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
 }
 
 nlohmann::json diagnose_connect_failure(const std::string& address, std::uint16_t port,
-                                        std::chrono::milliseconds timeout, std::string& text) {
+                                        std::chrono::milliseconds timeout, std::string& text,
+                                        const std::string& port_space) {
   ConnectProbeOptions options;
   options.target = parse_address(address, 0).host_string();
   options.port = port != 0 ? port : agent::default_probe_port;
+  options.port_space = port_space;
   options.agent_port = agent::default_agent_port;
   options.limits.timeout = timeout;
   const auto connect_case = probe_connect(options);

@@ -35,10 +35,11 @@ struct ConnectProbeOptions {
 ConnectCase probe_connect(const ConnectProbeOptions& options);
 
 // For --diagnose in the other tools: diag-connect's diagnosis of `address` (port 0: the
-// agent's default probe port), asking the agent at its default port, as JSON with the human
-// verdict in `text`.
+// agent's default probe port) in `port_space` ("tcp" or "udp": a SIDR exchange), asking the
+// agent at its default port, as JSON with the human verdict in `text`.
 nlohmann::json diagnose_connect_failure(const std::string& address, std::uint16_t port,
-                                        std::chrono::milliseconds timeout, std::string& text);
+                                        std::chrono::milliseconds timeout, std::string& text,
+                                        const std::string& port_space = "tcp");
 
 // What the agent answers, fetched over TCP; never throws: the contact says how it went.
 AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& source,

@@ -12,8 +12,9 @@
 #                  cap among them), with build-asan's compile commands; beside the guests at
 #                  nice 19 (in the foreground with --under-load)
 #   unit           the three builds on this host, with the device-free cases of the tools
-#                  (bad flags: label nodevice); build-asan replays every fuzz corpus; beside
-#                  the single guest at nice 19 (here with --under-load or no guest)
+#                  (bad flags: label nodevice); build-asan replays every fuzz corpus; in
+#                  the background at nice 19 once build-tsan is built, beside the guests
+#                  (here with --under-load or no guest)
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan),
 #                  beside the pair guests at nice 19 (here with --under-load or no guest)
 #   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
@@ -356,13 +357,24 @@ else
   echo "== clang-tidy: in the background at nice 19, beside the guests (its row follows the pair stage)"
   background_start tidy 19 "$root/build/clang-tidy.findings" tidy_check
 fi
-# The unit tests and device-free cases need no guest either: beside the single guest at nice
-# 19 (unless the host is loaded on purpose, or there is no guest), they leave the guest's
-# start 87 s earlier (their stages at 5e84b31: 25 + 62 s on 2 cores).
+# The unit tests and device-free cases need no guest either: in the background at nice 19
+# (unless the host is loaded on purpose, or there is no guest), they leave the guest's start
+# 80 s earlier (their stages at 5e84b31: 25 + 62 s on 2 cores). They start once build-tsan
+# is built: beside it they halved its share of the idle cores, and the guest waited 25 s for
+# it (31249af); they may run on beside the pair guests.
 unit_name="unit, device-free cases and corpora (build, build-asan)"
+unit_after_tsan() {
+  local waited=0
+  until [[ -e $tsan_ready || -e $tsan_ready.failed ]]; do
+    sleep 2
+    waited=$((waited + 2))
+  done
+  echo "== waited $waited s for build-tsan"
+  unit_tests build build-asan
+}
 if $tsan_beside; then
-  echo "== $unit_name: in the background at nice 19, beside the guest (its row follows the guest's)"
-  background_start unit 19 "$root/build/unit-beside.log" unit_tests build build-asan
+  echo "== $unit_name: in the background at nice 19 once build-tsan is built (its row follows the pair stage)"
+  background_start unit 19 "$root/build/unit-beside.log" unit_after_tsan
 else
   for dir in build build-asan; do
     unit_stage "$dir" || true
@@ -393,7 +405,6 @@ runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build
 in_guest "guest: integration of the three builds" "$root/build/vm-integration.log" \
   scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 if $tsan_beside; then
-  background_join unit "$unit_name (beside the guest, nice 19)" || true
   background_join tsan_build "$tsan_name (beside the guest, nice 19)" || true
   unit_stage build-tsan || true
 fi
@@ -422,6 +433,7 @@ if ! $under_load; then
   background_start package 19 "$root/build/package-step.log" package_step
 fi
 pair_stage || true
+background_join unit "$unit_name (in the background, nice 19)" || true
 background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
 stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
 tidy_join

@@ -15,6 +15,15 @@ pingmesh_pinglist() {
   done
 }
 
+# pingmesh_pair_pinglist: the two guests' pinglist (here, peer) where the peer reads it too
+# ($T is this guest's own /tmp), removed when the case ends; sets PAIR_PINGLIST.
+pingmesh_pair_pinglist() {
+  pingmesh_pinglist pinglist here "$WIRE_ADDR" peer "$PEER_ADDR"
+  PAIR_PINGLIST=$RXEVM_RPC/$$-pinglist
+  cp "$T/pinglist" "$PAIR_PINGLIST"
+  restore "rm -f $PAIR_PINGLIST"
+}
+
 # pingmesh_lines NAME: $T/NAME.out's JSON lines apart: the windows' and state changes' in
 # NAME.lines, the report (the last line) in NAME.report.
 pingmesh_lines() {
@@ -176,11 +185,8 @@ case_pair_pingmesh() {
   require_peer
   require_root
   next_port
-  pingmesh_pinglist pinglist here "$WIRE_ADDR" peer "$PEER_ADDR"
-  # Where the peer reads it too: $T is this guest's own /tmp.
-  local pinglist=$RXEVM_RPC/$$-pinglist
-  cp "$T/pinglist" "$pinglist"
-  restore "rm -f $pinglist"
+  pingmesh_pair_pinglist
+  local pinglist=$PAIR_PINGLIST
   # An answer timeout under the window: the last probe before a fault is counted lost in the
   # next window at the latest, so the path is down by the second window boundary. With the
   # timeout as long as the window, a fault just before a boundary took three (on a loaded host).
@@ -356,10 +362,8 @@ case_pair_pingmesh_slow() {
   require_peer
   require_root
   next_port
-  pingmesh_pinglist pinglist here "$WIRE_ADDR" peer "$PEER_ADDR"
-  local pinglist=$RXEVM_RPC/$$-pinglist
-  cp "$T/pinglist" "$pinglist"
-  restore "rm -f $pinglist"
+  pingmesh_pair_pinglist
+  local pinglist=$PAIR_PINGLIST
   local defaults=(--pinglist "$pinglist" -p "$PORT" --json)
   remote_start peer_slow "$OURS_PINGMESH" "${defaults[@]}" --name peer --duration 125
   start here_slow "$OURS_PINGMESH" "${defaults[@]}" --name here --duration 115
@@ -395,10 +399,8 @@ case_pair_pingmesh_slow() {
 case_pair_pingmesh_clean() {
   require_peer
   next_port
-  pingmesh_pinglist pinglist here "$WIRE_ADDR" peer "$PEER_ADDR"
-  local pinglist=$RXEVM_RPC/$$-pinglist
-  cp "$T/pinglist" "$pinglist"
-  restore "rm -f $pinglist"
+  pingmesh_pair_pinglist
+  local pinglist=$PAIR_PINGLIST
   local common=(--pinglist "$pinglist" -p "$PORT" --json)
   local metrics=127.0.0.1:$((PORT + 1))
   remote_start peer_clean "$OURS_PINGMESH" "${common[@]}" --name peer --duration 620

@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -88,6 +89,9 @@ void PingmeshOptions::add_to(ToolRunner& tool) {
                  "Who may scrape --metrics: CIDR[,CIDR...] (default: the subnets of its address; 127.0.0.0/8 "
                  "for 127.0.0.1)")
       ->delimiter(',');
+  app.add_flag("--host-stamps", host_stamps,
+               "Where the device has no completion timestamps, stamp completions with the host's clock when "
+               "polled (tests the exchange of device times on any device)");
   app.add_option("--prom-file", prom_file,
                  "Write the OpenMetrics text here every window, atomically (node_exporter's textfile collector)");
 }
@@ -109,6 +113,16 @@ void PingmeshOptions::check() const {
 
 namespace {
 
+// The clock round trips are taken on, as the report names it.
+std::string clock_name(StampSource source) {
+  switch (source) {
+    case StampSource::device: return "device";
+    case StampSource::host: return "host-completions";
+    case StampSource::none: return "software";
+  }
+  return "software";
+}
+
 double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -123,8 +137,9 @@ std::optional<std::filesystem::file_time_type> modified(const std::string& path)
 
 // One path: to whom, how its probes fare, what its windows said, where to send.
 struct Path {
-  Path(Target target_in, std::uint64_t session, std::uint64_t answer_timeout_ns, const Thresholds& thresholds)
-      : target(std::move(target_in)), probes(session, answer_timeout_ns), judge(thresholds) {}
+  Path(Target target_in, std::uint64_t session, std::uint64_t answer_timeout_ns, const Thresholds& thresholds,
+       std::optional<CompletionClock> clock)
+      : target(std::move(target_in)), probes(session, answer_timeout_ns, clock), judge(thresholds) {}
 
   Target target;
   PathProbes probes;
@@ -135,6 +150,21 @@ struct Path {
   std::uint64_t next_resolve_ns = 0;
   PathSnapshot snapshot;
 };
+
+// A send whose completion is waited for, by its tag: a probe (its send completion's stamp
+// starts the round trip on the device clock), or an answer (its stamp ends the responder's
+// delay, which stamps then carry to the prober).
+struct ProbeSent {
+  std::string peer_address;
+  std::uint64_t sequence = 0;
+};
+struct AnswerSent {
+  ReplyRoute route;
+  ProbeMessage probe;
+  std::uint64_t probe_received_stamp = 0;
+};
+// At most this many sends waited for: a QP made again drops its sends uncompleted.
+constexpr std::size_t max_sends_waited = 1024;
 
 // The report's section: the node and every path's totals and last state.
 class PingmeshSummary final : public ReportSection {
@@ -224,12 +254,10 @@ class Pingmesh {
         .message_bytes = probe_size,
         .resolve_timeout = std::chrono::milliseconds(static_cast<long long>(std::max(1.0, options_.window_s) * 1000)),
         .stop_fd = stop_fd_,
-        .wake_fd = reload_.fd()});
+        .wake_fd = reload_.fd(),
+        .host_stamps = options_.host_stamps});
     node_.address = port_->local_address();
-    node_.clock = "software";
-    if (port_->device_has_completion_timestamps()) {
-      spdlog::info("the device stamps completions; rdma_pingmesh uses the host's clock all the same");
-    }
+    node_.clock = clock_name(port_->stamp_source());
     plan();
   }
 
@@ -239,14 +267,16 @@ class Pingmesh {
     const auto end_ns = options_.duration_s > 0 ? started_ns + static_cast<std::uint64_t>(options_.duration_s * 1e9)
                                                 : std::numeric_limits<std::uint64_t>::max();
     next_window_ns_ = started_ns + window_ns;
-    spdlog::info("{}: probing {} peers from {} port {}, answering {}", node_.node, paths_.size(), node_.address,
-                 options_.port, options_.answer_any ? "anyone" : "the pinglist's peers");
+    spdlog::info("{}: probing {} peers from {} port {}, answering {}; round trips on the {} clock", node_.node,
+                 paths_.size(), node_.address, options_.port, options_.answer_any ? "anyone" : "the pinglist's peers",
+                 node_.clock);
     bool stopped = false;
     for (;;) {
       auto now_ns = monotonic_ns();
       if (now_ns >= end_ns) break;
       take_cm_events(now_ns);
-      port_->drain([&](const DatagramArrival& arrival) { on_arrival(arrival); });
+      port_->drain([&](const DatagramArrival& arrival) { on_arrival(arrival); },
+                   [&](std::uint64_t tag, std::optional<std::uint64_t> stamp) { on_sent(tag, stamp); });
       if (reload_.take() && reload_pinglist("reread on SIGHUP")) plan();
       now_ns = monotonic_ns();
       resolve_due(now_ns);
@@ -311,7 +341,7 @@ class Pingmesh {
         found->second->target = target;
         next.emplace(target.peer.address, std::move(found->second));
       } else {
-        auto path = std::make_unique<Path>(target, session_, answer_timeout_ns, thresholds_);
+        auto path = std::make_unique<Path>(target, session_, answer_timeout_ns, thresholds_, port_->completion_clock());
         path->snapshot.peer = target.peer;
         path->snapshot.same_leaf = target.same_leaf;
         path->next_probe_ns = monotonic_ns() + jittered_interval_ns(target.rate_per_s);
@@ -376,13 +406,53 @@ class Pingmesh {
       path->next_probe_ns = std::max(path->next_probe_ns + interval, now_ns + interval / 2);
       const auto sent_ns = monotonic_ns();
       const auto ticket = path->probes.next_probe(sent_ns);
+      const bool stamped = port_->completion_clock().has_value();
       const auto bytes = encode(ProbeMessage{.kind = ProbeKind::probe,
+                                             .wants_stamps = stamped,
                                              .session = ticket.session,
                                              .sequence = ticket.sequence,
                                              .prober_sent_ns = ticket.sent_ns,
                                              .responder_received_ns = 0,
                                              .responder_sent_ns = 0});
-      if (!port_->send(bytes, *path->to)) ++node_.ignored["send_queue_full"];
+      const auto tag = stamped ? wait_for_send(ProbeSent{.peer_address = address, .sequence = ticket.sequence}) : 0;
+      if (!port_->send(bytes, *path->to, tag)) {
+        ++node_.ignored["send_queue_full"];
+        sends_waited_.erase(tag);
+      }
+    }
+  }
+
+  // A tag for a send whose completion is waited for.
+  std::uint64_t wait_for_send(std::variant<ProbeSent, AnswerSent> what) {
+    if (sends_waited_.size() >= max_sends_waited) sends_waited_.erase(sends_waited_.begin());
+    const auto tag = next_tag_++;
+    sends_waited_.emplace(tag, std::move(what));
+    return tag;
+  }
+
+  // A tagged send completed, stamped `stamp` (none: it failed).
+  void on_sent(std::uint64_t tag, std::optional<std::uint64_t> stamp) {
+    const auto found = sends_waited_.find(tag);
+    if (found == sends_waited_.end()) return;
+    const auto what = std::move(found->second);
+    sends_waited_.erase(found);
+    if (!stamp) return;
+    if (const auto* probe = std::get_if<ProbeSent>(&what)) {
+      if (const auto path = paths_.find(probe->peer_address); path != paths_.end()) {
+        path->second->probes.probe_left(probe->sequence, *stamp);
+      }
+      return;
+    }
+    const auto& answer = std::get<AnswerSent>(what);
+    const auto delay_ns = port_->completion_clock()->ns_between(answer.probe_received_stamp, *stamp);
+    if (delay_ns >= max_responder_delay_ns) return;
+    try {
+      if (!port_->send(encode(stamps_for(answer.probe, delay_ns)), port_->reply_to(answer.route))) {
+        ++node_.ignored["send_queue_full"];
+      }
+    } catch (const RdmaError& error) {
+      spdlog::debug("no stamps to {}: {}", answer.route.source, error.what());
+      ++node_.ignored["no_way_back"];
     }
   }
 
@@ -413,8 +483,9 @@ class Pingmesh {
         return;
       }
       std::optional<DatagramAddress> back;
+      auto route = arrival.route();
       try {
-        back = port_->reply_to(arrival);
+        back = port_->reply_to(route);
       } catch (const RdmaError& error) {
         // No route to the sender this moment (this node's netdev coming back up): the
         // prober counts the probe lost, this node counts why.
@@ -423,7 +494,15 @@ class Pingmesh {
         return;
       }
       const auto answer = encode(answer_to(message, arrival.received_ns, monotonic_ns()));
-      if (!port_->send(answer, *back)) ++node_.ignored["send_queue_full"];
+      const bool stamps = message.wants_stamps && arrival.completion_stamp;
+      const auto tag =
+          stamps ? wait_for_send(AnswerSent{
+                       .route = std::move(route), .probe = message, .probe_received_stamp = *arrival.completion_stamp})
+                 : 0;
+      if (!port_->send(answer, *back, tag)) {
+        ++node_.ignored["send_queue_full"];
+        sends_waited_.erase(tag);
+      }
       return;
     }
     auto found = paths_.find(arrival.source);
@@ -432,11 +511,17 @@ class Pingmesh {
       ++node_.ignored["unknown_peer"];
       return;
     }
-    found->second->probes.take_answer({.session = message.session,
-                                       .sequence = message.sequence,
-                                       .echoed_sent_ns = message.prober_sent_ns,
-                                       .responder_delay_ns = message.responder_delay_ns()},
-                                      arrival.received_ns);
+    const AnswerFields fields{.session = message.session,
+                              .sequence = message.sequence,
+                              .echoed_sent_ns = message.prober_sent_ns,
+                              .responder_delay_ns = message.responder_delay_ns()};
+    auto& probes = found->second->probes;
+    if (message.kind == ProbeKind::answer) {
+      probes.take_answer(fields, arrival.received_ns, arrival.completion_stamp);
+    } else if (!port_->completion_clock() || !probes.take_stamps(fields)) {
+      // Stamps this node did not ask for, or of no answer of this run's.
+      ++node_.ignored["stamps_unmatched"];
+    }
   }
 
   void close_window(std::uint64_t now_ns) {
@@ -486,6 +571,8 @@ class Pingmesh {
     snapshot.lost_total += figures.lost;
     snapshot.late_total += figures.late;
     snapshot.unexpected_total += figures.unexpected;
+    snapshot.device_samples_total += figures.device_samples;
+    snapshot.stamps_missing_total += figures.stamps_missing;
     snapshot.last_window = figures;
     const auto previous = snapshot.verdict.state;
     snapshot.verdict = verdict;
@@ -613,6 +700,8 @@ class Pingmesh {
   std::unique_ptr<MetricsEndpoint> endpoint_;
   std::unique_ptr<DatagramPort> port_;
   std::map<std::string, std::unique_ptr<Path>> paths_;
+  std::map<std::uint64_t, std::variant<ProbeSent, AnswerSent>> sends_waited_;  // by tag
+  std::uint64_t next_tag_ = 1;                                                 // 0 tags nothing
   std::uint64_t next_window_ns_ = 0;
   std::uint64_t windows_ = 0;
   std::uint64_t round_ = 0;

@@ -37,6 +37,7 @@ struct PingmeshOptions {
   double p99_limit_ms = 0;                 // slow: above this fixed p99 instead (0: learned)
   double duration_s = 0;                   // 0: until stopped
   bool answer_any = false;                 // answer datagrams from peers outside the pinglist too
+  bool host_stamps = false;                // the host's clock stamps completions where the device's does not
   std::string prom_file;                   // node_exporter's textfile, rewritten atomically every window
   std::string metrics;                     // [ADDRESS:]PORT of a /metrics endpoint (default address 127.0.0.1)
   std::vector<std::string> metrics_allow;  // CIDRs that may scrape it (default: the address' subnets)

@@ -25,9 +25,13 @@ ProbeTicket PathProbes::next_probe(std::uint64_t sent_ns) {
     count_lost(oldest);
   }
   const ProbeTicket probe{.session = session_, .sequence = next_sequence_++, .sent_ns = sent_ns};
-  in_flight_.emplace(probe.sequence, sent_ns);
+  in_flight_.emplace(probe.sequence, InFlight{.sent_ns = sent_ns, .device_sent = std::nullopt});
   ++window_.sent;
   return probe;
+}
+
+void PathProbes::probe_left(std::uint64_t sequence, std::uint64_t device_stamp) {
+  if (const auto probe = in_flight_.find(sequence); probe != in_flight_.end()) probe->second.device_sent = device_stamp;
 }
 
 void PathProbes::count_lost(std::uint64_t sequence) {
@@ -37,7 +41,8 @@ void PathProbes::count_lost(std::uint64_t sequence) {
   if (lost_sequences_.size() > remembered_lost) lost_sequences_.pop_front();
 }
 
-PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint64_t received_ns) {
+PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint64_t received_ns,
+                                          std::optional<std::uint64_t> device_stamp) {
   if (answer.session != session_) {
     ++window_.unexpected;
     return Match::unexpected;
@@ -52,7 +57,7 @@ PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint6
     ++window_.unexpected;
     return Match::unexpected;
   }
-  const std::uint64_t sent_ns = probe->second;
+  const auto [sent_ns, device_sent] = probe->second;
   if (answer.echoed_sent_ns != sent_ns || received_ns < sent_ns) {
     ++window_.unexpected;
     return Match::unexpected;
@@ -65,20 +70,73 @@ PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint6
     outage_ended_at_ = answer.sequence;
   }
   const std::uint64_t round_trip_ns = received_ns - sent_ns;
-  const std::uint64_t delay_ns = answer.responder_delay_ns;
+  if (device_ && peer_stamps_ && device_sent && device_stamp) {
+    const std::uint64_t device_round_trip_ns = device_->ns_between(*device_sent, *device_stamp);
+    // Both completions lie between the host's send and receive times, so the device's round
+    // trip is the shorter (a 1% margin for the two clocks' rates); a longer one is a stamp
+    // read wrong, and the host's clocks measure this answer.
+    if (device_round_trip_ns <= round_trip_ns + round_trip_ns / 100) {
+      if (awaiting_stamps_.size() >= max_in_flight) {
+        const auto oldest = awaiting_stamps_.begin()->second;
+        awaiting_stamps_.erase(awaiting_stamps_.begin());
+        add_sample(oldest.host_round_trip_ns, oldest.host_delay_ns);
+      }
+      awaiting_stamps_[answer.sequence] = AwaitingStamps{.echoed_sent_ns = sent_ns,
+                                                         .host_round_trip_ns = round_trip_ns,
+                                                         .host_delay_ns = answer.responder_delay_ns,
+                                                         .device_round_trip_ns = device_round_trip_ns,
+                                                         .deadline_ns = received_ns + answer_timeout_ns_};
+      return Match::answered;
+    }
+  }
+  add_sample(round_trip_ns, answer.responder_delay_ns);
+  return Match::answered;
+}
+
+bool PathProbes::take_stamps(const AnswerFields& stamps) {
+  if (stamps.session != session_ || stamps.sequence >= next_sequence_) return false;
+  const auto waiting = awaiting_stamps_.find(stamps.sequence);
+  if (waiting == awaiting_stamps_.end()) {
+    // The first stamps from this peer follow an answer measured on the hosts' clocks; from
+    // the next answer on, the round trip waits for them.
+    if (!peer_stamps_ && !in_flight_.contains(stamps.sequence)) {
+      peer_stamps_ = true;
+      return true;
+    }
+    return false;
+  }
+  if (waiting->second.echoed_sent_ns != stamps.echoed_sent_ns) return false;
+  add_sample(waiting->second.device_round_trip_ns, stamps.responder_delay_ns);
+  ++window_.device_samples;
+  awaiting_stamps_.erase(waiting);
+  return true;
+}
+
+void PathProbes::add_sample(std::uint64_t round_trip_ns, std::uint64_t delay_ns) {
   // The responder's clock may run a little fast against ours: never a negative network time.
   rtt_.add(std::chrono::nanoseconds(round_trip_ns > delay_ns ? round_trip_ns - delay_ns : 0));
   responder_delay_.add(std::chrono::nanoseconds(delay_ns));
-  return Match::answered;
 }
 
 void PathProbes::expire(std::uint64_t now_ns) {
   while (!in_flight_.empty()) {
     // The oldest probe has the lowest sequence: sequences grow with the send time.
-    const auto [sequence, sent_ns] = *in_flight_.begin();
-    if (now_ns < sent_ns + answer_timeout_ns_) break;
+    const auto sequence = in_flight_.begin()->first;
+    if (now_ns < in_flight_.begin()->second.sent_ns + answer_timeout_ns_) break;
     in_flight_.erase(in_flight_.begin());
     count_lost(sequence);
+  }
+  for (auto waiting = awaiting_stamps_.begin(); waiting != awaiting_stamps_.end();) {
+    if (now_ns < waiting->second.deadline_ns) {
+      ++waiting;
+      continue;
+    }
+    // The peer stopped stamping (restarted on a device without times, or its stamps are
+    // lost): this answer on the hosts' clocks, and the next ones too until stamps come again.
+    add_sample(waiting->second.host_round_trip_ns, waiting->second.host_delay_ns);
+    ++window_.stamps_missing;
+    peer_stamps_ = false;
+    waiting = awaiting_stamps_.erase(waiting);
   }
 }
 

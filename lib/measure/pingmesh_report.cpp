@@ -103,6 +103,12 @@ std::string metrics_text(const NodeSnapshot& node) {
   families.push_back(per_path_counter(node, "rdmakit_pingmesh_answers_unexpected",
                                       "Answers to no probe in flight: duplicates, replays, forgeries",
                                       [](const PathSnapshot& path) { return path.unexpected_total; }));
+  families.push_back(per_path_counter(node, "rdmakit_pingmesh_rtt_device_samples",
+                                      "Round trips taken on both devices' completion clocks (the rest on the hosts')",
+                                      [](const PathSnapshot& path) { return path.device_samples_total; }));
+  families.push_back(per_path_counter(node, "rdmakit_pingmesh_stamps_missing",
+                                      "Answers whose device stamps did not come in time: taken on the hosts' clocks",
+                                      [](const PathSnapshot& path) { return path.stamps_missing_total; }));
   families.push_back(per_path_counter(node, "rdmakit_pingmesh_path_state_changes", "Changes of the path's state",
                                       [](const PathSnapshot& path) { return path.state_changes_total; }));
   for (Family& gauge : window_gauges(node)) families.push_back(std::move(gauge));
@@ -149,6 +155,8 @@ nlohmann::json window_line(const NodeSnapshot& node, const PathSnapshot& path, d
         {"p99", micros_or_null(window.rtt, &LatencySummary::p99_us)},
         {"max", micros_or_null(window.rtt, &LatencySummary::max_us)}}},
       {"responder_delay_us", {{"p50", micros_or_null(window.responder_delay, &LatencySummary::p50_us)}}},
+      {"rtt_device_samples", window.device_samples},
+      {"stamps_missing", window.stamps_missing},
       {"state", to_string(path.verdict.state)},
       {"why", path.verdict.why},
   };
@@ -163,6 +171,8 @@ nlohmann::json path_totals(const PathSnapshot& path) {
           {"lost", path.lost_total},
           {"late", path.late_total},
           {"unexpected", path.unexpected_total},
+          {"rtt_device_samples", path.device_samples_total},
+          {"stamps_missing", path.stamps_missing_total},
           {"state_changes", path.state_changes_total},
           {"state", to_string(path.verdict.state)},
           {"why", path.verdict.why}};

@@ -26,14 +26,18 @@ struct PathSnapshot {
   std::uint64_t late_total = 0;
   std::uint64_t unexpected_total = 0;
   std::uint64_t state_changes_total = 0;
+  std::uint64_t device_samples_total = 0;  // round trips taken on the devices' clocks
+  std::uint64_t stamps_missing_total = 0;
   WindowFigures last_window;
   Verdict verdict;
 };
 
 struct NodeSnapshot {
-  std::string node;                // this node's name (the pinglist's, or the host name)
-  std::string address;             // the address it probes from
-  std::string clock = "software";  // whose timestamps: "software", or "completion" (the device's)
+  std::string node;     // this node's name (the pinglist's, or the host name)
+  std::string address;  // the address it probes from
+  // Whose clock stamps this node's completions: "device", "host-completions" (--host-stamps),
+  // or "software" (nobody's: round trips on the hosts' clocks).
+  std::string clock = "software";
   double window_s = 10;
   std::vector<PathSnapshot> paths;
   bool node_at_fault = false;  // every path went bad in the last window: this node's NIC or link
@@ -47,10 +51,12 @@ std::string metrics_text(const NodeSnapshot& node);
 
 // A window's JSON line: {"event": "window", "time": UNIX_SECONDS, "node", "peer", "address",
 // "sent", "answered", "lost", "late", "unexpected", "loss_ratio", "rtt_us": {p50, p99, max},
-// "responder_delay_us": {p50}, "state", "why"} (doc/schema/rdma_pingmesh.schema.json).
+// "responder_delay_us": {p50}, "rtt_device_samples", "stamps_missing", "state", "why"}
+// (doc/schema/rdma_pingmesh.schema.json).
 nlohmann::json window_line(const NodeSnapshot& node, const PathSnapshot& path, double unix_seconds);
 // One path in the run's report: {"peer", "address", "same_leaf", "sent", "answered", "lost",
-// "late", "unexpected", "state_changes", "state", "why"}, its totals since the start.
+// "late", "unexpected", "rtt_device_samples", "stamps_missing", "state_changes", "state",
+// "why"}, its totals since the start.
 nlohmann::json path_totals(const PathSnapshot& path);
 // A state change's JSON line: {"event": "state", "time", "node", "peer", "address", "from",
 // "to", "why"}; for the node itself (every path bad) "peer" and "address" are null.

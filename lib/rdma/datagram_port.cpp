@@ -24,7 +24,22 @@ namespace {
 constexpr std::size_t max_reply_handles = 4096;
 constexpr int listen_backlog = 64;
 
+// Every field an ibv_wc has that a UD receive's address handle is made from
+// (ibv_create_ah_from_wc) and that take_completion reads.
+constexpr std::uint64_t standard_completion_fields = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
+                                                     IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+                                                     IBV_WC_EX_WITH_DLID_PATH_BITS;
+
 }  // namespace
+
+std::string_view to_string(StampSource source) {
+  switch (source) {
+    case StampSource::none: return "none";
+    case StampSource::device: return "device";
+    case StampSource::host: return "host";
+  }
+  return "none";
+}
 
 std::uint64_t monotonic_ns() {
   timespec now{};
@@ -76,8 +91,7 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
   auto* context = listen_id_->verbs;
   pd_ = std::make_unique<ProtectionDomain>(context);
   completion_channel_ = std::make_unique<CompletionChannel>(context);
-  const auto depth = static_cast<int>(options_.receive_slots + options_.send_slots);
-  cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_);
+  make_cq(context, static_cast<int>(options_.receive_slots + options_.send_slots));
   ibv_qp_init_attr attributes{};
   attributes.send_cq = cq_->get();
   attributes.recv_cq = cq_->get();
@@ -97,12 +111,10 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
   for (auto slot = static_cast<std::uint32_t>(options_.send_slots); slot > 0; --slot) {
     free_send_slots_.push_back(slot - 1);
   }
+  send_tags_.assign(options_.send_slots, 0);
   completions_.resize(64);
+  stamps_.resize(completions_.size());
 
-  ibv_device_attr_ex device{};
-  if (ibv_query_device_ex(context, nullptr, &device) == 0) {
-    completion_timestamps_ = device.completion_timestamp_mask != 0 && device.hca_core_clock != 0;
-  }
   ibv_cq* cqs[] = {cq_->get()};
   std::vector<int> cm_fds{channel_.fd()};
   // The waiter takes it as one more event channel: its readiness ends a sleep, and the
@@ -112,6 +124,81 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
 }
 
 DatagramPort::~DatagramPort() = default;
+
+void DatagramPort::make_cq(ibv_context* context, int depth) {
+  ibv_device_attr_ex device{};
+  if (ibv_query_device_ex(context, nullptr, &device) == 0) {
+    completion_clock_ = CompletionClock::of_device(device.completion_timestamp_mask, device.hca_core_clock);
+  }
+  if (completion_clock_) {
+    try {
+      cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_,
+                                              standard_completion_fields | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+      stamp_source_ = StampSource::device;
+      return;
+    } catch (const RdmaError& error) {
+      spdlog::warn(
+          "the device reports completion timestamps, but a CQ with them cannot be made ({}): the "
+          "host's clock instead",
+          error.what());
+      completion_clock_.reset();
+    }
+  }
+  // The same extended CQ without the device's stamps, so that one way of polling serves
+  // both; a provider without extended CQs gets the plain one.
+  try {
+    cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_, standard_completion_fields);
+  } catch (const RdmaError& error) {
+    spdlog::debug("{}: a plain CQ instead", error.what());
+    cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_);
+  }
+  if (options_.host_stamps) {
+    completion_clock_ = CompletionClock::host_nanoseconds();
+    stamp_source_ = StampSource::host;
+  }
+}
+
+int DatagramPort::poll_batch() {
+  const auto capacity = static_cast<int>(completions_.size());
+  auto* extended = cq_->extended();
+  if (extended == nullptr) {
+    const int got = ibv_poll_cq(cq_->get(), capacity, completions_.data());
+    if (got < 0) throw RdmaError("ibv_poll_cq", "UD port", EIO);
+    return got;
+  }
+  // One completion a batch: in rdma-core 44, rxe's ibv_next_poll ends the batch itself when
+  // it finds the CQ empty, and the ibv_end_poll that the verbs then ask for consumes an entry
+  // that was never written. A batch of one reads the same on every provider.
+  int got = 0;
+  while (got < capacity) {
+    ibv_poll_cq_attr attributes{};
+    const int started = ibv_start_poll(extended, &attributes);
+    if (started == ENOENT) break;
+    if (started != 0) throw RdmaError("ibv_start_poll", "UD port", started);
+    auto& wc = completions_[static_cast<std::size_t>(got)];
+    wc = ibv_wc{};
+    wc.wr_id = extended->wr_id;
+    wc.status = extended->status;
+    // A failed completion carries its id and status only.
+    if (wc.status == IBV_WC_SUCCESS) {
+      wc.opcode = ibv_wc_read_opcode(extended);
+      wc.byte_len = ibv_wc_read_byte_len(extended);
+      wc.qp_num = ibv_wc_read_qp_num(extended);
+      wc.src_qp = ibv_wc_read_src_qp(extended);
+      wc.wc_flags = ibv_wc_read_wc_flags(extended);
+      wc.slid = static_cast<std::uint16_t>(ibv_wc_read_slid(extended));
+      wc.sl = ibv_wc_read_sl(extended);
+      wc.dlid_path_bits = ibv_wc_read_dlid_path_bits(extended);
+    } else {
+      wc.vendor_err = ibv_wc_read_vendor_err(extended);
+    }
+    if (stamp_source_ == StampSource::device)
+      stamps_[static_cast<std::size_t>(got)] = ibv_wc_read_completion_ts(extended);
+    ibv_end_poll(extended);
+    ++got;
+  }
+  return got;
+}
 
 void DatagramPort::ready_qp() {
   // rdma_cm's INIT attributes for a UD QP of the bound id: its port, P_Key index and the
@@ -250,7 +337,7 @@ Resolution DatagramPort::resolved(const std::string& key, const rdma_cm_event& e
   return {.key = key, .address = address, .error = {}};
 }
 
-bool DatagramPort::send(std::span<const std::uint8_t> bytes, const DatagramAddress& to) {
+bool DatagramPort::send(std::span<const std::uint8_t> bytes, const DatagramAddress& to, std::uint64_t tag) {
   if (free_send_slots_.empty() || bytes.size() > options_.message_bytes) return false;
   const auto slot = free_send_slots_.back();
   const auto offset = options_.receive_slots * slot_bytes_ + std::size_t{slot} * options_.message_bytes;
@@ -268,35 +355,41 @@ bool DatagramPort::send(std::span<const std::uint8_t> bytes, const DatagramAddre
   ibv_send_wr* bad = nullptr;
   check_returned(ibv_post_send(qp_->get(), &wr, &bad), "ibv_post_send", "UD send");
   free_send_slots_.pop_back();
+  send_tags_[slot] = tag;
   return true;
 }
 
-std::size_t DatagramPort::drain(const std::function<void(const DatagramArrival&)>& on_arrival) {
+std::size_t DatagramPort::drain(const ArrivalHandler& on_arrival, const SentHandler& on_sent) {
   std::size_t total = 0;
   for (;;) {
-    const int got = ibv_poll_cq(cq_->get(), static_cast<int>(completions_.size()), completions_.data());
-    if (got < 0) throw RdmaError("ibv_poll_cq", "UD port", EIO);
+    const int got = poll_batch();
     if (got == 0) break;
     const auto taken_ns = monotonic_ns();
     total += static_cast<std::size_t>(got);
-    for (int k = 0; k < got; ++k) take_completion(completions_[static_cast<std::size_t>(k)], taken_ns, on_arrival);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(got); ++k) {
+      std::optional<std::uint64_t> stamp;
+      if (stamp_source_ == StampSource::device) stamp = stamps_[k];
+      if (stamp_source_ == StampSource::host) stamp = taken_ns;
+      take_completion(completions_[k], taken_ns, stamp, on_arrival, on_sent);
+    }
   }
   recover();
   retire_unused_handles();
   return total;
 }
 
-void DatagramPort::take_completion(const ibv_wc& wc, std::uint64_t taken_ns,
-                                   const std::function<void(const DatagramArrival&)>& on_arrival) {
+void DatagramPort::take_completion(const ibv_wc& wc, std::uint64_t taken_ns, std::optional<std::uint64_t> stamp,
+                                   const ArrivalHandler& on_arrival, const SentHandler& on_sent) {
   const auto id = WorkId::decode(wc.wr_id);
   // Flushed before the QP was made again: its slots were given out anew then.
   if (id.owner != generation_) return;
   if (wc.status != IBV_WC_SUCCESS) {
-    take_failure(wc, id);
+    take_failure(wc, id, on_sent);
     return;
   }
   if (id.kind == WorkKind::send) {
     free_send_slots_.push_back(id.sequence);
+    if (const auto tag = send_tags_[id.sequence]; tag != 0 && on_sent) on_sent(tag, stamp);
     return;
   }
   const auto* slot = buffer_->data() + std::size_t{id.sequence} * slot_bytes_;
@@ -307,12 +400,13 @@ void DatagramPort::take_completion(const ibv_wc& wc, std::uint64_t taken_ns,
               .source = (wc.wc_flags & IBV_WC_GRH) != 0 ? grh_source_address(header) : std::string(),
               .source_qp = wc.src_qp,
               .received_ns = taken_ns,
+              .completion_stamp = stamp,
               .completion = &wc,
               .grh = grh});
   post_receive(id.sequence);
 }
 
-void DatagramPort::take_failure(const ibv_wc& wc, WorkId id) {
+void DatagramPort::take_failure(const ibv_wc& wc, WorkId id, const SentHandler& on_sent) {
   // A datagram that could not go (the netdev down, the path gone) fails alone; one the QP's
   // error state flushed is taken back when the QP is made again (recover).
   const bool flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
@@ -323,7 +417,10 @@ void DatagramPort::take_failure(const ibv_wc& wc, WorkId id) {
                    ibv_wc_status_str(wc.status), failed_);
     }
   }
-  if (id.kind == WorkKind::send) free_send_slots_.push_back(id.sequence);
+  if (id.kind == WorkKind::send) {
+    free_send_slots_.push_back(id.sequence);
+    if (const auto tag = send_tags_[id.sequence]; tag != 0 && on_sent) on_sent(tag, std::nullopt);
+  }
   if (id.kind == WorkKind::receive && !flushed) post_receive(id.sequence);
 }
 
@@ -368,10 +465,10 @@ void DatagramPort::retire_unused_handles() {
   if (reply_handles_.size() > max_reply_handles) reply_handles_.clear();
 }
 
-DatagramAddress DatagramPort::reply_to(const DatagramArrival& arrival) {
-  auto& handle = reply_handles_[{arrival.source, arrival.source_qp}];
-  if (!handle) handle = std::make_unique<AddressHandle>(pd_->get(), *arrival.completion, arrival.grh, port_num_);
-  return {.ah = handle->get(), .qp_num = arrival.source_qp, .qkey = qkey_};
+DatagramAddress DatagramPort::reply_to(const ReplyRoute& route) {
+  auto& handle = reply_handles_[{route.source, route.source_qp}];
+  if (!handle) handle = std::make_unique<AddressHandle>(pd_->get(), route.completion, &route.grh, port_num_);
+  return {.ah = handle->get(), .qp_num = route.source_qp, .qkey = qkey_};
 }
 
 Woken DatagramPort::sleep(Clock::time_point until) {

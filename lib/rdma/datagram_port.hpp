@@ -4,7 +4,9 @@
 // peer whose SIDR request its admission rule lets in (the others are rejected with the
 // reason), and it resolves peers of its own, each with a SIDR exchange of a short-lived
 // cm_id, into an address handle, QP number and Q_Key to send to. Datagrams are small (a slot
-// each); the caller sleeps on the waiter and drains what arrived.
+// each); the caller sleeps on the waiter and drains what arrived. Where the device stamps
+// completions (ibv_query_device_ex: a completion timestamp mask and a core clock), its CQ is
+// an extended one and every completion is handed on with its stamp.
 
 #include <infiniband/verbs.h>
 
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "lib/core/wait.hpp"
+#include "lib/measure/completion_clock.hpp"
 #include "lib/measure/work_id.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/cq_waiter.hpp"
@@ -38,6 +41,25 @@ struct DatagramPortOptions {
   std::chrono::milliseconds resolve_timeout{3000};
   int stop_fd = -1;
   int wake_fd = -1;  // another descriptor whose readiness ends a sleep (the reload signal)
+  // Where the device does not stamp completions, stamp them with the host's clock when they
+  // are polled: what uses the stamps then runs, and is tested, on any device.
+  bool host_stamps = false;
+};
+
+// Whose clock stamps the completions.
+enum class StampSource : std::uint8_t {
+  none,    // nobody's: the device has no completion timestamps
+  device,  // the device's (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+  host,    // the host's when polled (DatagramPortOptions::host_stamps)
+};
+std::string_view to_string(StampSource source);
+
+// The way back to a datagram's sender, kept past its arrival (the receive slot is reused).
+struct ReplyRoute {
+  std::string source;
+  std::uint32_t source_qp = 0;
+  ibv_wc completion{};
+  ibv_grh grh{};
 };
 
 // One datagram that arrived: its bytes (after the GRH), where it came from, and when it was
@@ -47,8 +69,13 @@ struct DatagramArrival {
   std::string source;  // the sender's address, from the GRH's source GID
   std::uint32_t source_qp = 0;
   std::uint64_t received_ns = 0;
+  std::optional<std::uint64_t> completion_stamp;  // on the port's completion clock
   const ibv_wc* completion = nullptr;
   const ibv_grh* grh = nullptr;
+
+  ReplyRoute route() const {
+    return {.source = source, .source_qp = source_qp, .completion = *completion, .grh = *grh};
+  }
 };
 
 // A SIDR exchange's outcome for the resolve() call that asked for `key`.
@@ -89,15 +116,19 @@ class DatagramPort {
   std::vector<Resolution> take_cm_events(const Admission& admit, std::uint64_t& refused);
 
   // Sends `bytes` (at most message_bytes) to `to`; false when every send slot is in flight.
-  bool send(std::span<const std::uint8_t> bytes, const DatagramAddress& to);
+  // A `tag` other than 0 comes back to drain's `on_sent` when the send has completed.
+  bool send(std::span<const std::uint8_t> bytes, const DatagramAddress& to, std::uint64_t tag = 0);
   // Takes the CQ's completions: each datagram that arrived goes to `on_arrival`, then its
-  // slot takes a receive again. A datagram that failed is counted (failed()), and a QP that
-  // an error stopped is made ready again (recoveries()). Returns how many completions there
-  // were.
-  std::size_t drain(const std::function<void(const DatagramArrival&)>& on_arrival);
+  // slot takes a receive again; each tagged send that completed goes to `on_sent` with its
+  // stamp (none when it failed or nobody stamps). A datagram that failed is counted
+  // (failed()), and a QP that an error stopped is made ready again (recoveries()). Returns
+  // how many completions there were.
+  using ArrivalHandler = std::function<void(const DatagramArrival&)>;
+  using SentHandler = std::function<void(std::uint64_t tag, std::optional<std::uint64_t> completion_stamp)>;
+  std::size_t drain(const ArrivalHandler& on_arrival, const SentHandler& on_sent = {});
   // The way back to a datagram's sender (its address handle is made once per source GID
   // and QP, and kept).
-  DatagramAddress reply_to(const DatagramArrival& arrival);
+  DatagramAddress reply_to(const ReplyRoute& route);
 
   // Sleeps until a completion, a CM event, the stop signal or `until`; arms first, and
   // returns completion without sleeping when one arrived in between.
@@ -108,9 +139,9 @@ class DatagramPort {
   std::string local_address() const { return local_.host_string(); }
   std::uint32_t qp_num() const { return qp_->get()->qp_num; }
   ibv_context* context() const { return listen_id_->verbs; }
-  // Whether the device stamps completions itself (ibv_query_device_ex: a completion
-  // timestamp mask and a core clock); when not, the times are the host's (software).
-  bool device_has_completion_timestamps() const { return completion_timestamps_; }
+  StampSource stamp_source() const { return stamp_source_; }
+  // The clock of the completions' stamps; none when nobody stamps.
+  std::optional<CompletionClock> completion_clock() const { return completion_clock_; }
 
  private:
   // An exchange under way. Its id goes only after the loop that took its last event has
@@ -128,9 +159,11 @@ class DatagramPort {
   Resolution resolved(const std::string& key, const rdma_cm_event& event);
   void retire_unused_handles();
   void recover();
-  void take_completion(const ibv_wc& wc, std::uint64_t taken_ns,
-                       const std::function<void(const DatagramArrival&)>& on_arrival);
-  void take_failure(const ibv_wc& wc, WorkId id);
+  void make_cq(ibv_context* context, int depth);
+  int poll_batch();
+  void take_completion(const ibv_wc& wc, std::uint64_t taken_ns, std::optional<std::uint64_t> stamp,
+                       const ArrivalHandler& on_arrival, const SentHandler& on_sent);
+  void take_failure(const ibv_wc& wc, WorkId id, const SentHandler& on_sent);
 
   DatagramPortOptions options_;
   std::uint32_t slot_bytes_;  // receive slot: GRH + message
@@ -145,9 +178,11 @@ class DatagramPort {
   std::unique_ptr<QueuePair> qp_;
   std::unique_ptr<RegisteredBuffer> buffer_;  // [receive slots][send slots]
   std::vector<std::uint32_t> free_send_slots_;
+  std::vector<std::uint64_t> send_tags_;  // by send slot
   std::uint32_t qkey_ = 0;
   std::uint8_t port_num_ = 1;
-  bool completion_timestamps_ = false;
+  StampSource stamp_source_ = StampSource::none;
+  std::optional<CompletionClock> completion_clock_;
   std::uint32_t generation_ = 0;  // the QP's: work ids carry it in their owner field
   std::uint64_t failed_ = 0;
   std::uint64_t recoveries_ = 0;
@@ -158,6 +193,7 @@ class DatagramPort {
   std::map<std::pair<std::string, std::uint32_t>, std::unique_ptr<AddressHandle>> reply_handles_;
   std::vector<std::unique_ptr<AddressHandle>> retired_;
   std::vector<ibv_wc> completions_;
+  std::vector<std::uint64_t> stamps_;  // completions_' stamps, where stamp_source_ is not none
 };
 
 }  // namespace rdmakit

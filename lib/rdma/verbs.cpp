@@ -50,6 +50,22 @@ CompletionQueue::CompletionQueue(ibv_context* context, int depth, CompletionChan
     : cq_(ibv_create_cq(context, depth, nullptr, channel.get(), 0)) {
   check_pointer(cq_, "ibv_create_cq", "depth " + std::to_string(depth));
 }
+namespace {
+
+ibv_cq_ex* create_extended_cq(ibv_context* context, int depth, CompletionChannel& channel, std::uint64_t wc_flags) {
+  ibv_cq_init_attr_ex attributes{};
+  attributes.cqe = static_cast<std::uint32_t>(depth);
+  attributes.channel = channel.get();
+  attributes.wc_flags = wc_flags;
+  auto* cq = ibv_create_cq_ex(context, &attributes);
+  check_pointer(cq, "ibv_create_cq_ex", fmt::format("depth {}, completion fields {:#x}", depth, wc_flags));
+  return cq;
+}
+
+}  // namespace
+
+CompletionQueue::CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel, std::uint64_t wc_flags)
+    : extended_(create_extended_cq(context, depth, channel, wc_flags)), cq_(ibv_cq_ex_to_cq(extended_)) {}
 CompletionQueue::~CompletionQueue() {
   log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_));
 }

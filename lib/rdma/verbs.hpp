@@ -47,12 +47,17 @@ class CompletionChannel {
 class CompletionQueue {
  public:
   CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel);
+  // An extended CQ (ibv_create_cq_ex), read with ibv_start_poll: `wc_flags` (IBV_WC_EX_WITH_*)
+  // names what each completion carries, a completion timestamp among them.
+  CompletionQueue(ibv_context* context, int depth, CompletionChannel& channel, std::uint64_t wc_flags);
   ~CompletionQueue();
   CompletionQueue(const CompletionQueue&) = delete;
   CompletionQueue& operator=(const CompletionQueue&) = delete;
   ibv_cq* get() const noexcept { return cq_; }
+  ibv_cq_ex* extended() const noexcept { return extended_; }  // null when made by ibv_create_cq
 
  private:
+  ibv_cq_ex* extended_ = nullptr;
   ibv_cq* cq_;
 };
 

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "fuzz_support.hpp"
+#include "lib/measure/completion_clock.hpp"
 #include "lib/measure/pingmesh_path.hpp"
 #include "lib/wire/pingmesh_probe.hpp"
 
@@ -30,6 +31,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   FUZZ_CHECK(message.responder_delay_ns() < max_responder_delay_ns);
+  if (message.kind == ProbeKind::stamps) {
+    // Stamps for a path whose one probe was answered and waits for them: taken at most once,
+    // and only as that answer's; the window counts one round trip whatever they claimed.
+    PathProbes stamped(message.session, 1'000'000'000, rdmakit::CompletionClock::host_nanoseconds());
+    const auto first = stamped.next_probe(100);
+    stamped.take_answer({first.session, first.sequence, first.sent_ns, 0}, 900, 800);
+    stamped.take_stamps({first.session, first.sequence, first.sent_ns, 0});  // the peer stamps
+    const auto probe = stamped.next_probe(1000);
+    stamped.probe_left(probe.sequence, 1100);
+    stamped.take_answer({probe.session, probe.sequence, probe.sent_ns, 0}, 5000, 4000);
+    const AnswerFields stamps{message.session, message.sequence, message.prober_sent_ns, message.responder_delay_ns()};
+    const bool taken = stamped.take_stamps(stamps);
+    FUZZ_CHECK(!(taken && stamped.take_stamps(stamps)));
+    const WindowFigures figures = stamped.close_window(2'000'000'000);
+    FUZZ_CHECK(figures.answered == 2 && figures.device_samples <= 1 && figures.rtt && figures.rtt->count == 2);
+    FUZZ_CHECK(figures.device_samples + figures.stamps_missing == 1);
+    return 0;
+  }
   // An answer to a path with three probes in flight: it matches at most one of them, and
   // the window's counts add up whatever it claimed.
   PathProbes path(message.session ^ 1U, 1'000'000'000);

@@ -102,6 +102,47 @@ case_pingmesh_two_nodes() {
   note "node-a: $(jq -c '.pingmesh.paths[0] | {sent, answered, lost}' "$T/node_a.report"), last window rtt $(jq -s -c '[.[] | select(.event == "window")][-1].rtt_us' "$T/node_a.lines") us, cpu $(jq .pingmesh.cpu_seconds "$T/node_a.report") s in 6 s"
 }
 
+# The exchange of device times, on rxe (no completion timestamps) with --host-stamps: probes
+# ask for stamps, each answer is followed by its stamps, and the prober takes the round trip
+# from its completions less the responder's. Then a node without stamps as the peer: the
+# stamping prober waits for no stamps, the other asks for none.
+case_pingmesh_host_stamps() {
+  require_device
+  local a=10.55.0.1 b=10.55.0.2
+  next_port
+  pingmesh_pinglist pinglist node-a "$a" node-b "$b"
+  local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
+  start node_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 7 --host-stamps
+  run node_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 6 --host-stamps
+  expect_rc 0 "rdma_pingmesh node-a, --host-stamps"
+  finish node_b 30
+  expect_rc 0 "rdma_pingmesh node-b, --host-stamps"
+  pingmesh_lines node_a
+  pingmesh_lines node_b
+  local name
+  for name in node_a node_b; do
+    expect_jq '.pingmesh.clock == "host-completions" and (.pingmesh.paths[0] | .answered > 50 and .lost == 0
+      and .rtt_device_samples * 10 >= .answered * 8 and .stamps_missing * 10 <= .answered)
+      and (.pingmesh.ignored.stamps_unmatched // 0) <= 1' "$name.report"
+  done
+  expect_lines_jq '[.[] | select(.event == "window")] | .[2:] | all(.rtt_device_samples > 0 and .rtt_us.p50 != null)' \
+    node_a.lines
+  pingmesh_expect_schema node_a
+  note "with stamps: node-a $(jq -c '.pingmesh.paths[0] | {answered, rtt_device_samples, stamps_missing}' "$T/node_a.report"), last window rtt $(jq -s -c '[.[] | select(.event == "window")][-1].rtt_us' "$T/node_a.lines") us"
+  next_port
+  common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
+  start plain_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 5
+  run stamped_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 4 --host-stamps
+  expect_rc 0 "rdma_pingmesh node-a, --host-stamps, its peer without"
+  finish plain_b 30
+  expect_rc 0 "rdma_pingmesh node-b without --host-stamps"
+  pingmesh_lines stamped_a
+  pingmesh_lines plain_b
+  expect_jq '.pingmesh.clock == "host-completions" and (.pingmesh.paths[0] | .answered > 30 and .lost == 0
+    and .rtt_device_samples == 0 and .stamps_missing == 0)' stamped_a.report
+  expect_jq '.pingmesh.clock == "software" and .pingmesh.paths[0].answered > 30 and .pingmesh.ignored == {}' plain_b.report
+}
+
 # Garbage in the pinglist, datagrams that are not probes, a peer outside the pinglist: each
 # refused or counted as the man page says.
 case_pingmesh_bad_input() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lib/core/error.hpp"
+#include "lib/measure/completion_clock.hpp"
 #include "lib/measure/pinglist.hpp"
 #include "lib/measure/pingmesh_path.hpp"
 #include "lib/measure/pingmesh_report.hpp"
@@ -53,10 +54,10 @@ TEST(PingmeshProbe, TellsWhyADatagramIsNotOurs) {
   newer[4] = 2;
   EXPECT_EQ(decode_probe(newer).outcome, ProbeDecode::other_version);
   auto unknown_kind = bytes;
-  unknown_kind[5] = 3;
+  unknown_kind[5] = 4;
   EXPECT_EQ(decode_probe(unknown_kind).outcome, ProbeDecode::malformed);
   auto reserved = bytes;
-  reserved[7] = 1;
+  reserved[7] = 2;
   EXPECT_EQ(decode_probe(reserved).outcome, ProbeDecode::malformed);
   // A probe carries no responder times; an answer's are in order and plausible.
   ProbeMessage stamped_probe = probe;
@@ -66,6 +67,45 @@ TEST(PingmeshProbe, TellsWhyADatagramIsNotOurs) {
   EXPECT_EQ(decode_probe(encode(answer_to(probe, 0, max_responder_delay_ns))).outcome, ProbeDecode::malformed);
   EXPECT_EQ(decode_probe(encode(answer_to(probe, 0, max_responder_delay_ns - 1))).outcome, ProbeDecode::ok);
   EXPECT_EQ(to_string(ProbeDecode::other_version), "other_version");
+}
+
+TEST(PingmeshProbe, AProbeAsksForStampsAndStampsCarryTheDeviceDelay) {
+  const ProbeMessage probe{
+      .kind = ProbeKind::probe, .wants_stamps = true, .session = session, .sequence = 3, .prober_sent_ns = 77};
+  const auto bytes = encode(probe);
+  EXPECT_EQ(bytes[7], 1);
+  EXPECT_EQ(decode_probe(bytes).message, probe);
+  // The flag is a probe's: an answer or stamps carrying it are not ours.
+  const ProbeMessage answer = answer_to(probe, 10, 20);
+  EXPECT_FALSE(answer.wants_stamps);
+  auto flagged_answer = encode(answer);
+  flagged_answer[7] = 1;
+  EXPECT_EQ(decode_probe(flagged_answer).outcome, ProbeDecode::malformed);
+  const ProbeMessage stamps = stamps_for(probe, 4321);
+  EXPECT_EQ(stamps.kind, ProbeKind::stamps);
+  EXPECT_FALSE(stamps.wants_stamps);
+  EXPECT_EQ(stamps.sequence, 3U);
+  EXPECT_EQ(stamps.prober_sent_ns, 77U);
+  EXPECT_EQ(stamps.responder_delay_ns(), 4321U);
+  EXPECT_EQ(decode_probe(encode(stamps)).message, stamps);
+  // Stamps carry a delay, not the responder's clock: its receive field stays 0.
+  ProbeMessage with_receive_time = stamps;
+  with_receive_time.responder_received_ns = 1;
+  EXPECT_EQ(decode_probe(encode(with_receive_time)).outcome, ProbeDecode::malformed);
+  EXPECT_EQ(decode_probe(encode(stamps_for(probe, max_responder_delay_ns))).outcome, ProbeDecode::malformed);
+}
+
+TEST(CompletionClock, TicksToNanosecondsAcrossAWrap) {
+  EXPECT_FALSE(CompletionClock::of_device(0, 156250).has_value());
+  EXPECT_FALSE(CompletionClock::of_device(0xffffffffffffULL, 0).has_value());
+  // A 48-bit counter at 156.25 MHz: 156250 ticks a millisecond.
+  const auto clock = CompletionClock::of_device(0xffffffffffffULL, 156250);
+  ASSERT_TRUE(clock.has_value());
+  EXPECT_EQ(clock->ns_between(1000, 1000 + 156250), 1'000'000U);
+  EXPECT_EQ(clock->ns_between(0xffffffffffffULL - 99, 56), 998U);         // 156 ticks over the wrap
+  EXPECT_EQ(clock->ns_between(0, 0xffffffffffffULL), 1801439850948192U);  // 2^48 - 1 ticks, no overflow
+  const auto host = CompletionClock::host_nanoseconds();
+  EXPECT_EQ(host.ns_between(5, 1'000'000'005), 1'000'000'000U);
 }
 
 AnswerFields answer_of(const ProbeTicket& probe, std::uint64_t delay_ns) {
@@ -93,6 +133,70 @@ TEST(PingmeshPath, RoundTripLessTheResponderDelay) {
   const WindowFigures empty = path.close_window(50 * ms);
   EXPECT_EQ(empty.sent + empty.answered + empty.lost, 0U);
   EXPECT_FALSE(empty.rtt.has_value());
+}
+
+// A path whose completions are stamped on the host's clock in ns (as --host-stamps): device
+// stamps are then times like the host's, a little after the send and before the receive.
+TEST(PingmeshPath, DeviceClocksOnceThePeerStamps) {
+  PathProbes path(session, 1000 * ms, CompletionClock::host_nanoseconds());
+  const ProbeTicket first = path.next_probe(10 * ms);
+  path.probe_left(first.sequence, 11 * ms);
+  // The peer's stamps are not known yet: the first answer is measured on the hosts' clocks.
+  EXPECT_EQ(path.take_answer(answer_of(first, 2 * ms), 20 * ms, 19 * ms), PathProbes::Match::answered);
+  EXPECT_FALSE(path.peer_stamps());
+  EXPECT_TRUE(path.take_stamps(answer_of(first, 1 * ms)));
+  EXPECT_TRUE(path.peer_stamps());
+  // From now on the round trip waits for the stamps: 39 - 31 ms on the device, less 0.5 ms.
+  const ProbeTicket second = path.next_probe(30 * ms);
+  path.probe_left(second.sequence, 31 * ms);
+  EXPECT_EQ(path.take_answer(answer_of(second, 2 * ms), 40 * ms, 39 * ms), PathProbes::Match::answered);
+  // Stamps that name the answer but echo another send time, or another run: not taken.
+  EXPECT_FALSE(path.take_stamps({session, second.sequence, second.sent_ns + 1, ms / 2}));
+  EXPECT_FALSE(path.take_stamps({session + 1, second.sequence, second.sent_ns, ms / 2}));
+  EXPECT_FALSE(path.take_stamps({session, second.sequence + 9, second.sent_ns, ms / 2}));
+  EXPECT_TRUE(path.take_stamps(answer_of(second, ms / 2)));
+  EXPECT_FALSE(path.take_stamps(answer_of(second, ms / 2)));  // once only
+  const WindowFigures window = path.close_window(50 * ms);
+  EXPECT_EQ(window.answered, 2U);
+  EXPECT_EQ(window.device_samples, 1U);
+  EXPECT_EQ(window.stamps_missing, 0U);
+  ASSERT_TRUE(window.rtt.has_value());
+  EXPECT_DOUBLE_EQ(window.rtt->min_us, 7500);  // the device's 8 ms less 0.5 ms
+  EXPECT_DOUBLE_EQ(window.rtt->max_us, 8000);  // the hosts' 10 ms less 2 ms
+  EXPECT_DOUBLE_EQ(window.responder_delay->min_us, 500);
+}
+
+TEST(PingmeshPath, StampsThatDoNotComeFallBackToTheHostsClocks) {
+  PathProbes path(session, 100 * ms, CompletionClock::host_nanoseconds());
+  const ProbeTicket first = path.next_probe(0);
+  path.probe_left(first.sequence, 1 * ms);
+  path.take_answer(answer_of(first, 0), 5 * ms, 4 * ms);
+  ASSERT_TRUE(path.take_stamps(answer_of(first, 0)));
+  const ProbeTicket second = path.next_probe(10 * ms);
+  path.probe_left(second.sequence, 11 * ms);
+  path.take_answer(answer_of(second, 1 * ms), 20 * ms, 19 * ms);
+  // Not yet past its answer timeout: the answer still waits, in no window's figures.
+  const WindowFigures waiting = path.close_window(50 * ms);
+  EXPECT_EQ(waiting.answered, 2U);
+  EXPECT_EQ(waiting.rtt->count, 1U);
+  // Past it: the hosts' 10 ms less 1 ms, counted missing, and the path no longer waits.
+  const WindowFigures missing = path.close_window(200 * ms);
+  EXPECT_EQ(missing.stamps_missing, 1U);
+  EXPECT_EQ(missing.device_samples, 0U);
+  ASSERT_TRUE(missing.rtt.has_value());
+  EXPECT_DOUBLE_EQ(missing.rtt->max_us, 9000);
+  EXPECT_FALSE(path.peer_stamps());
+  // Its stamps, late: the peer stamps after all, and the next answer waits for them again.
+  EXPECT_TRUE(path.take_stamps(answer_of(second, 0)));
+  EXPECT_TRUE(path.peer_stamps());
+  // A device round trip longer than the host's is a stamp read wrong: the hosts' clocks.
+  const ProbeTicket third = path.next_probe(300 * ms);
+  path.probe_left(third.sequence, 250 * ms);
+  path.take_answer(answer_of(third, 0), 310 * ms, 320 * ms);
+  EXPECT_FALSE(path.take_stamps(answer_of(third, 0)));
+  const WindowFigures wrong = path.close_window(400 * ms);
+  EXPECT_EQ(wrong.device_samples, 0U);
+  EXPECT_DOUBLE_EQ(wrong.rtt->max_us, 10000);
 }
 
 TEST(PingmeshPath, RepliesThatAnswerNothingAreCountedNotTaken) {

@@ -151,7 +151,7 @@ struct Path {
   PathSnapshot snapshot;
 };
 
-// A send whose completion is waited for, by its tag: a probe (its send completion's stamp
+// A send whose completion this node needs, by its tag: a probe (its send completion's stamp
 // starts the round trip on the device clock), or an answer (its stamp ends the responder's
 // delay, which stamps then carry to the prober).
 struct ProbeSent {
@@ -163,8 +163,8 @@ struct AnswerSent {
   ProbeMessage probe;
   std::uint64_t probe_received_stamp = 0;
 };
-// At most this many sends waited for: a QP made again drops its sends uncompleted.
-constexpr std::size_t max_sends_waited = 1024;
+// At most this many sends tracked: a QP made again drops its sends uncompleted.
+constexpr std::size_t max_tracked_sends = 1024;
 
 // The report's section: the node and every path's totals and last state.
 class PingmeshSummary final : public ReportSection {
@@ -414,28 +414,28 @@ class Pingmesh {
                                              .prober_sent_ns = ticket.sent_ns,
                                              .responder_received_ns = 0,
                                              .responder_sent_ns = 0});
-      const auto tag = stamped ? wait_for_send(ProbeSent{.peer_address = address, .sequence = ticket.sequence}) : 0;
+      const auto tag = stamped ? track_send(ProbeSent{.peer_address = address, .sequence = ticket.sequence}) : 0;
       if (!port_->send(bytes, *path->to, tag)) {
         ++node_.ignored["send_queue_full"];
-        sends_waited_.erase(tag);
+        tracked_sends_.erase(tag);
       }
     }
   }
 
-  // A tag for a send whose completion is waited for.
-  std::uint64_t wait_for_send(std::variant<ProbeSent, AnswerSent> what) {
-    if (sends_waited_.size() >= max_sends_waited) sends_waited_.erase(sends_waited_.begin());
+  // A tag for a send whose completion this node needs (its stamp), kept till it completes.
+  std::uint64_t track_send(std::variant<ProbeSent, AnswerSent> what) {
+    if (tracked_sends_.size() >= max_tracked_sends) tracked_sends_.erase(tracked_sends_.begin());
     const auto tag = next_tag_++;
-    sends_waited_.emplace(tag, std::move(what));
+    tracked_sends_.emplace(tag, std::move(what));
     return tag;
   }
 
   // A tagged send completed, stamped `stamp` (none: it failed).
   void on_sent(std::uint64_t tag, std::optional<std::uint64_t> stamp) {
-    const auto found = sends_waited_.find(tag);
-    if (found == sends_waited_.end()) return;
+    const auto found = tracked_sends_.find(tag);
+    if (found == tracked_sends_.end()) return;
     const auto what = std::move(found->second);
-    sends_waited_.erase(found);
+    tracked_sends_.erase(found);
     if (!stamp) return;
     if (const auto* probe = std::get_if<ProbeSent>(&what)) {
       if (const auto path = paths_.find(probe->peer_address); path != paths_.end()) {
@@ -496,12 +496,12 @@ class Pingmesh {
       const auto answer = encode(answer_to(message, arrival.received_ns, monotonic_ns()));
       const bool stamps = message.wants_stamps && arrival.completion_stamp;
       const auto tag =
-          stamps ? wait_for_send(AnswerSent{
+          stamps ? track_send(AnswerSent{
                        .route = std::move(route), .probe = message, .probe_received_stamp = *arrival.completion_stamp})
                  : 0;
       if (!port_->send(answer, *back, tag)) {
         ++node_.ignored["send_queue_full"];
-        sends_waited_.erase(tag);
+        tracked_sends_.erase(tag);
       }
       return;
     }
@@ -700,8 +700,8 @@ class Pingmesh {
   std::unique_ptr<MetricsEndpoint> endpoint_;
   std::unique_ptr<DatagramPort> port_;
   std::map<std::string, std::unique_ptr<Path>> paths_;
-  std::map<std::uint64_t, std::variant<ProbeSent, AnswerSent>> sends_waited_;  // by tag
-  std::uint64_t next_tag_ = 1;                                                 // 0 tags nothing
+  std::map<std::uint64_t, std::variant<ProbeSent, AnswerSent>> tracked_sends_;  // by tag
+  std::uint64_t next_tag_ = 1;                                                  // 0 tags nothing
   std::uint64_t next_window_ns_ = 0;
   std::uint64_t windows_ = 0;
   std::uint64_t round_ = 0;

@@ -222,6 +222,14 @@ pingmesh_windows_between() {
     '[.[] | select(.event == "window" and .address == $a and .time > $from and .time <= $to)] | length' "$T/$1.lines"
 }
 
+# pingmesh_drop_peer_roce: every RoCE packet from the peer dropped here (table
+# inet rdmakit_pm, deleted again when the case ends).
+pingmesh_drop_peer_roce() {
+  nft add table inet rdmakit_pm \; add chain inet rdmakit_pm input '{ type filter hook input priority 0; }' \; \
+    add rule inet rdmakit_pm input ip saddr "$PEER_ADDR" udp dport 4791 drop || fail "nft here"
+  restore "nft delete table inet rdmakit_pm 2> /dev/null || true"
+}
+
 case_pair_pingmesh() {
   require_peer
   require_root
@@ -242,14 +250,12 @@ case_pair_pingmesh() {
   local killed=${EPOCHREALTIME}
   pingmesh_wait_changes here down 1 15
   local restarted=${EPOCHREALTIME}
-  remote_start peer_mesh2 "$OURS_PINGMESH" "${common[@]}" --name peer --duration 60
+  remote_start peer_mesh2 "$OURS_PINGMESH" "${common[@]}" --name peer --duration 100
   pingmesh_wait_changes here ok 2 20
   # All RoCE from the peer dropped here: down within 2 windows. Each fault's time is taken
   # once it is in place (nft or the RPC can take a window on a loaded host).
-  nft add table inet rdmakit_pm \; add chain inet rdmakit_pm input '{ type filter hook input priority 0; }' \; \
-    add rule inet rdmakit_pm input ip saddr "$PEER_ADDR" udp dport 4791 drop || fail "nft here"
+  pingmesh_drop_peer_roce
   local dropped=${EPOCHREALTIME}
-  restore "nft delete table inet rdmakit_pm 2> /dev/null || true"
   pingmesh_wait_changes here down 2 15
   nft delete table inet rdmakit_pm
   local lifted=${EPOCHREALTIME}
@@ -258,6 +264,26 @@ case_pair_pingmesh() {
   kill -TERM "$PID_here"
   finish here 20
   expect_rc 143 "rdma_pingmesh here, stopped by SIGTERM"
+  # Started with the drop in place: the path's diagnosis finds the rule here, and the fix it
+  # prints, run as printed, brings the path up.
+  pingmesh_drop_peer_roce
+  start here_fix "$OURS_PINGMESH" "${common[@]}" --name here --duration 60
+  wait_for_line here_fix.out '"event":"diagnosis"' 30
+  local fix
+  fix=$(jq -r 'select(.event == "diagnosis") | .diagnosis.verdict.fix' "$T/here_fix.out" | head -n 1)
+  [[ $fix == "nft delete rule inet rdmakit_pm input handle "* ]] ||
+    fail "the diagnosis of the dropped path printed no fix for the rule: $(grep '"diagnosis"' "$T/here_fix.out")"
+  local fixed=${EPOCHREALTIME}
+  bash -c "$fix" || fail "the printed fix failed: $fix"
+  pingmesh_wait_changes here_fix ok 1 20
+  kill -TERM "$PID_here_fix"
+  finish here_fix 20
+  expect_rc 143 "rdma_pingmesh here, started behind the drop"
+  pingmesh_lines here_fix
+  local fix_to_ok
+  fix_to_ok=$(jq -n --argjson f "$fixed" --argjson at "$(pingmesh_changed_at here_fix "$PEER_ADDR" ok "$fixed")" \
+    '($at - $f) * 100 | round / 100')
+  note "the dropped path's diagnosis: $(jq -r 'select(.event == "diagnosis") | .diagnosis.verdict.summary' "$T/here_fix.lines" | head -n 1); fixed with '$fix', ok $fix_to_ok s later"
   remote_signal peer_mesh2 TERM
   remote_finish peer_mesh2 20
   expect_rc 143 "rdma_pingmesh on the peer (restarted), stopped by SIGTERM"

@@ -215,6 +215,11 @@ pingmesh_wait_changes() {
 }
 pingmesh_has_changes() { (($(grep -c "\"event\":\"state\".*\"to\":\"$2\"" "$T/$1.out") >= $3)); }
 
+# pingmesh_diagnosed_after NAME TIME: NAME has logged a diagnosis at or after TIME (unix seconds).
+pingmesh_diagnosed_after() {
+  jq -e --argjson after "$2" 'select(.event == "diagnosis" and .time >= $after)' "$T/$1.out" 2> /dev/null | grep -q .
+}
+
 # pingmesh_windows_between NAME ADDRESS FROM TO: how many of NAME's windows of the path to
 # ADDRESS closed after FROM and by TO (unix seconds).
 pingmesh_windows_between() {
@@ -393,16 +398,20 @@ case_pair_pingmesh_faults() {
   remote_start peer_node "$OURS_PINGMESH" "${node[@]}" --name peer --duration 30
   remote_start peer2_node "$OURS_PINGMESH" "${node[@]}" --name peer2 --duration 30
   start here_node "$OURS_PINGMESH" "${node[@]}" --name here --duration 20
-  wait_for_line here_node.out '"to":"ok"' 15
+  # Both paths ok first: a peer that was not listening yet when this node first asked makes
+  # its path go down, and be diagnosed, before the fault.
+  pingmesh_wait_changes here_node ok 2 15
   tick 3
   local downed=${EPOCHREALTIME}
   ip link set dev "$WIRE_NETDEV" down
   restore "ip link set dev $WIRE_NETDEV up"
   wait_for_line here_node.out '"peer":null' 15
-  wait_for_line here_node.out '"event":"diagnosis"' 20
+  poll_until 20 "no diagnosis after the netdev went down: $(grep '"diagnosis"' "$T/here_node.out")" \
+    pingmesh_diagnosed_after here_node "$downed"
   # The netdev is put back up by the fix the verdict printed.
   local fix
-  fix=$(jq -r 'select(.event == "diagnosis") | .diagnosis.verdict.fix' "$T/here_node.out" | head -n 1)
+  fix=$(jq -r --argjson after "$downed" \
+    'select(.event == "diagnosis" and .time >= $after) | .diagnosis.verdict.fix' "$T/here_node.out" | head -n 1)
   [[ $fix == "ip link set $WIRE_NETDEV up" ]] || fail "diag-connect's fix with this node's netdev down: '$fix'"
   bash -c "$fix" || fail "the printed fix failed: $fix"
   finish here_node 40
@@ -417,7 +426,7 @@ case_pair_pingmesh_faults() {
   expect_lines_jq '[.[] | select(.event == "diagnosis")] | length >= 1 and all(.diagnosis.verdict.cause | type == "string")' \
     here_node.lines
   pingmesh_expect_schema here_node
-  note "netdev down: the node reported after $(jq -n "$node_at - $downed | . * 100 | round / 100") s; diag-connect: $(jq -r 'select(.event == "diagnosis") | .diagnosis.verdict.summary' "$T/here_node.lines" | head -n 1)"
+  note "netdev down: the node reported after $(jq -n "$node_at - $downed | . * 100 | round / 100") s; diag-connect: $(jq -r --argjson after "$downed" 'select(.event == "diagnosis" and .time >= $after) | .diagnosis.verdict.summary' "$T/here_node.lines" | head -n 1)"
 }
 
 # 50 ms more on the peer's sends at the default window (10 s), rate (10/s) and slow factor

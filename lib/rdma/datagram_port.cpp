@@ -32,15 +32,6 @@ constexpr std::uint64_t standard_completion_fields = IBV_WC_EX_WITH_BYTE_LEN | I
 
 }  // namespace
 
-std::string_view to_string(StampSource source) {
-  switch (source) {
-    case StampSource::none: return "none";
-    case StampSource::device: return "device";
-    case StampSource::host: return "host";
-  }
-  return "none";
-}
-
 std::uint64_t monotonic_ns() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);

@@ -52,7 +52,6 @@ enum class StampSource : std::uint8_t {
   device,  // the device's (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
   host,    // the host's when polled (DatagramPortOptions::host_stamps)
 };
-std::string_view to_string(StampSource source);
 
 // The way back to a datagram's sender, kept past its arrival (the receive slot is reused).
 struct ReplyRoute {

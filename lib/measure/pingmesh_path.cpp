@@ -31,7 +31,16 @@ ProbeTicket PathProbes::next_probe(std::uint64_t sent_ns) {
 }
 
 void PathProbes::probe_left(std::uint64_t sequence, std::uint64_t device_stamp) {
-  if (const auto probe = in_flight_.find(sequence); probe != in_flight_.end()) probe->second.device_sent = device_stamp;
+  if (const auto probe = in_flight_.find(sequence); probe != in_flight_.end()) {
+    probe->second.device_sent = device_stamp;
+    return;
+  }
+  // The answer came first (its completion polled before the probe's own): it waits here.
+  if (const auto waiting = awaiting_stamps_.find(sequence);
+      waiting != awaiting_stamps_.end() && !waiting->second.device_sent) {
+    waiting->second.device_sent = device_stamp;
+    complete(waiting);
+  }
 }
 
 void PathProbes::count_lost(std::uint64_t sequence) {
@@ -70,27 +79,39 @@ PathProbes::Match PathProbes::take_answer(const AnswerFields& answer, std::uint6
     outage_ended_at_ = answer.sequence;
   }
   const std::uint64_t round_trip_ns = received_ns - sent_ns;
-  if (device_ && peer_stamps_ && device_sent && device_stamp) {
-    const std::uint64_t device_round_trip_ns = device_->ns_between(*device_sent, *device_stamp);
-    // Both completions lie between the host's send and receive times, so the device's round
-    // trip is the shorter (a 1% margin for the two clocks' rates); a longer one is a stamp
-    // read wrong, and the host's clocks measure this answer.
-    if (device_round_trip_ns <= round_trip_ns + round_trip_ns / 100) {
-      if (awaiting_stamps_.size() >= max_in_flight) {
-        const auto oldest = awaiting_stamps_.begin()->second;
-        awaiting_stamps_.erase(awaiting_stamps_.begin());
-        add_sample(oldest.host_round_trip_ns, oldest.host_delay_ns);
-      }
-      awaiting_stamps_[answer.sequence] = AwaitingStamps{.echoed_sent_ns = sent_ns,
-                                                         .host_round_trip_ns = round_trip_ns,
-                                                         .host_delay_ns = answer.responder_delay_ns,
-                                                         .device_round_trip_ns = device_round_trip_ns,
-                                                         .deadline_ns = received_ns + answer_timeout_ns_};
-      return Match::answered;
+  if (device_ && peer_stamps_ && device_stamp) {
+    if (awaiting_stamps_.size() >= max_in_flight) {
+      const auto oldest = awaiting_stamps_.begin()->second;
+      awaiting_stamps_.erase(awaiting_stamps_.begin());
+      add_sample(oldest.host_round_trip_ns, oldest.host_delay_ns);
     }
+    awaiting_stamps_[answer.sequence] = AwaitingStamps{.echoed_sent_ns = sent_ns,
+                                                       .host_round_trip_ns = round_trip_ns,
+                                                       .host_delay_ns = answer.responder_delay_ns,
+                                                       .device_sent = device_sent,
+                                                       .device_received = *device_stamp,
+                                                       .device_delay_ns = std::nullopt,
+                                                       .deadline_ns = received_ns + answer_timeout_ns_};
+    return Match::answered;
   }
   add_sample(round_trip_ns, answer.responder_delay_ns);
   return Match::answered;
+}
+
+void PathProbes::complete(std::map<std::uint64_t, AwaitingStamps>::iterator waiting) {
+  const AwaitingStamps& answer = waiting->second;
+  if (!answer.device_sent || !answer.device_delay_ns) return;
+  const std::uint64_t device_round_trip_ns = device_->ns_between(*answer.device_sent, answer.device_received);
+  // Both completions lie between the host's send and receive times, so the device's round
+  // trip is the shorter (a 1% margin for the two clocks' rates); a longer one is a stamp read
+  // wrong, and the host's clocks measure this answer.
+  if (device_round_trip_ns <= answer.host_round_trip_ns + answer.host_round_trip_ns / 100) {
+    add_sample(device_round_trip_ns, *answer.device_delay_ns);
+    ++window_.device_samples;
+  } else {
+    add_sample(answer.host_round_trip_ns, answer.host_delay_ns);
+  }
+  awaiting_stamps_.erase(waiting);
 }
 
 bool PathProbes::take_stamps(const AnswerFields& stamps) {
@@ -105,10 +126,9 @@ bool PathProbes::take_stamps(const AnswerFields& stamps) {
     }
     return false;
   }
-  if (waiting->second.echoed_sent_ns != stamps.echoed_sent_ns) return false;
-  add_sample(waiting->second.device_round_trip_ns, stamps.responder_delay_ns);
-  ++window_.device_samples;
-  awaiting_stamps_.erase(waiting);
+  if (waiting->second.echoed_sent_ns != stamps.echoed_sent_ns || waiting->second.device_delay_ns) return false;
+  waiting->second.device_delay_ns = stamps.responder_delay_ns;
+  complete(waiting);
   return true;
 }
 
@@ -131,11 +151,14 @@ void PathProbes::expire(std::uint64_t now_ns) {
       ++waiting;
       continue;
     }
-    // The peer stopped stamping (restarted on a device without times, or its stamps are
-    // lost): this answer on the hosts' clocks, and the next ones too until stamps come again.
+    // No stamps: the peer stopped stamping (restarted on a device without times) or they were
+    // lost; this answer on the hosts' clocks, and the next ones too until stamps come again.
+    // Stamps but no send completion of the probe's: this answer alone.
     add_sample(waiting->second.host_round_trip_ns, waiting->second.host_delay_ns);
-    ++window_.stamps_missing;
-    peer_stamps_ = false;
+    if (!waiting->second.device_delay_ns) {
+      ++window_.stamps_missing;
+      peer_stamps_ = false;
+    }
     waiting = awaiting_stamps_.erase(waiting);
   }
 }

@@ -97,6 +97,8 @@ class PathProbes {
   // Stamps of an answer (their responder_delay_ns is on the responder's device clock): the
   // answer's round trip taken on the devices' clocks when it waits for them. False when they
   // belong to no answer of this run (late, duplicated, forged).
+  // The probe's send completion may be polled after its answer's receive: the answer then
+  // waits for it too.
   bool take_stamps(const AnswerFields& stamps);
 
   // The window's figures, its probes whose timeout ran out by `now_ns` counted lost first;
@@ -117,18 +119,23 @@ class PathProbes {
     std::uint64_t sent_ns = 0;
     std::optional<std::uint64_t> device_sent;  // the send completion's stamp
   };
-  // An answer whose round trip waits for its stamps.
+  // An answer whose round trip waits for its stamps (and, where its completion was polled
+  // first, for its probe's send completion).
   struct AwaitingStamps {
     std::uint64_t echoed_sent_ns = 0;
     std::uint64_t host_round_trip_ns = 0;
     std::uint64_t host_delay_ns = 0;
-    std::uint64_t device_round_trip_ns = 0;
-    std::uint64_t deadline_ns = 0;  // host clock: the answer's arrival plus the answer timeout
+    std::optional<std::uint64_t> device_sent;      // the probe's send completion
+    std::uint64_t device_received = 0;             // the answer's receive completion
+    std::optional<std::uint64_t> device_delay_ns;  // the stamps' responder delay
+    std::uint64_t deadline_ns = 0;                 // host clock: the answer's arrival plus the answer timeout
   };
 
   void count_lost(std::uint64_t sequence);
   void expire(std::uint64_t now_ns);
   void add_sample(std::uint64_t round_trip_ns, std::uint64_t delay_ns);
+  // The round trip of an answer whose device times are all known, taken.
+  void complete(std::map<std::uint64_t, AwaitingStamps>::iterator waiting);
 
   std::uint64_t session_;
   std::uint64_t answer_timeout_ns_;

@@ -193,10 +193,35 @@ TEST(PingmeshPath, StampsThatDoNotComeFallBackToTheHostsClocks) {
   const ProbeTicket third = path.next_probe(300 * ms);
   path.probe_left(third.sequence, 250 * ms);
   path.take_answer(answer_of(third, 0), 310 * ms, 320 * ms);
-  EXPECT_FALSE(path.take_stamps(answer_of(third, 0)));
+  EXPECT_TRUE(path.take_stamps(answer_of(third, 0)));
   const WindowFigures wrong = path.close_window(400 * ms);
   EXPECT_EQ(wrong.device_samples, 0U);
+  EXPECT_EQ(wrong.stamps_missing, 0U);
   EXPECT_DOUBLE_EQ(wrong.rtt->max_us, 10000);
+}
+
+TEST(PingmeshPath, TheProbesSendCompletionMayComeAfterItsAnswer) {
+  PathProbes path(session, 100 * ms, CompletionClock::host_nanoseconds());
+  const ProbeTicket first = path.next_probe(0);
+  path.take_answer(answer_of(first, 0), 5 * ms, 4 * ms);
+  ASSERT_TRUE(path.take_stamps(answer_of(first, 0)));
+  // The answer and its stamps before the probe's own send completion: the round trip waits.
+  const ProbeTicket second = path.next_probe(10 * ms);
+  path.take_answer(answer_of(second, 2 * ms), 20 * ms, 19 * ms);
+  EXPECT_TRUE(path.take_stamps(answer_of(second, 1 * ms)));
+  EXPECT_EQ(path.close_window(30 * ms).device_samples, 0U);
+  path.probe_left(second.sequence, 11 * ms);
+  const WindowFigures window = path.close_window(40 * ms);
+  EXPECT_EQ(window.device_samples, 1U);
+  EXPECT_DOUBLE_EQ(window.rtt->max_us, 7000);  // 19 - 11 ms less 1 ms
+  // A probe whose send completion never comes: on the hosts' clocks, not counted missing.
+  const ProbeTicket third = path.next_probe(50 * ms);
+  path.take_answer(answer_of(third, 1 * ms), 60 * ms, 59 * ms);
+  EXPECT_TRUE(path.take_stamps(answer_of(third, 0)));
+  const WindowFigures unsent = path.close_window(300 * ms);
+  EXPECT_EQ(unsent.device_samples + unsent.stamps_missing, 0U);
+  EXPECT_DOUBLE_EQ(unsent.rtt->max_us, 9000);
+  EXPECT_TRUE(path.peer_stamps());
 }
 
 TEST(PingmeshPath, RepliesThatAnswerNothingAreCountedNotTaken) {

@@ -424,13 +424,14 @@ package_step() {
 }
 package_name="Debian packages from the tested build, checked (doc/ci's GitHub package step)"
 
-# Fuzzing and the packages need no guest and nothing the pair changes (cpack reads the
-# tested build, which the pair only runs): they take what the pair's chain of cases leaves.
+# Fuzzing needs no guest and nothing the pair changes: it takes what the pair's chain of
+# cases leaves. The packages do not run beside anything: scripts/package.sh rebuilds the
+# tested build with the packages' program prefix, relinking build/bin, which the pair guests
+# and the unit tests in the background run from. An exec of a binary being relinked failed
+# there with "Permission denied" (ci.github_smoke_step, stop 52).
 if ! $under_load; then
   echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
   background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
-  echo "== $package_name: in the background at nice 19, beside the pair stage"
-  background_start package 19 "$root/build/package-step.log" package_step
 fi
 pair_stage || true
 background_join unit "$unit_name (in the background, nice 19)" || true
@@ -438,11 +439,8 @@ background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
 stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
 tidy_join
 
-if background_running package; then
-  background_join package "$package_name (beside the pair guests, nice 19)" || true
-else
-  stage "$package_name" package_step || true
-fi
+# After everything that runs from build/bin has ended (above).
+stage "$package_name" package_step || true
 
 # installed_smoke: the two packages installed, and from a fresh folder outside the build
 # the installed VM runner runs the installed smoke test; both removed again after.

@@ -38,6 +38,8 @@ packages=(
   # rdma_pingmesh: its /metrics endpoint (cpp-httplib); the cases parse its OpenMetrics text with
   # Prometheus' own Python parser, and promtool checks the alert rules in doc/pingmesh
   libcpp-httplib-dev python3-prometheus-client prometheus
+  # ... and its textfile as node_exporter reads it: the cases run Debian's node_exporter on it
+  prometheus-node-exporter
   # one memcheck run of every tool (tests/integration/valgrind_cases.sh)
   valgrind
   # scripts/test.sh --under-load: CPU burners beside the guests

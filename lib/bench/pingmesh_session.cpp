@@ -655,9 +655,11 @@ class Pingmesh {
 
   void publish_metrics() const {
     if (options_.prom_file.empty() && !endpoint_) return;
-    auto text = metrics_text(snapshot());
-    if (endpoint_) endpoint_->publish(text);
-    if (!options_.prom_file.empty()) write_prom_file(text);
+    const auto families = metrics_families(snapshot());
+    if (endpoint_) endpoint_->publish(families);
+    // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.
+    if (!options_.prom_file.empty())
+      write_prom_file(openmetrics::render(families, openmetrics::Format::prometheus_text));
   }
 
   void write_prom_file(const std::string& text) const {

@@ -18,7 +18,6 @@ namespace rdmakit {
 
 namespace {
 
-constexpr const char* openmetrics_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 constexpr std::size_t max_request_bytes = 4096;
 // Refused addresses remembered so that each is logged once; a spray of sources stops the
 // logging, not the counting.
@@ -67,7 +66,8 @@ struct MetricsEndpoint::State {
   const AllowList allow;
   httplib::Server server;
   std::mutex mutex;
-  std::string text = "# EOF\n";
+  std::string openmetrics_text = openmetrics::render({}, openmetrics::Format::openmetrics);
+  std::string prometheus_text;
   std::set<std::string> refused_logged;
   std::atomic<std::uint64_t> scrapes{0};
   std::atomic<std::uint64_t> refused{0};
@@ -94,14 +94,15 @@ MetricsEndpoint::MetricsEndpoint(const ListenAddress& where, AllowList allow)
     response.status = 403;
     return httplib::Server::HandlerResponse::Handled;
   });
-  server.Get("/metrics", [state = state_.get()](const httplib::Request&, httplib::Response& response) {
+  server.Get("/metrics", [state = state_.get()](const httplib::Request& request, httplib::Response& response) {
+    const auto format = openmetrics::negotiate(request.get_header_value("Accept"));
     std::string text;
     {
       const std::lock_guard lock(state->mutex);
-      text = state->text;
+      text = format == openmetrics::Format::openmetrics ? state->openmetrics_text : state->prometheus_text;
     }
     ++state->scrapes;
-    response.set_content(text, openmetrics_type);
+    response.set_content(text, std::string(openmetrics::content_type(format)));
   });
   if (!server.bind_to_port(where.host, where.port)) {
     throw UsageError(
@@ -118,9 +119,13 @@ MetricsEndpoint::~MetricsEndpoint() {
   if (state_->thread.joinable()) state_->thread.join();
 }
 
-void MetricsEndpoint::publish(std::string text) {
+void MetricsEndpoint::publish(const std::vector<openmetrics::Family>& families) {
+  // Rendered here, not per scrape: a name the formats refuse throws in the caller's thread.
+  auto openmetrics_text = openmetrics::render(families, openmetrics::Format::openmetrics);
+  auto prometheus_text = openmetrics::render(families, openmetrics::Format::prometheus_text);
   const std::lock_guard lock(state_->mutex);
-  state_->text = std::move(text);
+  state_->openmetrics_text = std::move(openmetrics_text);
+  state_->prometheus_text = std::move(prometheus_text);
 }
 
 std::uint64_t MetricsEndpoint::scrapes() const {

@@ -1,14 +1,15 @@
 #pragma once
 // A /metrics endpoint for Prometheus: an HTTP server (cpp-httplib) on the address it is told,
-// serving the text it was last given, and nothing else, to the scrapers its allow list
-// names (others get 403, the first time from each address a log line, and are counted).
-// Bounded: GET only, one path, a small request, short read and write timeouts, a fixed
-// pool of threads.
+// serving the metrics it was last given, in the format the scraper asks for, and nothing else, to the scrapers its
+// allow list names (others get 403, the first time from each address a log line, and are counted). Bounded: GET only,
+// one path, a small request, short read and write timeouts, a fixed pool of threads.
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "lib/core/openmetrics.hpp"
 #include "lib/core/peer_gate.hpp"
 
 namespace rdmakit {
@@ -30,8 +31,9 @@ class MetricsEndpoint {
   MetricsEndpoint(const MetricsEndpoint&) = delete;
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 
-  // What GET /metrics answers from now on (OpenMetrics text).
-  void publish(std::string text);
+  // What GET /metrics answers from now on: OpenMetrics to a scraper that asks for it in its
+  // Accept header (Prometheus does), the Prometheus text format to any other.
+  void publish(const std::vector<openmetrics::Family>& families);
   std::uint64_t scrapes() const;
   std::uint64_t refused() const;  // requests from outside the allow list
 

@@ -1,5 +1,6 @@
 #include "lib/core/openmetrics.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 
@@ -18,12 +19,14 @@ bool valid_name(std::string_view name, bool colons) {
   return true;
 }
 
-std::string_view type_name(Type type) {
+// The Prometheus text format knows counters and gauges of these: a stateset's samples and an
+// info's single 1 are gauges there (as OpenMetrics' own converters write them).
+std::string_view type_name(Type type, Format format) {
   switch (type) {
     case Type::counter: return "counter";
     case Type::gauge: return "gauge";
-    case Type::stateset: return "stateset";
-    case Type::info: return "info";
+    case Type::stateset: return format == Format::openmetrics ? "stateset" : "gauge";
+    case Type::info: return format == Format::openmetrics ? "info" : "gauge";
   }
   return "unknown";
 }
@@ -79,9 +82,39 @@ void append_sample(std::string& text, const std::string& name, const Sample& sam
   text += '\n';
 }
 
+// HELP text in the Prometheus text format: only backslash and newline are escaped there (an
+// escaped quote would be read as a backslash and a quote).
+std::string help_escaped(std::string_view help) {
+  std::string out;
+  out.reserve(help.size());
+  for (const char c : help) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void append_metadata(std::string& text, const Family& family, Format format) {
+  if (format == Format::openmetrics) {
+    text += fmt::format("# TYPE {} {}\n", family.name, type_name(family.type, format));
+    if (!family.unit.empty()) text += fmt::format("# UNIT {} {}\n", family.name, family.unit);
+    if (!family.help.empty()) text += fmt::format("# HELP {} {}\n", family.name, escaped(family.help));
+    return;
+  }
+  // The text format's metadata names the samples: a counter's TYPE line names x_total.
+  const std::string name = sample_name(family);
+  if (!family.help.empty()) text += fmt::format("# HELP {} {}\n", name, help_escaped(family.help));
+  text += fmt::format("# TYPE {} {}\n", name, type_name(family.type, format));
+}
+
 }  // namespace
 
-std::string render(const std::vector<Family>& families) {
+std::string render(const std::vector<Family>& families, Format format) {
   std::string text;
   for (const Family& family : families) {
     if (!valid_name(family.name, true)) throw std::invalid_argument("OpenMetrics: bad metric name " + family.name);
@@ -89,14 +122,59 @@ std::string render(const std::vector<Family>& families) {
       throw std::invalid_argument(
           fmt::format("OpenMetrics: {} does not end with its unit {}", family.name, family.unit));
     }
-    text += fmt::format("# TYPE {} {}\n", family.name, type_name(family.type));
-    if (!family.unit.empty()) text += fmt::format("# UNIT {} {}\n", family.name, family.unit);
-    if (!family.help.empty()) text += fmt::format("# HELP {} {}\n", family.name, escaped(family.help));
+    append_metadata(text, family, format);
     const std::string name = sample_name(family);
     for (const Sample& sample : family.samples) append_sample(text, name, sample);
   }
-  text += "# EOF\n";
+  if (format == Format::openmetrics) text += "# EOF\n";
   return text;
+}
+
+std::string_view content_type(Format format) {
+  return format == Format::openmetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                                       : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t");
+  return text.substr(first, last - first + 1);
+}
+
+// A media range's quality: its q parameter, 1 without one, 0 for one that does not parse.
+double quality(std::string_view parameters) {
+  while (!parameters.empty()) {
+    const auto semicolon = parameters.find(';');
+    const auto parameter = trimmed(parameters.substr(0, semicolon));
+    if (parameter.starts_with("q=")) {
+      double q = 0;
+      const auto digits = parameter.substr(2);
+      const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), q);
+      return error == std::errc() && end == digits.data() + digits.size() ? q : 0;
+    }
+    if (semicolon == std::string_view::npos) break;
+    parameters.remove_prefix(semicolon + 1);
+  }
+  return 1;
+}
+
+}  // namespace
+
+Format negotiate(std::string_view accept) {
+  while (!accept.empty()) {
+    const auto comma = accept.find(',');
+    const auto range = accept.substr(0, comma);
+    const auto semicolon = range.find(';');
+    const auto media_type = trimmed(range.substr(0, semicolon));
+    const auto parameters = semicolon == std::string_view::npos ? std::string_view() : range.substr(semicolon + 1);
+    if (media_type == "application/openmetrics-text" && quality(parameters) > 0) return Format::openmetrics;
+    if (comma == std::string_view::npos) break;
+    accept.remove_prefix(comma + 1);
+  }
+  return Format::prometheus_text;
 }
 
 }  // namespace rdmakit::openmetrics

@@ -88,7 +88,7 @@ nlohmann::json micros_or_null(const std::optional<LatencySummary>& summary, doub
 
 }  // namespace
 
-std::string metrics_text(const NodeSnapshot& node) {
+std::vector<Family> metrics_families(const NodeSnapshot& node) {
   std::vector<Family> families;
   families.push_back(per_path_counter(node, "rdmakit_pingmesh_probes_sent", "Probes sent to the peer",
                                       [](const PathSnapshot& path) { return path.sent_total; }));
@@ -133,7 +133,7 @@ std::string metrics_text(const NodeSnapshot& node) {
   Family cpu = family("process_cpu_seconds", Type::counter, "seconds", "User and system CPU time of this process");
   cpu.samples.push_back(Sample{{}, node.cpu_seconds});
   families.push_back(std::move(cpu));
-  return openmetrics::render(families);
+  return families;
 }
 
 nlohmann::json window_line(const NodeSnapshot& node, const PathSnapshot& path, double unix_seconds) {

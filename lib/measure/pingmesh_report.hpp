@@ -1,6 +1,7 @@
 #pragma once
 // What rdma_pingmesh tells monitoring: every path's counters, its last window and its state
-// as OpenMetrics text (the /metrics endpoint and the node_exporter textfile), and one JSON
+// as metric families (OpenMetrics or Prometheus text: the /metrics endpoint and the
+// node_exporter textfile), and one JSON
 // line per window and per state change (--json). Metric and label names follow Prometheus'
 // conventions: the unit in the name, counters' samples ending in _total.
 
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "lib/core/openmetrics.hpp"
 #include "lib/measure/pinglist.hpp"
 #include "lib/measure/pingmesh_path.hpp"
 
@@ -46,8 +48,9 @@ struct NodeSnapshot {
   double cpu_seconds = 0;  // this process's user and system time
 };
 
-// The OpenMetrics exposition of `node`, ending with "# EOF".
-std::string metrics_text(const NodeSnapshot& node);
+// The metric families of `node`, for /metrics and, in the Prometheus text format, the
+// node_exporter textfile.
+std::vector<openmetrics::Family> metrics_families(const NodeSnapshot& node);
 
 // A window's JSON line: {"event": "window", "time": UNIX_SECONDS, "node", "peer", "address",
 // "sent", "answered", "lost", "late", "unexpected", "loss_ratio", "rtt_us": {p50, p99, max},

@@ -444,6 +444,10 @@ NodeSnapshot node_with_one_path() {
   return node;
 }
 
+std::string metrics_text(const NodeSnapshot& node) {
+  return openmetrics::render(metrics_families(node), openmetrics::Format::openmetrics);
+}
+
 TEST(PingmeshReport, MetricsNameEveryPathAndEndWithEof) {
   const std::string text = metrics_text(node_with_one_path());
   const std::string labels = R"(peer="nodeb",address="10.57.0.2",same_leaf="1")";
@@ -459,6 +463,23 @@ TEST(PingmeshReport, MetricsNameEveryPathAndEndWithEof) {
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
   }
   EXPECT_TRUE(text.ends_with("# EOF\n"));
+}
+
+// What node_exporter's textfile collector reads: no stateset or info type, no UNIT, no EOF,
+// every TYPE line naming its samples.
+TEST(PingmeshReport, TheTextfileIsPrometheusText) {
+  const std::string text =
+      openmetrics::render(metrics_families(node_with_one_path()), openmetrics::Format::prometheus_text);
+  const std::string labels = R"(peer="nodeb",address="10.57.0.2",same_leaf="1")";
+  for (const std::string& line :
+       {std::string("# TYPE rdmakit_pingmesh_probes_sent_total counter"),
+        std::string("# TYPE rdmakit_pingmesh_path_state gauge"), std::string("# TYPE rdmakit_pingmesh_info gauge"),
+        "rdmakit_pingmesh_path_state{" + labels + R"(,rdmakit_pingmesh_path_state="ok"} 1)"}) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\n" << text;
+  }
+  for (const char* absent : {"stateset", "# UNIT", "# EOF", " info\n"}) {
+    EXPECT_EQ(text.find(absent), std::string::npos) << absent << "\n" << text;
+  }
 }
 
 TEST(PingmeshReport, JsonLinesOfAWindowAndAChange) {

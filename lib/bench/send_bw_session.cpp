@@ -11,6 +11,7 @@
 
 #include "lib/bench/gid_index_check.hpp"
 #include "lib/core/error.hpp"
+#include "lib/rdma/device_caps.hpp"
 #include "lib/rdma/endpoint.hpp"
 
 namespace rdmakit {
@@ -21,9 +22,11 @@ namespace {
 constexpr std::uint32_t latency_receives = 16;
 // Sends a latency test may have unaccounted for (lib/bench signals one in 16).
 constexpr std::uint32_t latency_send_depth = 64;
-// Receives a datagram server keeps posted at least (perftest's UD receive depth): a
-// datagram that finds none is dropped.
-constexpr std::uint32_t datagram_receives = 512;
+// Receives a stream's server keeps posted at least, perftest's receive depth: a datagram
+// that finds none is dropped, and a SEND that finds none stalls its sender for an RNR NAK
+// timer (0.64 ms; with 128 posted for 128 in flight, a stall at every refill), or, on iWARP,
+// which has no RNR retry, breaks the connection.
+constexpr std::uint32_t stream_receives = 512;
 
 struct Limits {
   std::string device;  // -d, checked
@@ -33,6 +36,8 @@ struct Limits {
   std::optional<ibv_mtu> mtu;
   bool atomics = false;   // --op atomic: the device must do them
   bool datagram = false;  // -c UD: `largest` must fit one packet
+  // --lat: each size is announced in a SEND's immediate data, which iWARP does not carry.
+  bool immediate_data = false;
 };
 
 // Why a device with these attributes cannot serve atomics, if it cannot.
@@ -67,7 +72,17 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
         fmt::format("-s {} is above {}'s maximum message size {}", limits.largest, name, port_attributes.max_msg_sz));
   }
   if (limits.atomics) {
-    if (const auto missing = atomics_missing(device, name)) throw UsageError("--op atomic: " + *missing);
+    if (const auto missing = atomics_missing(device, name)) throw Unsupported("--op atomic: " + *missing);
+  }
+  if (limits.immediate_data) {
+    const auto caps = read_device_caps(context, port);
+    if (!has_immediate_data(caps)) {
+      throw Unsupported(
+          fmt::format("--lat: {} is {}, which carries no immediate data, and the latency test announces "
+                      "each size in it; next step: measure bandwidth here, latency over RoCE or "
+                      "InfiniBand",
+                      name, transport_name(caps.transport)));
+    }
   }
   if (limits.datagram && limits.largest > mtu_bytes(port_attributes.active_mtu)) {
     throw UsageError(
@@ -131,6 +146,8 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   EndpointOptions options;
   options.send_depth = limits.send_depth;
   options.recv_depth = limits.recv_depth;
+  // READs in flight, as perftest keeps them: within what the device allows (the endpoint fits
+  // them to it: cxgb4 takes 8).
   options.responder_resources = 16;
   options.initiator_depth = 16;
   options.limits = s.limits;
@@ -417,7 +434,10 @@ Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest
   // Datagrams: room for the counts at the end, and in front of what arrives the GRH.
   const auto outgoing_size = s.datagram ? datagram_room(largest) : largest;
   const auto incoming_size = s.datagram ? grh_bytes + datagram_room(largest) : largest;
-  auto& outgoing = endpoint.add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE);
+  // An iWARP READ's sink is written by the peer's read response, as an RDMA WRITE would be.
+  const bool read_sink = s.operation == bw::Operation::read && read_sink_needs_remote_write(endpoint.caps());
+  auto& outgoing =
+      endpoint.add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE | (read_sink ? IBV_ACCESS_REMOTE_WRITE : 0));
   auto& incoming = endpoint.add_buffer(incoming_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   const bw::Hello hello{.operation = s.operation,
                         .test = s.test,
@@ -472,7 +492,8 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                                                         : sizes.back(),
                                             .mtu = s.mtu,
                                             .atomics = s.operation == bw::Operation::atomic,
-                                            .datagram = s.datagram});
+                                            .datagram = s.datagram,
+                                            .immediate_data = latency});
   options.max_inline_data = bw::carries_payload(s.operation) ? s.inline_size : 0;
   options.self_managed_qp = s.mtu.has_value();
   options.path_mtu = s.mtu;
@@ -665,9 +686,7 @@ bool queue_another_client(std::unique_ptr<Endpoint>& endpoint, const std::option
 Lane accept_lane(Endpoint& endpoint, const bw::Hello& hello, const BwSettings& s, Report& report) {
   if (hello.path_mtu != 0) endpoint.set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
   const auto [lane, buffer_answer] = server_lane(endpoint, hello);
-  post_receives(lane, hello.test == bw::Test::latency ? latency_receives
-                      : hello.datagram                ? std::max(s.depth, datagram_receives)
-                                                      : s.depth);
+  post_receives(lane, hello.test == bw::Test::latency ? latency_receives : std::max(s.depth, stream_receives));
   const auto answer = bw::encode(buffer_answer);
   endpoint.set_private_data({answer.begin(), answer.end()});
   endpoint.accept(report);
@@ -762,12 +781,11 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
 
 BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
-  auto options = endpoint_options(
-      s, Limits{.device = s.device,
-                .send_depth = std::max(s.depth, latency_send_depth),
-                .recv_depth = std::max({s.depth, latency_receives, s.datagram ? datagram_receives : 0}),
-                .largest = 1,
-                .mtu = std::nullopt});
+  auto options = endpoint_options(s, Limits{.device = s.device,
+                                            .send_depth = std::max(s.depth, latency_send_depth),
+                                            .recv_depth = std::max({s.depth, latency_receives, stream_receives}),
+                                            .largest = 1,
+                                            .mtu = std::nullopt});
   options.max_inline_data = s.inline_size;
   options.self_managed_qp = !s.datagram;  // so the client's -m can set the path MTU
   const auto local = local_address(s, "");

@@ -14,6 +14,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/measure/work_id.hpp"
+#include "lib/rdma/device_caps.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
@@ -239,6 +240,13 @@ void ConnectionGroup::create_resources(Connection& connection) {
     throw std::runtime_error("rdma_cm bound no RDMA device to " + address_of(rdma_get_local_addr(id)).to_string());
   }
   const std::string device = ibv_get_device_name(id->verbs->device);
+  if (is_datagram(options_.port_space)) {
+    // udaddy and mckey on iWARP: the sentence, not EOPNOTSUPP from rdma_create_qp.
+    const auto caps = read_device_caps(id->verbs, id->port_num);
+    if (const auto missing = missing_for(caps, joined_ ? Need::multicast : Need::datagrams)) {
+      throw Unsupported(*missing);
+    }
+  }
   if (is_datagram(options_.port_space) && options_.message_count > 0) {
     ibv_port_attr port{};
     check_returned(ibv_query_port(id->verbs, id->port_num, &port), "ibv_query_port", device);
@@ -271,7 +279,12 @@ void ConnectionGroup::create_resources(Connection& connection) {
   attributes.cap.max_recv_wr = depth;
   attributes.cap.max_send_sge = 1;
   attributes.cap.max_recv_sge = 1;
-  create_qp(connection, attributes);
+  try {
+    create_qp(connection, attributes);
+  } catch (const RdmaError& error) {
+    if (is_datagram(options_.port_space)) throw_datagram_refusal(error, device);
+    throw;
+  }
   if (options_.message_count > 0) {
     connection.buffer_ = std::make_unique<RegisteredBuffer>(
         connection.pd_->get(), options_.message_size + options_.message_count * receive_slot_bytes(),

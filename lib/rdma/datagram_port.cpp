@@ -13,6 +13,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/measure/work_id.hpp"
+#include "lib/rdma/device_caps.hpp"
 #include "lib/wire/protocol.hpp"
 
 namespace rdmakit {
@@ -80,19 +81,29 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
   port_num_ = listen_id_->port_num;
 
   auto* context = listen_id_->verbs;
+  if (const auto missing = missing_for(read_device_caps(context, port_num_), Need::datagrams)) {
+    throw Unsupported(*missing);
+  }
   pd_ = std::make_unique<ProtectionDomain>(context);
   completion_channel_ = std::make_unique<CompletionChannel>(context);
-  make_cq(context, static_cast<int>(options_.receive_slots + options_.send_slots));
-  ibv_qp_init_attr attributes{};
-  attributes.send_cq = cq_->get();
-  attributes.recv_cq = cq_->get();
-  attributes.cap.max_send_wr = static_cast<std::uint32_t>(options_.send_slots);
-  attributes.cap.max_recv_wr = static_cast<std::uint32_t>(options_.receive_slots);
-  attributes.cap.max_send_sge = 1;
-  attributes.cap.max_recv_sge = 1;
-  attributes.qp_type = IBV_QPT_UD;
-  attributes.sq_sig_all = 1;
-  qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
+  const auto depth = static_cast<int>(options_.receive_slots + options_.send_slots);
+  const std::string device = ibv_get_device_name(context->device);
+  make_cq(context, depth, true);
+  try {
+    make_qp();
+  } catch (const RdmaError& error) {
+    // A provider may take the stamping CQ and still refuse a QP on it.
+    if (stamp_source_ != StampSource::device) throw_datagram_refusal(error, device);
+    spdlog::warn("a UD QP on a CQ with completion timestamps cannot be made ({}): the host's clock instead",
+                 error.what());
+    cq_.reset();
+    make_cq(context, depth, false);
+    try {
+      make_qp();
+    } catch (const RdmaError& again) {
+      throw_datagram_refusal(again, device);
+    }
+  }
   ready_qp();
 
   const auto receive_bytes = options_.receive_slots * slot_bytes_;
@@ -116,9 +127,24 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
 
 DatagramPort::~DatagramPort() = default;
 
-void DatagramPort::make_cq(ibv_context* context, int depth) {
+void DatagramPort::make_qp() {
+  ibv_qp_init_attr attributes{};
+  attributes.send_cq = cq_->get();
+  attributes.recv_cq = cq_->get();
+  attributes.cap.max_send_wr = static_cast<std::uint32_t>(options_.send_slots);
+  attributes.cap.max_recv_wr = static_cast<std::uint32_t>(options_.receive_slots);
+  attributes.cap.max_send_sge = 1;
+  attributes.cap.max_recv_sge = 1;
+  attributes.qp_type = IBV_QPT_UD;
+  attributes.sq_sig_all = 1;
+  qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
+}
+
+void DatagramPort::make_cq(ibv_context* context, int depth, bool device_stamps) {
+  completion_clock_.reset();
+  stamp_source_ = StampSource::none;
   ibv_device_attr_ex device{};
-  if (ibv_query_device_ex(context, nullptr, &device) == 0) {
+  if (device_stamps && ibv_query_device_ex(context, nullptr, &device) == 0) {
     completion_clock_ = CompletionClock::of_device(device.completion_timestamp_mask, device.hca_core_clock);
   }
   if (completion_clock_) {

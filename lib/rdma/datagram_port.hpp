@@ -158,7 +158,9 @@ class DatagramPort {
   Resolution resolved(const std::string& key, const rdma_cm_event& event);
   void retire_unused_handles();
   void recover();
-  void make_cq(ibv_context* context, int depth);
+  // With `device_stamps`, a CQ whose completions carry the device's time where it has one.
+  void make_cq(ibv_context* context, int depth, bool device_stamps);
+  void make_qp();
   int poll_batch();
   void take_completion(const ibv_wc& wc, std::uint64_t taken_ns, std::optional<std::uint64_t> stamp,
                        const ArrivalHandler& on_arrival, const SentHandler& on_sent);

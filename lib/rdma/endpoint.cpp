@@ -9,6 +9,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/measure/work_id.hpp"
+#include "lib/rdma/device_caps.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
@@ -107,6 +108,11 @@ void Endpoint::create_resources() {
     // Address resolution (or a connect request) always binds a device; this is no errno.
     throw std::runtime_error("rdma_cm bound no RDMA device to " + local_address());
   }
+  caps_ = read_device_caps(verbs, id_->port_num);
+  if (options_.datagram) {
+    if (const auto missing = missing_for(caps_, Need::datagrams)) throw Unsupported(*missing);
+  }
+  fit_reads_to_device();
   if (options_.check_device) {
     options_.check_device(verbs, id_->port_num);
   }
@@ -126,23 +132,35 @@ void Endpoint::create_resources() {
   attributes.cap.max_recv_wr = options_.recv_depth;
   attributes.cap.max_send_sge = 1;
   attributes.cap.max_recv_sge = 1;
-  attributes.cap.max_inline_data = options_.max_inline_data;
-  if (options_.self_managed_qp && !options_.datagram) {
-    own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
-    move_qp_to(IBV_QPS_INIT);
-  } else {
-    int rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
-    if (rc != 0 && attributes.cap.max_inline_data > 0) {
-      spdlog::info("rdma_create_qp with {} bytes inline: {}; retrying without inline data", options_.max_inline_data,
-                   std::strerror(errno));
-      attributes.cap.max_inline_data = 0;
-      rc = rdma_create_qp(id_.get(), pd_->get(), &attributes);
+  const bool own = options_.self_managed_qp && !options_.datagram;
+  const auto create = [&](std::uint32_t inline_bytes) {
+    attributes.cap.max_inline_data = inline_bytes;
+    if (own) {
+      own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
+    } else {
+      check_errno(rdma_create_qp(id_.get(), pd_->get(), &attributes), "rdma_create_qp", caps_.device);
+      cm_qp_ = true;
     }
-    check_errno(rc, "rdma_create_qp", "");
-    cm_qp_ = true;
+  };
+  try {
+    max_inline_data_ = create_with_inline(options_.max_inline_data, create, caps_.device);
+  } catch (const RdmaError& error) {
+    if (options_.datagram) throw_datagram_refusal(error, caps_.device);
+    throw;
   }
-  // Providers may round the inline size up; what we use is what was asked for, if granted.
-  max_inline_data_ = std::min(options_.max_inline_data, attributes.cap.max_inline_data);
+  if (own) move_qp_to(IBV_QPS_INIT);
+}
+
+void Endpoint::fit_reads_to_device() {
+  const auto fit = [this](std::uint8_t& depth, std::uint32_t limit, const char* direction) {
+    const auto fitted = fitted_read_depth(depth, limit);
+    if (fitted == depth) return;
+    spdlog::info("{} allows {} RDMA READs {} a QP at once; offering {} of the {} this tool keeps", caps_.device, limit,
+                 direction, fitted, depth);
+    depth = fitted;
+  };
+  fit(options_.responder_resources, caps_.max_reads_in, "into");
+  fit(options_.initiator_depth, caps_.max_reads_out, "out of");
 }
 
 ibv_qp* Endpoint::qp() const {

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "lib/core/device_caps.hpp"
 #include "lib/core/report.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/rdma/cm.hpp"
@@ -37,7 +38,7 @@ struct EndpointOptions {
   std::uint8_t retry_count = 7;       // transport retries before a send fails, asked for in the CM exchange
   bool self_managed_qp = false;       // create the QP with ibv_create_qp and drive its states here
   bool datagram = false;              // RDMA_PS_UDP and a UD QP (not with self_managed_qp)
-  std::uint32_t max_inline_data = 0;  // asked for; falls back to 0 where the device refuses
+  std::uint32_t max_inline_data = 0;  // asked for; the most the device grants where it refuses that
   BufferMemory buffer_memory = BufferMemory::heap;  // where add_buffer() takes its memory
   // Self-managed QPs only: the path MTU set at RTR instead of the route's.
   std::optional<ibv_mtu> path_mtu;
@@ -121,6 +122,8 @@ class Endpoint {
   ibv_context* context() const { return id_->verbs; }
   std::uint8_t port_num() const { return id_->port_num; }
   std::uint32_t max_inline_data() const noexcept { return max_inline_data_; }
+  // What the endpoint's device and port can do (read when its resources were made).
+  const DeviceCaps& caps() const noexcept { return caps_; }
   // Non-blocking: applies queued CM events; true while the connection is up.
   bool poll_connected();
   // The CM event channel's descriptor, readable while events wait for poll_connected(): for
@@ -131,6 +134,8 @@ class Endpoint {
   friend class Listener;
   Endpoint(std::unique_ptr<EventChannel> channel, CmId id, const EndpointOptions& options, CmState state);
   void create_resources();
+  // The CM's read depths within what the device allows: librdmacm refuses more (EINVAL).
+  void fit_reads_to_device();
   // Reads CM events until one calls for `wanted`; a failure event becomes the RdmaError of
   // `call` on `target` (event_failure), naming `host` for hints and --diagnose.
   void await_action(CmAction wanted, const char* call, const std::string& target, const std::string& host,
@@ -169,6 +174,7 @@ class Endpoint {
   bool disconnect_sent_ = false;      // our DREQ or DREP went out: rdma_disconnect once only
   std::vector<std::uint8_t> peer_private_data_;
   std::uint32_t max_inline_data_ = 0;
+  DeviceCaps caps_;
   PeerGate::Slot gate_slot_;  // passive side: one of the listener's --max-clients while this lives
 };
 

@@ -228,17 +228,15 @@ ibv_qp_init_attr message_qp_attributes(std::uint32_t inline_bytes) {
 }
 
 SyncEndpoint create_message_endpoint(const AddrInfo& info, std::uint32_t inline_bytes, ibv_qp_init_attr& attributes) {
-  attributes = message_qp_attributes(inline_bytes);
-  try {
-    return SyncEndpoint(info, &attributes);
-  } catch (const RdmaError& error) {
-    if (inline_bytes == 0 || (error.errnum() != EINVAL && error.errnum() != ENOMEM && error.errnum() != EOPNOTSUPP)) {
-      throw;
-    }
-    spdlog::info("the device refuses {} inline bytes ({}); sending from registered memory", inline_bytes, error.what());
-    attributes = message_qp_attributes(0);
-    return SyncEndpoint(info, &attributes);
-  }
+  std::optional<SyncEndpoint> endpoint;
+  create_with_inline(
+      inline_bytes,
+      [&](std::uint32_t granted) {
+        attributes = message_qp_attributes(granted);
+        endpoint.emplace(info, &attributes);
+      },
+      "the device");
+  return std::move(*endpoint);
 }
 
 void throw_post_error(const char* call) {

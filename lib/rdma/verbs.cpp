@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/core/device_caps.hpp"
 #include "lib/core/error.hpp"
 
 namespace rdmakit {
@@ -269,6 +270,25 @@ std::string gid_address(const GidEntry& entry) {
   auto text = entry_address(entry);
   if (is_link_local(entry) && !entry.netdev.empty()) text += "%" + entry.netdev;
   return text;
+}
+
+std::uint32_t create_with_inline(std::uint32_t wanted, const std::function<void(std::uint32_t)>& create,
+                                 const std::string& device) {
+  const auto sizes = inline_sizes_to_try(wanted);
+  for (std::size_t k = 0;; ++k) {
+    try {
+      create(sizes[k]);
+      if (k > 0) {
+        spdlog::info("{} refuses {} inline bytes; sending up to {} inline{}", device, wanted, sizes[k],
+                     sizes[k] == 0 ? " (none: from registered memory)" : "");
+      }
+      return sizes[k];
+    } catch (const RdmaError& error) {
+      const bool refused = error.errnum() == EINVAL || error.errnum() == ENOMEM || error.errnum() == EOPNOTSUPP;
+      if (!refused || k + 1 == sizes.size()) throw;
+      spdlog::debug("{} inline bytes: {}", sizes[k], error.what());
+    }
+  }
 }
 
 }  // namespace rdmakit

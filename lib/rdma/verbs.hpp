@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -120,6 +121,13 @@ inline constexpr std::uint8_t rnr_nak_timer = 12;
 void keep_rnr_naks_short(ibv_qp* qp);
 // What `qp` has there now (ibv_query_qp), for the reports.
 std::uint8_t rnr_nak_timer_of(ibv_qp* qp);
+
+// Makes a QP through `create`, which is given the inline size to ask for and throws
+// RdmaError if the QP is refused: `wanted` first, then, while the device refuses the size
+// (EINVAL, ENOMEM, EOPNOTSUPP), the smaller ones of inline_sizes_to_try down to 0. Returns
+// the size the QP was made with; a smaller one than `wanted` is logged, naming `device`.
+std::uint32_t create_with_inline(std::uint32_t wanted, const std::function<void(std::uint32_t)>& create,
+                                 const std::string& device);
 
 // An address handle for UD sends: from path attributes (a CM event's UD parameters) or
 // from a received work completion and its GRH (the reply path).

@@ -62,6 +62,8 @@ source "$here/allow_cases.sh"
 OURS_PINGMESH=$BIN/rdma_pingmesh
 # shellcheck source=pingmesh_cases.sh
 source "$here/pingmesh_cases.sh"
+# shellcheck source=personality_cases.sh
+source "$here/personality_cases.sh"
 declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
 "case_$CASE_NAME"
 check_schemas

@@ -1,0 +1,149 @@
+// A test-only LD_PRELOAD library that gives the real rxe device another provider's limits, so
+// that the tools meet, in the guest, what they meet on the hardware our users own. Chosen by
+// RDMAKIT_PERSONALITY:
+//   cxgb4  Chelsio T5/T6 iWARP (rdma-core providers/cxgb4, the kernel's iw_cxgb4): 8 RDMA
+//          READs each way (max_qp_rd_atom, max_qp_init_rd_atom), no atomics, no UD QPs
+//          (EOPNOTSUPP), no immediate data (ibv_post_send: EINVAL), and the sink of an RDMA
+//          READ must allow remote write (the read response is a tagged write into it).
+//   irdma  Intel E810/X722 (providers/irdma): at most 48 bytes inline on some cards; a QP that
+//          asks for more is refused (EINVAL).
+// Never installed. librdmacm reads the device's limits through ibv_query_device and makes its
+// QPs through ibv_create_qp, both exported from libibverbs, so defining them here reaches the
+// library and the tools alike; post_send is a context op, replaced on the contexts opened.
+// cxgb4's devices also say they are iWARP NICs (node_type IBV_NODE_RNIC, which libibverbs
+// reads once to derive transport_type and never again): the tools' capability model sees
+// iWARP, while librdmacm, which follows transport_type, still drives rxe's connections as
+// InfiniBand transport.
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace {
+
+enum class Personality { none, cxgb4, irdma };
+
+Personality chosen() {
+  const char* name = std::getenv("RDMAKIT_PERSONALITY");
+  if (name == nullptr) return Personality::none;
+  if (std::strcmp(name, "cxgb4") == 0) return Personality::cxgb4;
+  if (std::strcmp(name, "irdma") == 0) return Personality::irdma;
+  return Personality::none;
+}
+
+// The definition after this library's (libibverbs'), as `Function`.
+template <typename Function>
+Function real(const char* name) {
+  void* function = dlsym(RTLD_NEXT, name);
+  if (function == nullptr) {
+    std::fprintf(stderr, "provider_personality: no %s after this library\n", name);
+    std::abort();
+  }
+  return reinterpret_cast<Function>(function);
+}
+
+constexpr int cxgb4_reads = 8;
+constexpr std::uint32_t irdma_inline = 48;
+
+void limit_attributes(ibv_device_attr* attr) {
+  if (chosen() != Personality::cxgb4) return;
+  if (attr->max_qp_rd_atom > cxgb4_reads) attr->max_qp_rd_atom = cxgb4_reads;
+  if (attr->max_qp_init_rd_atom > cxgb4_reads) attr->max_qp_init_rd_atom = cxgb4_reads;
+  attr->atomic_cap = IBV_ATOMIC_NONE;
+}
+
+// The memory regions registered without remote write: an RDMA READ may not land in them.
+std::mutex regions_lock;
+std::vector<std::uint32_t> local_only_lkeys;
+
+void track(const ibv_mr* mr, unsigned access) {
+  if (mr == nullptr || (access & IBV_ACCESS_REMOTE_WRITE) != 0) return;
+  const std::lock_guard lock(regions_lock);
+  local_only_lkeys.push_back(mr->lkey);
+}
+
+bool local_only(std::uint32_t lkey) {
+  const std::lock_guard lock(regions_lock);
+  for (const auto key : local_only_lkeys) {
+    if (key == lkey) return true;
+  }
+  return false;
+}
+
+// The provider's post_send, kept once per process (every context here is rxe's).
+int (*provider_post_send)(ibv_qp*, ibv_send_wr*, ibv_send_wr**) = nullptr;
+
+int cxgb4_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  for (ibv_send_wr* request = wr; request != nullptr; request = request->next) {
+    const bool immediate = request->opcode == IBV_WR_SEND_WITH_IMM || request->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+    const bool atomic = request->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || request->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+    bool sink_refused = false;
+    if (request->opcode == IBV_WR_RDMA_READ) {
+      for (int k = 0; k < request->num_sge; ++k) sink_refused = sink_refused || local_only(request->sg_list[k].lkey);
+    }
+    if (immediate || atomic || sink_refused) {
+      std::fprintf(stderr, "provider_personality cxgb4: ibv_post_send refuses opcode %d%s\n",
+                   static_cast<int>(request->opcode), sink_refused ? " (a READ into memory without remote write)" : "");
+      *bad = request;
+      return EINVAL;
+    }
+  }
+  return provider_post_send(qp, wr, bad);
+}
+
+}  // namespace
+
+extern "C" ibv_device** ibv_get_device_list(int* count) {
+  static const auto next = real<ibv_device** (*)(int*)>("ibv_get_device_list");
+  ibv_device** devices = next(count);
+  if (devices != nullptr && chosen() == Personality::cxgb4) {
+    for (ibv_device** device = devices; *device != nullptr; ++device) (*device)->node_type = IBV_NODE_RNIC;
+  }
+  return devices;
+}
+
+extern "C" int ibv_query_device(ibv_context* context, ibv_device_attr* attr) {
+  static const auto next = real<int (*)(ibv_context*, ibv_device_attr*)>("ibv_query_device");
+  const int rc = next(context, attr);
+  if (rc == 0) limit_attributes(attr);
+  return rc;
+}
+
+#undef ibv_reg_mr
+extern "C" ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  static const auto next = real<ibv_mr* (*)(ibv_pd*, void*, size_t, int)>("ibv_reg_mr");
+  ibv_mr* mr = next(pd, addr, length, access);
+  track(mr, static_cast<unsigned>(access));
+  return mr;
+}
+
+extern "C" ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, unsigned access) {
+  static const auto next = real<ibv_mr* (*)(ibv_pd*, void*, size_t, uint64_t, unsigned)>("ibv_reg_mr_iova2");
+  ibv_mr* mr = next(pd, addr, length, iova, access);
+  track(mr, access);
+  return mr;
+}
+
+extern "C" ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  static const auto next = real<ibv_qp* (*)(ibv_pd*, ibv_qp_init_attr*)>("ibv_create_qp");
+  const Personality personality = chosen();
+  if (personality == Personality::cxgb4 && attr->qp_type == IBV_QPT_UD) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (personality == Personality::irdma && attr->cap.max_inline_data > irdma_inline) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  ibv_qp* qp = next(pd, attr);
+  if (qp != nullptr && personality == Personality::cxgb4 && qp->context->ops.post_send != cxgb4_post_send) {
+    provider_post_send = qp->context->ops.post_send;
+    qp->context->ops.post_send = cxgb4_post_send;
+  }
+  return qp;
+}

@@ -1,0 +1,78 @@
+#include "lib/core/device_caps.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/measure/completion_clock.hpp"
+
+namespace rdmakit {
+namespace {
+
+// The numbers the providers report (rdma-core's providers and the kernel's drivers):
+// cxgb4 8 reads each way, mlx5 16, rxe 128; irdma 48 inline bytes on some cards.
+DeviceCaps caps_of(const char* device, Transport transport, std::uint32_t reads) {
+  return DeviceCaps{.device = device,
+                    .port = 1,
+                    .transport = transport,
+                    .kernel_sees_traffic = false,
+                    .max_reads_in = reads,
+                    .max_reads_out = reads,
+                    .atomics = transport != Transport::iwarp};
+}
+
+TEST(DeviceCaps, ReadDepthFitsTheDeviceAndTheCm) {
+  EXPECT_EQ(fitted_read_depth(16, 8), 8);     // cxgb4
+  EXPECT_EQ(fitted_read_depth(16, 16), 16);   // mlx5
+  EXPECT_EQ(fitted_read_depth(16, 128), 16);  // rxe: what the tool keeps
+  EXPECT_EQ(fitted_read_depth(1000, 4096), 255);
+  EXPECT_EQ(fitted_read_depth(1, 0), 0);  // a device that takes no READs is offered none
+}
+
+TEST(DeviceCaps, IwarpHasNoDatagramsImmediateDataOrMulticast) {
+  const auto cxgb4 = caps_of("cxgb4_0", Transport::iwarp, 8);
+  EXPECT_FALSE(has_datagrams(cxgb4));
+  EXPECT_FALSE(has_immediate_data(cxgb4));
+  EXPECT_TRUE(read_sink_needs_remote_write(cxgb4));
+  EXPECT_EQ(missing_for(cxgb4, Need::datagrams),
+            "cxgb4_0 is iWARP: it has no unreliable datagrams (UD), which need RoCE or InfiniBand");
+  EXPECT_EQ(missing_for(cxgb4, Need::multicast),
+            "cxgb4_0 is iWARP: it has no multicast, which needs RoCE or InfiniBand");
+}
+
+TEST(DeviceCaps, RoceAndInfinibandHaveWhatTheToolsNeed) {
+  for (const auto transport : {Transport::roce, Transport::infiniband}) {
+    const auto caps = caps_of("mlx5_0", transport, 16);
+    EXPECT_TRUE(has_datagrams(caps));
+    EXPECT_TRUE(has_immediate_data(caps));
+    EXPECT_FALSE(read_sink_needs_remote_write(caps));
+    EXPECT_FALSE(missing_for(caps, Need::datagrams));
+    EXPECT_FALSE(missing_for(caps, Need::multicast));
+  }
+  // EFA: UD, but neither immediate data over it nor multicast.
+  const auto efa = caps_of("efa_0", Transport::unspecified, 0);
+  EXPECT_TRUE(has_datagrams(efa));
+  EXPECT_FALSE(has_immediate_data(efa));
+  EXPECT_TRUE(missing_for(efa, Need::multicast));
+}
+
+TEST(DeviceCaps, InlineSizesStepDownToWhatProvidersGrant) {
+  EXPECT_EQ(inline_sizes_to_try(64), (std::vector<std::uint32_t>{64, 48, 32, 16, 0}));
+  EXPECT_EQ(inline_sizes_to_try(100), (std::vector<std::uint32_t>{100, 64, 48, 32, 16, 0}));
+  EXPECT_EQ(inline_sizes_to_try(1024), (std::vector<std::uint32_t>{1024, 512, 256, 220, 128, 64, 48, 32, 16, 0}));
+  EXPECT_EQ(inline_sizes_to_try(0), (std::vector<std::uint32_t>{0}));
+}
+
+// A device whose completion counter is 32 bits wide wraps every 4.3 s at 1 GHz: a round trip
+// across the wrap is still the short one.
+TEST(DeviceCaps, ThirtyTwoBitTimestampsAcrossAWrap) {
+  const auto clock = CompletionClock::of_device(0xffffffffULL, 1'000'000);
+  ASSERT_TRUE(clock);
+  EXPECT_EQ(clock->ns_between(0xfffffff0ULL, 0x10ULL), 0x20U);
+  // Bits above the mask (a provider that leaves them set) do not count.
+  EXPECT_EQ(clock->ns_between(0x1'00000005ULL, 0x2'00000009ULL), 4U);
+}
+
+}  // namespace
+}  // namespace rdmakit

@@ -83,8 +83,8 @@ void PingmeshOptions::add_to(ToolRunner& tool) {
       ->check(CLI::Range(0.0, 1e9));
   app.add_flag("--answer-any", answer_any, "Answer probes from peers outside the pinglist too (counted otherwise)");
   app.add_option("--metrics", metrics,
-                 "Serve the OpenMetrics text at http://ADDRESS:PORT/metrics ([ADDRESS:]PORT; address 127.0.0.1 "
-                 "unless given)");
+                 "Serve the metrics at http://ADDRESS:PORT/metrics, OpenMetrics to a scraper that asks for it "
+                 "([ADDRESS:]PORT; address 127.0.0.1 unless given)");
   app.add_option("--metrics-allow", metrics_allow,
                  "Who may scrape --metrics: CIDR[,CIDR...] (default: the subnets of its address; 127.0.0.0/8 "
                  "for 127.0.0.1)")
@@ -93,7 +93,8 @@ void PingmeshOptions::add_to(ToolRunner& tool) {
                "Where the device has no completion timestamps, stamp completions with the host's clock when "
                "polled (tests the exchange of device times on any device)");
   app.add_option("--prom-file", prom_file,
-                 "Write the OpenMetrics text here every window, atomically (node_exporter's textfile collector)");
+                 "Write the metrics here every window, atomically, in the Prometheus text format that "
+                 "node_exporter's textfile collector reads");
 }
 
 void PingmeshOptions::check() const {
@@ -659,7 +660,7 @@ class Pingmesh {
     if (endpoint_) endpoint_->publish(families);
     // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.
     if (!options_.prom_file.empty())
-      write_prom_file(openmetrics::render(families, openmetrics::Format::prometheus_text));
+      write_prom_file(openmetrics::render(textfile_families(families), openmetrics::Format::prometheus_text));
   }
 
   void write_prom_file(const std::string& text) const {

@@ -136,6 +136,13 @@ std::vector<Family> metrics_families(const NodeSnapshot& node) {
   return families;
 }
 
+std::vector<Family> textfile_families(std::vector<Family> families) {
+  for (Family& family : families) {
+    if (family.name == "process_cpu_seconds") family.name = "rdmakit_pingmesh_cpu_seconds";
+  }
+  return families;
+}
+
 nlohmann::json window_line(const NodeSnapshot& node, const PathSnapshot& path, double unix_seconds) {
   const WindowFigures& window = path.last_window;
   return {

@@ -51,6 +51,11 @@ struct NodeSnapshot {
 // The metric families of `node`, for /metrics and, in the Prometheus text format, the
 // node_exporter textfile.
 std::vector<openmetrics::Family> metrics_families(const NodeSnapshot& node);
+// The families as the node_exporter textfile has them: process_cpu_seconds is node_exporter's
+// own there (its process collector), and a second family of that name, with other help,
+// fails every scrape of node_exporter ("error gathering metrics"); ours is
+// rdmakit_pingmesh_cpu_seconds in the textfile.
+std::vector<openmetrics::Family> textfile_families(std::vector<openmetrics::Family> families);
 
 // A window's JSON line: {"event": "window", "time": UNIX_SECONDS, "node", "peer", "address",
 // "sent", "answered", "lost", "late", "unexpected", "loss_ratio", "rtt_us": {p50, p99, max},

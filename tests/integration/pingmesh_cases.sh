@@ -93,13 +93,75 @@ case_pingmesh_two_nodes() {
   expect_jq '.pingmesh.paths[0].peer == "node-a" and .pingmesh.paths[0].answered > 50 and .pingmesh.scrapes == 1
     and .pingmesh.scrapes_refused == 1' node_b.report
   expect_grep "refused a scrape of /metrics from $a" node_b.err
-  # The textfile: OpenMetrics that Prometheus' own parser takes, ending in # EOF.
+  # The textfile: Prometheus text that Prometheus' own parser takes (node_exporter reads it
+  # in pingmesh_consumers).
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "$T/node-a.prom" \
     rdmakit_pingmesh_probes_sent rdmakit_pingmesh_rtt_seconds > "$T/prom_check.out" 2>&1 ||
-    fail "node-a.prom is not OpenMetrics: $(cat "$T/prom_check.out")"
+    fail "node-a.prom is not Prometheus text: $(cat "$T/prom_check.out")"
   pingmesh_expect_schema node_a
   note "node-b's /metrics: $(wc -l < "$T/node-b.scrape") lines, $(grep -c '^rdmakit_pingmesh' "$T/node-b.scrape") samples"
   note "node-a: $(jq -c '.pingmesh.paths[0] | {sent, answered, lost}' "$T/node_a.report"), last window rtt $(jq -s -c '[.[] | select(.event == "window")][-1].rtt_us' "$T/node_a.lines") us, cpu $(jq .pingmesh.cpu_seconds "$T/node_a.report") s in 6 s"
+}
+
+# prometheus_query ADDRESS QUERY: the number of series Prometheus at ADDRESS answers QUERY
+# with (0 when it does not answer yet).
+prometheus_query() {
+  curl -s --max-time 5 "http://$1/api/v1/query" --data-urlencode "query=$2" 2> /dev/null |
+    jq -r 'if .status == "success" then .data.result | length else 0 end' 2> /dev/null || echo 0
+}
+
+# What monitoring really reads, from the packages users run: Debian's node_exporter reads
+# node-a's textfile (it refused OpenMetrics: node_textfile_scrape_error 1, "unknown metric
+# type stateset"), and Debian's Prometheus scrapes node-b's /metrics (OpenMetrics, as it asks)
+# and node_exporter; both nodes' answered counts and path states arrive in Prometheus.
+case_pingmesh_consumers() {
+  require_device
+  local a=10.55.0.1 b=10.55.0.2
+  next_port
+  pingmesh_pinglist pinglist node-a "$a" node-b "$b"
+  local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 10)
+  local metrics=$b:$((PORT + 1)) exporter=127.0.0.1:$((PORT + 2)) prometheus=127.0.0.1:$((PORT + 3))
+  mkdir -p "$T/textfile" "$T/tsdb"
+  printf '%s\n' "global: {scrape_interval: 1s, scrape_timeout: 1s}" "scrape_configs:" \
+    "  - {job_name: pingmesh, static_configs: [{targets: ['$metrics']}]}" \
+    "  - {job_name: node, static_configs: [{targets: ['$exporter']}]}" > "$T/prometheus.yml"
+  start prometheus prometheus --config.file "$T/prometheus.yml" --storage.tsdb.path "$T/tsdb" \
+    --web.listen-address "$prometheus"
+  start exporter prometheus-node-exporter --collector.disable-defaults --collector.textfile \
+    --collector.textfile.directory "$T/textfile" --web.listen-address "$exporter"
+  # node-b's /metrics answers its subnet (the default), where Prometheus scrapes from.
+  start node_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 300 --metrics "$metrics"
+  start node_a "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 300 --prom-file "$T/textfile/node-a.prom"
+  local query i found=false
+  # Both ends' answered counts and node-a's path state as a gauge, through Prometheus.
+  query='count(rdmakit_pingmesh_probes_answered_total > 0) == 2 and count(rdmakit_pingmesh_path_state{job="node"} == 1) == 1'
+  for ((i = 0; i < 120; i++)); do
+    if [[ $(prometheus_query "$prometheus" "$query") != 0 ]]; then
+      found=true
+      break
+    fi
+    tick 1
+  done
+  curl -s --max-time 5 "http://$exporter/metrics" > "$T/exporter.scrape" || fail "scraping node_exporter at $exporter"
+  curl -s --max-time 5 "http://$prometheus/api/v1/targets" > "$T/targets.json" || fail "Prometheus' targets"
+  $found || fail "Prometheus never held both nodes' answered probes: $(jq -c '[.data.activeTargets[] | {scrapeUrl, health, lastError}]' "$T/targets.json")"
+  expect_grep '^node_textfile_scrape_error 0$' exporter.scrape
+  if grep -q 'error gathering metrics' "$T/exporter.err"; then fail "node_exporter: $(grep -m 1 'error' "$T/exporter.err")"; fi
+  expect_grep '^rdmakit_pingmesh_probes_answered_total{' exporter.scrape
+  expect_jq '[.data.activeTargets[] | .health] == ["up", "up"]' targets.json
+  # What /metrics answers each kind of scraper: OpenMetrics to Prometheus' Accept, text to none.
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "http://$metrics/metrics" \
+    rdmakit_pingmesh_probes_answered rdmakit_pingmesh_path_state > "$T/negotiated.out" 2>&1 ||
+    fail "node-b's /metrics: $(cat "$T/negotiated.out")"
+  local process
+  for process in node_a node_b exporter prometheus; do kill -TERM "$(eval echo "\$PID_$process")"; done
+  finish node_a 30
+  expect_rc 143 "rdma_pingmesh node-a, stopped by SIGTERM"
+  finish node_b 30
+  expect_rc 143 "rdma_pingmesh node-b, stopped by SIGTERM"
+  finish exporter 10
+  finish prometheus 30
+  note "Prometheus held both nodes after $i s; node_exporter: $(grep -c '^rdmakit_pingmesh' "$T/exporter.scrape") pingmesh samples"
 }
 
 # The exchange of device times, on rxe (no completion timestamps) with --host-stamps: probes

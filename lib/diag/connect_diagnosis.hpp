@@ -38,7 +38,14 @@ struct ViewDevice {
   std::string name;
   std::string netdev;  // soft-RoCE / RoCE: the netdev it serves, "" when unknown
   std::vector<ViewPort> ports;
+  // The kernel driver ("rdma_rxe", "siw", "mlx5_core"), "" when unknown (an older agent).
+  std::string driver;
 };
+
+// Whether the host's own network stack carries the device's RoCE packets, so that its
+// firewall and rp_filter act on them: true for the software devices (rxe, siw), false for a
+// hardware NIC, whose RoCE traffic never meets nftables; true when the driver is unknown.
+bool kernel_sees_roce(const ViewDevice* device);
 
 struct ViewNetdev {
   std::string name;

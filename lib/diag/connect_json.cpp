@@ -47,6 +47,7 @@ void members(Describes<ViewDevice> auto& device, auto&& visit) {
   visit("name", device.name);
   visit("netdev", device.netdev);
   visit("ports", device.ports);
+  visit("driver", device.driver);
 }
 
 void members(Describes<ViewNetdev> auto& netdev, auto&& visit) {

@@ -56,6 +56,11 @@ const ConnectStep* ConnectAttempt::find(rdmakit::Step step) const {
   return nullptr;
 }
 
+bool kernel_sees_roce(const ViewDevice* device) {
+  if (device == nullptr || device->driver.empty()) return true;
+  return device->driver == "rdma_rxe" || device->driver == "siw";
+}
+
 namespace {
 
 constexpr std::size_t large_transfer = std::size_t{64} * 1024;
@@ -618,15 +623,26 @@ std::optional<Block> blocking(const Firewall& firewall) {
   return std::nullopt;
 }
 
+// A firewall rule stops RoCE only where the kernel sees it (rxe, siw): a hardware NIC's RoCE
+// traffic never meets nftables, so its host's rules are no cause.
+std::optional<Block> server_block(const Facts& f) {
+  if (f.peer == nullptr || !kernel_sees_roce(f.peer_port().device)) return std::nullopt;
+  return blocking(f.peer->view.firewall);
+}
+std::optional<Block> client_block(const Facts& f) {
+  if (!kernel_sees_roce(f.client_port().device)) return std::nullopt;
+  return blocking(f.local.firewall);
+}
+
 bool firewall_blocks(const Facts& f) {
   if (!unanswered(f.connect) && !data_failed(f.attempt)) return false;
-  return (f.peer != nullptr && blocking(f.peer->view.firewall)) || blocking(f.local.firewall);
+  return server_block(f) || client_block(f);
 }
 
 ConnectVerdict firewall_roce(const Facts& f) {
-  const auto peer_block = f.peer != nullptr ? blocking(f.peer->view.firewall) : std::nullopt;
+  const auto peer_block = server_block(f);
   const bool on_server = peer_block.has_value();
-  const auto block = on_server ? *peer_block : *blocking(f.local.firewall);
+  const auto block = on_server ? *peer_block : *client_block(f);
   std::vector<std::string> evidence{std::string(on_server ? "server: " : "client: ") + block.evidence};
   if (f.connect != nullptr) evidence.push_back("client: " + step_text(*f.connect));
   return found("firewall_roce",
@@ -655,12 +671,16 @@ struct ReversePath {
   std::string arrival_address;
 };
 
+// Like the firewall, rp_filter drops only the RoCE packets the kernel sees.
 std::optional<ReversePath> dropping_reverse_path(const Facts& f) {
-  if (f.peer != nullptr && strict_reverse_path(f.peer->view, f.peer_owner())) {
+  if (f.peer != nullptr && kernel_sees_roce(f.peer_port().device) &&
+      strict_reverse_path(f.peer->view, f.peer_owner())) {
     return ReversePath{&f.peer->view, f.peer_owner(), "server", f.attempt.target};
   }
   const auto* arrival = netdev_named(f.local, f.client_netdev());
-  if (strict_reverse_path(f.local, arrival)) return ReversePath{&f.local, arrival, "client", f.attempt.source_address};
+  if (kernel_sees_roce(f.client_port().device) && strict_reverse_path(f.local, arrival)) {
+    return ReversePath{&f.local, arrival, "client", f.attempt.source_address};
+  }
   return std::nullopt;
 }
 
@@ -875,6 +895,10 @@ ConnectVerdict unexplained(const Facts& f) {
   v.next = f.peer == nullptr
                ? "run diag-connect --serve on the server and connect to it, then compare the evidence of both sides"
                : "rerun with --log-level debug, and compare 'rdma link show' and 'ip addr' on both hosts";
+  if (!kernel_sees_roce(f.client_port().device) || (f.peer != nullptr && !kernel_sees_roce(f.peer_port().device))) {
+    v.next += "; a hardware RoCE NIC's traffic never meets the hosts' firewall or rp_filter: look at what lies "
+              "between them (switch ACLs, PFC and ECN settings, 'ethtool -S' drop counters on both NICs)";
+  }
   if (f.peer == nullptr) {
     v.evidence.push_back(agent_text(f.c.agent));
   } else if (!f.peer->view.firewall.readable) {
@@ -893,10 +917,8 @@ void add_warnings(const Facts& f, ConnectVerdict& v) {
   if (const auto modes = differing_roce_modes(f)) {
     add("roce_mode_mismatch", "default RoCE mode differs: " + roce_mode_difference(*modes));
   }
-  if (const auto block = blocking(f.local.firewall)) add("firewall_roce", "client: " + block->evidence);
-  if (f.peer != nullptr) {
-    if (const auto block = blocking(f.peer->view.firewall)) add("firewall_roce", "server: " + block->evidence);
-  }
+  if (const auto block = client_block(f)) add("firewall_roce", "client: " + block->evidence);
+  if (const auto block = server_block(f)) add("firewall_roce", "server: " + block->evidence);
   add_gid_warnings(f, v);
 }
 

@@ -274,7 +274,7 @@ std::optional<FirewallRule> roce_rule(const json& rule, const Ruleset& ruleset) 
 HostView view_from(const Inventory& inventory) {
   HostView view;
   for (const auto& device : inventory.kernel_devices) {
-    ViewDevice seen{.name = device.name, .netdev = netdev_of(device), .ports = {}};
+    ViewDevice seen{.name = device.name, .netdev = netdev_of(device), .ports = {}, .driver = device.driver};
     for (const auto& port : device.ports) {
       seen.ports.push_back(ViewPort{.number = port.number,
                                     .state = port.state,

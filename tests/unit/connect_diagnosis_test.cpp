@@ -74,6 +74,8 @@ const Expectation expectations[] = {
     {"gid_index_mismatch", "gid_index_mismatch", 1, "", "perftest -x 1 on the client, -x 3 on the server"},
     {"no_rdma_answer", "no_rdma_answer", 1, "", "no RDMA CM answer came back"},
     {"unknown", "unknown", 3, "", "RDMA_CM_EVENT_CONNECT_ERROR"},
+    // firewall_roce's hosts with mlx5: the rule that dropped rxe's RoCE is no cause there.
+    {"unknown-hardware_firewall", "unknown", 3, "", "switch ACLs, PFC and ECN settings"},
 };
 
 // Names the case in test listings, instead of gtest's dump of the struct's bytes.
@@ -345,7 +347,7 @@ TEST(ConnectRules, StrictRpFilterOnTheClient) {
   auto c = timed_out(fixture("ok"));
   c.local.netdevs.push_back(second_netdev("10.56.0.2/24"));
   c.local.route->netdev = "eth1";
-  c.local.devices.push_back(ViewDevice{.name = "rxe2", .netdev = "eth1", .ports = {}});
+  c.local.devices.push_back(ViewDevice{.name = "rxe2", .netdev = "eth1", .ports = {}, .driver = "rdma_rxe"});
   c.local.rp_filter_all = 1;
   EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "the kernel takes max(all, eth0): 2 is loose";
   c.local.netdevs[1].rp_filter = 0;
@@ -403,6 +405,27 @@ TEST(ConnectRules, TheClientsOwnFirewallToo) {
   EXPECT_EQ(v.cause, "firewall_roce");
   EXPECT_EQ(v.fix, "nft delete rule inet filter output handle 12");
   EXPECT_EQ(v.fix_host, "client");
+}
+
+// A hardware RoCE NIC's traffic never meets nftables or rp_filter: on mlx5 both hosts' rules
+// are no cause, and the verdict points between the hosts instead.
+TEST(ConnectRules, AHardwareNicsRoceNeverMeetsTheFirewallOrRpFilter) {
+  auto c = timed_out(fixture("ok"));
+  c.peer->view.firewall.drop_policy_chains = {"inet filter input"};
+  c.local.firewall.rules.push_back(udp_4791("output", 12, "reject"));
+  ASSERT_EQ(diagnose_connect(c).cause, "firewall_roce");
+  for (auto* view : {&c.local, &c.peer->view}) {
+    for (auto& device : view->devices) device.driver = "mlx5_core";
+  }
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_TRUE(v.warnings.empty());
+  EXPECT_NE(v.next.find("switch ACLs, PFC and ECN settings"), std::string::npos) << v.next;
+  // siw and rxe are software: their packets pass through the host's stack.
+  c.peer->view.devices.front().driver = "siw";
+  EXPECT_EQ(diagnose_connect(c).cause, "firewall_roce");
+  c.peer->view.devices.front().driver = "rdma_rxe";
+  EXPECT_EQ(diagnose_connect(c).fix_host, "server");
 }
 
 TEST(ConnectRules, WrongNeighbourNeedsTheAgentsMacToDiffer) {

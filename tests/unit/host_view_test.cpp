@@ -110,7 +110,7 @@ TEST(HostViewNetFiles, ReadsRpFilterMacsAndRoceModes) {
 
 TEST(HostViewNetFiles, NothingReadableLeavesUnknowns) {
   auto view = view_from(load_replay(fixture_root / "diag" / "ok").inventory);
-  view.devices.push_back(ViewDevice{.name = "mlx5_ib", .netdev = {}, .ports = {ViewPort{}}});
+  view.devices.push_back(ViewDevice{.name = "mlx5_ib", .netdev = {}, .ports = {ViewPort{}}, .driver = "mlx5_core"});
   view.devices.back().ports[0].link_layer = "InfiniBand";
   // An entry that exists but does not read (here a directory) tells nothing.
   const auto configfs = fs::temp_directory_path() / ("rdmakit-configfs-" + std::to_string(::getpid()));

@@ -136,7 +136,46 @@ bool module_loaded(const Inventory& inventory, std::string_view module) {
 }
 
 // Soft-RoCE on an Ethernet netdev; for any other, an address on an RDMA netdev.
+// A NIC whose RDMA device shares the netdev's PCI function but has no RoCE GID at all: RoCE
+// is switched off there (mlx5's devlink enable_roce), and a soft-RoCE device is not the fix.
+// (A device with RoCE GIDs on other netdevs of its function, such as switchdev representors,
+// is not this.)
+std::optional<Remedy> roce_disabled_remedy(const Inventory& inventory, const Netdev& netdev) {
+  if (netdev.bus_device.empty()) return std::nullopt;
+  for (const auto& device : inventory.kernel_devices) {
+    const bool roce_gids = std::ranges::any_of(device.ports, [](const KernelPort& port) {
+      return std::ranges::any_of(port.gids, [](const GidEntry& gid) { return !gid.netdev.empty(); });
+    });
+    if (device.bus_device != netdev.bus_device || roce_gids) continue;
+    const auto pci = "pci/" + netdev.bus_device;
+    return next_step(
+        device.driver == "mlx5_core"
+            ? fmt::format("{} and {} are one NIC (PCI {}), and {} has no RoCE GID on {}: RoCE is disabled there. "
+                          "'devlink dev param show {} name enable_roce'; to enable it, 'devlink dev param set {} name "
+                          "enable_roce value true cmode driverinit' and 'devlink dev reload {}'",
+                          netdev.name, device.name, netdev.bus_device, device.name, netdev.name, pci, pci, pci)
+            : fmt::format("{} and {} are one NIC (PCI {}), and {} has no RoCE GID on {}: RoCE is off on it; see "
+                          "how driver {} enables it",
+                          netdev.name, device.name, netdev.bus_device, device.name, netdev.name, device.driver));
+  }
+  return std::nullopt;
+}
+
+// EFA is driven through libfabric, not rdma_cm: its GIDs are on no netdev, and no address binds.
+std::optional<Remedy> efa_remedy(const Inventory& inventory, const Netdev& netdev) {
+  for (const auto& device : inventory.kernel_devices) {
+    if (device.driver != "efa") continue;
+    return next_step(fmt::format(
+        "{} is EFA, which rdma_cm does not drive (no RoCE or InfiniBand addressing): test it with libfabric "
+        "(fi_pingpong -p efa); to try the rdma_cm tools on {}, a soft-RoCE device: {}",
+        device.name, netdev.name, rxe_link_command(netdev.name)));
+  }
+  return std::nullopt;
+}
+
 Remedy rxe_remedy(const Inventory& inventory, const Netdev& netdev) {
+  if (auto disabled = roce_disabled_remedy(inventory, netdev)) return *disabled;
+  if (auto efa = efa_remedy(inventory, netdev)) return *efa;
   if (netdev.type != "ether") return next_step("use an address on a netdev that belongs to an RDMA device");
   const bool load = inventory.kernel_modules.has("rdma_rxe") && !module_loaded(inventory, "rdma_rxe");
   return command((load ? "modprobe rdma_rxe && " : "") + rxe_link_command(netdev.name),
@@ -486,7 +525,9 @@ Verdict port_not_active(const BindFacts& f) {
 // Which GID indices the bound address has on its port, and how a RoCE v2 peer names it.
 void add_mapping_details(const BindFacts& f, Verdict& v) {
   if (f.device == nullptr) return;
-  const auto gid = gid_for_address(f.target.host);
+  // An IPoIB address has no GID of its own: its netdev's port GID is the entry.
+  const auto* owner = netdev_with_address(f.inventory, f.target.host);
+  const auto gid = owner != nullptr && !owner->ipoib_gid.empty() ? owner->ipoib_gid : gid_for_address(f.target.host);
   std::vector<std::string> indices;
   std::optional<int> v2_index;
   std::string netdev;

@@ -38,6 +38,7 @@ struct KernelDevice {
   std::string node_type;
   std::string driver;         // kernel driver, "rdma_rxe" for soft-RoCE
   std::string parent_netdev;  // soft-RoCE/iWARP: the netdev the device was created on
+  std::string bus_device;     // a NIC's PCI function ("0000:3b:00.0"), "" for a software device
   std::string uverbs;         // "uverbs0", "" when no verbs char device exists
   std::vector<KernelPort> ports;
 };
@@ -51,6 +52,8 @@ struct Netdev {
   int mtu = 0;
   std::vector<std::string> addresses;  // "10.55.0.1/24"
   std::optional<int> vlan;             // the VLAN id of a VLAN netdev (/proc/net/vlan/config)
+  std::string ipoib_gid;               // an IPoIB netdev: the GID of its port, from its hardware address
+  std::string bus_device;              // the PCI function it belongs to ("0000:3b:00.0"), "" for a virtual one
 };
 
 struct UserPort {

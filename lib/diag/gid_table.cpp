@@ -60,6 +60,34 @@ std::map<std::string, int> parse_vlan_config(std::string_view text) {
   return vlans;
 }
 
+namespace {
+
+// An address on IPoIB has no GID of its own (IB GIDs are the port's): the entry is that of the
+// port its netdev runs on, the GID in the netdev's hardware address.
+std::optional<GidAdvice> ipoib_advice(const Inventory& inventory, const std::string& source) {
+  const auto* netdev = netdev_with_address(inventory, source);
+  if (netdev == nullptr || netdev->ipoib_gid.empty()) return std::nullopt;
+  for (const auto& device : inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      for (const auto& entry : port.gids) {
+        if (entry.gid != netdev->ipoib_gid) continue;
+        return GidAdvice{
+            .address = source,
+            .device = device.name,
+            .port = port.number,
+            .entry = entry,
+            .reason = fmt::format("{} is on IPoIB netdev {}, which runs on {} port {}: on InfiniBand the GID is the "
+                                  "port's (the address has none of its own); within one subnet the stacks reach "
+                                  "peers by LID, and the index matters only through IB routers",
+                                  source, netdev->name, device.name, port.number)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 GidLookup look_up_gid(const Inventory& inventory, const std::string& address, const std::string& route_source) {
   GidLookup lookup;
   lookup.address = canonical(address);
@@ -71,6 +99,9 @@ GidLookup look_up_gid(const Inventory& inventory, const std::string& address, co
     return lookup;
   }
   lookup.advice = advise_gid(gid_ports(inventory), lookup.source);
+  if (!lookup.advice.entry) {
+    if (auto ipoib = ipoib_advice(inventory, lookup.source)) lookup.advice = std::move(*ipoib);
+  }
   lookup.settings = stack_settings(lookup.advice);
   return lookup;
 }

@@ -79,10 +79,11 @@ KernelPort read_port(const fs::path& dir, int number) {
     GidEntry entry;
     entry.index = static_cast<std::uint32_t>(std::stoul(name));
     entry.gid = gid_text(*raw);
-    entry.type =
-        read_first_line(dir / "gid_attrs" / "types" / name).value_or(port.link_layer == "InfiniBand" ? "IB" : "");
-    if (entry.type == "IB/RoCE v1") {
-      entry.type = port.link_layer == "InfiniBand" ? "IB" : "RoCE v1";
+    entry.type = read_or_empty(dir / "gid_attrs" / "types" / name);
+    // The kernel names IB and RoCE v1 alike; a port of neither link layer (EFA's
+    // "Unspecified") has plain GIDs.
+    if (entry.type == "IB/RoCE v1" || entry.type.empty()) {
+      entry.type = port.link_layer == "InfiniBand" ? "IB" : port.link_layer == "Ethernet" ? "RoCE v1" : "GID";
     }
     entry.netdev = read_or_empty(dir / "gid_attrs" / "ndevs" / name);
     port.gids.push_back(std::move(entry));
@@ -97,11 +98,19 @@ std::string driver_of(const fs::path& device_dir) {
     return target.filename().string();
   }
   // Soft-RoCE devices have no bus device; they name the netdev they sit on in `parent`.
+  // siw is the one that is an iWARP RNIC (node type 4), whatever it was named.
   if (fs::exists(device_dir / "parent", ec)) {
-    const auto name = device_dir.filename().string();
-    return name.starts_with("siw") ? "siw" : "rdma_rxe";
+    return read_or_empty(device_dir / "node_type").starts_with("4") ? "siw" : "rdma_rxe";
   }
   return {};
+}
+
+// The bus device a class device hangs on: the last part of its `device` link
+// ("../../../0000:3b:00.0"). A NIC's netdev and its RDMA device share it.
+std::string bus_device_of(const fs::path& class_dir) {
+  std::error_code ec;
+  const auto target = fs::read_symlink(class_dir / "device", ec);
+  return ec ? std::string() : target.filename().string();
 }
 
 std::string netdev_type(const std::string& arphrd) {
@@ -109,6 +118,36 @@ std::string netdev_type(const std::string& arphrd) {
   if (arphrd == "32") return "infiniband";
   if (arphrd == "772") return "loopback";
   return arphrd;
+}
+
+// An IPoIB netdev's 20-byte hardware address ("00:00:10:49:fe:80:...:3d:7a") is its QP
+// number's flags and number, then the GID of the IB port it runs on: the one link between
+// the two that sysfs gives (IB GIDs name no netdev). "" for any other address.
+std::string ipoib_port_gid(const std::string& hardware_address) {
+  std::string hex;
+  for (const char c : hardware_address) {
+    if (c != ':') hex.push_back(c);
+  }
+  constexpr std::size_t ipoib_address_digits = 40;
+  if (hex.size() != ipoib_address_digits) return {};
+  return gid_text(std::string_view(hex).substr(ipoib_address_digits - 32));
+}
+
+// Each IB port's GIDs name the IPoIB netdev whose hardware address holds one of them, as a
+// RoCE port's name their netdev: rdma_cm binds an IPoIB address to that port. The first
+// netdev in name order takes it: ib0 before its P_Key children (ib0.8001).
+void link_ipoib_netdevs(Inventory& inventory) {
+  for (const auto& netdev : inventory.netdevs) {
+    if (netdev.ipoib_gid.empty()) continue;
+    for (auto& device : inventory.kernel_devices) {
+      for (auto& port : device.ports) {
+        if (port.link_layer != "InfiniBand") continue;
+        for (auto& entry : port.gids) {
+          if (entry.gid == netdev.ipoib_gid && entry.netdev.empty()) entry.netdev = netdev.name;
+        }
+      }
+    }
+  }
 }
 
 constexpr const char* rdma_modules[] = {"ib_core", "ib_uverbs", "ib_cm", "iw_cm",   "rdma_cm", "rdma_ucm",
@@ -131,6 +170,7 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
     device.node_type = read_or_empty(dir / "node_type");
     device.parent_netdev = read_or_empty(dir / "parent");
     device.driver = driver_of(dir);
+    device.bus_device = bus_device_of(dir);
     for (const auto& port : sorted_entries(dir / "ports")) {
       try {
         device.ports.push_back(read_port(dir / "ports" / port, std::stoi(port)));
@@ -171,8 +211,11 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
     } catch (const std::exception&) {
       netdev.up = false;  // unreadable flags are not taken for an up netdev
     }
+    if (netdev.type == "infiniband") netdev.ipoib_gid = ipoib_port_gid(read_or_empty(dir / "address"));
+    netdev.bus_device = bus_device_of(dir);
     inventory.netdevs.push_back(std::move(netdev));
   }
+  link_ipoib_netdevs(inventory);
 }
 
 KernelModules read_kernel_modules(const fs::path& modules_root, const std::string& kernel) {

@@ -201,7 +201,9 @@ void read_addresses(Inventory& inventory) {
                                          .up = (entry->ifa_flags & IFF_UP) != 0,
                                          .mtu = 0,
                                          .addresses = {},
-                                         .vlan = {}});
+                                         .vlan = {},
+                                         .ipoib_gid = {},
+                                         .bus_device = {}});
       netdev = std::prev(inventory.netdevs.end());
     }
     netdev->addresses.push_back(text);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,12 +57,18 @@ struct Expectation {
 const Expectation expectations[] = {
     {"ok", "ok", 0, "GID index 1 (RoCE v2)"},
     {"ok_ipv6", "ok", 0, "GID index 3 (RoCE v2)"},
+    // IB: ib0 is linked to its port through the GID in its hardware address.
+    {"ok_infiniband", "ok", 0, "10.60.0.1 maps to mlx5_0 port 1 (netdev ib0), GID index 0 (IB)"},
     {"several_devices", "several_devices", 0, "-d rxe0"},
     {"wildcard_address", "wildcard_address", 0, "every RDMA device"},
     {"no_rdma_device", "no_rdma_device", 1, "type rxe netdev"},
     {"no_rdma_core", "no_rdma_device", 1, "no RDMA core"},
     {"netdev_without_rdma", "netdev_without_rdma", 1, "rdma link add rxe_plainnet0 type rxe netdev plainnet0"},
     {"route_without_rdma", "netdev_without_rdma", 1, "reached through plainnet0"},
+    // Not a soft-RoCE fix where the netdev's own NIC has RoCE switched off, or on EFA.
+    {"netdev_without_rdma-roce_disabled", "netdev_without_rdma", 1,
+     "devlink dev param set pci/0000:3b:00.0 name enable_roce value true cmode driverinit"},
+    {"netdev_without_rdma-efa", "netdev_without_rdma", 1, "efa_0 is EFA, which rdma_cm does not drive"},
     {"address_not_local", "address_not_local", 1, "EADDRNOTAVAIL"},
     {"no_route", "no_route", 1, "ENETUNREACH"},
     {"loopback_address", "loopback_address", 1, "rdma_resolve_route: ENODEV"},
@@ -108,7 +116,10 @@ TEST_P(DiagFixture, NamesTheCause) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, DiagFixture, testing::ValuesIn(expectations),
                          [](const testing::TestParamInfo<Expectation>& param) {
-                           return std::string(param.param.fixture);
+                           // gtest names take letters, digits and '_' only.
+                           std::string name = param.param.fixture;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
                          });
 
 TEST(DiagFixtures, EveryFixtureHasAnExpectation) {

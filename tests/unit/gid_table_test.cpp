@@ -33,7 +33,9 @@ Inventory vlan_host() {
                                .up = true,
                                .mtu = 1500,
                                .addresses = {"10.66.0.1/24", "fe80::4892:afff:fee6:a7ee/64"},
-                               .vlan = 100});
+                               .vlan = 100,
+                               .ipoib_gid = {},
+                               .bus_device = {}});
   auto& gids = inventory.kernel_devices.at(0).ports.at(0).gids;
   gids.push_back({.index = 5, .gid = "fe80::4892:afff:fee6:a7ee", .type = "RoCE v2", .netdev = "rxenet0.100"});
   gids.push_back({.index = 6, .gid = "::ffff:10.66.0.1", .type = "RoCE v2", .netdev = "rxenet0.100"});
@@ -188,6 +190,28 @@ TEST(GidReport, JsonShape) {
   EXPECT_TRUE(none["advice"]["index"].is_null());
   EXPECT_TRUE(none["advice"]["port"].is_null());
   EXPECT_EQ(none["advice"]["settings"], nlohmann::json::array());
+}
+
+// IPoIB: the port's GID is in ib0's hardware address; 10.60.0.1 on ib0 gets that entry, and
+// so does 10.61.0.1 on its P_Key child ib0.8001 (before, both had "no GID table entry": exit 1).
+TEST(GidTable, AnIpoibAddressGetsItsPortsGid) {
+  const auto inventory = table_fixture("ok_infiniband").inventory;
+  const auto rows = gid_rows(inventory);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].entry.netdev, "ib0");
+  EXPECT_EQ(rows[0].entry.type, "IB");
+  for (const char* address : {"10.60.0.1", "10.61.0.1"}) {
+    SCOPED_TRACE(address);
+    nlohmann::json found;
+    const GidReport advised(rows, look_up_gid(inventory, address, ""));
+    advised.add_to(found);
+    EXPECT_EQ(advised.exit_code(), ExitCode::ok);
+    EXPECT_EQ(found["advice"]["device"], "mlx5_0");
+    EXPECT_EQ(found["advice"]["index"], 0);
+    EXPECT_EQ(found["advice"]["gid"], "fe80::b859:9f03:c5:3d7a");
+    EXPECT_NE(found["advice"]["reason"].get<std::string>().find("on InfiniBand the GID is the port's"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

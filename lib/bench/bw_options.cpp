@@ -181,6 +181,9 @@ void BwOptions::add_to(CLI::App& app) {
   app.add_option("-x,--gid-index", s.gid_index,
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")
       ->check(CLI::Range(0, 65535));
+  app.add_option("-i,--ib-port", s.ib_port, "The port of the device whose GID table -x reads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 255));
   app.add_option("-m,--mtu", mtu, "Path MTU: 256, 512, 1024, 2048 or 4096 (default: the route's)");
   app.add_option("-T,--tclass,--tos", traffic_class,
                  "Client: the traffic class (IP TOS byte on RoCE, rdma_cm's TOS option) to test through")

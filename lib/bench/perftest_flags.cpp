@@ -24,7 +24,6 @@ constexpr Absent absent_flags[] = {
     {"-f,--margin", true, "rows measure the whole run; -D runs for a time"},
     {"-g,--mcg", false, "for multicast use mckey"},
     {"-M,--MGID", true, "for multicast use mckey"},
-    {"-i,--ib-port", true, "the port follows the address (--bind or -x choose it)"},
     {"-l,--post_list", true, "one work request per post"},
     {"--recv_post_list", true, "one receive per post"},
     {"-L,--hop_limit", true, "rdma_cm sets the hop limit from the route"},

@@ -108,10 +108,11 @@ struct LocalAddress {
 LocalAddress address_of_gid(const BwSettings& s, const std::string& peer) {
   const DeviceContext device(s.device);
   const auto index = *s.gid_index;
-  const auto table = query_gid_port(device.get(), 1);
+  const auto port = static_cast<std::uint8_t>(s.ib_port);  // 1 to 255: -i's range
+  const auto table = query_gid_port(device.get(), port);
   GidEntry entry;
   try {
-    entry = query_gid(device.get(), 1, index);
+    entry = query_gid(device.get(), port, index);
   } catch (const UsageError& error) {
     throw UsageError(fmt::format("-x {}: {}; {}", index, error.what(), routable_gid_advice(table, index, peer)));
   }

@@ -54,6 +54,7 @@ struct BwSettings {
   // sweeping only that far; the end of the stream counts what was lost).
   bool datagram = false;
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
+  unsigned ib_port = 1;                    // -i: the port whose GID table -x reads
   std::optional<ibv_mtu> mtu;
   std::optional<std::uint8_t> traffic_class;  // --tclass: rdma_cm's TOS (client)
   std::optional<std::uint8_t> ack_timeout;    // --ack-timeout: 4.096 us * 2^N

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 namespace rdmakit {
 
@@ -49,6 +50,11 @@ CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& aft
   for (const auto& [name, value] : after) {
     const auto old = before.find(name);
     if (old != before.end()) deltas[name] = static_cast<std::int64_t>(value - old->second);
+  }
+  constexpr std::int64_t bytes_per_word = 4;
+  for (const auto& [words, bytes] :
+       {std::pair{"port_xmit_data", "port_xmit_bytes"}, {"port_rcv_data", "port_rcv_bytes"}}) {
+    if (const auto found = deltas.find(words); found != deltas.end()) deltas[bytes] = found->second * bytes_per_word;
   }
   return deltas;
 }

@@ -30,6 +30,9 @@ std::chrono::milliseconds counters_lifespan(const std::string& device, unsigned 
                                             const std::filesystem::path& root = sysfs_infiniband);
 
 // after - before for every counter in both (negative where a counter was reset meanwhile).
+// The IB standard data counters, port_xmit_data and port_rcv_data, count 4-byte words (the
+// IB spec's PortXmitData is octets divided by 4): each comes with its bytes beside it,
+// port_xmit_bytes and port_rcv_bytes.
 CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& after);
 
 }  // namespace rdmakit

@@ -37,6 +37,12 @@ TEST(PortCounters, DeltasCoverTheCountersSeenBothTimes) {
   const PortCounters before{{"sent_pkts", 100}, {"rcvd_pkts", 50}, {"gone", 1}};
   const PortCounters after{{"sent_pkts", 160}, {"rcvd_pkts", 40}, {"new", 3}};
   EXPECT_EQ(counter_deltas(before, after), (CounterDeltas{{"rcvd_pkts", -10}, {"sent_pkts", 60}}));
+  // The IB data counters count 4-byte words: their bytes come beside them.
+  const PortCounters ib_before{{"port_xmit_data", 1000}, {"port_rcv_data", 10}};
+  const PortCounters ib_after{{"port_xmit_data", 2024}, {"port_rcv_data", 11}};
+  EXPECT_EQ(counter_deltas(ib_before, ib_after),
+            (CounterDeltas{
+                {"port_rcv_bytes", 4}, {"port_rcv_data", 1}, {"port_xmit_bytes", 4096}, {"port_xmit_data", 1024}}));
 }
 
 }  // namespace

@@ -181,7 +181,10 @@ nlohmann::json path_json(const Endpoint& endpoint, bool datagram) {
     path["path_mtu"] = port_mtu(endpoint);
     return path;
   }
-  path["path_mtu"] = mtu_bytes(endpoint.active_path_mtu());
+  // iWARP runs over TCP: its QP has no IB path MTU (ibv_query_qp leaves 0, which reads as 128).
+  path["path_mtu"] = endpoint.caps().transport == Transport::iwarp
+                         ? nlohmann::json(nullptr)
+                         : nlohmann::json(mtu_bytes(endpoint.active_path_mtu()));
   const auto transport = endpoint.transport();
   path["traffic_class"] = transport.traffic_class;
   path["service_level"] = transport.service_level;

@@ -473,7 +473,8 @@ class Pingmesh {
     }
     const auto& message = decoded.message;
     if (arrival.source.empty()) {
-      // No address in front of it (IB without a GRH): nobody this node could answer or match.
+      // No address in front of it (IB without a GRH) from a peer this node has not resolved:
+      // nobody it could answer or match. A peer it probes is known by its LID and QP.
       ++node_.ignored["unknown_peer"];
       return;
     }

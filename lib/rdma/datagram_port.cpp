@@ -348,6 +348,10 @@ Resolution DatagramPort::resolved(const std::string& key, const rdma_cm_event& e
   auto path = event.param.ud.ah_attr;
   auto handle = std::make_unique<AddressHandle>(pd_->get(), path);
   const DatagramAddress address{.ah = handle->get(), .qp_num = event.param.ud.qp_num, .qkey = event.param.ud.qkey};
+  if (const auto old = lid_of_key_.find(key); old != lid_of_key_.end()) senders_by_lid_.erase(old->second);
+  const std::pair<std::uint16_t, std::uint32_t> sender{path.dlid, address.qp_num};
+  senders_by_lid_[sender] = ResolvedSender{.key = key, .address = pending_.at(key).address};
+  lid_of_key_[key] = sender;
   auto& slot = resolved_handles_[key];
   if (slot) retired_.push_back(std::move(slot));
   slot = std::move(handle);
@@ -414,7 +418,7 @@ void DatagramPort::take_completion(const ibv_wc& wc, std::uint64_t taken_ns, std
   const std::span<const std::uint8_t, grh_bytes> header(reinterpret_cast<const std::uint8_t*>(slot), grh_bytes);
   const auto length = wc.byte_len > grh_bytes ? wc.byte_len - grh_bytes : 0;
   on_arrival({.bytes = {reinterpret_cast<const std::uint8_t*>(slot) + grh_bytes, length},
-              .source = (wc.wc_flags & IBV_WC_GRH) != 0 ? grh_source_address(header) : std::string(),
+              .source = (wc.wc_flags & IBV_WC_GRH) != 0 ? grh_source_address(header) : resolved_source(wc),
               .source_qp = wc.src_qp,
               .received_ns = taken_ns,
               .completion_stamp = stamp,
@@ -482,7 +486,25 @@ void DatagramPort::retire_unused_handles() {
   if (reply_handles_.size() > max_reply_handles) reply_handles_.clear();
 }
 
+const DatagramPort::ResolvedSender* DatagramPort::sender_without_grh(const ibv_wc& wc) const {
+  const auto found = senders_by_lid_.find({wc.slid, wc.src_qp});
+  return found == senders_by_lid_.end() ? nullptr : &found->second;
+}
+
+std::string DatagramPort::resolved_source(const ibv_wc& wc) const {
+  const auto* sender = sender_without_grh(wc);
+  return sender != nullptr ? sender->address : std::string();
+}
+
 DatagramAddress DatagramPort::reply_to(const ReplyRoute& route) {
+  // No GRH to build a handle from (on RoCE none can be made without one): the peer's own.
+  if ((route.completion.wc_flags & IBV_WC_GRH) == 0) {
+    if (const auto* sender = sender_without_grh(route.completion)) {
+      if (const auto handle = resolved_handles_.find(sender->key); handle != resolved_handles_.end()) {
+        return {.ah = handle->second->get(), .qp_num = route.source_qp, .qkey = qkey_};
+      }
+    }
+  }
   auto& handle = reply_handles_[{route.source, route.source_qp}];
   if (!handle) handle = std::make_unique<AddressHandle>(pd_->get(), route.completion, &route.grh, port_num_);
   return {.ah = handle->get(), .qp_num = route.source_qp, .qkey = qkey_};

@@ -65,7 +65,9 @@ struct ReplyRoute {
 // taken off the CQ (the software receive time, CLOCK_MONOTONIC ns).
 struct DatagramArrival {
   std::span<const std::uint8_t> bytes;
-  std::string source;  // the sender's address, from the GRH's source GID
+  // The sender's address: from the GRH's source GID, or, where none came (InfiniBand inside
+  // a subnet), the resolved peer whose LID and QP number sent it; "" when neither says.
+  std::string source;
   std::uint32_t source_qp = 0;
   std::uint64_t received_ns = 0;
   std::optional<std::uint64_t> completion_stamp;  // on the port's completion clock
@@ -125,8 +127,9 @@ class DatagramPort {
   using ArrivalHandler = std::function<void(const DatagramArrival&)>;
   using SentHandler = std::function<void(std::uint64_t tag, std::optional<std::uint64_t> completion_stamp)>;
   std::size_t drain(const ArrivalHandler& on_arrival, const SentHandler& on_sent = {});
-  // The way back to a datagram's sender (its address handle is made once per source GID
-  // and QP, and kept).
+  // The way back to a datagram's sender: the resolved peer's own address handle for one
+  // that came without a GRH (IB inside a subnet), else one made from the completion once
+  // per source and QP, and kept.
   DatagramAddress reply_to(const ReplyRoute& route);
 
   // Sleeps until a completion, a CM event, the stop signal or `until`; arms first, and
@@ -143,6 +146,11 @@ class DatagramPort {
   std::optional<CompletionClock> completion_clock() const { return completion_clock_; }
 
  private:
+  // A peer this port resolved: the key its resolve() was given, and its address.
+  struct ResolvedSender {
+    std::string key;
+    std::string address;
+  };
   // An exchange under way. Its id goes only after the loop that took its last event has
   // acknowledged it (rdma_destroy_id waits for that): `outcome` holds the end till then.
   struct Pending {
@@ -156,6 +164,10 @@ class DatagramPort {
   void accept_request(rdma_cm_event& event, const Admission& admit, std::uint64_t& refused) const;
   void advance_exchange(rdma_cm_event& event);
   Resolution resolved(const std::string& key, const rdma_cm_event& event);
+  // The resolved peer that sent a datagram without a GRH, none when it is none of them.
+  const ResolvedSender* sender_without_grh(const ibv_wc& wc) const;
+  // Its address, "" when none.
+  std::string resolved_source(const ibv_wc& wc) const;
   void retire_unused_handles();
   void recover();
   // With `device_stamps`, a CQ whose completions carry the device's time where it has one.
@@ -191,6 +203,11 @@ class DatagramPort {
   // Address handles: ours to each resolved peer (by key) and the answers' (by source
   // address and QP). One a resolved peer replaces waits in `retired_` until no send is in flight.
   std::map<std::string, std::unique_ptr<AddressHandle>> resolved_handles_;
+  // Who a datagram without a GRH came from: each resolved peer by the LID and QP number its
+  // SIDR reply named (on IB the sender's LID is the completion's slid), and the LID and QP
+  // of each key, so that a peer resolved anew (a new QP) replaces its entry.
+  std::map<std::pair<std::uint16_t, std::uint32_t>, ResolvedSender> senders_by_lid_;
+  std::map<std::string, std::pair<std::uint16_t, std::uint32_t>> lid_of_key_;
   std::map<std::pair<std::string, std::uint32_t>, std::unique_ptr<AddressHandle>> reply_handles_;
   std::vector<std::unique_ptr<AddressHandle>> retired_;
   std::vector<ibv_wc> completions_;

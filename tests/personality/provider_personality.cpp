@@ -7,6 +7,8 @@
 //          READ must allow remote write (the read response is a tagged write into it).
 //   irdma  Intel E810/X722 (providers/irdma): at most 48 bytes inline on some cards; a QP that
 //          asks for more is refused (EINVAL).
+//   nogrh  InfiniBand inside one subnet: a UD arrival carries no GRH (IBV_WC_GRH clear), so
+//          the sender is known only by its LID and QP number. Completions lose the flag.
 // Never installed. librdmacm reads the device's limits through ibv_query_device and makes its
 // QPs through ibv_create_qp, both exported from libibverbs, so defining them here reaches the
 // library and the tools alike; post_send is a context op, replaced on the contexts opened.
@@ -26,13 +28,14 @@
 
 namespace {
 
-enum class Personality { none, cxgb4, irdma };
+enum class Personality { none, cxgb4, irdma, nogrh };
 
 Personality chosen() {
   const char* name = std::getenv("RDMAKIT_PERSONALITY");
   if (name == nullptr) return Personality::none;
   if (std::strcmp(name, "cxgb4") == 0) return Personality::cxgb4;
   if (std::strcmp(name, "irdma") == 0) return Personality::irdma;
+  if (std::strcmp(name, "nogrh") == 0) return Personality::nogrh;
   return Personality::none;
 }
 
@@ -96,7 +99,48 @@ int cxgb4_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
   return provider_post_send(qp, wr, bad);
 }
 
+// nogrh: the provider's ops, kept once per process (every context here is rxe's), each
+// wrapped to clear IBV_WC_GRH from what it reports.
+int (*provider_poll_cq)(ibv_cq*, int, ibv_wc*) = nullptr;
+unsigned (*provider_read_wc_flags)(ibv_cq_ex*) = nullptr;
+ibv_cq_ex* (*provider_create_cq_ex)(ibv_context*, ibv_cq_init_attr_ex*) = nullptr;
+
+int poll_cq_without_grh(ibv_cq* cq, int entries, ibv_wc* wc) {
+  const int got = provider_poll_cq(cq, entries, wc);
+  for (int k = 0; k < got; ++k) wc[k].wc_flags &= ~static_cast<unsigned>(IBV_WC_GRH);
+  return got;
+}
+
+unsigned read_wc_flags_without_grh(ibv_cq_ex* cq) {
+  return provider_read_wc_flags(cq) & ~static_cast<unsigned>(IBV_WC_GRH);
+}
+
+ibv_cq_ex* create_cq_ex_without_grh(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  ibv_cq_ex* cq = provider_create_cq_ex(context, attr);
+  if (cq != nullptr && cq->read_wc_flags != read_wc_flags_without_grh) {
+    provider_read_wc_flags = cq->read_wc_flags;
+    cq->read_wc_flags = read_wc_flags_without_grh;
+  }
+  return cq;
+}
+
 }  // namespace
+
+extern "C" ibv_context* ibv_open_device(ibv_device* device) {
+  static const auto next = real<ibv_context* (*)(ibv_device*)>("ibv_open_device");
+  ibv_context* context = next(device);
+  if (context == nullptr || chosen() != Personality::nogrh) return context;
+  if (context->ops.poll_cq != poll_cq_without_grh) {
+    provider_poll_cq = context->ops.poll_cq;
+    context->ops.poll_cq = poll_cq_without_grh;
+  }
+  verbs_context* extended = verbs_get_ctx(context);
+  if (extended != nullptr && extended->create_cq_ex != nullptr && extended->create_cq_ex != create_cq_ex_without_grh) {
+    provider_create_cq_ex = extended->create_cq_ex;
+    extended->create_cq_ex = create_cq_ex_without_grh;
+  }
+  return context;
+}
 
 extern "C" ibv_device** ibv_get_device_list(int* count) {
   static const auto next = real<ibv_device** (*)(int*)>("ibv_get_device_list");

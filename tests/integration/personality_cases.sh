@@ -37,6 +37,9 @@ case_personality_cxgb4() {
     expect_rc 0 "send_bw --op $op with cxgb4's limits"
     [[ $SERVER_RC == 0 ]] || fail "send_bw server for --op $op with cxgb4's limits: exit $SERVER_RC"
     expect_jq ".outcome == \"completed\" and .rows[0].iterations == 500" "client_$op.out"
+    # iWARP has no IB path MTU: null, not the 128 that ibv_query_qp's 0 reads as.
+    expect_jq '.test.path.path_mtu == null' "client_$op.out"
+    expect_schema send_bw "client_$op.out"
     note "--op $op 4 KiB: $(jq -c '.rows[0].bw_average_mib_per_s' "$T/client_$op.out") MiB/s"
   done
   expect_grep "allows 8 RDMA READs" client_read.err
@@ -65,7 +68,7 @@ case_personality_cxgb4() {
   # rdma_smoke counts what the device cannot do as skipped, and passes.
   run smoke 120 "${AS_PROVIDER[@]}" "$OURS_SMOKE" --json
   expect_rc 0 "rdma_smoke with cxgb4's limits"
-  expect_jq '[.smoke.cases[] | select(.outcome == "skipped") | .case] == ["udaddy", "mckey", "send_bw.latency"]
+  expect_jq '[.smoke.cases[] | select(.outcome == "skipped") | .name] == ["udaddy", "mckey", "send_bw.latency"]
     and .smoke.failed == 0' smoke.out
   pingmesh_pinglist pinglist node-a "$RXE_ADDR"
   run pingmesh 30 "${AS_PROVIDER[@]}" "$OURS_PINGMESH" --pinglist "$T/pinglist" -p "$PORT" --name node-a --duration 2 --json
@@ -87,4 +90,83 @@ case_personality_irdma() {
   as_provider irdma
   run big_inline 30 "${AS_PROVIDER[@]}" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -I 256 --timeout 2 --json --log-level info
   expect_grep "refuses 256 inline bytes; sending up to 48 inline" big_inline.err
+}
+
+# InfiniBand inside a subnet: UD arrivals carry no GRH, so no source address. rdma_pingmesh
+# knows each peer it probes by the LID and QP number of its SIDR reply; before, every probe
+# and answer was dropped as unknown_peer and every path went down.
+case_personality_no_grh() {
+  require_device
+  local a=10.55.0.1 b=10.55.0.2
+  as_provider nogrh
+  next_port
+  pingmesh_pinglist pinglist node-a "$a" node-b "$b"
+  local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
+  start node_b "${AS_PROVIDER[@]}" "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 10
+  run node_a 30 "${AS_PROVIDER[@]}" "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 6
+  expect_rc 0 "rdma_pingmesh node-a without GRHs"
+  finish node_b 30
+  expect_rc 0 "rdma_pingmesh node-b without GRHs"
+  pingmesh_lines node_a
+  expect_jq '.pingmesh.paths[0].answered > 50 and .pingmesh.paths[0].state == "ok"' node_a.report
+  pingmesh_lines node_b
+  expect_jq '.pingmesh.paths[0].answered > 50' node_b.report
+  expect_lines_jq '[.[] | select(.event == "window")] | .[2:] | all(.state == "ok")' node_a.lines
+  note "node-a without GRHs: $(jq -c '.pingmesh.paths[0] | {sent, answered, lost}' "$T/node_a.report"), ignored $(jq -c '.pingmesh.ignored' "$T/node_a.report")"
+}
+
+# siw, soft-iWARP: Debian's kernels leave it out; scripts/build-siw.sh builds the kernel's own
+# source out of tree (build/siw/siw.ko). Loaded here on a dummy netdev of its own, it is a
+# second provider beside rxe, and a real iWARP one: RDMAP over the kernel's TCP.
+case_siw_tools() {
+  require_device
+  require_root
+  local module=$BIN/../siw/siw.ko address=10.72.0.1 op
+  [[ -f $module ]] || { echo "SKIP: no $module (run scripts/build-siw.sh)"; exit 77; }
+  [[ $(cat "$BIN/../siw/kernel" 2> /dev/null) == "$(uname -r)" ]] || { echo "SKIP: $module is not for $(uname -r)"; exit 77; }
+  restore "rdma link delete siw_sw0 2>/dev/null; ip link del sw0 2>/dev/null; rmmod siw 2>/dev/null; true"
+  modprobe -a ib_core libcrc32c
+  if ! grep -q '^siw ' /proc/modules; then insmod "$module" || fail "insmod $module: the module does not load here"; fi
+  ip link add sw0 type dummy
+  ip addr add "$address/24" dev sw0
+  ip link set sw0 up
+  rdma link add siw_sw0 type siw netdev sw0 || fail "rdma link add siw_sw0 type siw netdev sw0"
+  expect_grep_cmd() { "$@" > "$T/cmd.out" 2>&1 || fail "$*: $(cat "$T/cmd.out")"; }
+  expect_grep_cmd ibv_devinfo -d siw_sw0
+  grep -q 'transport:.*iWARP' "$T/cmd.out" || fail "siw_sw0 is not iWARP: $(cat "$T/cmd.out")"
+  # rping: READ and WRITE round trips over iWARP.
+  next_port
+  start rping_server "$OURS_RPING" -s -a "$address" -p "$PORT" --accept-timeout 20
+  wait_listening "$PORT"
+  run rping_client 30 "$OURS_RPING" -c -a "$address" -p "$PORT" -C 20 -S 4096 -V --json
+  expect_rc 0 "rping over siw"
+  finish rping_server 15
+  expect_rc 0 "rping server over siw"
+  expect_jq '.outcome == "completed" and (.local_address | startswith("10.72.0.1"))' rping_client.out
+  # send_bw: each operation's bandwidth; reads within siw's limits, READ sinks writable.
+  for op in send write read; do
+    next_port
+    start "server_$op" "$OURS_SEND_BW" --bind "$address" -p "$PORT" --json --accept-timeout 20
+    wait_listening "$PORT"
+    run "client_$op" 60 "$OURS_SEND_BW" "$address" -p "$PORT" --op "$op" -s 65536 -n 500 --json
+    expect_rc 0 "send_bw --op $op over siw"
+    finish "server_$op" 15
+    expect_rc 0 "send_bw server --op $op over siw"
+    expect_jq '.test.path.device == "siw_sw0" and .test.path.path_mtu == null' "client_$op.out"
+    expect_schema send_bw "client_$op.out"
+    note "siw --op $op 64 KiB: $(jq -c '.rows[0].bw_average_mib_per_s' "$T/client_$op.out") MiB/s"
+  done
+  # What iWARP cannot do: a skip with the reason.
+  run udaddy 30 "$OURS_UDADDY" -s "$address" --port "$PORT" --json
+  expect_rc 77 "udaddy over siw"
+  expect_jq '.errors[0].message | test("siw_sw0 is iWARP: it has no unreliable datagrams")' udaddy.out
+  run latency 30 "$OURS_SEND_BW" "$address" -p "$PORT" --lat --json
+  expect_rc 77 "send_bw --lat over siw"
+  # The stock tools over siw too: ours against rdma-core's rping.
+  next_port
+  start stock_server "$STOCK_RPING" -s -a "$address" -p "$PORT" -C 5
+  wait_listening "$PORT"
+  run ours_client 30 "$OURS_RPING" -c -a "$address" -p "$PORT" -C 5 --json
+  expect_rc 0 "our rping with the stock rping server over siw"
+  finish stock_server 15
 }

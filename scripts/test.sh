@@ -37,7 +37,8 @@
 # Every run ends with a table of each stage's time (also kept in build/test-times.txt);
 # tests/README.md says where the time goes.
 #   RDMAKIT_SKIP_VM=1   no guest: unit tests and the fuzz run only
-#   RDMAKIT_LONG=1      also the long cases of the plain build: the soak of every persistent
+#   RDMAKIT_LONG=1      also the long cases of the plain build (siw_tools after building
+#                       soft-iWARP with scripts/build-siw.sh): the soak of every persistent
 #                       server (ctest -L soak), one valgrind memcheck run of every tool (ctest
 #                       -L valgrind), the cases the suite's budget left out (ctest -L
 #                       integration_long; the plain copies of the sanitized cases, ctest -L
@@ -396,6 +397,10 @@ if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   exit $status
 fi
 
+# RDMAKIT_LONG: soft-iWARP for siw_tools (integration_long), built from the kernel's source.
+if [[ ${RDMAKIT_LONG:-0} == 1 ]]; then
+  stage "siw module for the guest (scripts/build-siw.sh)" scripts/build-siw.sh "$root/build/siw" || true
+fi
 burn_start
 pair_beside_start
 runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs"

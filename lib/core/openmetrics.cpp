@@ -44,15 +44,14 @@ std::string sample_name(const Family& family) {
   return family.name;
 }
 
-}  // namespace
-
-std::string escaped(std::string_view value) {
+// Backslash and newline escaped, and double quotes where `quotes`.
+std::string escape(std::string_view text, bool quotes) {
   std::string out;
-  out.reserve(value.size());
-  for (const char c : value) {
+  out.reserve(text.size());
+  for (const char c : text) {
     if (c == '\\') {
       out += "\\\\";
-    } else if (c == '"') {
+    } else if (c == '"' && quotes) {
       out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
@@ -61,6 +60,12 @@ std::string escaped(std::string_view value) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string escaped(std::string_view value) {
+  return escape(value, true);
 }
 
 namespace {
@@ -82,23 +87,6 @@ void append_sample(std::string& text, const std::string& name, const Sample& sam
   text += '\n';
 }
 
-// HELP text in the Prometheus text format: only backslash and newline are escaped there (an
-// escaped quote would be read as a backslash and a quote).
-std::string help_escaped(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (const char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 void append_metadata(std::string& text, const Family& family, Format format) {
   if (format == Format::openmetrics) {
     text += fmt::format("# TYPE {} {}\n", family.name, type_name(family.type, format));
@@ -108,7 +96,8 @@ void append_metadata(std::string& text, const Family& family, Format format) {
   }
   // The text format's metadata names the samples: a counter's TYPE line names x_total.
   const std::string name = sample_name(family);
-  if (!family.help.empty()) text += fmt::format("# HELP {} {}\n", name, help_escaped(family.help));
+  // Only backslash and newline are escaped there: an escaped quote would read as two characters.
+  if (!family.help.empty()) text += fmt::format("# HELP {} {}\n", name, escape(family.help, false));
   text += fmt::format("# TYPE {} {}\n", name, type_name(family.type, format));
 }
 

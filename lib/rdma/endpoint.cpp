@@ -143,7 +143,9 @@ void Endpoint::create_resources() {
     }
   };
   try {
-    max_inline_data_ = create_with_inline(options_.max_inline_data, create, caps_.device);
+    const auto granted = create_with_inline(options_.max_inline_data, create, caps_.device);
+    // Providers may round the inline size up: what we use is what was asked for and granted.
+    max_inline_data_ = std::min(granted, attributes.cap.max_inline_data);
   } catch (const RdmaError& error) {
     if (options_.datagram) throw_datagram_refusal(error, caps_.device);
     throw;

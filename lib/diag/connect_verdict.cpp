@@ -896,8 +896,9 @@ ConnectVerdict unexplained(const Facts& f) {
                ? "run diag-connect --serve on the server and connect to it, then compare the evidence of both sides"
                : "rerun with --log-level debug, and compare 'rdma link show' and 'ip addr' on both hosts";
   if (!kernel_sees_roce(f.client_port().device) || (f.peer != nullptr && !kernel_sees_roce(f.peer_port().device))) {
-    v.next += "; a hardware RoCE NIC's traffic never meets the hosts' firewall or rp_filter: look at what lies "
-              "between them (switch ACLs, PFC and ECN settings, 'ethtool -S' drop counters on both NICs)";
+    v.next +=
+        "; a hardware RoCE NIC's traffic never meets the hosts' firewall or rp_filter: look at what lies "
+        "between them (switch ACLs, PFC and ECN settings, 'ethtool -S' drop counters on both NICs)";
   }
   if (f.peer == nullptr) {
     v.evidence.push_back(agent_text(f.c.agent));

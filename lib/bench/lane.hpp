@@ -33,6 +33,9 @@ struct Lane {
   // -c UD: where the sender's datagrams go (no ah: a connected lane). A datagram lane's
   // receive_length holds the GRH in front of the message.
   DatagramAddress peer;
+  // false where the device carries no immediate data (iWARP): the latency test's size
+  // announcements are SENDs of their own (lib/wire/protocol's size message).
+  bool immediate_data = true;
 };
 
 // -c UD, the receiving side: a lane's datagrams counted per size (in the order the sizes

@@ -362,16 +362,47 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
 
 namespace {
 
-// The control message of the latency test: a zero-length SEND with the size as immediate.
-// `to`: a datagram's destination (-c UD).
-void post_size(const Lane& lane, std::uint32_t size, const DatagramAddress* to = nullptr) {
-  ibv_send_wr wr{};  // no scatter/gather entry: nothing but the immediate
+// The control message of the latency test: a zero-length SEND with the size as immediate,
+// or, where the device carries no immediate data (iWARP), an inline SEND of the size message
+// (lib/wire/protocol). `to`: a datagram's destination (-c UD).
+void post_size(const Lane& lane, std::uint32_t size, std::uint32_t max_inline_data,
+               const DatagramAddress* to = nullptr) {
+  ibv_send_wr wr{};
   wr.wr_id = WorkId{.kind = WorkKind::send, .owner = 0, .sequence = 0}.encode();
-  wr.opcode = IBV_WR_SEND_WITH_IMM;
-  wr.imm_data = bw::encode_size_announcement(size);
   wr.send_flags = IBV_SEND_SIGNALED;
-  if (to != nullptr) address_datagram(*to, wr);
-  post(lane.qp, &wr, 0);
+  if (lane.immediate_data) {
+    wr.opcode = IBV_WR_SEND_WITH_IMM;  // no scatter/gather entry: nothing but the immediate
+    wr.imm_data = bw::encode_size_announcement(size);
+    if (to != nullptr) address_datagram(*to, wr);
+    post(lane.qp, &wr, 0);
+    return;
+  }
+  if (max_inline_data < bw::size_message_bytes) {
+    throw Unsupported(
+        fmt::format("--lat: the device carries no immediate data and sends {} bytes inline, fewer than "
+                    "the {}-byte size message",
+                    max_inline_data, bw::size_message_bytes));
+  }
+  // Inline: copied at the post, so no registered buffer (and no ping) ever holds the marker.
+  auto message = bw::encode_size_message(size);
+  ibv_sge sge{.addr = reinterpret_cast<std::uintptr_t>(message.data()),
+              .length = static_cast<std::uint32_t>(message.size()),
+              .lkey = 0};
+  wr.opcode = IBV_WR_SEND;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags |= IBV_SEND_INLINE;
+  post(lane.qp, &wr, sge.length);
+}
+
+// The size a received message announces, if it is an announcement (over a connection).
+std::optional<std::uint32_t> announced_size(const Lane& lane, const ibv_wc& wc) {
+  if (lane.immediate_data) {
+    if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0) return std::nullopt;
+    return bw::decode_size_announcement(wc.imm_data, lane.receive_length);
+  }
+  const auto* received = reinterpret_cast<const std::uint8_t*>(lane.receive_address);
+  return bw::decode_size_message({received, std::min(wc.byte_len, lane.receive_length)}, lane.receive_length);
 }
 
 // -c UD latency: a ping's tag, its immediate (network byte order), which the answer
@@ -472,11 +503,12 @@ class PingClient {
       announce_datagram_size();
       return;
     }
-    post_size(lane_, size_);
+    post_size(lane_, size_, s_.basics.max_inline_data);
     await(
         [&](const ibv_wc& wc) {
           if (!is_receive(wc)) return false;
-          if ((wc.wc_flags & IBV_WC_WITH_IMM) == 0 || ntohl(wc.imm_data) != size_) {
+          const auto echoed = announced_size(lane_, wc);
+          if (echoed != size_) {
             throw ProtocolError(fmt::format("the server answered the {}-byte announcement with something else", size_));
           }
           return true;
@@ -516,7 +548,7 @@ class PingClient {
   void announce_datagram_size() {
     SilenceBound silence(s_.basics.limits.timeout);
     for (;;) {
-      post_size(lane_, size_, &lane_.peer);
+      post_size(lane_, size_, s_.basics.max_inline_data, &lane_.peer);
       const auto echoed = [&](const ibv_wc& wc) {
         return is_receive(wc) && (wc.wc_flags & IBV_WC_WITH_IMM) != 0 && !is_ping_tag(wc.imm_data) &&
                ntohl(wc.imm_data) == size_;
@@ -722,7 +754,7 @@ class PingAnswerer {
     const bool tagged = (wc.wc_flags & IBV_WC_WITH_IMM) != 0;
     if (tagged && !loop::is_datagram_counts(wc) && !is_ping_tag(wc.imm_data)) {
       size_ = bw::decode_size_announcement(wc.imm_data, lane_.receive_length - grh_bytes);
-      post_size(lane_, size_, &*client_);
+      post_size(lane_, size_, s_.basics.max_inline_data, &*client_);
     } else if (const auto size = take_datagram(lane_, wc, *s_.datagram)) {
       poster_.post_datagram(*size, tagged ? wc.imm_data : 0, *client_);
       ++answered_;
@@ -741,11 +773,11 @@ class PingAnswerer {
     poster_.reaped(wc);
     if (!is_receive(wc)) return true;
     if (s_.datagram != nullptr) return handle_datagram(wc);
-    if ((wc.wc_flags & IBV_WC_WITH_IMM) != 0) {
-      size_ = bw::decode_size_announcement(wc.imm_data, lane_.receive_length);
+    if (const auto announced = announced_size(lane_, wc)) {
+      size_ = *announced;
       seen_ = 0;
       if (s_.operation == bw::Operation::write) last_byte(lane_.receive_address, size_) = 0;
-      post_size(lane_, size_);
+      post_size(lane_, size_, s_.basics.max_inline_data);
     } else {
       // send: answer with as many bytes as arrived (the receive buffer bounds them).
       poster_.post_from(lane_.local_address, lane_.lkey, wc.byte_len, 0, 0, false);

@@ -36,8 +36,6 @@ struct Limits {
   std::optional<ibv_mtu> mtu;
   bool atomics = false;   // --op atomic: the device must do them
   bool datagram = false;  // -c UD: `largest` must fit one packet
-  // --lat: each size is announced in a SEND's immediate data, which iWARP does not carry.
-  bool immediate_data = false;
 };
 
 // Why a device with these attributes cannot serve atomics, if it cannot.
@@ -73,16 +71,6 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
   }
   if (limits.atomics) {
     if (const auto missing = atomics_missing(device, name)) throw Unsupported("--op atomic: " + *missing);
-  }
-  if (limits.immediate_data) {
-    const auto caps = read_device_caps(context, port);
-    if (!has_immediate_data(caps)) {
-      throw Unsupported(
-          fmt::format("--lat: {} is {}, which carries no immediate data, and the latency test announces "
-                      "each size in it; next step: measure bandwidth here, latency over RoCE or "
-                      "InfiniBand",
-                      name, transport_name(caps.transport)));
-    }
   }
   if (limits.datagram && limits.largest > mtu_bytes(port_attributes.active_mtu)) {
     throw UsageError(
@@ -435,9 +423,13 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
 // the server's buffer (or, for datagrams, the server's address) in its lane.
 Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest, std::uint16_t index,
                   std::uint32_t receives, Report& report) {
-  // Datagrams: room for the counts at the end, and in front of what arrives the GRH.
+  // Datagrams: room for the counts at the end, and in front of what arrives the GRH. Without
+  // immediate data, room for the size message that answers an announcement.
+  const bool immediate_data = has_immediate_data(endpoint.caps());
   const auto outgoing_size = s.datagram ? datagram_room(largest) : largest;
-  const auto incoming_size = s.datagram ? grh_bytes + datagram_room(largest) : largest;
+  const auto incoming_size = s.datagram       ? grh_bytes + datagram_room(largest)
+                             : immediate_data ? largest
+                                              : std::max(largest, static_cast<std::uint32_t>(bw::size_message_bytes));
   // An iWARP READ's sink is written by the peer's read response, as an RDMA WRITE would be.
   const bool read_sink = s.operation == bw::Operation::read && read_sink_needs_remote_write(endpoint.caps());
   auto& outgoing =
@@ -464,7 +456,8 @@ Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest
             .receive_address = incoming.address(),
             .receive_lkey = incoming.lkey(),
             .receive_length = incoming_size,
-            .peer = {}};
+            .peer = {},
+            .immediate_data = immediate_data};
   post_receives(lane, receives);  // before connecting: the server may answer at once
   endpoint.connect(report);
   if (const auto peer = endpoint.datagram_peer()) {
@@ -496,9 +489,11 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
                                                                         : sizes.back(),
                                             .mtu = s.mtu,
                                             .atomics = s.operation == bw::Operation::atomic,
-                                            .datagram = s.datagram,
-                                            .immediate_data = latency});
-  options.max_inline_data = bw::carries_payload(s.operation) ? s.inline_size : 0;
+                                            .datagram = s.datagram});
+  // A latency test also sends its size messages inline where there is no immediate data
+  // (iWARP): control messages, whatever -I says of the measured ones.
+  options.max_inline_data = std::max(bw::carries_payload(s.operation) ? s.inline_size : 0U,
+                                     latency ? static_cast<std::uint32_t>(bw::size_message_bytes) : 0U);
   options.self_managed_qp = s.mtu.has_value();
   options.path_mtu = s.mtu;
   options.explain_rejection = [](std::span<const std::uint8_t> data) {
@@ -653,7 +648,11 @@ struct ServerLane {
 };
 ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
   const int atomic_access = hello.operation == bw::Operation::atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0;
-  const auto size = hello.datagram ? grh_bytes + datagram_room(hello.max_size) : hello.max_size;
+  // Without immediate data, room for the size messages of a latency test.
+  const bool immediate_data = has_immediate_data(endpoint.caps());
+  const auto size = hello.datagram   ? grh_bytes + datagram_room(hello.max_size)
+                    : immediate_data ? hello.max_size
+                                     : std::max(hello.max_size, static_cast<std::uint32_t>(bw::size_message_bytes));
   auto& buffer = endpoint.add_buffer(
       size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access);
   const auto& outgoing =
@@ -667,7 +666,8 @@ ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
                    .receive_address = buffer.address(),
                    .receive_lkey = buffer.lkey(),
                    .receive_length = size,
-                   .peer = {}},
+                   .peer = {},
+                   .immediate_data = immediate_data},
           .answer = {.address = buffer.address(), .rkey = buffer.rkey(), .length = hello.max_size}};
 }
 

@@ -312,12 +312,36 @@ std::uint32_t encode_size_announcement(std::uint32_t size) {
   return htonl(size);
 }
 
-std::uint32_t decode_size_announcement(std::uint32_t imm_data, std::uint32_t capacity) {
-  const std::uint32_t announced = ntohl(imm_data);
+namespace {
+
+std::uint32_t checked_size(std::uint32_t announced, std::uint32_t capacity) {
   if (announced == 0 || announced > capacity) {
     throw ProtocolError(fmt::format("the client announced {}-byte messages; the buffer holds {}", announced, capacity));
   }
   return announced;
+}
+
+constexpr std::array<std::uint8_t, 4> size_message_marker{'R', 'K', 'S', 'Z'};
+
+}  // namespace
+
+std::uint32_t decode_size_announcement(std::uint32_t imm_data, std::uint32_t capacity) {
+  return checked_size(ntohl(imm_data), capacity);
+}
+
+std::array<std::uint8_t, size_message_bytes> encode_size_message(std::uint32_t size) {
+  std::array<std::uint8_t, size_message_bytes> message{};
+  std::copy(size_message_marker.begin(), size_message_marker.end(), message.begin());
+  store_big_endian(message.data() + size_message_marker.size(), size);
+  return message;
+}
+
+std::optional<std::uint32_t> decode_size_message(std::span<const std::uint8_t> bytes, std::uint32_t capacity) {
+  if (bytes.size() != size_message_bytes ||
+      !std::equal(size_message_marker.begin(), size_message_marker.end(), bytes.begin())) {
+    return std::nullopt;
+  }
+  return checked_size(load_big_endian<std::uint32_t>(bytes.data() + size_message_marker.size()), capacity);
 }
 
 }  // namespace rdmakit::bw

@@ -187,4 +187,12 @@ DatagramCounts decode_datagram_counts(std::span<const std::uint8_t> bytes);
 std::uint32_t encode_size_announcement(std::uint32_t size);
 std::uint32_t decode_size_announcement(std::uint32_t imm_data, std::uint32_t capacity);
 
+// Where the device carries no immediate data (iWARP), an announcement is a SEND of its own,
+// size_message_bytes long: a marker ("RKSZ") and the size in network byte order, sent inline
+// so that no ping buffer ever holds the marker. decode_size_message: nullopt for a message
+// that is not one (another length, another marker: a ping); the size as above.
+inline constexpr std::size_t size_message_bytes = 8;
+std::array<std::uint8_t, size_message_bytes> encode_size_message(std::uint32_t size);
+std::optional<std::uint32_t> decode_size_message(std::span<const std::uint8_t> bytes, std::uint32_t capacity);
+
 }  // namespace rdmakit::bw

@@ -1,7 +1,9 @@
 // send_bw latency: the server takes each message size from the immediate data of the
 // client's announcement and then polls (write) or answers with that many bytes of its
 // buffer. Input: 4 bytes of immediate data as they sit in the completion, then the
-// receive buffer's capacity (big-endian, 4 bytes; 8 KiB when absent).
+// receive buffer's capacity (big-endian, 4 bytes; 8 KiB when absent). The whole input is
+// also a received message, which on iWARP may be the size message that stands in for the
+// immediate data.
 
 #include <arpa/inet.h>
 
@@ -27,6 +29,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint32_t announced = static_cast<std::uint32_t>(data[0]) << 24 |
                                   static_cast<std::uint32_t>(data[1]) << 16 | static_cast<std::uint32_t>(data[2]) << 8 |
                                   data[3];
+
+  // The whole input as a received message: a size message only at its length with its marker.
+  bool refused = false;
+  std::optional<std::uint32_t> in_message;
+  try {
+    in_message = bw::decode_size_message({data, size}, capacity);
+  } catch (const ProtocolError&) {
+    refused = true;
+  }
+  const bool marked = size == bw::size_message_bytes && std::memcmp(data, "RKSZ", 4) == 0;
+  FUZZ_CHECK(marked == (in_message.has_value() || refused));
+  if (in_message) {
+    FUZZ_CHECK(*in_message >= 1 && *in_message <= capacity);
+    const auto again = bw::encode_size_message(*in_message);
+    FUZZ_CHECK(std::memcmp(again.data(), data, again.size()) == 0);
+  }
 
   const auto taken = fuzz::decoded([&] { return bw::decode_size_announcement(imm_data, capacity); });
   // Accepted means the polled last byte, at offset size - 1, lies inside the buffer.

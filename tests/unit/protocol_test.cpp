@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -323,6 +324,20 @@ TEST(BwDatagramCounts, RejectsWhatDoesNotAddUp) {
   std::vector<std::uint8_t> padded(bytes.begin(), bytes.end());
   padded.resize(200, 0xff);
   EXPECT_EQ(decode_datagram_counts(padded), sent);
+}
+
+// iWARP carries no immediate data: the size travels in a message of its own, which a ping
+// (any other length, or no marker) is never taken for.
+TEST(SizeMessage, RoundTripsAndIsToldFromAPing) {
+  const auto message = encode_size_message(2);
+  EXPECT_EQ(message, (std::array<std::uint8_t, size_message_bytes>{'R', 'K', 'S', 'Z', 0, 0, 0, 2}));
+  EXPECT_EQ(decode_size_message(message, 8), 2U);
+  EXPECT_EQ(decode_size_message(encode_size_message(65536), 65536), 65536U);
+  const std::array<std::uint8_t, 8> ping{};
+  EXPECT_FALSE(decode_size_message(ping, 8));
+  EXPECT_FALSE(decode_size_message(std::span(message).first(7), 8));
+  EXPECT_THROW(decode_size_message(encode_size_message(9), 8), ProtocolError);
+  EXPECT_THROW(decode_size_message(encode_size_message(0), 8), ProtocolError);
 }
 
 }  // namespace

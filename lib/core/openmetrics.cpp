@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/text_file.hpp"
+
 namespace rdmakit::openmetrics {
 namespace {
 
@@ -125,13 +127,6 @@ std::string_view content_type(Format format) {
 }
 
 namespace {
-
-std::string_view trimmed(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t");
-  return text.substr(first, last - first + 1);
-}
 
 // A media range's quality: its q parameter, 1 without one, 0 for one that does not parse.
 double quality(std::string_view parameters) {

@@ -66,7 +66,8 @@ std::uint16_t port_of(const sockaddr* address) {
   return 0;
 }
 
-std::string_view trimmed(std::string_view text) {
+// Spaces only, as an allow list is written ("10.0.0.0/8, 10.1.0.0/16"): a tab stays an error.
+std::string_view without_spaces(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   return text;
@@ -147,7 +148,7 @@ AllowList AllowList::parse(const std::vector<std::string>& values, std::string_v
     std::string_view rest = value;
     for (;;) {
       const auto comma = rest.find(',');
-      const auto item = trimmed(rest.substr(0, comma));
+      const auto item = without_spaces(rest.substr(0, comma));
       if (item.empty()) throw UsageError(fmt::format("{} '{}': an empty entry", flag, value));
       cidrs.push_back(Cidr::parse(item, flag));
       if (comma == std::string_view::npos) break;
@@ -344,7 +345,7 @@ void GateOptions::add_to(CLI::App& app, GateFlags flags) {
               (void)AllowList::parse({value}, "");
               return std::string();
             } catch (const UsageError& bad) {
-              return std::string(trimmed(bad.what()));  // CLI11 names the flag
+              return std::string(without_spaces(bad.what()));  // CLI11 names the flag
             }
           },
           ""));

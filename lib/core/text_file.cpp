@@ -27,4 +27,11 @@ bool replace_file(const std::filesystem::path& path, const std::filesystem::path
   return !error;
 }
 
+std::string_view trimmed(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r");
+  return text.substr(first, last - first + 1);
+}
+
 }  // namespace rdmakit

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/text_file.hpp"
 #include "lib/diag/host_queries.hpp"
 
 namespace rdmakit::diag {
@@ -27,17 +28,6 @@ std::vector<GidRow> gid_rows(const Inventory& inventory) {
   }
   return rows;
 }
-
-namespace {
-
-std::string_view trimmed(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r");
-  return text.substr(first, last - first + 1);
-}
-
-}  // namespace
 
 std::map<std::string, int> parse_vlan_config(std::string_view text) {
   std::map<std::string, int> vlans;

@@ -32,6 +32,11 @@ struct ViewPort {
   // kernel's default when configfs holds no entry) or "IB/RoCE v1"; "" for InfiniBand.
   std::string roce_mode;
   std::vector<GidEntry> gids;
+  // InfiniBand: as KernelPort's (lib/diag/diagnosis.hpp); -1 and none elsewhere, or from an
+  // older agent.
+  int lid = -1;
+  int sm_lid = -1;
+  std::vector<std::uint16_t> pkeys;
 };
 
 struct ViewDevice {
@@ -55,6 +60,7 @@ struct ViewNetdev {
   std::string mac;                     // "52:54:00:57:00:01"
   std::vector<std::string> addresses;  // "10.57.0.1/24"
   int rp_filter = -1;                  // net.ipv4.conf.<netdev>.rp_filter, -1 unreadable
+  int pkey = -1;                       // an IPoIB netdev's P_Key, -1 for any other (or an older agent)
 };
 
 // A firewall rule that can touch RoCE v2 (UDP 4791), as read from the nftables ruleset.

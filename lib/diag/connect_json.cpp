@@ -41,6 +41,9 @@ void members(Describes<ViewPort> auto& port, auto&& visit) {
   visit("link_layer", port.link_layer);
   visit("roce_mode", port.roce_mode);
   visit("gids", port.gids);
+  visit("lid", port.lid);
+  visit("sm_lid", port.sm_lid);
+  visit("pkeys", port.pkeys);
 }
 
 void members(Describes<ViewDevice> auto& device, auto&& visit) {
@@ -58,6 +61,7 @@ void members(Describes<ViewNetdev> auto& netdev, auto&& visit) {
   visit("mac", netdev.mac);
   visit("addresses", netdev.addresses);
   visit("rp_filter", netdev.rp_filter);
+  visit("pkey", netdev.pkey);
 }
 
 void members(Describes<FirewallRule> auto& rule, auto&& visit) {

@@ -8,9 +8,13 @@
 // | gid_index_mismatch      | 1    | --gid-index N, the rest ok: entry N is not the path's kind on one side         |
 // | ok                      | 0    | resolve_addr, resolve_route, connect ok and no data check failed               |
 // | source_not_rdma         | 1    | the client's source netdev has no RDMA device; resolve_addr ENODEV/EADDRNOTAVAIL |
+// | no_subnet_manager       | 1    | an IB port on either side is not ACTIVE and has LID 0 or SM LID 0              |
+// | pkey_mismatch           | 1    | IPoIB: a port is no member of its netdev's partition, the two partitions       |
+// |                         |      | differ, or both ports are limited members                                      |
 // | no_route                | 1    | the route (or resolve_addr) ends in ENETUNREACH/EHOSTUNREACH (a down netdev   |
 // |                         |      | holding the target's subnet named, with its fix)                               |
 // | neighbour_unresolved    | 1    | resolve_addr timed out / ADDR_ERROR, the neighbour INCOMPLETE/FAILED/none      |
+// | no_path_record          | 1    | IB: resolve_route failed (the subnet administrator's path record query)        |
 // | neighbour_wrong         | 1    | a static neighbour, connect unanswered, the agent silent or its MAC another    |
 // | wrong_port_space        | 1    | REJ reason 8 and the server listens on the port in another port space          |
 // | no_listener             | 1    | REJ reason 8 and nothing listens there (without the agent: the REJ alone)      |
@@ -205,9 +209,10 @@ bool host_stops_rdma(const Facts& f) {
   if (!host || host->exit_code != ExitCode::cause_found) return false;
   // gid_link_local and gid_missing: the local port has no GID the path can use, so the
   // kernel refuses the resolve before anything reaches the peer.
-  static constexpr std::array<std::string_view, 10> host_causes = {
+  static constexpr std::array<std::string_view, 13> host_causes = {
       "no_rdma_device",     "provider_missing", "uverbs_unavailable",  "userspace_mismatch", "rdma_cm_missing",
-      "rdma_cm_permission", "loopback_address", "netdev_without_rdma", "gid_link_local",     "gid_missing"};
+      "rdma_cm_permission", "loopback_address", "netdev_without_rdma", "gid_link_local",     "gid_missing",
+      "no_subnet_manager",  "pkey_mismatch",    "no_path_record"};
   if (std::ranges::find(host_causes, host->cause) == host_causes.end()) return false;
   return host->cause != "netdev_without_rdma" || netdev_with_address(f.local, f.attempt.target) != nullptr;
 }
@@ -327,6 +332,177 @@ ConnectVerdict source_not_rdma(const Facts& f) {
                fmt::format("ip route add {}/32 dev {} src {}", a.target, rdma_netdev->name, address), "client",
                fmt::format("that route sends {} through {}; or bind the client to {} instead", a.target,
                            rdma_netdev->name, address));
+}
+
+// ---- InfiniBand: the subnet manager's part ----
+
+// One side's IPoIB netdev and the IB port it runs on (a P_Key child's is its parent's).
+struct IbSide {
+  const char* host = "";  // "client" or "server"
+  const ViewNetdev* netdev = nullptr;
+  ViewPortRef port;
+};
+
+ViewPortRef ib_port_of(const HostView& view, const ViewNetdev* netdev, ViewPortRef fallback) {
+  const auto gid = netdev != nullptr ? ipoib_gid_of(*netdev) : std::string();
+  for (const auto& device : view.devices) {
+    for (const auto& port : device.ports) {
+      if (!gid.empty() && std::ranges::any_of(port.gids, [&gid](const GidEntry& e) { return e.gid == gid; }))
+        return {&device, &port};
+    }
+  }
+  return fallback.port != nullptr && fallback.port->link_layer == "InfiniBand" ? fallback : ViewPortRef{};
+}
+
+std::vector<IbSide> ib_sides(const Facts& f) {
+  std::vector<IbSide> sides;
+  // Before address resolution worked, the route names the netdev the client sends from.
+  const auto* client = netdev_named(f.local, f.client_netdev());
+  if (client == nullptr && f.local.route) client = netdev_named(f.local, f.local.route->netdev);
+  if (auto port = ib_port_of(f.local, client, f.client_port()); port.port != nullptr)
+    sides.push_back({"client", client, port});
+  if (f.peer != nullptr) {
+    const auto* owner = f.peer_owner();
+    if (auto port = ib_port_of(f.peer->view, owner, f.peer_port()); port.port != nullptr)
+      sides.push_back({"server", owner, port});
+  }
+  return sides;
+}
+
+std::optional<IbSide> side_without_subnet_manager(const Facts& f) {
+  for (const auto& side : ib_sides(f)) {
+    if (awaits_subnet_manager(*side.port.port, "")) return side;
+  }
+  return std::nullopt;
+}
+
+bool without_subnet_manager(const Facts& f) {
+  return !worked(f) && side_without_subnet_manager(f).has_value();
+}
+
+ConnectVerdict no_subnet_manager(const Facts& f) {
+  const auto side = *side_without_subnet_manager(f);
+  const auto& [device, port] = side.port;
+  return found("no_subnet_manager",
+               fmt::format("the {}'s {} port {} is {} with LID {} and SM LID {}: no subnet manager has configured "
+                           "this InfiniBand port, so nothing reaches it",
+                           side.host, device->name, port->number, port->state, port->lid, port->sm_lid),
+               {fmt::format("{}: {} port {}: {}, LID {}, SM LID {}", side.host, device->name, port->number, port->state,
+                            port->lid, port->sm_lid)},
+               "", side.host,
+               fmt::format("run a subnet manager on one host of this fabric ('apt install opensm' and 'systemctl "
+                           "start opensm' there) or enable the switch's; 'ibstat {} {}' on the {} then shows State: "
+                           "Active and a non-zero SM lid",
+                           device->name, port->number, side.host));
+}
+
+struct PartitionProblem {
+  std::string summary;
+  std::vector<std::string> evidence;
+  std::string host;
+  std::string next;
+};
+
+std::string partition_evidence(const IbSide& side) {
+  return fmt::format("{}: {} has P_Key {}; {} port {} holds P_Keys {}", side.host, side.netdev->name,
+                     pkey_text(side.netdev->pkey), side.port.device->name, side.port.port->number,
+                     pkeys_text(side.port.port->pkeys));
+}
+
+std::string partition_next(const IbSide& side, int partition) {
+  const auto guid = side.port.port->gids.empty() ? std::string() : port_guid_of(side.port.port->gids.front().gid);
+  return fmt::format(
+      "on the subnet manager, make the {}'s port {} a full member of partition {} (opensm: "
+      "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload opensm')",
+      side.host, guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition, partition | 0x8000,
+      guid.empty() ? "PORT_GUID" : guid);
+}
+
+// Both ends on IPoIB: each port a member of its netdev's partition, the partitions the same,
+// and not both limited members (they cannot talk to each other).
+std::optional<PartitionProblem> partition_problem(const Facts& f) {
+  std::vector<IbSide> sides;
+  for (const auto& side : ib_sides(f)) {
+    if (side.netdev != nullptr && side.netdev->pkey >= 0) sides.push_back(side);
+  }
+  for (const auto& side : sides) {
+    const auto& pkeys = side.port.port->pkeys;
+    if (pkeys.empty() || membership(pkeys, side.netdev->pkey)) continue;
+    const auto partition = partition_of(side.netdev->pkey);
+    return PartitionProblem{
+        fmt::format("the {}'s {} is the IPoIB interface of P_Key {}, but {} port {} is no member of partition {}: "
+                    "the subnet manager left it out, so {} has no carrier and rdma_cm finds no P_Key index",
+                    side.host, side.netdev->name, pkey_text(side.netdev->pkey), side.port.device->name,
+                    side.port.port->number, pkey_text(partition), side.netdev->name),
+        {partition_evidence(side)},
+        side.host,
+        partition_next(side, partition)};
+  }
+  if (sides.size() != 2) return std::nullopt;
+  const auto& client = sides[0];
+  const auto& server = sides[1];
+  const auto evidence = std::vector<std::string>{partition_evidence(client), partition_evidence(server)};
+  if (partition_of(client.netdev->pkey) != partition_of(server.netdev->pkey)) {
+    return PartitionProblem{
+        fmt::format("the client's {} is in partition {} and the server's {} in partition {}: IPoIB and rdma_cm reach "
+                    "only within one partition",
+                    client.netdev->name, pkey_text(partition_of(client.netdev->pkey)), server.netdev->name,
+                    pkey_text(partition_of(server.netdev->pkey))),
+        evidence, "client",
+        fmt::format("connect from an address on the client's interface of P_Key {} (create it with 'echo {} > "
+                    "/sys/class/net/{}/create_child' if there is none)",
+                    pkey_text(server.netdev->pkey), pkey_text(server.netdev->pkey | 0x8000),
+                    client.netdev->name.substr(0, client.netdev->name.find('.')))};
+  }
+  const auto full = [](const IbSide& side) {
+    const auto entry = membership(side.port.port->pkeys, side.netdev->pkey);
+    return full_member(entry.value_or(side.netdev->pkey));
+  };
+  if (!full(client) && !full(server)) {
+    const auto partition = partition_of(client.netdev->pkey);
+    return PartitionProblem{fmt::format("both ports are limited members of partition {}: two limited members cannot "
+                                        "talk to each other, one end must be a full member",
+                                        pkey_text(partition)),
+                            evidence, "server", partition_next(server, partition)};
+  }
+  return std::nullopt;
+}
+
+bool partitions_differ(const Facts& f) {
+  return !worked(f) && partition_problem(f).has_value();
+}
+
+ConnectVerdict pkey_mismatch(const Facts& f) {
+  auto problem = *partition_problem(f);
+  return found("pkey_mismatch", std::move(problem.summary), std::move(problem.evidence), "", problem.host,
+               std::move(problem.next));
+}
+
+// On InfiniBand, route resolution is a path record query to the subnet administrator.
+bool path_record_failed(const Facts& f) {
+  const auto client = f.client_port();
+  return ok(f.resolve_addr) && f.resolve_route != nullptr && !ok(f.resolve_route) && client.port != nullptr &&
+         client.port->link_layer == "InfiniBand";
+}
+
+ConnectVerdict no_path_record(const Facts& f) {
+  const auto& step = *f.resolve_route;
+  const bool silent = step.status == "timeout" || step.errnum == ETIMEDOUT;
+  const auto client = f.client_port();
+  return found(
+      "no_path_record",
+      fmt::format("{} resolves, but {}: on InfiniBand the route is a path record from the subnet administrator, and {}",
+                  f.attempt.target, silent ? "no path record came back" : "the path record query failed",
+                  silent ? "it did not answer (the subnet manager is down or unreachable, or drops this port's "
+                           "queries)"
+                         : "it knows no path to that destination (another subnet, or no partition in common)"),
+      {"client: " + step_text(step),
+       fmt::format("client: {} port {}: {}, LID {}, SM LID {}", client.device->name, client.port->number,
+                   client.port->state, client.port->lid, client.port->sm_lid)},
+      "", "client",
+      fmt::format("check the subnet manager: 'sminfo' (infiniband-diags) on the client shows whether one answers "
+                  "at SM LID {}, and 'ibstat {} {}' the port's state; the SM's log says why it refused the path to {}",
+                  client.port->sm_lid, client.device->name, client.port->number, f.attempt.target));
 }
 
 bool unreachable_errno(int errnum) {
@@ -933,8 +1109,11 @@ constexpr ConnectRule connect_rules[] = {
     {"ok", worked, works},
     {"host_cause", host_stops_rdma, host_cause},
     {"source_not_rdma", sends_off_rdma, source_not_rdma},
+    {"no_subnet_manager", without_subnet_manager, no_subnet_manager},
+    {"pkey_mismatch", partitions_differ, pkey_mismatch},
     {"no_route", unreachable, no_route},
     {"neighbour_unresolved", resolution_unanswered, neighbour_unresolved},
+    {"no_path_record", path_record_failed, no_path_record},
     {"neighbour_wrong", static_neighbour_wrong, neighbour_wrong},
     {"wrong_port_space", other_port_space, wrong_port_space},
     {"no_listener", nothing_listens, no_listener},

@@ -14,10 +14,11 @@
 // | refused        | (ENODEV from bind, resolve or route) gid_link_local, netdev_without_rdma,                |
 // |                | provider_missing, userspace_mismatch, uverbs_unavailable, loopback_address,              |
 // |                | gid_missing, unknown                                                                     |
-// | remote         | (bind EADDRNOTAVAIL) address_not_local, no_route, unknown, netdev_down, port_not_active  |
+// | remote         | (bind EADDRNOTAVAIL) address_not_local, no_route, unknown, no_subnet_manager,            |
+// |                | pkey_mismatch, no_path_record, unknown, netdev_down, port_not_active                     |
 // | bind failed    | unknown                                                                                  |
-// | bound          | memlock_too_low and wildcard_address, loopback_address, unknown, netdev_down,            |
-// |                | port_not_active, memlock_too_low, several_devices, ok                                    |
+// | bound          | memlock_too_low and wildcard_address, loopback_address, unknown, no_subnet_manager,      |
+// |                | netdev_down, port_not_active, pkey_mismatch, memlock_too_low, several_devices, ok        |
 // clang-format on
 // Then warnings (a low memlock limit, devices the two views disagree on) whatever the verdict.
 
@@ -522,6 +523,103 @@ Verdict port_not_active(const BindFacts& f) {
                          : fmt::format("check the link: 'rdma link show {}/{}'", device.name, port.number)));
 }
 
+// ---- InfiniBand: what only a subnet manager gives a port ----
+
+// The netdev the address is on (bound) or leaves by (remote, also when resolution failed).
+const Netdev* address_netdev(const BindFacts& f) {
+  return f.stage == Stage::bound ? netdev_with_address(f.inventory, f.target.host) : f.egress;
+}
+
+// The IB port behind the address: the one rdma_cm attached, else the port of the IPoIB
+// netdev's hardware-address GID (a P_Key child shares its parent's), which is all there is to
+// go on when resolution failed on a port without carrier.
+PortRef<KernelDevice> ib_port(const BindFacts& f) {
+  if (f.port != nullptr) return {f.device, f.port};
+  const auto* netdev = address_netdev(f);
+  if (netdev == nullptr || netdev->ipoib_gid.empty()) return {};
+  for (const auto& device : f.inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      const auto holds = [netdev](const GidEntry& entry) { return entry.gid == netdev->ipoib_gid; };
+      if (std::ranges::any_of(port.gids, holds)) return {&device, &port};
+    }
+  }
+  return {};
+}
+
+bool without_subnet_manager(const BindFacts& f) {
+  const auto ref = ib_port(f);
+  return (f.stage == Stage::bound || f.stage == Stage::remote) && ref.port != nullptr &&
+         awaits_subnet_manager(*ref.port, ref.port->phys_state);
+}
+
+Verdict no_subnet_manager(const BindFacts& f) {
+  const auto ref = ib_port(f);
+  const auto& port = *ref.port;
+  return verdict(
+      "no_subnet_manager", ExitCode::cause_found,
+      fmt::format("{} {} {} port {}, an InfiniBand port whose link is up ({}) but which is {} with LID {} and SM LID "
+                  "{}: no subnet manager has configured it, so nothing reaches it",
+                  f.target.host, f.stage == Stage::bound ? "binds to" : "is reached through", ref.device->name,
+                  port.number, port.phys_state, port.state, port.lid, port.sm_lid),
+      next_step(fmt::format("run a subnet manager on one host of this fabric ('apt install opensm' and 'systemctl "
+                            "start opensm' there) or enable the switch's; 'ibstat {} {}' then shows State: Active and "
+                            "a non-zero SM lid",
+                            ref.device->name, port.number)));
+}
+
+// The SM left the port out of the IPoIB netdev's partition: the netdev has no carrier, and
+// rdma_cm finds no P_Key index for a QP (the bind itself does not look).
+bool outside_partition(const BindFacts& f) {
+  const auto* netdev = address_netdev(f);
+  const auto ref = ib_port(f);
+  return netdev != nullptr && netdev->pkey >= 0 && ref.port != nullptr && !ref.port->pkeys.empty() &&
+         !membership(ref.port->pkeys, netdev->pkey).has_value();
+}
+
+Verdict pkey_mismatch(const BindFacts& f) {
+  const auto& netdev = *address_netdev(f);
+  const auto ref = ib_port(f);
+  const auto& port = *ref.port;
+  const auto partition = partition_of(netdev.pkey);
+  const auto guid = port.gids.empty() ? std::string() : port_guid_of(port.gids.front().gid);
+  return verdict(
+      "pkey_mismatch", ExitCode::cause_found,
+      fmt::format("{} is {} {}, the IPoIB interface of P_Key {}, but {} port {} is no member of partition {}: the "
+                  "subnet manager gave the port P_Keys {} only, so {} has no carrier and connections find no P_Key "
+                  "index",
+                  f.target.host, f.stage == Stage::bound ? "on" : "reached through", netdev.name,
+                  pkey_text(netdev.pkey), ref.device->name, port.number, pkey_text(partition), pkeys_text(port.pkeys),
+                  netdev.name),
+      next_step(fmt::format("on the subnet manager, make port {} a member of partition {} (opensm: a line such as "
+                            "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload "
+                            "opensm'); or use an address on an interface of a partition the port is in",
+                            guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition,
+                            partition | 0x8000, guid.empty() ? "PORT_GUID" : guid)));
+}
+
+// Route resolution on InfiniBand is a path record query to the subnet administrator.
+bool path_record_failed(const BindFacts& f) {
+  return f.stage == Stage::remote && f.route != nullptr && !f.route->ok() && f.port != nullptr &&
+         f.port->link_layer == "InfiniBand";
+}
+
+Verdict no_path_record(const BindFacts& f) {
+  const bool silent = f.route->errnum == ETIMEDOUT;
+  return verdict(
+      "no_path_record", ExitCode::cause_found,
+      fmt::format("{} resolves through {} port {}, but {} ({}): on InfiniBand the route is a path record from the "
+                  "subnet administrator (SM LID {}), and {}",
+                  f.target.host, f.device->name, f.port->number,
+                  silent ? "no path record came back" : "the path record query failed", errno_name(f.route->errnum),
+                  f.port->sm_lid,
+                  silent ? "it did not answer: the subnet manager is down or unreachable, or it drops queries from "
+                           "this port"
+                         : "it knows no path to that destination (another subnet, or no shared partition)"),
+      next_step(fmt::format("check the subnet manager: 'sminfo' (infiniband-diags) shows whether one answers at SM "
+                            "LID {}, and 'ibstat {} {}' this port's state; the SM's log says why it refused the path",
+                            f.port->sm_lid, f.device->name, f.port->number)));
+}
+
 // Which GID indices the bound address has on its port, and how a RoCE v2 peer names it.
 void add_mapping_details(const BindFacts& f, Verdict& v) {
   if (f.device == nullptr) return;
@@ -1002,6 +1100,9 @@ constexpr BindRule bind_rules[] = {
     {"not_resolved", [](const BindFacts& f) { return f.stage == Stage::remote && f.resolve == nullptr; },
      [](const BindFacts& f) { return not_local(f, ""); }},
     {"no_route", [](const BindFacts& f) { return resolve_says(f, {ENETUNREACH}); }, unroutable},
+    {"remote_no_subnet_manager", without_subnet_manager, no_subnet_manager},
+    {"remote_pkey_mismatch", [](const BindFacts& f) { return f.stage == Stage::remote && outside_partition(f); },
+     pkey_mismatch},
     {"unanswered",
      [](const BindFacts& f) {
        return resolve_says(f, {ETIMEDOUT, EHOSTUNREACH, EADDRNOTAVAIL});
@@ -1009,6 +1110,7 @@ constexpr BindRule bind_rules[] = {
      no_answer},
     {"resolve_failed", [](const BindFacts& f) { return f.stage == Stage::remote && failed(f.resolve); },
      [](const BindFacts& f) { return unknown("rdma_resolve_addr failed: " + errno_text(f.resolve->errnum)); }},
+    {"no_path_record", path_record_failed, no_path_record},
     {"route_failed", [](const BindFacts& f) { return f.stage == Stage::remote && failed(f.route); },
      [](const BindFacts& f) { return unknown("rdma_resolve_route failed: " + errno_text(f.route->errnum)); }},
     {"remote_port_not_active", [](const BindFacts& f) { return f.stage == Stage::remote && f.port_inactive(); },
@@ -1027,8 +1129,11 @@ constexpr BindRule bind_rules[] = {
     {"loopback", [](const BindFacts& f) { return f.stage == Stage::bound && f.target.loopback; }, loopback},
     {"no_device_attached", [](const BindFacts& f) { return f.stage == Stage::bound && f.attempt.device.empty(); },
      [](const BindFacts&) { return unknown("the bind worked but attached no device to a specific address"); }},
+    {"no_subnet_manager", without_subnet_manager, no_subnet_manager},
     {"port_not_active", [](const BindFacts& f) { return f.stage == Stage::bound && f.port_inactive(); },
      port_not_active},
+    {"pkey_mismatch", [](const BindFacts& f) { return f.stage == Stage::bound && outside_partition(f); },
+     pkey_mismatch},
     {"registration", [](const BindFacts& f) { return f.stage == Stage::bound && failed(f.registration); },
      registration_failed},
     {"several_devices",

@@ -29,6 +29,11 @@ struct KernelPort {
   std::string link_layer;  // "Ethernet" (RoCE) or "InfiniBand"
   std::string rate;
   std::vector<GidEntry> gids;
+  // InfiniBand only: the port's LID and its subnet manager's, both 0 until an SM has swept the
+  // subnet; -1 unread. And the P_Key table the SM gave the port (its non-zero entries).
+  int lid = -1;
+  int sm_lid = -1;
+  std::vector<std::uint16_t> pkeys;
 };
 
 struct KernelDevice {
@@ -54,6 +59,7 @@ struct Netdev {
   std::optional<int> vlan;             // the VLAN id of a VLAN netdev (/proc/net/vlan/config)
   std::string ipoib_gid;               // an IPoIB netdev: the GID of its port, from its hardware address
   std::string bus_device;              // the PCI function it belongs to ("0000:3b:00.0"), "" for a virtual one
+  int pkey = -1;                       // an IPoIB netdev's P_Key (0xffff for ib0, 0x8001 for ib0.8001), else -1
 };
 
 struct UserPort {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -90,6 +91,46 @@ std::vector<std::string> rdma_addresses(const Inventory& inventory) {
     }
   }
   return addresses;
+}
+
+std::string pkey_text(int pkey) {
+  return fmt::format("{:#06x}", pkey);
+}
+
+std::string pkeys_text(const std::vector<std::uint16_t>& pkeys) {
+  std::vector<std::string> texts;
+  for (const auto pkey : pkeys) texts.push_back(pkey_text(pkey));
+  return texts.empty() ? "none" : join(texts);
+}
+
+std::optional<int> membership(const std::vector<std::uint16_t>& pkeys, int pkey) {
+  std::optional<int> found;
+  for (const int entry : pkeys) {
+    if (partition_of(entry) != partition_of(pkey)) continue;
+    if (!found || full_member(entry)) found = entry;
+  }
+  return found;
+}
+
+// An IPoIB netdev's 20-byte hardware address ("00:00:10:49:fe:80:...:3d:7a") is its QP
+// number's flags and number, then the GID of the IB port it runs on: the one link between
+// the two that sysfs gives (IB GIDs name no netdev). "" for any other address.
+std::string ipoib_port_gid(const std::string& hardware_address) {
+  std::string hex;
+  for (const char c : hardware_address) {
+    if (c != ':') hex.push_back(c);
+  }
+  constexpr std::size_t ipoib_address_digits = 40;
+  if (hex.size() != ipoib_address_digits) return {};
+  return gid_text(std::string_view(hex).substr(ipoib_address_digits - 32));
+}
+
+std::string port_guid_of(const std::string& gid) {
+  in6_addr bytes{};
+  if (inet_pton(AF_INET6, gid.c_str(), &bytes) != 1) return {};
+  std::string guid = "0x";
+  for (int i = 8; i < 16; ++i) guid += fmt::format("{:02x}", bytes.s6_addr[i]);
+  return guid;
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {

@@ -24,6 +24,11 @@ std::string without_prefix(const std::string& address);
 
 std::string human_bytes(std::uint64_t bytes);
 
+// An IPoIB netdev's 20-byte hardware address ("00:00:10:49:fe:80:...:3d:7a") holds the GID of
+// the IB port it runs on: the one link sysfs gives between the two (IB GIDs name no netdev).
+// "" for any other address.
+std::string ipoib_port_gid(const std::string& hardware_address);
+
 std::string errno_text(int errnum);
 
 // A device index as the reports show it: "?" when unknown.
@@ -91,24 +96,40 @@ auto netdev_with_address(const Host& host, const std::string& address) {
   return it == netdevs.end() ? nullptr : &*it;
 }
 
-template <typename Device>
-bool holds_gid_on(const Device& device, const std::string& netdev) {
-  return std::ranges::any_of(device.ports, [&netdev](const auto& port) {
-    return std::ranges::any_of(port.gids, [&netdev](const GidEntry& gid) { return gid.netdev == netdev; });
-  });
+// The GID of the IB port an IPoIB netdev runs on, "" for any other netdev. A port's GIDs name
+// one IPoIB netdev (the parent, ib0); its P_Key children (ib0.8001) share the GID.
+inline std::string ipoib_gid_of(const Netdev& netdev) {
+  return netdev.ipoib_gid;
+}
+inline std::string ipoib_gid_of(const ViewNetdev& netdev) {
+  return netdev.pkey >= 0 ? ipoib_port_gid(netdev.mac) : std::string();
+}
+
+// Whether a GID entry serves the netdev: it names it, or it is the port GID of that IPoIB netdev.
+template <typename Host>
+auto gid_serves(const Host& host, const std::string& netdev) {
+  const auto* named = netdev_named(host, netdev);
+  const auto ipoib_gid = named != nullptr ? ipoib_gid_of(*named) : std::string();
+  return [netdev, ipoib_gid](const GidEntry& entry) {
+    return !netdev.empty() && (entry.netdev == netdev || (!ipoib_gid.empty() && entry.gid == ipoib_gid));
+  };
 }
 
 // The first RDMA device on a netdev: made on it, or holding a GID on it.
 template <typename Host>
 auto rdma_device_on(const Host& host, const std::string& netdev) {
   const auto& devices = devices_of(host);
-  const auto it = std::ranges::find_if(devices, [&netdev](const auto& device) {
-    return !netdev.empty() && (device_netdev(device) == netdev || holds_gid_on(device, netdev));
+  const auto serves = gid_serves(host, netdev);
+  const auto it = std::ranges::find_if(devices, [&netdev, &serves](const auto& device) {
+    return !netdev.empty() &&
+           (device_netdev(device) == netdev ||
+            std::ranges::any_of(device.ports, [&serves](const auto& port) { return std::ranges::any_of(port.gids, serves); }));
   });
   return it == devices.end() ? nullptr : &*it;
 }
 
-// The netdevs that have an RDMA device, in the devices' order, each once.
+// The netdevs that have an RDMA device, in the devices' order, each once; then IPoIB P_Key
+// children, whose port GID names their parent.
 template <typename Host>
 std::vector<std::string> rdma_netdevs(const Host& host) {
   std::vector<std::string> names;
@@ -120,6 +141,9 @@ std::vector<std::string> rdma_netdevs(const Host& host) {
     for (const auto& port : device.ports) {
       for (const auto& gid : port.gids) add(gid.netdev);
     }
+  }
+  for (const auto& netdev : netdevs_of(host)) {
+    if (!ipoib_gid_of(netdev).empty() && rdma_device_on(host, netdev.name) != nullptr) add(netdev.name);
   }
   return names;
 }
@@ -157,8 +181,9 @@ std::vector<PortRef<DeviceOf<Host>>> ports_serving(const Host& host, const std::
                                                    const std::string& netdev) {
   std::vector<PortRef<DeviceOf<Host>>> found;
   const auto gid = address.empty() ? std::string() : gid_for_address(address);
-  const auto serves = [&gid, &netdev](const GidEntry& entry) {
-    return (!gid.empty() && entry.gid == gid) || (!netdev.empty() && entry.netdev == netdev);
+  const auto on_netdev = gid_serves(host, netdev);
+  const auto serves = [&gid, &on_netdev](const GidEntry& entry) {
+    return (!gid.empty() && entry.gid == gid) || on_netdev(entry);
   };
   for (const auto& device : devices_of(host)) {
     const bool made_on = !netdev.empty() && device_netdev(device) == netdev;
@@ -171,6 +196,32 @@ std::vector<PortRef<DeviceOf<Host>>> ports_serving(const Host& host, const std::
 
 // The active MTU libibverbs reports for a device's port, 0 when it does not.
 int active_mtu(const Inventory& inventory, const std::string& device, int port);
+
+// ---- InfiniBand partitions ----
+// A P_Key's low 15 bits name its partition and the top bit full membership: two limited
+// members of one partition cannot talk to each other.
+constexpr int partition_of(int pkey) {
+  return pkey & 0x7fff;
+}
+constexpr bool full_member(int pkey) {
+  return (pkey & 0x8000) != 0;
+}
+std::string pkey_text(int pkey);                                  // "0x8001"
+std::string pkeys_text(const std::vector<std::uint16_t>& pkeys);  // "0xffff, 0x8001", or "none"
+// The port's P_Key table entry for the partition of `pkey` (a full membership before a limited
+// one): what the subnet manager granted the port; none when the port is no member.
+std::optional<int> membership(const std::vector<std::uint16_t>& pkeys, int pkey);
+// The port GUID in an IB GID's low 64 bits, as opensm's partitions.conf names ports
+// ("0xb8599f0300c53d7a"); "" for text that is no GID.
+std::string port_guid_of(const std::string& gid);
+
+// An IB port that trained (phys LinkUp) but that no subnet manager has given a LID: it stays
+// INIT, or ARMED, and nothing reaches it. `state` and `phys_state` as sysfs names them.
+template <typename Port>
+bool awaits_subnet_manager(const Port& port, const std::string& phys_state) {
+  return port.link_layer == "InfiniBand" && port.state.find("ACTIVE") == std::string::npos &&
+         (port.lid == 0 || port.sm_lid == 0) && (phys_state.empty() || phys_state == "LinkUp");
+}
 
 // ---- diag-bind's model only ----
 

@@ -281,7 +281,10 @@ HostView view_from(const Inventory& inventory) {
                                     .active_mtu = active_mtu(inventory, device.name, port.number),
                                     .link_layer = port.link_layer,
                                     .roce_mode = {},
-                                    .gids = port.gids});
+                                    .gids = port.gids,
+                                    .lid = port.lid,
+                                    .sm_lid = port.sm_lid,
+                                    .pkeys = port.pkeys});
     }
     view.devices.push_back(std::move(seen));
   }
@@ -292,7 +295,8 @@ HostView view_from(const Inventory& inventory) {
                                       .mtu = netdev.mtu,
                                       .mac = {},
                                       .addresses = netdev.addresses,
-                                      .rp_filter = -1});
+                                      .rp_filter = -1,
+                                      .pkey = netdev.pkey});
   }
   return view;
 }

@@ -1,12 +1,15 @@
 #include "lib/diag/sysfs.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+
+#include "lib/diag/host_queries.hpp"
 
 namespace rdmakit::diag {
 
@@ -60,6 +63,17 @@ std::pair<int, std::string> split_state(const std::string& text) {
   return {code, name};
 }
 
+// A number as sysfs prints LIDs and P_Keys ("0x1a", "0xffff"); -1 when the file is absent or
+// holds something else.
+int read_hex(const fs::path& file) {
+  auto text = read_or_empty(file);
+  if (text.starts_with("0x")) text.erase(0, 2);
+  int value = -1;
+  const auto end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, value, 16);
+  return ec == std::errc{} && stop == end && value <= 0xffff ? value : -1;
+}
+
 bool is_zero_gid(const std::string& gid) {
   return std::all_of(gid.begin(), gid.end(), [](char c) { return c == '0' || c == ':'; });
 }
@@ -87,6 +101,14 @@ KernelPort read_port(const fs::path& dir, int number) {
     }
     entry.netdev = read_or_empty(dir / "gid_attrs" / "ndevs" / name);
     port.gids.push_back(std::move(entry));
+  }
+  if (port.link_layer == "InfiniBand") {
+    port.lid = read_hex(dir / "lid");
+    port.sm_lid = read_hex(dir / "sm_lid");
+    for (const auto& name : sorted_entries(dir / "pkeys")) {
+      const auto pkey = read_hex(dir / "pkeys" / name);
+      if (pkey > 0) port.pkeys.push_back(static_cast<std::uint16_t>(pkey));
+    }
   }
   return port;
 }
@@ -118,19 +140,6 @@ std::string netdev_type(const std::string& arphrd) {
   if (arphrd == "32") return "infiniband";
   if (arphrd == "772") return "loopback";
   return arphrd;
-}
-
-// An IPoIB netdev's 20-byte hardware address ("00:00:10:49:fe:80:...:3d:7a") is its QP
-// number's flags and number, then the GID of the IB port it runs on: the one link between
-// the two that sysfs gives (IB GIDs name no netdev). "" for any other address.
-std::string ipoib_port_gid(const std::string& hardware_address) {
-  std::string hex;
-  for (const char c : hardware_address) {
-    if (c != ':') hex.push_back(c);
-  }
-  constexpr std::size_t ipoib_address_digits = 40;
-  if (hex.size() != ipoib_address_digits) return {};
-  return gid_text(std::string_view(hex).substr(ipoib_address_digits - 32));
 }
 
 // Each IB port's GIDs name the IPoIB netdev whose hardware address holds one of them, as a
@@ -211,7 +220,10 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
     } catch (const std::exception&) {
       netdev.up = false;  // unreadable flags are not taken for an up netdev
     }
-    if (netdev.type == "infiniband") netdev.ipoib_gid = ipoib_port_gid(read_or_empty(dir / "address"));
+    if (netdev.type == "infiniband") {
+      netdev.ipoib_gid = ipoib_port_gid(read_or_empty(dir / "address"));
+      netdev.pkey = read_hex(dir / "pkey");
+    }
     netdev.bus_device = bus_device_of(dir);
     inventory.netdevs.push_back(std::move(netdev));
   }

@@ -73,6 +73,12 @@ const Expectation expectations[] = {
     {"gid_link_local", "gid_link_local", 1, "both", "export NCCL_IB_GID_INDEX=1 UCX_IB_GID_INDEX=1"},
     {"gid_index_mismatch", "gid_index_mismatch", 1, "", "perftest -x 1 on the client, -x 3 on the server"},
     {"no_rdma_answer", "no_rdma_answer", 1, "", "no RDMA CM answer came back"},
+    // InfiniBand (tests/fixtures/connect/make/infiniband.py): what only the subnet manager gives.
+    {"ok-infiniband", "ok", 0, "", "IB, path MTU 4096"},
+    {"no_subnet_manager", "no_subnet_manager", 1, "", "INIT with LID 0 and SM LID 0"},
+    {"pkey_mismatch", "pkey_mismatch", 1, "", "'p1=0x8001, ipoib : 0xb8599f0300c54102=full ;'"},
+    {"pkey_mismatch-limited", "pkey_mismatch", 1, "", "both ports are limited members of partition 0x0001"},
+    {"no_path_record", "no_path_record", 1, "", "'sminfo'"},
     {"unknown", "unknown", 3, "", "RDMA_CM_EVENT_CONNECT_ERROR"},
     // firewall_roce's hosts with mlx5: the rule that dropped rxe's RoCE is no cause there.
     {"unknown-hardware_firewall", "unknown", 3, "", "switch ACLs, PFC and ECN settings"},

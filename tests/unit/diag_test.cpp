@@ -59,6 +59,10 @@ const Expectation expectations[] = {
     {"ok_ipv6", "ok", 0, "GID index 3 (RoCE v2)"},
     // IB: ib0 is linked to its port through the GID in its hardware address.
     {"ok_infiniband", "ok", 0, "10.60.0.1 maps to mlx5_0 port 1 (netdev ib0), GID index 0 (IB)"},
+    // IB's own causes (derive.sh, from ok_infiniband): the subnet manager's part.
+    {"no_subnet_manager", "no_subnet_manager", 1, "INIT with LID 0 and SM LID 0"},
+    {"pkey_mismatch", "pkey_mismatch", 1, "'p1=0x8001, ipoib : 0xb8599f0300c53d7a=full ;'"},
+    {"no_path_record", "no_path_record", 1, "no path record came back (ETIMEDOUT)"},
     {"several_devices", "several_devices", 0, "-d rxe0"},
     {"wildcard_address", "wildcard_address", 0, "every RDMA device"},
     {"no_rdma_device", "no_rdma_device", 1, "type rxe netdev"},

@@ -227,6 +227,12 @@ ConnectVerdict host_cause(const Facts& f) {
 
 // ---- The rules, in the order they are tried ----
 
+bool is_iwarp(const ViewPortRef& ref) {
+  if (ref.device != nullptr && ref.device->driver == "siw") return true;
+  return ref.port != nullptr &&
+         std::ranges::any_of(ref.port->gids, [](const GidEntry& gid) { return gid.type == "iWARP"; });
+}
+
 ConnectVerdict works(const Facts& f) {
   const auto& a = f.attempt;
   ConnectVerdict v;
@@ -234,12 +240,14 @@ ConnectVerdict works(const Facts& f) {
   v.exit_code = ExitCode::ok;
   std::size_t largest = 0;
   for (const auto& check : a.data) largest = std::max(largest, check.bytes);
-  v.summary = fmt::format(
-      "connected to {}:{} ({}) from {} on {} ({} port {}, {}, path MTU {}){}", a.target, a.port, a.port_space,
-      a.source_address, a.source_netdev, a.device, a.device_port, a.gid_type, a.path_mtu,
-      a.data.empty() ? (a.port_space == "udp" ? "; the SIDR reply came (no data check in the UDP port space)"
-                                              : "; no data check (the server is no diag-connect agent)")
-                     : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
+  v.summary = fmt::format("connected to {}:{} ({}) from {} on {} ({} port {}, {}{}){}", a.target, a.port, a.port_space,
+                          a.source_address, a.source_netdev, a.device, a.device_port, a.gid_type,
+                          // iWARP has no path record, so no path MTU.
+                          a.path_mtu > 0 ? fmt::format(", path MTU {}", a.path_mtu) : std::string(),
+                          a.data.empty()
+                              ? (a.port_space == "udp" ? "; the SIDR reply came (no data check in the UDP port space)"
+                                                       : "; no data check (the server is no diag-connect agent)")
+                              : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
   for (const auto* step : {f.resolve_addr, f.resolve_route, f.connect}) {
     v.evidence.push_back("client: " + step_text(*step));
   }
@@ -801,12 +809,14 @@ std::optional<Block> blocking(const Firewall& firewall) {
 
 // A firewall rule stops RoCE only where the kernel sees it (rxe, siw): a hardware NIC's RoCE
 // traffic never meets nftables, so its host's rules are no cause.
+// Rules on UDP 4791 touch RoCE v2 only where the host's stack carries it: not on a hardware
+// NIC, and not on iWARP, whose traffic is TCP (siw's too).
 std::optional<Block> server_block(const Facts& f) {
-  if (f.peer == nullptr || !kernel_sees_roce(f.peer_port().device)) return std::nullopt;
+  if (f.peer == nullptr || !kernel_sees_roce(f.peer_port().device) || is_iwarp(f.peer_port())) return std::nullopt;
   return blocking(f.peer->view.firewall);
 }
 std::optional<Block> client_block(const Facts& f) {
-  if (!kernel_sees_roce(f.client_port().device)) return std::nullopt;
+  if (!kernel_sees_roce(f.client_port().device) || is_iwarp(f.client_port())) return std::nullopt;
   return blocking(f.local.firewall);
 }
 
@@ -1071,10 +1081,14 @@ ConnectVerdict unexplained(const Facts& f) {
   v.next = f.peer == nullptr
                ? "run diag-connect --serve on the server and connect to it, then compare the evidence of both sides"
                : "rerun with --log-level debug, and compare 'rdma link show' and 'ip addr' on both hosts";
-  if (!kernel_sees_roce(f.client_port().device) || (f.peer != nullptr && !kernel_sees_roce(f.peer_port().device))) {
-    v.next +=
-        "; a hardware RoCE NIC's traffic never meets the hosts' firewall or rp_filter: look at what lies "
-        "between them (switch ACLs, PFC and ECN settings, 'ethtool -S' drop counters on both NICs)";
+  const auto client = f.client_port();
+  const auto server = f.peer != nullptr ? f.peer_port() : ViewPortRef{};
+  if (!kernel_sees_roce(client.device) || (f.peer != nullptr && !kernel_sees_roce(server.device))) {
+    v.next += is_iwarp(client) || is_iwarp(server)
+                  ? "; a hardware iWARP NIC runs its TCP on the card, which the hosts' firewall and rp_filter never "
+                    "see: look at what lies between them (switch ACLs, 'ethtool -S' drop counters on both NICs)"
+                  : "; a hardware RoCE NIC's traffic never meets the hosts' firewall or rp_filter: look at what lies "
+                    "between them (switch ACLs, PFC and ECN settings, 'ethtool -S' drop counters on both NICs)";
   }
   if (f.peer == nullptr) {
     v.evidence.push_back(agent_text(f.c.agent));

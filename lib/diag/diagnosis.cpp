@@ -590,11 +590,12 @@ Verdict pkey_mismatch(const BindFacts& f) {
                   f.target.host, f.stage == Stage::bound ? "on" : "reached through", netdev.name,
                   pkey_text(netdev.pkey), ref.device->name, port.number, pkey_text(partition), pkeys_text(port.pkeys),
                   netdev.name),
-      next_step(fmt::format("on the subnet manager, make port {} a member of partition {} (opensm: a line such as "
-                            "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload "
-                            "opensm'); or use an address on an interface of a partition the port is in",
-                            guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition,
-                            partition | 0x8000, guid.empty() ? "PORT_GUID" : guid)));
+      next_step(
+          fmt::format("on the subnet manager, make port {} a member of partition {} (opensm: a line such as "
+                      "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload "
+                      "opensm'); or use an address on an interface of a partition the port is in",
+                      guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition, partition | 0x8000,
+                      guid.empty() ? "PORT_GUID" : guid)));
 }
 
 // Route resolution on InfiniBand is a path record query to the subnet administrator.
@@ -623,15 +624,19 @@ Verdict no_path_record(const BindFacts& f) {
 // Which GID indices the bound address has on its port, and how a RoCE v2 peer names it.
 void add_mapping_details(const BindFacts& f, Verdict& v) {
   if (f.device == nullptr) return;
-  // An IPoIB address has no GID of its own: its netdev's port GID is the entry.
+  // IPoIB and iWARP addresses have no GID of their own: the port's GID on their netdev (the
+  // hardware address's, the MAC's) is the entry.
   const auto* owner = netdev_with_address(f.inventory, f.target.host);
   const auto gid = owner != nullptr && !owner->ipoib_gid.empty() ? owner->ipoib_gid : gid_for_address(f.target.host);
+  const auto& gids = f.port ? f.port->gids : std::vector<GidEntry>{};
+  const auto names_address = [&](const GidEntry& entry) {
+    return entry.gid == gid || (entry.type == "iWARP" && owner != nullptr && entry.netdev == owner->name);
+  };
   std::vector<std::string> indices;
   std::optional<int> v2_index;
   std::string netdev;
-  const auto& gids = f.port ? f.port->gids : std::vector<GidEntry>{};
   for (const auto& entry : gids) {
-    if (entry.gid != gid) continue;
+    if (!names_address(entry)) continue;
     indices.push_back(fmt::format("{} ({})", entry.index, entry.type));
     if (entry.type == "RoCE v2" && !v2_index) v2_index = entry.index;
     netdev = entry.netdev;

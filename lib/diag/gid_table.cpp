@@ -76,6 +76,29 @@ std::optional<GidAdvice> ipoib_advice(const Inventory& inventory, const std::str
   return std::nullopt;
 }
 
+// An address on an iWARP RNIC's netdev has no GID either: the port's one entry is its MAC, and
+// rdma_cm connects over TCP by address, so no stack is given an index for it.
+std::optional<GidAdvice> iwarp_advice(const Inventory& inventory, const std::string& source) {
+  const auto* netdev = netdev_with_address(inventory, source);
+  if (netdev == nullptr) return std::nullopt;
+  for (const auto& device : inventory.kernel_devices) {
+    for (const auto& port : device.ports) {
+      for (const auto& entry : port.gids) {
+        if (entry.type != "iWARP" || entry.netdev != netdev->name) continue;
+        return GidAdvice{
+            .address = source,
+            .device = device.name,
+            .port = port.number,
+            .entry = entry,
+            .reason = fmt::format("{} is on {}, which {} port {} serves over iWARP: its one GID is the port's MAC and "
+                                  "rdma_cm connects over TCP by address, so the index matters to no stack",
+                                  source, netdev->name, device.name, port.number)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 GidLookup look_up_gid(const Inventory& inventory, const std::string& address, const std::string& route_source) {
@@ -91,6 +114,7 @@ GidLookup look_up_gid(const Inventory& inventory, const std::string& address, co
   lookup.advice = advise_gid(gid_ports(inventory), lookup.source);
   if (!lookup.advice.entry) {
     if (auto ipoib = ipoib_advice(inventory, lookup.source)) lookup.advice = std::move(*ipoib);
+    if (auto iwarp = iwarp_advice(inventory, lookup.source)) lookup.advice = std::move(*iwarp);
   }
   lookup.settings = stack_settings(lookup.advice);
   return lookup;
@@ -137,11 +161,18 @@ std::string version_of(const std::string& type) {
 
 std::string render_gid_table(const std::vector<GidRow>& rows) {
   std::ostringstream out;
-  const auto line = [&out](std::string_view device, std::string_view port, std::string_view index, std::string_view gid,
-                           std::string_view ipv4, std::string_view version, std::string_view netdev,
-                           std::string_view vlan) {
-    auto text = fmt::format("{:<8} {:<4} {:<5} {:<39} {:<15} {:<3} {:<15} {}", device, port, index, gid, ipv4, version,
-                            netdev, vlan);
+  // As wide as the longest name: mlx5_bond_0 and iwp24s0f0 do not fit show_gids' 8 columns.
+  std::size_t device_width = 8;
+  std::size_t version_width = 3;
+  for (const auto& row : rows) {
+    device_width = std::max(device_width, row.device.size());
+    version_width = std::max(version_width, version_of(row.entry.type).size());
+  }
+  const auto line = [&](std::string_view device, std::string_view port, std::string_view index, std::string_view gid,
+                        std::string_view ipv4, std::string_view version, std::string_view netdev,
+                        std::string_view vlan) {
+    auto text = fmt::format("{:<{}} {:<4} {:<5} {:<39} {:<15} {:<{}} {:<15} {}", device, device_width, port, index, gid,
+                            ipv4, version, version_width, netdev, vlan);
     text.erase(text.find_last_not_of(' ') + 1);
     out << text << "\n";
   };

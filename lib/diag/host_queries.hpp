@@ -122,8 +122,9 @@ auto rdma_device_on(const Host& host, const std::string& netdev) {
   const auto serves = gid_serves(host, netdev);
   const auto it = std::ranges::find_if(devices, [&netdev, &serves](const auto& device) {
     return !netdev.empty() &&
-           (device_netdev(device) == netdev ||
-            std::ranges::any_of(device.ports, [&serves](const auto& port) { return std::ranges::any_of(port.gids, serves); }));
+           (device_netdev(device) == netdev || std::ranges::any_of(device.ports, [&serves](const auto& port) {
+              return std::ranges::any_of(port.gids, serves);
+            }));
   });
   return it == devices.end() ? nullptr : &*it;
 }

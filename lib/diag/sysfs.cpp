@@ -78,7 +78,9 @@ bool is_zero_gid(const std::string& gid) {
   return std::all_of(gid.begin(), gid.end(), [](char c) { return c == '0' || c == ':'; });
 }
 
-KernelPort read_port(const fs::path& dir, int number) {
+// `rnic`: the device's node type is 4 (an iWARP RNIC), whose one GID, the port's MAC, the
+// kernel types "IB/RoCE v1" like any other.
+KernelPort read_port(const fs::path& dir, int number, bool rnic) {
   KernelPort port;
   port.number = number;
   std::tie(port.state_code, port.state) = split_state(read_or_empty(dir / "state"));
@@ -97,7 +99,10 @@ KernelPort read_port(const fs::path& dir, int number) {
     // The kernel names IB and RoCE v1 alike; a port of neither link layer (EFA's
     // "Unspecified") has plain GIDs.
     if (entry.type == "IB/RoCE v1" || entry.type.empty()) {
-      entry.type = port.link_layer == "InfiniBand" ? "IB" : port.link_layer == "Ethernet" ? "RoCE v1" : "GID";
+      entry.type = rnic                              ? "iWARP"
+                   : port.link_layer == "InfiniBand" ? "IB"
+                   : port.link_layer == "Ethernet"   ? "RoCE v1"
+                                                     : "GID";
     }
     entry.netdev = read_or_empty(dir / "gid_attrs" / "ndevs" / name);
     port.gids.push_back(std::move(entry));
@@ -159,9 +164,9 @@ void link_ipoib_netdevs(Inventory& inventory) {
   }
 }
 
-constexpr const char* rdma_modules[] = {"ib_core", "ib_uverbs", "ib_cm", "iw_cm",   "rdma_cm", "rdma_ucm",
-                                        "ib_umad", "rdma_rxe",  "siw",   "mlx5_ib", "mlx4_ib", "irdma",
-                                        "bnxt_re", "efa",       "qedr",  "hfi1",    "ib_ipoib"};
+constexpr const char* rdma_modules[] = {"ib_core", "ib_uverbs", "ib_cm",    "iw_cm",   "rdma_cm", "rdma_ucm",
+                                        "ib_umad", "rdma_rxe",  "siw",      "mlx5_ib", "mlx4_ib", "irdma",
+                                        "bnxt_re", "efa",       "iw_cxgb4", "qedr",    "hfi1",    "ib_ipoib"};
 
 }  // namespace
 
@@ -182,7 +187,7 @@ void read_sysfs(const fs::path& root, Inventory& inventory) {
     device.bus_device = bus_device_of(dir);
     for (const auto& port : sorted_entries(dir / "ports")) {
       try {
-        device.ports.push_back(read_port(dir / "ports" / port, std::stoi(port)));
+        device.ports.push_back(read_port(dir / "ports" / port, std::stoi(port), device.node_type.starts_with("4")));
       } catch (const std::exception&) {
         continue;  // not a port directory; sysfs has none, a hand-made tree might
       }

@@ -86,7 +86,10 @@ std::string gid_type_of(const HostView& view, const std::string& device, int por
   for (const auto& d : view.devices) {
     if (d.name != device) continue;
     for (const auto& p : d.ports) {
-      if (p.number == port) return p.roce_mode.empty() ? p.link_layer : p.roce_mode;
+      if (p.number != port) continue;
+      if (!p.roce_mode.empty()) return p.roce_mode;
+      if (std::ranges::any_of(p.gids, [](const GidEntry& gid) { return gid.type == "iWARP"; })) return "iWARP";
+      return p.link_layer == "InfiniBand" ? "IB" : p.link_layer;
     }
   }
   return {};

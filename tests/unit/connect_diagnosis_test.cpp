@@ -82,6 +82,10 @@ const Expectation expectations[] = {
     {"unknown", "unknown", 3, "", "RDMA_CM_EVENT_CONNECT_ERROR"},
     // firewall_roce's hosts with mlx5: the rule that dropped rxe's RoCE is no cause there.
     {"unknown-hardware_firewall", "unknown", 3, "", "switch ACLs, PFC and ECN settings"},
+    // Hand-made on hardware no guest has: a RoCE LAG on a VLAN whose server drops by chain policy
+    // (no cause: the NIC's RoCE never meets it), and iWARP (irdma), which has no path MTU.
+    {"unknown-roce_bond_vlan_drop_policy", "unknown", 3, "", "switch ACLs, PFC and ECN settings"},
+    {"ok-iwarp_irdma", "ok", 0, "", "6 transfers up to 64 KiB passed"},
 };
 
 // Names the case in test listings, instead of gtest's dump of the struct's bytes.
@@ -427,11 +431,46 @@ TEST(ConnectRules, AHardwareNicsRoceNeverMeetsTheFirewallOrRpFilter) {
   EXPECT_EQ(v.cause, "unknown");
   EXPECT_TRUE(v.warnings.empty());
   EXPECT_NE(v.next.find("switch ACLs, PFC and ECN settings"), std::string::npos) << v.next;
-  // siw and rxe are software: their packets pass through the host's stack.
+  // siw and rxe are software: their packets pass through the host's stack. But siw's are
+  // TCP, which a rule on UDP 4791 never touches.
   c.peer->view.devices.front().driver = "siw";
-  EXPECT_EQ(diagnose_connect(c).cause, "firewall_roce");
+  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
   c.peer->view.devices.front().driver = "rdma_rxe";
+  EXPECT_EQ(diagnose_connect(c).cause, "firewall_roce");
   EXPECT_EQ(diagnose_connect(c).fix_host, "server");
+}
+
+// The fixture as captured: no firewall in the verdict, not even as a warning or a candidate;
+// the same hosts on soft-RoCE would be firewall_roce, the chain's policy the fix.
+TEST(ConnectRules, ALagsRoceOnAVlanNeverMeetsADropPolicy) {
+  auto c = fixture("unknown-roce_bond_vlan_drop_policy");
+  auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_TRUE(v.warnings.empty()) << to_json(v).dump(2);
+  EXPECT_TRUE(v.candidates.empty()) << to_json(v).dump(2);
+  EXPECT_FALSE(mentions(v, "nftables")) << to_json(v).dump(2);
+  for (auto* view : {&c.local, &c.peer->view}) view->devices.front().driver = "rdma_rxe";
+  v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "firewall_roce");
+  EXPECT_EQ(v.fix, "nft insert rule inet filter input udp dport 4791 accept");
+  EXPECT_EQ(v.fix_host, "server");
+}
+
+// iWARP's connection setup is TCP handled by the RNIC (irdma, cxgb4): neither a UDP 4791 rule
+// nor a drop policy is a cause there, and RoCE words do not belong in its verdicts.
+TEST(ConnectRules, IwarpOnHardwareNeverMeetsTheFirewall) {
+  auto c = timed_out(fixture("ok-iwarp_irdma"));
+  c.peer->view.firewall.drop_policy_chains = {"inet filter input"};
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_TRUE(v.warnings.empty()) << to_json(v).dump(2);
+}
+
+TEST(ConnectRules, AnIwarpConnectionIsNotWordedAsRoce) {
+  const auto ok = diagnose_connect(fixture("ok-iwarp_irdma"));
+  EXPECT_EQ(ok.summary.find("path MTU 0"), std::string::npos) << ok.summary;
+  const auto failed = diagnose_connect(timed_out(fixture("ok-iwarp_irdma")));
+  EXPECT_FALSE(mentions(failed, "RoCE")) << to_json(failed).dump(2);
 }
 
 TEST(ConnectRules, WrongNeighbourNeedsTheAgentsMacToDiffer) {

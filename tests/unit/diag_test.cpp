@@ -89,6 +89,15 @@ const Expectation expectations[] = {
     {"gid_link_local", "gid_link_local", 1, "leaves by un0 (rxeu port 1)"},
     {"gid_link_local_ipv6", "gid_link_local", 1, "fd55::1 (on rxenet0)"},
     {"gid_missing", "gid_missing", 1, "full (1024 of 1024 entries)"},
+    // Hardware no guest has (hand-made, each README says from what). A RoCE LAG: the address is on
+    // a VLAN of the bond, whose GIDs come in v1/v2 pairs after the bond's own.
+    {"ok_roce_bond_vlan", "ok", 0,
+     "10.70.0.11 maps to mlx5_bond_0 port 1 (netdev bond0.100), GID index 4 (RoCE v1), 5 (RoCE v2)"},
+    // iWARP RNICs: one GID, the port's MAC, and no GID for the address.
+    {"ok_iwarp_irdma", "ok", 0, "the bind works: 10.73.0.11 belongs to iwp24s0f0 port 1"},
+    {"ok_iwarp_cxgb4", "ok", 0, "the bind works: 10.74.0.11 belongs to cxgb4_0 port 1"},
+    // mlx5 makes one device per PF: the second port's address is the second device's.
+    {"ok_dual_port", "several_devices", 0, "-d mlx5_1 for this address (not mlx5_0)"},
 };
 
 void PrintTo(const Expectation& e, std::ostream* out) {
@@ -249,6 +258,67 @@ TEST(DiagSysfs, ReadsDevicePortsAndGids) {
   EXPECT_EQ(port.gids[1].gid, "::ffff:10.55.0.1");
   EXPECT_EQ(port.gids[1].type, "RoCE v2");
   EXPECT_EQ(port.gids[1].netdev, "rxenet0");
+}
+
+// A LAG's RDMA device hangs on its first PF; the bond, its VLAN and bonding_masters (a plain
+// file among the netdevs) have no bus device.
+TEST(DiagSysfs, ReadsARoceLagOverABond) {
+  const auto l = load("ok_roce_bond_vlan");
+  ASSERT_EQ(l.inventory.kernel_devices.size(), 1u);
+  const auto& device = l.inventory.kernel_devices[0];
+  EXPECT_EQ(device.name, "mlx5_bond_0");
+  EXPECT_EQ(device.driver, "mlx5_core");
+  EXPECT_EQ(device.bus_device, "0000:3b:00.0");
+  EXPECT_EQ(device.parent_netdev, "");
+  EXPECT_EQ(device.index, 2);
+  ASSERT_EQ(device.ports.size(), 1u);
+  const auto& gids = device.ports[0].gids;
+  ASSERT_EQ(gids.size(), 6u);  // the zero entries 6 and 7 are unused
+  EXPECT_EQ(gids[0].netdev, "bond0");
+  EXPECT_EQ(gids[0].type, "RoCE v1");
+  EXPECT_EQ(gids[5].gid, "::ffff:10.70.0.11");
+  EXPECT_EQ(gids[5].type, "RoCE v2");
+  EXPECT_EQ(gids[5].netdev, "bond0.100");
+  std::set<std::string> netdevs;
+  for (const auto& netdev : l.inventory.netdevs) netdevs.insert(netdev.name);
+  EXPECT_EQ(netdevs, (std::set<std::string>{"bond0", "bond0.100", "ens1f0np0", "ens1f1np1", "lo"}));
+  const auto* vlan = netdev_owning(l.inventory, "10.70.0.11");
+  ASSERT_NE(vlan, nullptr);
+  EXPECT_EQ(vlan->name, "bond0.100");
+  EXPECT_EQ(vlan->vlan, 100);
+  EXPECT_EQ(vlan->mtu, 9000);
+}
+
+TEST(DiagGidVerdicts, TheSecondPortsAddressMapsToTheSecondDevice) {
+  const auto v = diagnose_fixture("ok_dual_port");
+  EXPECT_TRUE(mentions(v, "10.72.0.11 maps to mlx5_1 port 1 (netdev ens2f1np1), GID index 2 (RoCE v1), 3 (RoCE v2)"))
+      << render_verdict(v);
+  EXPECT_TRUE(mentions(v, "perftest: -d mlx5_1 -x 3")) << render_verdict(v);
+  EXPECT_FALSE(mentions(v, "maps to mlx5_0")) << render_verdict(v);
+}
+
+// A port of a device that is DOWN (cxgb4_0 port 2, no cable) does not spoil a bind on its
+// other port.
+TEST(DiagGidVerdicts, AnotherPortDownIsNoCause) {
+  const auto l = load("ok_iwarp_cxgb4");
+  ASSERT_EQ(l.inventory.kernel_devices.at(0).ports.size(), 2u);
+  EXPECT_EQ(l.inventory.kernel_devices[0].ports[1].state, "DOWN");
+  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause, "ok");
+}
+
+// iWARP: rdma_cm binds an address to the port whose GID holds its netdev's MAC (the GID is the
+// MAC followed by zeros), as IPoIB's is its hardware address; the verdict should name that
+// netdev and the entry, and call it iWARP, not RoCE v1.
+TEST(DiagGidVerdicts, AnIwarpBindNamesItsNetdevAndEntry) {
+  for (const char* name : {"ok_iwarp_irdma", "ok_iwarp_cxgb4"}) {
+    SCOPED_TRACE(name);
+    const auto l = load(name);
+    EXPECT_EQ(l.inventory.kernel_devices.at(0).ports.at(0).gids.at(0).type, "iWARP");
+  }
+  const auto v = diagnose_fixture("ok_iwarp_irdma");
+  EXPECT_TRUE(mentions(v, "10.73.0.11 maps to iwp24s0f0 port 1 (netdev ens801f0), GID index 0 (iWARP)"))
+      << render_verdict(v);
+  EXPECT_FALSE(mentions(v, "RoCE")) << render_verdict(v);
 }
 
 TEST(DiagSysfs, MissingTreeIsNotAnError) {

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "lib/core/error.hpp"
 #include "lib/diag/gid_table.hpp"
@@ -212,6 +214,80 @@ TEST(GidTable, AnIpoibAddressGetsItsPortsGid) {
     EXPECT_NE(found["advice"]["reason"].get<std::string>().find("on InfiniBand the GID is the port's"),
               std::string::npos);
   }
+}
+
+// A RoCE LAG: bond0 holds the default (MAC) entries, bond0.100 its own fe80 pair and the
+// address's; the address gets its RoCE v2 entry on the VLAN, which the table shows with its id.
+TEST(GidLookup, AnAddressOnAVlanOfABondGetsItsRoceV2Entry) {
+  const auto inventory = table_fixture("ok_roce_bond_vlan").inventory;
+  const auto rows = gid_rows(inventory);
+  ASSERT_EQ(rows.size(), 6U);
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.entry.index);
+    EXPECT_EQ(row.device, "mlx5_bond_0");
+    EXPECT_EQ(row.vlan, row.entry.netdev == "bond0.100" ? std::optional<int>(100) : std::nullopt);
+  }
+  EXPECT_EQ(rows[4].ipv4, "10.70.0.11");
+  EXPECT_NE(render_gid_table(rows).find("bond0.100       100"), std::string::npos) << render_gid_table(rows);
+  const auto lookup = look_up_gid(inventory, "10.70.0.11", "");
+  ASSERT_TRUE(lookup.advice.entry);
+  EXPECT_EQ(lookup.advice.device, "mlx5_bond_0");
+  EXPECT_EQ(lookup.advice.port, 1);
+  EXPECT_EQ(lookup.advice.entry->index, 5U);
+  EXPECT_EQ(lookup.advice.entry->type, "RoCE v2");
+  EXPECT_EQ(lookup.advice.entry->netdev, "bond0.100");
+  ASSERT_FALSE(lookup.settings.empty());
+  EXPECT_EQ(lookup.settings[0].setting, "-d mlx5_bond_0 -i 1 -x 5");
+}
+
+// One mlx5 device per PF: each address gets the entry of its own port's device.
+TEST(GidLookup, EachPortsAddressGetsItsOwnDevice) {
+  const auto inventory = table_fixture("ok_dual_port").inventory;
+  EXPECT_EQ(gid_rows(inventory).size(), 8U);
+  for (const auto& [address, device] : {std::pair{"10.71.0.11", "mlx5_0"}, std::pair{"10.72.0.11", "mlx5_1"}}) {
+    SCOPED_TRACE(address);
+    const auto lookup = look_up_gid(inventory, address, "");
+    ASSERT_TRUE(lookup.advice.entry);
+    EXPECT_EQ(lookup.advice.device, device);
+    EXPECT_EQ(lookup.advice.entry->index, 3U);
+    EXPECT_EQ(lookup.advice.entry->type, "RoCE v2");
+  }
+}
+
+// iWARP ports have one entry: the netdev's MAC followed by zeros (irdma_query_gid,
+// c4iw_query_gid), and since the kernel sets its ndev, gid_attrs/ndevs names the netdev.
+TEST(GidTable, AnIwarpPortHoldsItsMacGid) {
+  const auto irdma = gid_rows(table_fixture("ok_iwarp_irdma").inventory);
+  ASSERT_EQ(irdma.size(), 1U);
+  EXPECT_EQ(irdma[0].device, "iwp24s0f0");
+  EXPECT_EQ(irdma[0].entry.gid, "b496:91a5:c8e0::");
+  EXPECT_EQ(irdma[0].entry.netdev, "ens801f0");
+  EXPECT_EQ(irdma[0].ipv4, "");
+  EXPECT_FALSE(irdma[0].link_local);
+  const auto cxgb4 = gid_rows(table_fixture("ok_iwarp_cxgb4").inventory);
+  ASSERT_EQ(cxgb4.size(), 2U);
+  EXPECT_EQ(cxgb4[0].port, 1);
+  EXPECT_EQ(cxgb4[0].entry.netdev, "enp2s0f4");
+  EXPECT_EQ(cxgb4[1].port, 2);
+  EXPECT_EQ(cxgb4[1].entry.gid, "7:434a:5b68::");
+  EXPECT_EQ(cxgb4[1].entry.netdev, "enp2s0f4d1");
+}
+
+// An iWARP address has no GID of its own and no stack needs an index for it: rdma_cm connects
+// over TCP by address. The answer should say so (exit 0), as it does for IPoIB, not "no GID".
+TEST(GidLookup, AnIwarpAddressNeedsNoIndex) {
+  const auto inventory = table_fixture("ok_iwarp_irdma").inventory;
+  const auto rows = gid_rows(inventory);
+  ASSERT_EQ(rows.size(), 1U);
+  EXPECT_EQ(rows[0].entry.type, "iWARP");
+  nlohmann::json found;
+  const GidReport advised(rows, look_up_gid(inventory, "10.73.0.11", ""));
+  advised.add_to(found);
+  EXPECT_EQ(advised.exit_code(), ExitCode::ok);
+  EXPECT_EQ(found["advice"]["device"], "iwp24s0f0");
+  EXPECT_EQ(found["advice"]["port"], 1);
+  EXPECT_EQ(found["advice"]["index"], 0);
+  EXPECT_NE(found["advice"]["reason"].get<std::string>().find("iWARP"), std::string::npos) << found.dump(2);
 }
 
 }  // namespace

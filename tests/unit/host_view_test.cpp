@@ -72,6 +72,33 @@ TEST(HostViewFrom, EachDeviceKeepsItsOwnNetdevAndPortState) {
   EXPECT_TRUE(view_from(load_replay(fixture_root / "diag" / "no_rdma_device").inventory).devices.empty());
 }
 
+// Hardware RoCE devices have no parent netdev: each takes its GIDs' first, mlx5_1 the second
+// PF's netdev and a LAG the bond, whose VLAN still finds the port through the GIDs.
+TEST(HostViewFrom, HardwareDevicesTakeTheirGidsNetdev) {
+  const auto dual = view_from(load_replay(fixture_root / "diag" / "ok_dual_port").inventory);
+  ASSERT_EQ(dual.devices.size(), 2u);
+  EXPECT_EQ(dual.devices[0].netdev, "ens2f0np0");
+  EXPECT_EQ(dual.devices[1].netdev, "ens2f1np1");
+  EXPECT_EQ(dual.devices[1].driver, "mlx5_core");
+  EXPECT_EQ(dual.devices[1].ports.at(0).active_mtu, 4096);
+
+  const auto lag = view_from(load_replay(fixture_root / "diag" / "ok_roce_bond_vlan").inventory);
+  ASSERT_EQ(lag.devices.size(), 1u);
+  EXPECT_EQ(lag.devices[0].netdev, "bond0");
+  ASSERT_NE(netdev_named(lag, "bond0.100"), nullptr);
+  EXPECT_EQ(netdev_named(lag, "bond0.100")->addresses.front(), "10.70.0.11/24");
+}
+
+// An iWARP port has no RoCE mode: rdma_cm's configfs would show "IB/RoCE v1" for it, and no
+// entry there does not make it RoCE v2.
+TEST(HostViewNetFiles, AnIwarpPortHasNoRoceMode) {
+  auto view = view_from(load_replay(fixture_root / "diag" / "ok_iwarp_irdma").inventory);
+  read_net_files("/nonexistent-proc", "/nonexistent-sys", "/nonexistent-configfs", view);
+  ASSERT_EQ(view.devices.size(), 1u);
+  EXPECT_EQ(view.devices[0].netdev, "ens801f0");
+  EXPECT_EQ(view.devices[0].ports.at(0).roce_mode, "");
+}
+
 TEST(HostViewFrom, WithoutAParentTheNetdevComesFromTheGids) {
   Inventory inventory;
   KernelDevice device;

@@ -218,6 +218,8 @@ void BwOptions::add_to(CLI::App& app) {
       ->check(CLI::Range(0, CPU_SETSIZE - 1));
   app.add_flag("--use-hugepages,--use_hugepages", s.use_hugepages,
                "This side's buffers in huge pages (reserve them first: sysctl vm.nr_hugepages)");
+  app.add_flag("--disable-pcie-relaxed,--disable_pcie_relaxed", s.disable_pcie_relaxed,
+               "This side's buffers without PCIe relaxed ordering (registered with it by default, as perftest does)");
   app.add_flag("--histogram", s.histogram,
                "Latency client: each row's samples as a histogram in the JSON (scripts/bench-plot.sh draws it)");
   app.add_option("--max-size", s.max_size, "Server: largest message a client may ask for")

@@ -53,7 +53,6 @@ constexpr Absent absent_flags[] = {
     {"--report-per-port", false, "one port per run"},
     {"--reversed", false, "the client sends; swap the hosts to reverse"},
     {"--wait_destroy", true, "resources are freed at the end of the run"},
-    {"--disable_pcie_relaxed", false, "buffers are registered without relaxed ordering"},
     {"--burst_size", true, "the pacing of --rate-limit spreads messages evenly"},
     {"--typical_pkt_size", true, "the pacing of --rate-limit is in software"},
     {"--log_dci_streams", true, "-c DC is not supported (RC or UD)"},

@@ -419,6 +419,11 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
   }
 }
 
+// The data buffers' ordering flag: relaxed unless --disable-pcie-relaxed.
+int data_ordering(const BwSettings& s) {
+  return s.disable_pcie_relaxed ? 0 : IBV_ACCESS_RELAXED_ORDERING;
+}
+
 // One queue pair of the client: its buffers, its hello, its receives posted, connected, and
 // the server's buffer (or, for datagrams, the server's address) in its lane.
 Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest, std::uint16_t index,
@@ -432,9 +437,10 @@ Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest
                                               : std::max(largest, static_cast<std::uint32_t>(bw::size_message_bytes));
   // An iWARP READ's sink is written by the peer's read response, as an RDMA WRITE would be.
   const bool read_sink = s.operation == bw::Operation::read && read_sink_needs_remote_write(endpoint.caps());
+  const int ordering = data_ordering(s);
   auto& outgoing =
-      endpoint.add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE | (read_sink ? IBV_ACCESS_REMOTE_WRITE : 0));
-  auto& incoming = endpoint.add_buffer(incoming_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+      endpoint.add_buffer(outgoing_size, IBV_ACCESS_LOCAL_WRITE | (read_sink ? IBV_ACCESS_REMOTE_WRITE : 0) | ordering);
+  auto& incoming = endpoint.add_buffer(incoming_size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | ordering);
   const bw::Hello hello{.operation = s.operation,
                         .test = s.test,
                         .max_size = largest,
@@ -646,7 +652,7 @@ struct ServerLane {
   Lane lane;
   bw::Answer answer;
 };
-ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
+ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello, int ordering) {
   const int atomic_access = hello.operation == bw::Operation::atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0;
   // Without immediate data, room for the size messages of a latency test.
   const bool immediate_data = has_immediate_data(endpoint.caps());
@@ -654,7 +660,8 @@ ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello) {
                     : immediate_data ? hello.max_size
                                      : std::max(hello.max_size, static_cast<std::uint32_t>(bw::size_message_bytes));
   auto& buffer = endpoint.add_buffer(
-      size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access);
+      size,
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access | ordering);
   const auto& outgoing =
       hello.datagram ? endpoint.add_buffer(datagram_room(hello.max_size), IBV_ACCESS_LOCAL_WRITE) : buffer;
   return {.lane = {.qp = endpoint.queue_pair(),
@@ -689,7 +696,7 @@ bool queue_another_client(std::unique_ptr<Endpoint>& endpoint, const std::option
 // the first SEND never meets an empty queue, and the answer that tells of its buffer.
 Lane accept_lane(Endpoint& endpoint, const bw::Hello& hello, const BwSettings& s, Report& report) {
   if (hello.path_mtu != 0) endpoint.set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
-  const auto [lane, buffer_answer] = server_lane(endpoint, hello);
+  const auto [lane, buffer_answer] = server_lane(endpoint, hello, data_ordering(s));
   post_receives(lane, hello.test == bw::Test::latency ? latency_receives : std::max(s.depth, stream_receives));
   const auto answer = bw::encode(buffer_answer);
   endpoint.set_private_data({answer.begin(), answer.end()});

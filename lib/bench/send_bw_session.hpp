@@ -65,6 +65,10 @@ struct BwSettings {
   bool events = false;                        // -e: sleep on the completion channel instead of busy polling
   AtomicKind atomic = AtomicKind::fetch_add;  // --atomic, with --op atomic
   bool use_hugepages = false;                 // --use-hugepages: the buffers in huge pages
+  // --disable-pcie-relaxed: the buffers without IBV_ACCESS_RELAXED_ORDERING, which perftest
+  // sets by default (the device may then reorder its PCIe writes; an optional flag that
+  // devices without it ignore).
+  bool disable_pcie_relaxed = false;
   // --pin-core: the thread on this core and the memory on the device's NUMA node, placed
   // once the device is known (the first connection); where it went lands in `placed`,
   // shared by the copies of these settings.

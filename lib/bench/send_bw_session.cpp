@@ -660,8 +660,7 @@ ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello, int ordering)
                     : immediate_data ? hello.max_size
                                      : std::max(hello.max_size, static_cast<std::uint32_t>(bw::size_message_bytes));
   auto& buffer = endpoint.add_buffer(
-      size,
-      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access | ordering);
+      size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access | ordering);
   const auto& outgoing =
       hello.datagram ? endpoint.add_buffer(datagram_room(hello.max_size), IBV_ACCESS_LOCAL_WRITE) : buffer;
   return {.lane = {.qp = endpoint.queue_pair(),

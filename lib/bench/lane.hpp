@@ -60,10 +60,24 @@ struct DatagramReturn {
 // the count it expects for one more, so either way the counter counts the operations, and a
 // compare that missed (or a lost add) shows in the final value (check_atomic_counters).
 enum class AtomicKind : std::uint8_t { fetch_add, compare_swap };
+
+// The byte order the responder keeps its counters in, as the requester sees them: a device
+// that does its atomics big-endian (ConnectX-3's "reply BE") hands a little-endian host every
+// fetched value, and every counter read back, byte-swapped. Unknown until a value tells
+// (0, and any palindrome, reads the same both ways).
+enum class AtomicByteOrder : std::uint8_t { unknown, host, swapped };
+
 struct AtomicCounters {
   AtomicKind kind = AtomicKind::fetch_add;
   std::vector<std::uint64_t> done;  // per lane
+  AtomicByteOrder order = AtomicByteOrder::unknown;
 };
-std::string to_string(AtomicKind kind);  // "fetch-add", "compare-swap"
+std::string to_string(AtomicKind kind);        // "fetch-add", "compare-swap"
+std::string to_string(AtomicByteOrder order);  // "unknown", "host", "swapped"
+
+// Whether `seen` is the `expected` count in the order known so far, learning the order from
+// the first value that tells. False for any other value, and for a value in the other order
+// than the one learnt.
+bool matches_counter(std::uint64_t seen, std::uint64_t expected, AtomicByteOrder& order);
 
 }  // namespace rdmakit

@@ -669,9 +669,10 @@ class PingClient {
                "atomic completion") -
         started;
     const auto fetched = *reinterpret_cast<const volatile std::uint64_t*>(lane_.local_address);
-    if (fetched != count) {
-      throw ProtocolError(fmt::format("{} fetched {} from the server's counter, which should hold {}",
-                                      to_string(s_.atomics->kind), fetched, count));
+    if (!matches_counter(fetched, count, s_.atomics->order)) {
+      throw ProtocolError(fmt::format("{} fetched {} ({:#018x}) from the server's counter, which should hold {}{}",
+                                      to_string(s_.atomics->kind), fetched, fetched, count,
+                                      s_.atomics->order == AtomicByteOrder::swapped ? ", byte-swapped as before" : ""));
     }
     ++count;
     return took;
@@ -843,7 +844,27 @@ std::string to_string(AtomicKind kind) {
   return kind == AtomicKind::fetch_add ? "fetch-add" : "compare-swap";
 }
 
-void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters& counters, const RunLimits& limits) {
+std::string to_string(AtomicByteOrder order) {
+  switch (order) {
+    case AtomicByteOrder::host: return "host";
+    case AtomicByteOrder::swapped: return "swapped";
+    case AtomicByteOrder::unknown: break;
+  }
+  return "unknown";
+}
+
+bool matches_counter(std::uint64_t seen, std::uint64_t expected, AtomicByteOrder& order) {
+  const auto swapped = __builtin_bswap64(expected);
+  if (swapped == expected) return seen == expected;
+  const auto found = seen == expected  ? AtomicByteOrder::host
+                     : seen == swapped ? AtomicByteOrder::swapped
+                                       : AtomicByteOrder::unknown;
+  if (found == AtomicByteOrder::unknown) return false;
+  if (order == AtomicByteOrder::unknown) order = found;
+  return found == order;
+}
+
+void check_atomic_counters(const std::vector<Lane>& lanes, AtomicCounters& counters, const RunLimits& limits) {
   std::array<ibv_wc, poll_batch> wcs{};
   for (std::size_t l = 0; l < lanes.size(); ++l) {
     const auto& lane = lanes[l];
@@ -874,7 +895,7 @@ void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters&
       });
       spin.check_stop("while reading the atomic counters back");
     }
-    if (landed != counters.done[l]) {
+    if (!matches_counter(landed, counters.done[l], counters.order)) {
       throw ProtocolError(fmt::format("queue pair {}'s counter on the server holds {} after {} {} operations", l,
                                       static_cast<std::uint64_t>(landed), counters.done[l], to_string(counters.kind)));
     }

@@ -27,8 +27,9 @@
 namespace rdmakit {
 
 // Reads each lane's counter (an RDMA READ of its 8 bytes into the lane's local buffer) and
-// throws ProtocolError naming the first that does not hold what `counters` says was done.
-void check_atomic_counters(const std::vector<Lane>& lanes, const AtomicCounters& counters, const RunLimits& limits);
+// throws ProtocolError naming the first that does not hold what `counters` says was done, in
+// the byte order learnt so far (and learns it, when the run's fetches did not tell).
+void check_atomic_counters(const std::vector<Lane>& lanes, AtomicCounters& counters, const RunLimits& limits);
 
 // Posts `count` receives into the lane's receive buffer.
 void post_receives(const Lane& lane, std::uint32_t count);

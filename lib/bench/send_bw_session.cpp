@@ -416,6 +416,12 @@ void measure_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, 
     // The results checked: each counter on the server holds the operations done on it.
     check_atomic_counters(lanes, *atomics, s.limits);
     results.test["atomic"]["counters"] = atomics->done;
+    results.test["atomic"]["byte_order"] = to_string(atomics->order);
+    if (atomics->order == AtomicByteOrder::swapped) {
+      spdlog::warn(
+          "the server's device keeps its atomic counters big-endian: every value came back byte-swapped "
+          "(counted as right; a program reading them must swap them too)");
+    }
   }
 }
 

@@ -185,3 +185,20 @@ case_siw_tools() {
   expect_rc 0 "our rping with the stock rping server over siw"
   finish stock_server 15
 }
+
+# A responder that does its atomics big-endian (ConnectX-3's "reply BE"): every fetched
+# value and the counters read back arrive byte-swapped. send_bw learns the order from the
+# first value that tells and holds the run to it, instead of failing on the first fetch.
+case_personality_be_atomics() {
+  require_device
+  personality_send_bw beatomics server client --op atomic -n 2000
+  expect_rc 0 "send_bw --op atomic against a big-endian responder"
+  expect_jq '.test.atomic.byte_order == "swapped" and (.test.atomic.counters | length) == 1' client.out
+  expect_grep "keeps its atomic counters big-endian" client.err
+  personality_send_bw beatomics server_lat client_lat --lat --op atomic --atomic compare-swap -n 300
+  expect_rc 0 "send_bw --lat --op atomic (compare-swap) against a big-endian responder"
+  expect_jq '.test.atomic.byte_order == "swapped"' client_lat.out
+  # And on rxe's own order, the same report says host.
+  send_bw_pair_with "" plain plain_client 60 --op atomic -n 500
+  expect_jq '.test.atomic.byte_order == "host"' plain_client.out
+}

@@ -718,12 +718,12 @@ case_send_bw_atomics() {
     name=${kind//-/_}
     send_bw_pair "server_bw_$name" "bw_$name" 60 --op atomic --atomic "$kind" -n 2000 -q 2
     expect_jq "($BW_ROWS_CONSISTENT) and .rows[0].bytes == 8 and .rows[0].iterations == 4000
-      and .test.operation == \"atomic\" and .test.atomic == {kind: \"$kind\", counters: [2100, 2100]}" "bw_$name.out"
+      and .test.operation == \"atomic\" and .test.atomic == {kind: \"$kind\", counters: [2100, 2100], byte_order: \"host\"}" "bw_$name.out"
     expect_schema send_bw "bw_$name.out"
     expect_schema send_bw "server_bw_$name.out"
     send_bw_pair "server_lat_$name" "lat_$name" 60 --lat --op atomic --atomic "$kind" -n 300
     expect_jq "($LAT_ROWS_CONSISTENT) and .rows[0].iterations == 300
-      and .test.atomic == {kind: \"$kind\", counters: [400]}" "lat_$name.out"
+      and .test.atomic == {kind: \"$kind\", counters: [400], byte_order: \"host\"}" "lat_$name.out"
     expect_schema send_bw "lat_$name.out"
     # Nothing to answer: both servers slept on their CQ (the client's core stays free).
     expect_jq '.outcome == "completed" and .test.completion == "events"' "server_bw_$name.out"

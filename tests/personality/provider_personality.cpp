@@ -9,6 +9,9 @@
 //          asks for more is refused (EINVAL).
 //   nogrh  InfiniBand inside one subnet: a UD arrival carries no GRH (IBV_WC_GRH clear), so
 //          the sender is known only by its LID and QP number. Completions lose the flag.
+//   beatomics  a responder that does its atomics big-endian (ConnectX-3's "reply BE"), as a
+//          little-endian requester sees it: what an atomic fetched, and an 8-byte RDMA READ
+//          (of a counter), lands byte-swapped. The requester's completions swap it.
 // Never installed. librdmacm reads the device's limits through ibv_query_device and makes its
 // QPs through ibv_create_qp, both exported from libibverbs, so defining them here reaches the
 // library and the tools alike; post_send is a context op, replaced on the contexts opened.
@@ -28,7 +31,7 @@
 
 namespace {
 
-enum class Personality { none, cxgb4, irdma, nogrh };
+enum class Personality { none, cxgb4, irdma, nogrh, beatomics };
 
 Personality chosen() {
   const char* name = std::getenv("RDMAKIT_PERSONALITY");
@@ -36,6 +39,7 @@ Personality chosen() {
   if (std::strcmp(name, "cxgb4") == 0) return Personality::cxgb4;
   if (std::strcmp(name, "irdma") == 0) return Personality::irdma;
   if (std::strcmp(name, "nogrh") == 0) return Personality::nogrh;
+  if (std::strcmp(name, "beatomics") == 0) return Personality::beatomics;
   return Personality::none;
 }
 
@@ -124,11 +128,61 @@ ibv_cq_ex* create_cq_ex_without_grh(ibv_context* context, ibv_cq_init_attr_ex* a
   return cq;
 }
 
+// beatomics: where each signalled atomic, and each 8-byte READ, lands (by wr_id), so that its
+// completion can swap the 8 bytes. Bounded: an unsignalled request never completes here.
+struct Landing {
+  std::uint64_t wr_id;
+  std::uint64_t address;
+};
+std::mutex landings_lock;
+std::vector<Landing> landings;
+constexpr std::size_t max_landings = 4096;
+
+int post_send_recording_landings(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  {
+    const std::lock_guard lock(landings_lock);
+    for (ibv_send_wr* request = wr; request != nullptr; request = request->next) {
+      const bool atomic =
+          request->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || request->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+      const bool counter_read =
+          request->opcode == IBV_WR_RDMA_READ && request->num_sge == 1 && request->sg_list[0].length == 8;
+      if (!atomic && !counter_read) continue;
+      if (landings.size() >= max_landings) landings.erase(landings.begin());
+      landings.push_back({request->wr_id, request->sg_list[0].addr});
+    }
+  }
+  return provider_post_send(qp, wr, bad);
+}
+
+int poll_cq_swapping_atomics(ibv_cq* cq, int entries, ibv_wc* wc) {
+  const int got = provider_poll_cq(cq, entries, wc);
+  for (int k = 0; k < got; ++k) {
+    const auto opcode = wc[k].opcode;
+    if (wc[k].status != IBV_WC_SUCCESS ||
+        (opcode != IBV_WC_FETCH_ADD && opcode != IBV_WC_COMP_SWAP && opcode != IBV_WC_RDMA_READ)) {
+      continue;
+    }
+    const std::lock_guard lock(landings_lock);
+    for (auto it = landings.begin(); it != landings.end(); ++it) {
+      if (it->wr_id != wc[k].wr_id) continue;
+      auto* value = reinterpret_cast<std::uint64_t*>(it->address);
+      *value = __builtin_bswap64(*value);
+      landings.erase(it);
+      break;
+    }
+  }
+  return got;
+}
+
 }  // namespace
 
 extern "C" ibv_context* ibv_open_device(ibv_device* device) {
   static const auto next = real<ibv_context* (*)(ibv_device*)>("ibv_open_device");
   ibv_context* context = next(device);
+  if (context != nullptr && chosen() == Personality::beatomics && context->ops.poll_cq != poll_cq_swapping_atomics) {
+    provider_poll_cq = context->ops.poll_cq;
+    context->ops.poll_cq = poll_cq_swapping_atomics;
+  }
   if (context == nullptr || chosen() != Personality::nogrh) return context;
   if (context->ops.poll_cq != poll_cq_without_grh) {
     provider_poll_cq = context->ops.poll_cq;
@@ -188,6 +242,11 @@ extern "C" ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
   if (qp != nullptr && personality == Personality::cxgb4 && qp->context->ops.post_send != cxgb4_post_send) {
     provider_post_send = qp->context->ops.post_send;
     qp->context->ops.post_send = cxgb4_post_send;
+  }
+  if (qp != nullptr && personality == Personality::beatomics &&
+      qp->context->ops.post_send != post_send_recording_landings) {
+    provider_post_send = qp->context->ops.post_send;
+    qp->context->ops.post_send = post_send_recording_landings;
   }
   return qp;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/bench/lane.hpp"
 #include "lib/measure/completion_clock.hpp"
 
 namespace rdmakit {
@@ -72,6 +73,25 @@ TEST(DeviceCaps, ThirtyTwoBitTimestampsAcrossAWrap) {
   EXPECT_EQ(clock->ns_between(0xfffffff0ULL, 0x10ULL), 0x20U);
   // Bits above the mask (a provider that leaves them set) do not count.
   EXPECT_EQ(clock->ns_between(0x1'00000005ULL, 0x2'00000009ULL), 4U);
+}
+
+// A responder that keeps its atomics big-endian hands a little-endian host each value
+// byte-swapped: the first value that tells sets the order, and the run must keep to it.
+TEST(AtomicCounters, ABigEndianResponderIsLearntFromTheFirstValueThatTells) {
+  auto order = AtomicByteOrder::unknown;
+  EXPECT_TRUE(matches_counter(0, 0, order));  // 0 reads the same both ways
+  EXPECT_EQ(order, AtomicByteOrder::unknown);
+  EXPECT_TRUE(matches_counter(0x0100000000000000ULL, 1, order));
+  EXPECT_EQ(order, AtomicByteOrder::swapped);
+  EXPECT_TRUE(matches_counter(0x0200000000000000ULL, 2, order));
+  EXPECT_FALSE(matches_counter(3, 3, order)) << "back in host order: the counter is not what it was";
+  EXPECT_FALSE(matches_counter(0x0400000000000000ULL, 5, order));
+
+  auto host = AtomicByteOrder::unknown;
+  EXPECT_TRUE(matches_counter(1000, 1000, host));
+  EXPECT_EQ(host, AtomicByteOrder::host);
+  EXPECT_FALSE(matches_counter(__builtin_bswap64(1001ULL), 1001, host));
+  EXPECT_FALSE(matches_counter(999, 1000, host)) << "a lost add";
 }
 
 }  // namespace

@@ -153,20 +153,13 @@ EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   return options;
 }
 
-// The active MTU of the endpoint's port: a datagram's limit.
-std::uint32_t port_mtu(const Endpoint& endpoint) {
-  ibv_port_attr port{};
-  check_returned(ibv_query_port(endpoint.context(), endpoint.port_num(), &port), "ibv_query_port",
-                 ibv_get_device_name(endpoint.context()->device));
-  return mtu_bytes(port.active_mtu);
-}
-
 // What the connection ended up using, for the report (the automatic choice when no -x).
 nlohmann::json path_json(const Endpoint& endpoint, bool datagram) {
   nlohmann::json path = {{"device", ibv_get_device_name(endpoint.context()->device)}, {"port", endpoint.port_num()}};
   if (datagram) {
-    // A UD QP has no path of its own: its datagrams go at the port's MTU, nothing to retry.
-    path["path_mtu"] = port_mtu(endpoint);
+    // A UD QP has no path of its own: its datagrams go at most at the port's MTU and the
+    // path record's, nothing to retry.
+    path["path_mtu"] = endpoint.datagram_mtu();
     return path;
   }
   // iWARP runs over TCP: its QP has no IB path MTU (ibv_query_qp leaves 0, which reads as 128).
@@ -284,9 +277,9 @@ const char* connection_name(bool datagram) {
   return datagram ? "UD" : "RC";
 }
 
-// -c UD: the sizes that fit one packet at the port's MTU (-a sweeps only that far).
+// -c UD: the sizes that fit one packet on this path (-a sweeps only that far).
 std::vector<std::uint32_t> datagram_sizes(std::vector<std::uint32_t> sizes, const Endpoint& endpoint) {
-  const auto mtu = port_mtu(endpoint);
+  const auto mtu = endpoint.datagram_mtu();
   std::erase_if(sizes, [mtu](std::uint32_t size) { return size > mtu; });
   if (sizes.size() > bw::max_datagram_rows) sizes.resize(bw::max_datagram_rows);
   return sizes;
@@ -521,7 +514,14 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
     auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
     if (index == 0 && datagram_sweep) sizes = datagram_sizes(sizes, *endpoint);
-    if (index == 0 && size_from_mtu) sizes = {port_mtu(*endpoint)};
+    if (index == 0 && size_from_mtu) sizes = {endpoint->datagram_mtu()};
+    // The port's MTU was checked before; the path record's may be less (an IB switch).
+    if (index == 0 && s.datagram && sizes.back() > endpoint->datagram_mtu()) {
+      throw UsageError(
+          fmt::format("-c UD: -s {} is above the MTU of the path to {} ({} bytes); a datagram is one "
+                      "packet",
+                      sizes.back(), s.server, endpoint->datagram_mtu()));
+    }
     lanes.push_back(connect_lane(*endpoint, s, sizes.back(), index, options.recv_depth, report));
     endpoints.push_back(std::move(endpoint));
   }

@@ -6,6 +6,7 @@
 
 #include <infiniband/ib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -208,6 +209,20 @@ CmTransition advance(CmState& state, const rdma_cm_event& event) {
   }
   state = transition.next;
   return transition;
+}
+
+std::uint32_t datagram_mtu(ibv_mtu port_active, int path) {
+  const auto port = 128U << static_cast<unsigned>(port_active);
+  if (path < IBV_MTU_256 || path > IBV_MTU_4096) return port;
+  return std::min(port, 128U << static_cast<unsigned>(path));
+}
+
+std::uint32_t datagram_mtu(rdma_cm_id* id) {
+  ibv_port_attr port{};
+  check_returned(ibv_query_port(id->verbs, id->port_num, &port), "ibv_query_port",
+                 ibv_get_device_name(id->verbs->device));
+  const bool has_path = id->route.num_paths > 0 && id->route.path_rec != nullptr;
+  return datagram_mtu(port.active_mtu, has_path ? static_cast<int>(id->route.path_rec->mtu) : 0);
 }
 
 rdma_conn_param connection_parameters(const ConnectOffer& offer) {

@@ -108,6 +108,14 @@ struct ConnectOffer {
 };
 rdma_conn_param connection_parameters(const ConnectOffer& offer);
 
+// The largest datagram a UD QP on the id's port may send (bytes): the port's active MTU, and
+// no more than the path record's MTU where route resolution gave one (on InfiniBand a switch
+// between the hosts may take less than the port). The passive side of a SIDR exchange has no
+// path record: the port's MTU alone. Throws RdmaError when the port cannot be queried.
+std::uint32_t datagram_mtu(rdma_cm_id* id);
+// The same from the two MTUs (IB enums; path 0 when none): what the rule is, for tests.
+std::uint32_t datagram_mtu(ibv_mtu port_active, int path);
+
 // The error a failure event reports for the asynchronous `call` it completes, read as
 // librdmacm's own synchronous calls read it: REJECTED is ECONNREFUSED (its status is the IB
 // CM reject reason, not an errno), any other nonzero status is the errno (negated when

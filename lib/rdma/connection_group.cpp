@@ -248,13 +248,11 @@ void ConnectionGroup::create_resources(Connection& connection) {
     }
   }
   if (is_datagram(options_.port_space) && options_.message_count > 0) {
-    ibv_port_attr port{};
-    check_returned(ibv_query_port(id->verbs, id->port_num, &port), "ibv_query_port", device);
-    const auto mtu = mtu_bytes(port.active_mtu);
+    const auto mtu = datagram_mtu(id);
     if (options_.message_size > mtu) {
-      throw UsageError(
-          fmt::format("message size {} is larger than the active MTU of {} port {} ({} bytes); use -S {} or less",
-                      options_.message_size, device, id->port_num, mtu, mtu));
+      throw UsageError(fmt::format(
+          "message size {} is larger than the active MTU of {} port {} or its path's ({} bytes); use -S {} or less",
+          options_.message_size, device, id->port_num, mtu, mtu));
     }
   }
   if (context_ == nullptr) {

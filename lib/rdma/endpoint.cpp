@@ -427,6 +427,10 @@ ibv_mtu Endpoint::active_path_mtu() const {
   return attributes.path_mtu;
 }
 
+std::uint32_t Endpoint::datagram_mtu() const {
+  return rdmakit::datagram_mtu(id_.get());
+}
+
 bool Endpoint::poll_connected() {
   while (auto event = poll_cm_event(*channel_)) {
     apply(*event);

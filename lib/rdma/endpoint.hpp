@@ -98,6 +98,8 @@ class Endpoint {
   // The GID table index and path MTU the connected QP uses (RoCE/GRH; nullopt without a GRH).
   std::optional<std::uint8_t> source_gid_index() const;
   ibv_mtu active_path_mtu() const;
+  // A datagram endpoint's largest message: the port's MTU, within the path record's (cm.hpp).
+  std::uint32_t datagram_mtu() const;
   // What the connected QP ended up with, as ibv_query_qp says.
   struct Transport {
     std::uint8_t traffic_class = 0;  // the GRH's (RoCE: the IP TOS)

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "lib/rdma/cm.hpp"
 #include "lib/wire/cm_flow.hpp"
 
 namespace rdmakit {
@@ -66,6 +67,15 @@ TEST(CmFlow, EveryEventInEveryStateHasAnAnswer) {
       }
     }
   }
+}
+
+// A UD datagram is one packet: no larger than the port's MTU, nor the path record's where the
+// route has one (an IB switch at 2048 between two 4096-byte ports).
+TEST(DatagramMtu, ThePathRecordsMtuWhenItIsLess) {
+  EXPECT_EQ(datagram_mtu(IBV_MTU_4096, IBV_MTU_2048), 2048U);
+  EXPECT_EQ(datagram_mtu(IBV_MTU_1024, IBV_MTU_4096), 1024U);
+  EXPECT_EQ(datagram_mtu(IBV_MTU_4096, 0), 4096U) << "no path record (the passive side of SIDR)";
+  EXPECT_EQ(datagram_mtu(IBV_MTU_4096, 9), 4096U) << "an MTU code no device uses";
 }
 
 }  // namespace

@@ -52,51 +52,55 @@ std::map<std::string, int> parse_vlan_config(std::string_view text) {
 
 namespace {
 
-// An address on IPoIB has no GID of its own (IB GIDs are the port's): the entry is that of the
-// port its netdev runs on, the GID in the netdev's hardware address.
-std::optional<GidAdvice> ipoib_advice(const Inventory& inventory, const std::string& source) {
+// The advice for an address without a GID of its own: the first port GID that `serves` its
+// netdev, and why (`reason(netdev, device, port)`).
+template <typename Serves, typename Reason>
+std::optional<GidAdvice> netdev_entry_advice(const Inventory& inventory, const std::string& source, Serves serves,
+                                             Reason reason) {
   const auto* netdev = netdev_with_address(inventory, source);
-  if (netdev == nullptr || netdev->ipoib_gid.empty()) return std::nullopt;
+  if (netdev == nullptr) return std::nullopt;
   for (const auto& device : inventory.kernel_devices) {
     for (const auto& port : device.ports) {
       for (const auto& entry : port.gids) {
-        if (entry.gid != netdev->ipoib_gid) continue;
-        return GidAdvice{
-            .address = source,
-            .device = device.name,
-            .port = port.number,
-            .entry = entry,
-            .reason = fmt::format("{} is on IPoIB netdev {}, which runs on {} port {}: on InfiniBand the GID is the "
-                                  "port's (the address has none of its own); within one subnet the stacks reach "
-                                  "peers by LID, and the index matters only through IB routers",
-                                  source, netdev->name, device.name, port.number)};
+        if (!serves(*netdev, entry)) continue;
+        return GidAdvice{.address = source,
+                         .device = device.name,
+                         .port = port.number,
+                         .entry = entry,
+                         .reason = reason(*netdev, device, port)};
       }
     }
   }
   return std::nullopt;
 }
 
-// An address on an iWARP RNIC's netdev has no GID either: the port's one entry is its MAC, and
-// rdma_cm connects over TCP by address, so no stack is given an index for it.
-std::optional<GidAdvice> iwarp_advice(const Inventory& inventory, const std::string& source) {
-  const auto* netdev = netdev_with_address(inventory, source);
-  if (netdev == nullptr) return std::nullopt;
-  for (const auto& device : inventory.kernel_devices) {
-    for (const auto& port : device.ports) {
-      for (const auto& entry : port.gids) {
-        if (entry.type != "iWARP" || entry.netdev != netdev->name) continue;
-        return GidAdvice{
-            .address = source,
-            .device = device.name,
-            .port = port.number,
-            .entry = entry,
-            .reason = fmt::format("{} is on {}, which {} port {} serves over iWARP: its one GID is the port's MAC and "
-                                  "rdma_cm connects over TCP by address, so the index matters to no stack",
-                                  source, netdev->name, device.name, port.number)};
-      }
-    }
+// An address on IPoIB: the entry is that of the port its netdev runs on, the GID in the
+// netdev's hardware address. On an iWARP RNIC's netdev: the port's one entry, its MAC, which
+// no stack needs (rdma_cm connects over TCP by address).
+std::optional<GidAdvice> advice_without_own_gid(const Inventory& inventory, const std::string& source) {
+  if (auto ipoib = netdev_entry_advice(
+          inventory, source,
+          [](const Netdev& netdev, const GidEntry& entry) {
+            return !netdev.ipoib_gid.empty() && entry.gid == netdev.ipoib_gid;
+          },
+          [&source](const Netdev& netdev, const KernelDevice& device, const KernelPort& port) {
+            return fmt::format(
+                "{} is on IPoIB netdev {}, which runs on {} port {}: on InfiniBand the GID is the "
+                "port's (the address has none of its own); within one subnet the stacks reach "
+                "peers by LID, and the index matters only through IB routers",
+                source, netdev.name, device.name, port.number);
+          })) {
+    return ipoib;
   }
-  return std::nullopt;
+  return netdev_entry_advice(
+      inventory, source,
+      [](const Netdev& netdev, const GidEntry& entry) { return entry.type == "iWARP" && entry.netdev == netdev.name; },
+      [&source](const Netdev& netdev, const KernelDevice& device, const KernelPort& port) {
+        return fmt::format(
+            "{} is on {}, which {} port {} serves over iWARP: its one GID is the port's MAC and "
+            "rdma_cm connects over TCP by address, so the index matters to no stack",
+            source, netdev.name, device.name, port.number);
+      });
 }
 
 }  // namespace
@@ -113,8 +117,7 @@ GidLookup look_up_gid(const Inventory& inventory, const std::string& address, co
   }
   lookup.advice = advise_gid(gid_ports(inventory), lookup.source);
   if (!lookup.advice.entry) {
-    if (auto ipoib = ipoib_advice(inventory, lookup.source)) lookup.advice = std::move(*ipoib);
-    if (auto iwarp = iwarp_advice(inventory, lookup.source)) lookup.advice = std::move(*iwarp);
+    if (auto advice = advice_without_own_gid(inventory, lookup.source)) lookup.advice = std::move(*advice);
   }
   lookup.settings = stack_settings(lookup.advice);
   return lookup;

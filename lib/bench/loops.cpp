@@ -42,6 +42,10 @@ constexpr std::uint64_t unpaced = std::numeric_limits<std::uint64_t>::max();
 // measures the wake-up.
 constexpr std::uint32_t stream_spins_before_sleep = 256;
 
+// The owner of a server's credit messages in their work ids: their completions count for no
+// reflection.
+constexpr std::uint32_t credit_owner = 1;
+
 ibv_wr_opcode opcode_of(bw::Operation operation, const AtomicCounters* atomics) {
   switch (operation) {
     case bw::Operation::write: return IBV_WR_RDMA_WRITE;
@@ -146,8 +150,10 @@ class StreamPoster {
 };
 
 // Reaps `lane`'s completions into the ledger and reposts the receives they used; false when
-// its CQ was empty.
-bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::array<ibv_wc, poll_batch>& wcs) {
+// its CQ was empty. With `credits`, what arrives is the server's credit messages, not
+// messages sent back: the newest total in the receive buffer (all share it) is granted.
+bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
+                 SendCredits* credits) {
   const int got = poll_lane(lane, wcs);
   if (got == 0) return false;
   std::uint32_t receives = 0;
@@ -161,10 +167,15 @@ bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::arr
       ledger.completed_through(l, id.sequence);
     }
   }
-  if (receives > 0) {
+  if (receives > 0 && credits != nullptr) {
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane.receive_address);
+    const auto total = bw::decode_credit_message({bytes, bw::credit_message_bytes});
+    if (!total) throw ProtocolError("the server sent something other than a credit message during a SEND stream");
+    credits->grant(*total);
+  } else if (receives > 0) {
     ledger.received(l, receives);
-    post_receives(lane, receives);
   }
+  if (receives > 0) post_receives(lane, receives);
   return true;
 }
 
@@ -216,8 +227,12 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
       // Paced: no more requests than the rate allows by now, all lanes together.
       auto allowance = pacer ? pacer->allowance(ledger.posted(), Clock::now()) : unpaced;
       for (std::size_t l = 0; l < s.lanes.size(); ++l) {
-        allowance -= poster.fill(s.lanes[l], l, ledger, s.depth, allowance);
-        progress = reap_stream(s.lanes[l], l, ledger, wcs) || progress;
+        SendCredits* credits = s.credits != nullptr ? &(*s.credits)[l] : nullptr;
+        const auto sent =
+            poster.fill(s.lanes[l], l, ledger, s.depth, credits ? std::min(allowance, credits->allowed()) : allowance);
+        allowance -= sent;
+        if (credits != nullptr) credits->sent += sent;
+        progress = reap_stream(s.lanes[l], l, ledger, wcs, credits) || progress;
       }
       if (progress) {
         const auto now = Clock::now();
@@ -273,10 +288,10 @@ std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, D
 // Reaps `lane`'s completions into the ledger (arrivals timed at `now`, after the poll) and
 // reposts the receives they used. A flushed completion closes the lane: the peer is gone.
 bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
-               DatagramTally* tally) {
+               DatagramTally* tally, std::uint32_t& receives) {
   const int got = poll_lane(lane, wcs);
   const auto now = Clock::now();
-  std::uint32_t receives = 0;
+  receives = 0;
   for (int k = 0; k < got; ++k) {
     const auto& wc = wcs[static_cast<std::size_t>(k)];
     if (wc.status == IBV_WC_WR_FLUSH_ERR) {
@@ -294,13 +309,43 @@ bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<i
       } else {
         ledger.close(l);  // the client's stream ended
       }
-    } else {
+    } else if (id.owner != credit_owner) {
       ledger.completed_through(l, id.sequence);
     }
   }
   if (receives > 0) post_receives(lane, receives);
   return got > 0;
 }
+
+// The server's side of the credits: after every credit_batch receives reposted on a lane, the
+// total so far, inline (the buffer it would come from is where the client's SENDs land).
+class CreditGrants {
+ public:
+  explicit CreditGrants(std::size_t lanes) : reposted_(lanes, 0), told_(lanes, 0) {}
+
+  void reposted(const Lane& lane, std::size_t l, std::uint32_t count) {
+    reposted_[l] += count;
+    if (reposted_[l] - told_[l] < bw::credit_batch) return;
+    const auto message = bw::encode_credit_message(static_cast<std::uint32_t>(reposted_[l]));
+    ibv_sge sge{};
+    ibv_send_wr wr{};
+    build_send(SendRequest{.id = WorkId{.kind = WorkKind::send,
+                                        .owner = credit_owner,
+                                        .sequence = static_cast<std::uint32_t>(reposted_[l])},
+                           .opcode = IBV_WR_SEND,
+                           .local = ibv_sge{.addr = reinterpret_cast<std::uintptr_t>(message.data()),
+                                            .length = static_cast<std::uint32_t>(message.size()),
+                                            .lkey = 0},
+                           .flags = send_flags(true, true)},
+               wr, sge);
+    post(lane.qp, &wr, static_cast<std::uint32_t>(message.size()));
+    told_[l] = reposted_[l];
+  }
+
+ private:
+  std::vector<std::uint64_t> reposted_;
+  std::vector<std::uint64_t> told_;
+};
 
 // Sends back what `lane` owes, as far as the send queue allows.
 void reflect(const Lane& lane, std::size_t l, SinkLedger& ledger, const SinkSettings& s, ibv_send_wr& wr,
@@ -328,13 +373,17 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   SpinGuard spin(s.basics.limits.stop_fd, s.peer.silence, sleep_lanes(s.basics.events, s.lanes),
                  stream_spins_before_sleep, s.peer.cm_fds);
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
+  std::optional<CreditGrants> grants;
+  if (s.credits) grants.emplace(s.lanes.size());
   try {
     while (!ledger.all_closed()) {
       bool progress = false;
       for (std::size_t l = 0; l < s.lanes.size(); ++l) {
         if (ledger.closed(l)) continue;
         DatagramTally* tally = s.datagrams != nullptr ? &(*s.datagrams)[l] : nullptr;
-        progress = reap_sink(s.lanes[l], l, ledger, wcs, tally) || progress;
+        std::uint32_t receives = 0;
+        progress = reap_sink(s.lanes[l], l, ledger, wcs, tally, receives) || progress;
+        if (grants && receives > 0 && !ledger.closed(l)) grants->reposted(s.lanes[l], l, receives);
         if (!ledger.closed(l)) reflect(s.lanes[l], l, ledger, s, wr, sge);
       }
       if (progress) {

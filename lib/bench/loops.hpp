@@ -55,6 +55,23 @@ struct PeerWatch {
   std::vector<int> cm_fds;
 };
 
+// iWARP SEND streams, one per lane across the run's rows (lib/wire/protocol.hpp's credits):
+// what the server has granted, what went out, and the last total its credit message said.
+struct SendCredits {
+  std::uint64_t granted = bw::stream_credits;
+  std::uint64_t sent = 0;
+  std::uint32_t reported = 0;
+  std::uint64_t allowed() const { return granted > sent ? granted - sent : 0; }
+  // A credit message's total, modulo 2^32: it only grows, so one that seems to go back is an
+  // older message read late, and grants nothing.
+  void grant(std::uint32_t total) {
+    const std::uint32_t more = total - reported;
+    if (more >= (std::uint32_t{1} << 31)) return;
+    granted += more;
+    reported = total;
+  }
+};
+
 struct StreamSettings {
   LoopBasics basics;
   std::vector<Lane> lanes;
@@ -76,6 +93,9 @@ struct StreamSettings {
   // When given: each lane's messages of a stream that finished are added to its entry (-c
   // UD: the counts its end-of-stream message says were sent).
   std::vector<std::uint64_t>* lane_sends = nullptr;
+  // SEND on iWARP: a lane sends no more than its credits allow, and the receives that arrive
+  // are the server's credit messages; none: RNR retries pace the stream (RoCE, InfiniBand).
+  std::vector<SendCredits>* credits = nullptr;
 };
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).
@@ -89,6 +109,8 @@ struct SinkSettings {
   std::vector<Lane> lanes;  // receives already posted (before the accept)
   std::uint32_t depth = 512;
   bool reflect = false;  // send every message back (the server of a bidirectional test)
+  // SEND on iWARP: a credit message back after every credit_batch receives reposted.
+  bool credits = false;
   // -c UD: a tally per lane; a lane ends with its client's end-of-stream message (there is
   // no disconnect), and each datagram's size is what follows its GRH.
   std::vector<DatagramTally>* datagrams = nullptr;

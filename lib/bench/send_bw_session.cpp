@@ -22,11 +22,6 @@ namespace {
 constexpr std::uint32_t latency_receives = 16;
 // Sends a latency test may have unaccounted for (lib/bench signals one in 16).
 constexpr std::uint32_t latency_send_depth = 64;
-// Receives a stream's server keeps posted at least, perftest's receive depth: a datagram
-// that finds none is dropped, and a SEND that finds none stalls its sender for an RNR NAK
-// timer (0.64 ms; with 128 posted for 128 in flight, a stall at every refill), or, on iWARP,
-// which has no RNR retry, breaks the connection.
-constexpr std::uint32_t stream_receives = 512;
 
 struct Limits {
   std::string device;  // -d, checked
@@ -315,6 +310,13 @@ double messages_per_s(double rate, char units, std::uint32_t size) {
 namespace {
 
 // What the client's loops take from the flags and the first connection.
+// A SEND stream on iWARP, which has no RNR retry: paced by the server's credits (both ends
+// decide by their own device; both ends of a connection have the same transport).
+bool uses_credits(const Endpoint& endpoint, bw::Operation operation, bool bidirectional, bool datagram) {
+  return endpoint.caps().transport == Transport::iwarp && operation == bw::Operation::send && !bidirectional &&
+         !datagram;
+}
+
 LoopBasics loop_basics(const BwSettings& s, const Endpoint& first) {
   return {.max_inline_data = first.max_inline_data(), .limits = s.limits, .events = s.events};
 }
@@ -325,6 +327,14 @@ void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, c
                  const Endpoint& first, AtomicCounters* counters, BwResults& results,
                  std::vector<std::vector<bw::SizeCount>>& sent) {
   std::vector<std::uint64_t> lane_sends(lanes.size(), 0);  // each lane's messages so far
+  std::vector<SendCredits> credits(lanes.size());
+  const bool credited = uses_credits(first, s.operation, s.bidirectional, s.datagram);
+  if (credited) {
+    spdlog::info(
+        "iWARP has no RNR retry: each queue pair sends within the receives the server has posted ({} at "
+        "first, granted {} at a time)",
+        bw::stream_credits, bw::credit_batch);
+  }
   const StreamSettings settings{.basics = loop_basics(s, first),
                                 .lanes = lanes,
                                 .operation = s.operation,
@@ -336,7 +346,8 @@ void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, c
                                 .intervals = &results.intervals,
                                 .interval_done = s.interval_done,
                                 .atomics = counters,
-                                .lane_sends = &lane_sends};
+                                .lane_sends = &lane_sends,
+                                .credits = credited ? &credits : nullptr};
   std::vector<BandwidthRow> warmup_rows;
   auto warmup = settings;
   warmup.intervals = nullptr;  // the warm-up is not measured
@@ -644,6 +655,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .lanes = lanes,
                       .depth = s.depth,
                       .reflect = first.bidirectional,
+                      .credits = uses_credits(*endpoints.front(), first.operation, first.bidirectional, first.datagram),
                       .datagrams = first.datagram ? &tallies : nullptr},
          results.bandwidth);
   }
@@ -702,7 +714,11 @@ bool queue_another_client(std::unique_ptr<Endpoint>& endpoint, const std::option
 Lane accept_lane(Endpoint& endpoint, const bw::Hello& hello, const BwSettings& s, Report& report) {
   if (hello.path_mtu != 0) endpoint.set_path_mtu(static_cast<ibv_mtu>(hello.path_mtu));
   const auto [lane, buffer_answer] = server_lane(endpoint, hello, data_ordering(s));
-  post_receives(lane, hello.test == bw::Test::latency ? latency_receives : std::max(s.depth, stream_receives));
+  // A stream's server keeps at least perftest's receive depth posted: a datagram that finds
+  // none is dropped, and a SEND that finds none stalls its sender for an RNR NAK timer
+  // (0.64 ms; with 128 posted for 128 in flight, a stall at every refill), or, on iWARP,
+  // which has no RNR retry, breaks the connection (so there the client sends on credits).
+  post_receives(lane, hello.test == bw::Test::latency ? latency_receives : std::max(s.depth, bw::stream_credits));
   const auto answer = bw::encode(buffer_answer);
   endpoint.set_private_data({answer.begin(), answer.end()});
   endpoint.accept(report);
@@ -799,10 +815,11 @@ BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
   auto options = endpoint_options(s, Limits{.device = s.device,
                                             .send_depth = std::max(s.depth, latency_send_depth),
-                                            .recv_depth = std::max({s.depth, latency_receives, stream_receives}),
+                                            .recv_depth = std::max({s.depth, latency_receives, bw::stream_credits}),
                                             .largest = 1,
                                             .mtu = std::nullopt});
-  options.max_inline_data = s.inline_size;
+  // iWARP's credit messages go inline (bw::credit_message_bytes), whatever -I says.
+  options.max_inline_data = std::max(s.inline_size, static_cast<std::uint32_t>(bw::credit_message_bytes));
   options.self_managed_qp = !s.datagram;  // so the client's -m can set the path MTU
   const auto local = local_address(s, "");
   gid_warning_ = local.warning;

@@ -322,6 +322,7 @@ std::uint32_t checked_size(std::uint32_t announced, std::uint32_t capacity) {
 }
 
 constexpr std::array<std::uint8_t, 4> size_message_marker{'R', 'K', 'S', 'Z'};
+constexpr std::array<std::uint8_t, 4> credit_message_marker{'R', 'K', 'C', 'R'};
 
 }  // namespace
 
@@ -342,6 +343,21 @@ std::optional<std::uint32_t> decode_size_message(std::span<const std::uint8_t> b
     return std::nullopt;
   }
   return checked_size(load_big_endian<std::uint32_t>(bytes.data() + size_message_marker.size()), capacity);
+}
+
+std::array<std::uint8_t, credit_message_bytes> encode_credit_message(std::uint32_t reposted) {
+  std::array<std::uint8_t, credit_message_bytes> message{};
+  std::copy(credit_message_marker.begin(), credit_message_marker.end(), message.begin());
+  store_big_endian(message.data() + credit_message_marker.size(), reposted);
+  return message;
+}
+
+std::optional<std::uint32_t> decode_credit_message(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() != credit_message_bytes ||
+      !std::equal(credit_message_marker.begin(), credit_message_marker.end(), bytes.begin())) {
+    return std::nullopt;
+  }
+  return load_big_endian<std::uint32_t>(bytes.data() + credit_message_marker.size());
 }
 
 }  // namespace rdmakit::bw

@@ -195,4 +195,17 @@ inline constexpr std::size_t size_message_bytes = 8;
 std::array<std::uint8_t, size_message_bytes> encode_size_message(std::uint32_t size);
 std::optional<std::uint32_t> decode_size_message(std::span<const std::uint8_t> bytes, std::uint32_t capacity);
 
+// iWARP has no RNR retry: a SEND that finds no receive posted ends the connection. So a SEND
+// bandwidth stream there is paced by credits, as perftest's is: the server posts at least
+// stream_credits receives on each queue pair before it accepts, and after reposting every
+// credit_batch of them it SENDs (inline) a credit message: a marker ("RKCR") and the total of
+// receives it has reposted on that queue pair, modulo 2^32, in network byte order. The client
+// sends no more than stream_credits plus that total. decode_credit_message: nullopt for a
+// message that is not one.
+inline constexpr std::uint32_t stream_credits = 512;
+inline constexpr std::uint32_t credit_batch = 64;
+inline constexpr std::size_t credit_message_bytes = 8;
+std::array<std::uint8_t, credit_message_bytes> encode_credit_message(std::uint32_t reposted);
+std::optional<std::uint32_t> decode_credit_message(std::span<const std::uint8_t> bytes);
+
 }  // namespace rdmakit::bw

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/bench/lane.hpp"
+#include "lib/bench/loops.hpp"
 #include "lib/measure/completion_clock.hpp"
 
 namespace rdmakit {
@@ -92,6 +93,22 @@ TEST(AtomicCounters, ABigEndianResponderIsLearntFromTheFirstValueThatTells) {
   EXPECT_EQ(host, AtomicByteOrder::host);
   EXPECT_FALSE(matches_counter(__builtin_bswap64(1001ULL), 1001, host));
   EXPECT_FALSE(matches_counter(999, 1000, host)) << "a lost add";
+}
+
+// The client's credits: the server's total grows modulo 2^32, and a message read late (an
+// older, smaller total) grants nothing.
+TEST(SendCredits, GrantsWhatTheTotalAddsAcrossItsWrap) {
+  SendCredits credits;
+  EXPECT_EQ(credits.allowed(), bw::stream_credits);
+  credits.sent = bw::stream_credits;
+  EXPECT_EQ(credits.allowed(), 0U);
+  credits.grant(64);
+  EXPECT_EQ(credits.allowed(), 64U);
+  credits.grant(32);  // late
+  EXPECT_EQ(credits.allowed(), 64U);
+  credits.reported = 0xffffffc0U;
+  credits.grant(0x40);  // 128 more, across the wrap
+  EXPECT_EQ(credits.allowed(), 64U + 128U);
 }
 
 }  // namespace

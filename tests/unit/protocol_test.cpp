@@ -340,5 +340,15 @@ TEST(SizeMessage, RoundTripsAndIsToldFromAPing) {
   EXPECT_THROW(decode_size_message(encode_size_message(0), 8), ProtocolError);
 }
 
+// iWARP SEND streams go on credits: the server's running total of receives reposted.
+TEST(CreditMessage, RoundTripsAndIsNoSizeMessage) {
+  const auto message = encode_credit_message(0x01020304);
+  EXPECT_EQ(message, (std::array<std::uint8_t, credit_message_bytes>{'R', 'K', 'C', 'R', 1, 2, 3, 4}));
+  EXPECT_EQ(decode_credit_message(message), 0x01020304U);
+  EXPECT_FALSE(decode_size_message(message, 1U << 30));
+  EXPECT_FALSE(decode_credit_message(encode_size_message(64)));
+  EXPECT_FALSE(decode_credit_message(std::span(message).first(7)));
+}
+
 }  // namespace
 }  // namespace rdmakit::bw

@@ -264,7 +264,11 @@ std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
 std::uint32_t client_receives(const BwSettings& s) {
   if (s.test == bw::Test::latency) return latency_receives;
   if (s.datagram) return 4;
-  return s.bidirectional ? s.depth : 1;
+  // A SEND stream on iWARP takes the server's credit messages, one for each credit_batch of
+  // its receives; at most stream_credits / credit_batch + 1 can be on their way before the
+  // client reaps, and one that finds no receive ends the connection there (no RNR retry).
+  constexpr std::uint32_t credit_receives = 2 * (bw::stream_credits / bw::credit_batch);
+  return s.bidirectional ? s.depth : credit_receives;
 }
 
 // The connection's transport in the report.

@@ -171,6 +171,17 @@ case_siw_tools() {
     expect_schema send_bw "client_$op.out"
     note "siw --op $op 64 KiB: $(jq -c '.rows[0].bw_average_mib_per_s' "$T/client_$op.out") MiB/s"
   done
+  # Small SENDs on the server's credits: siw has no RNR retry either, and 20000 of them
+  # outrun a server that reposts late.
+  next_port
+  start server_credits "$OURS_SEND_BW" --bind "$address" -p "$PORT" --json --accept-timeout 20
+  wait_listening "$PORT"
+  run client_credits 60 "$OURS_SEND_BW" "$address" -p "$PORT" -s 64 -n 20000 --json --log-level info
+  expect_rc 0 "send_bw SEND on credits over siw"
+  finish server_credits 15
+  expect_rc 0 "send_bw server for SEND on credits over siw"
+  expect_grep "iWARP has no RNR retry" client_credits.err
+  note "siw SEND 64 B on credits: $(jq -c '.rows[0].message_rate_mpps' "$T/client_credits.out") Mpps"
   # What iWARP cannot do: a skip with the reason.
   run udaddy 30 "$OURS_UDADDY" -s "$address" --port "$PORT" --json
   expect_rc 77 "udaddy over siw"

@@ -201,6 +201,22 @@ void record_interval(const StreamSettings& s, std::optional<IntervalRecorder>& i
   if (s.interval_done && intervals->samples().size() > closed) s.interval_done(intervals->samples().back(), size);
 }
 
+// One pass over the lanes: each posts what its depth, the pacer's `allowance` and (iWARP) its
+// credits let it, then reaps; true when a completion came.
+bool stream_pass(const StreamSettings& s, StreamPoster& poster, StreamLedger& ledger,
+                 std::array<ibv_wc, poll_batch>& wcs, std::uint64_t allowance) {
+  bool progress = false;
+  for (std::size_t l = 0; l < s.lanes.size(); ++l) {
+    SendCredits* credits = s.credits != nullptr ? &(*s.credits)[l] : nullptr;
+    const auto sent =
+        poster.fill(s.lanes[l], l, ledger, s.depth, credits ? std::min(allowance, credits->allowed()) : allowance);
+    allowance -= sent;
+    if (credits != nullptr) credits->sent += sent;
+    progress = reap_stream(s.lanes[l], l, ledger, wcs, credits) || progress;
+  }
+  return progress;
+}
+
 }  // namespace
 
 void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, std::vector<BandwidthRow>& rows) {
@@ -223,17 +239,9 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
   };
   try {
     while (!ledger.finished()) {
-      bool progress = false;
       // Paced: no more requests than the rate allows by now, all lanes together.
-      auto allowance = pacer ? pacer->allowance(ledger.posted(), Clock::now()) : unpaced;
-      for (std::size_t l = 0; l < s.lanes.size(); ++l) {
-        SendCredits* credits = s.credits != nullptr ? &(*s.credits)[l] : nullptr;
-        const auto sent =
-            poster.fill(s.lanes[l], l, ledger, s.depth, credits ? std::min(allowance, credits->allowed()) : allowance);
-        allowance -= sent;
-        if (credits != nullptr) credits->sent += sent;
-        progress = reap_stream(s.lanes[l], l, ledger, wcs, credits) || progress;
-      }
+      const auto allowance = pacer ? pacer->allowance(ledger.posted(), Clock::now()) : unpaced;
+      const bool progress = stream_pass(s, poster, ledger, wcs, allowance);
       if (progress) {
         const auto now = Clock::now();
         ledger.progressed(now);
@@ -363,6 +371,23 @@ void reflect(const Lane& lane, std::size_t l, SinkLedger& ledger, const SinkSett
   }
 }
 
+// One pass over the lanes still open: reap (reposting), grant the credits that reposting
+// earned, reflect what is owed; true when a completion came.
+bool sink_pass(const SinkSettings& s, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
+               std::optional<CreditGrants>& grants, ibv_send_wr& wr, ibv_sge& sge) {
+  bool progress = false;
+  for (std::size_t l = 0; l < s.lanes.size(); ++l) {
+    if (ledger.closed(l)) continue;
+    DatagramTally* tally = s.datagrams != nullptr ? &(*s.datagrams)[l] : nullptr;
+    std::uint32_t receives = 0;
+    progress = reap_sink(s.lanes[l], l, ledger, wcs, tally, receives) || progress;
+    if (ledger.closed(l)) continue;
+    if (grants && receives > 0) grants->reposted(s.lanes[l], l, receives);
+    reflect(s.lanes[l], l, ledger, s, wr, sge);
+  }
+  return progress;
+}
+
 }  // namespace
 
 void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
@@ -377,16 +402,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   if (s.credits) grants.emplace(s.lanes.size());
   try {
     while (!ledger.all_closed()) {
-      bool progress = false;
-      for (std::size_t l = 0; l < s.lanes.size(); ++l) {
-        if (ledger.closed(l)) continue;
-        DatagramTally* tally = s.datagrams != nullptr ? &(*s.datagrams)[l] : nullptr;
-        std::uint32_t receives = 0;
-        progress = reap_sink(s.lanes[l], l, ledger, wcs, tally, receives) || progress;
-        if (grants && receives > 0 && !ledger.closed(l)) grants->reposted(s.lanes[l], l, receives);
-        if (!ledger.closed(l)) reflect(s.lanes[l], l, ledger, s, wr, sge);
-      }
-      if (progress) {
+      if (sink_pass(s, ledger, wcs, grants, wr, sge)) {
         spin.saw_progress();
         spin.check_stop_while_busy([] { return std::string("while receiving"); });
         continue;

@@ -276,9 +276,17 @@ const char* connection_name(bool datagram) {
   return datagram ? "UD" : "RC";
 }
 
-// -c UD: the sizes that fit one packet on this path (-a sweeps only that far).
-std::vector<std::uint32_t> datagram_sizes(std::vector<std::uint32_t> sizes, const Endpoint& endpoint) {
+// -c UD, once the first connection shows the path (the port's MTU within the path record's):
+// a sweep cut at its MTU (-a sweeps only that far), no size given: that MTU, one size given:
+// checked against it (the port's alone was checked before; an IB switch may take less).
+std::vector<std::uint32_t> datagram_sizes(std::vector<std::uint32_t> sizes, const Endpoint& endpoint,
+                                          const std::string& server) {
   const auto mtu = endpoint.datagram_mtu();
+  if (sizes.empty()) return {mtu};
+  if (sizes.size() == 1 && sizes.front() > mtu) {
+    throw UsageError(fmt::format("-c UD: -s {} is above the MTU of the path to {} ({} bytes); a datagram is one packet",
+                                 sizes.front(), server, mtu));
+  }
   std::erase_if(sizes, [mtu](std::uint32_t size) { return size > mtu; });
   if (sizes.size() > bw::max_datagram_rows) sizes.resize(bw::max_datagram_rows);
   return sizes;
@@ -528,15 +536,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   std::vector<Lane> lanes;
   for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
     auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
-    if (index == 0 && datagram_sweep) sizes = datagram_sizes(sizes, *endpoint);
-    if (index == 0 && size_from_mtu) sizes = {endpoint->datagram_mtu()};
-    // The port's MTU was checked before; the path record's may be less (an IB switch).
-    if (index == 0 && s.datagram && sizes.back() > endpoint->datagram_mtu()) {
-      throw UsageError(
-          fmt::format("-c UD: -s {} is above the MTU of the path to {} ({} bytes); a datagram is one "
-                      "packet",
-                      sizes.back(), s.server, endpoint->datagram_mtu()));
-    }
+    if (index == 0 && s.datagram) sizes = datagram_sizes(std::move(sizes), *endpoint, s.server);
     lanes.push_back(connect_lane(*endpoint, s, sizes.back(), index, options.recv_depth, report));
     endpoints.push_back(std::move(endpoint));
   }

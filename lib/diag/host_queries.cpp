@@ -99,6 +99,7 @@ std::string pkey_text(int pkey) {
 
 std::string pkeys_text(const std::vector<std::uint16_t>& pkeys) {
   std::vector<std::string> texts;
+  texts.reserve(pkeys.size());
   for (const auto pkey : pkeys) texts.push_back(pkey_text(pkey));
   return texts.empty() ? "none" : join(texts);
 }

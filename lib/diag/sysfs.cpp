@@ -69,7 +69,7 @@ int read_hex(const fs::path& file) {
   auto text = read_or_empty(file);
   if (text.starts_with("0x")) text.erase(0, 2);
   int value = -1;
-  const auto end = text.data() + text.size();
+  const auto* const end = text.data() + text.size();
   const auto [stop, ec] = std::from_chars(text.data(), end, value, 16);
   return ec == std::errc{} && stop == end && value <= 0xffff ? value : -1;
 }

@@ -86,6 +86,12 @@ const Expectation expectations[] = {
     // (no cause: the NIC's RoCE never meets it), and iWARP (irdma), which has no path MTU.
     {"unknown-roce_bond_vlan_drop_policy", "unknown", 3, "", "switch ACLs, PFC and ECN settings"},
     {"ok-iwarp_irdma", "ok", 0, "", "6 transfers up to 64 KiB passed"},
+    // tests/fixtures/connect/make/hardware.py: a T6 (iWARP, its second port down), whose
+    // firewall never sees its TCP, and a dual-port ConnectX-5 whose second device serves.
+    {"ok-iwarp_cxgb4", "ok", 0, "", "(cxgb4_0 port 1, iWARP)"},
+    {"unknown-iwarp_cxgb4_drop_policy", "unknown", 3, "", "a hardware iWARP NIC runs its TCP on the card"},
+    {"ok-dual_port", "ok", 0, "", "(mlx5_1 port 1, RoCE v2, path MTU 1024)"},
+    {"peer_port_down-dual_port", "peer_port_down", 1, "", "the server's mlx5_1 port 1 (serving 10.72.0.11) is DOWN"},
 };
 
 // Names the case in test listings, instead of gtest's dump of the struct's bytes.

@@ -299,6 +299,15 @@ ConnectVerdict neither_side_rdma(const Facts& f, const std::string& source, std:
 }
 
 ConnectVerdict no_rdma_netdev_on_client(const Facts& f, const std::string& source, std::vector<std::string> evidence) {
+  // diag-bind's verdict knows the NIC behind the netdev: RoCE switched off there (its
+  // devlink remedy) or EFA is no case for soft-RoCE.
+  if (const auto& host = f.c.host; host && host->cause == "netdev_without_rdma" && !host->next.empty()) {
+    for (const auto& detail : host->details) evidence.push_back("client: " + detail);
+    return found("source_not_rdma",
+                 fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device: {}",
+                             f.attempt.target, source.empty() ? std::string("a netdev") : source, host->summary),
+                 std::move(evidence), host->fix, "client", host->next);
+  }
   const bool soft_roce_fits = !source.empty() && source != "lo";
   return found("source_not_rdma",
                fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device",

@@ -539,6 +539,29 @@ TEST(ConnectRules, TheHostsOwnCauseIsTheVerdict) {
   EXPECT_NE(diagnose_connect(c).cause, "no_route");
 }
 
+// A client whose NIC has RoCE switched off: diag-bind's verdict on the host knows it (the NIC's
+// PCI function), and its remedy, not a soft-RoCE device, is the fix.
+TEST(ConnectRules, AClientNicWithRoceOffTakesDiagBindsRemedy) {
+  auto c = fixture("source_not_rdma");
+  c.local.devices.clear();
+  const auto soft = diagnose_connect(c);
+  ASSERT_EQ(soft.cause, "source_not_rdma");
+  EXPECT_NE(soft.fix.find("type rxe"), std::string::npos) << soft.fix;
+  c.host = Verdict{.cause = "netdev_without_rdma",
+                   .exit_code = ExitCode::cause_found,
+                   .summary = "eth0's NIC (mlx5_0, 0000:3b:00.0) has RoCE switched off",
+                   .fix = "devlink dev param set pci/0000:3b:00.0 name enable_roce value true cmode driverinit",
+                   .next = "then 'devlink dev reload pci/0000:3b:00.0'",
+                   .details = {"mlx5_0 shares eth0's PCI function 0000:3b:00.0 and has no RoCE GID"},
+                   .warnings = {}};
+  const auto v = diagnose_connect(c);
+  EXPECT_EQ(v.cause, "source_not_rdma");
+  EXPECT_EQ(v.fix, c.host->fix);
+  EXPECT_EQ(v.next, c.host->next);
+  EXPECT_TRUE(mentions(v, "RoCE switched off"));
+  EXPECT_TRUE(mentions(v, "client: mlx5_0 shares eth0's PCI function"));
+}
+
 TEST(ConnectRules, ResolveAddrEnodevAloneIsSourceNotRdma) {
   auto c = fixture("source_not_rdma");
   c.local.route.reset();

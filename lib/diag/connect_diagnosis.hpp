@@ -52,6 +52,9 @@ struct ViewDevice {
 // hardware NIC, whose RoCE traffic never meets nftables; true when the driver is unknown.
 bool kernel_sees_roce(const ViewDevice* device);
 
+// Whether the port is an iWARP RNIC's: its GIDs are typed "iWARP" (lib/diag/sysfs.cpp).
+bool is_iwarp_port(const ViewPort& port);
+
 struct ViewNetdev {
   std::string name;
   bool up = false;  // IFF_UP

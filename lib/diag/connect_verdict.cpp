@@ -60,6 +60,10 @@ const ConnectStep* ConnectAttempt::find(rdmakit::Step step) const {
   return nullptr;
 }
 
+bool is_iwarp_port(const ViewPort& port) {
+  return std::ranges::any_of(port.gids, [](const GidEntry& gid) { return gid.type == "iWARP"; });
+}
+
 bool kernel_sees_roce(const ViewDevice* device) {
   if (device == nullptr || device->driver.empty()) return true;
   return device->driver == "rdma_rxe" || device->driver == "siw";
@@ -229,8 +233,7 @@ ConnectVerdict host_cause(const Facts& f) {
 
 bool is_iwarp(const ViewPortRef& ref) {
   if (ref.device != nullptr && ref.device->driver == "siw") return true;
-  return ref.port != nullptr &&
-         std::ranges::any_of(ref.port->gids, [](const GidEntry& gid) { return gid.type == "iWARP"; });
+  return ref.port != nullptr && is_iwarp_port(*ref.port);
 }
 
 ConnectVerdict works(const Facts& f) {
@@ -361,12 +364,8 @@ struct IbSide {
 };
 
 ViewPortRef ib_port_of(const HostView& view, const ViewNetdev* netdev, ViewPortRef fallback) {
-  const auto gid = netdev != nullptr ? ipoib_gid_of(*netdev) : std::string();
-  for (const auto& device : view.devices) {
-    for (const auto& port : device.ports) {
-      if (!gid.empty() && std::ranges::any_of(port.gids, [&gid](const GidEntry& e) { return e.gid == gid; }))
-        return {&device, &port};
-    }
+  if (netdev != nullptr) {
+    if (const auto port = ipoib_port(view, *netdev); port.port != nullptr) return port;
   }
   return fallback.port != nullptr && fallback.port->link_layer == "InfiniBand" ? fallback : ViewPortRef{};
 }
@@ -406,11 +405,7 @@ ConnectVerdict no_subnet_manager(const Facts& f) {
                            side.host, device->name, port->number, port->state, port->lid, port->sm_lid),
                {fmt::format("{}: {} port {}: {}, LID {}, SM LID {}", side.host, device->name, port->number, port->state,
                             port->lid, port->sm_lid)},
-               "", side.host,
-               fmt::format("run a subnet manager on one host of this fabric ('apt install opensm' and 'systemctl "
-                           "start opensm' there) or enable the switch's; 'ibstat {} {}' on the {} then shows State: "
-                           "Active and a non-zero SM lid",
-                           device->name, port->number, side.host));
+               "", side.host, subnet_manager_next_step(device->name, port->number) + " (on the " + side.host + ")");
 }
 
 struct PartitionProblem {
@@ -427,12 +422,9 @@ std::string partition_evidence(const IbSide& side) {
 }
 
 std::string partition_next(const IbSide& side, int partition) {
-  const auto guid = side.port.port->gids.empty() ? std::string() : port_guid_of(side.port.port->gids.front().gid);
-  return fmt::format(
-      "on the subnet manager, make the {}'s port {} a full member of partition {} (opensm: "
-      "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload opensm')",
-      side.host, guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition, partition | 0x8000,
-      guid.empty() ? "PORT_GUID" : guid);
+  const auto& gids = side.port.port->gids;
+  return std::string(side.host) + ": " +
+         partition_next_step(gids.empty() ? std::string() : port_guid_of(gids.front().gid), partition);
 }
 
 // Both ends on IPoIB: each port a member of its netdev's partition, the partitions the same,

@@ -536,14 +536,7 @@ const Netdev* address_netdev(const BindFacts& f) {
 PortRef<KernelDevice> ib_port(const BindFacts& f) {
   if (f.port != nullptr) return {f.device, f.port};
   const auto* netdev = address_netdev(f);
-  if (netdev == nullptr || netdev->ipoib_gid.empty()) return {};
-  for (const auto& device : f.inventory.kernel_devices) {
-    for (const auto& port : device.ports) {
-      const auto holds = [netdev](const GidEntry& entry) { return entry.gid == netdev->ipoib_gid; };
-      if (std::ranges::any_of(port.gids, holds)) return {&device, &port};
-    }
-  }
-  return {};
+  return netdev != nullptr ? ipoib_port(f.inventory, *netdev) : PortRef<KernelDevice>{};
 }
 
 bool without_subnet_manager(const BindFacts& f) {
@@ -561,10 +554,7 @@ Verdict no_subnet_manager(const BindFacts& f) {
                   "{}: no subnet manager has configured it, so nothing reaches it",
                   f.target.host, f.stage == Stage::bound ? "binds to" : "is reached through", ref.device->name,
                   port.number, port.phys_state, port.state, port.lid, port.sm_lid),
-      next_step(fmt::format("run a subnet manager on one host of this fabric ('apt install opensm' and 'systemctl "
-                            "start opensm' there) or enable the switch's; 'ibstat {} {}' then shows State: Active and "
-                            "a non-zero SM lid",
-                            ref.device->name, port.number)));
+      next_step(subnet_manager_next_step(ref.device->name, port.number)));
 }
 
 // The SM left the port out of the IPoIB netdev's partition: the netdev has no carrier, and
@@ -590,12 +580,8 @@ Verdict pkey_mismatch(const BindFacts& f) {
                   f.target.host, f.stage == Stage::bound ? "on" : "reached through", netdev.name,
                   pkey_text(netdev.pkey), ref.device->name, port.number, pkey_text(partition), pkeys_text(port.pkeys),
                   netdev.name),
-      next_step(
-          fmt::format("on the subnet manager, make port {} a member of partition {} (opensm: a line such as "
-                      "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload "
-                      "opensm'); or use an address on an interface of a partition the port is in",
-                      guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition, partition | 0x8000,
-                      guid.empty() ? "PORT_GUID" : guid)));
+      next_step(partition_next_step(guid, partition) +
+                "; or use an address on an interface of a partition the port is in"));
 }
 
 // Route resolution on InfiniBand is a path record query to the subnet administrator.

@@ -134,6 +134,23 @@ std::string port_guid_of(const std::string& gid) {
   return guid;
 }
 
+std::string subnet_manager_next_step(const std::string& device, int port) {
+  return fmt::format(
+      "run a subnet manager on one host of this fabric ('apt install opensm' and 'systemctl start "
+      "opensm' there) or enable the switch's; 'ibstat {} {}' then shows State: Active and a non-zero "
+      "SM lid",
+      device, port);
+}
+
+std::string partition_next_step(const std::string& guid, int partition) {
+  return fmt::format(
+      "on the subnet manager, make port {} a full member of partition {} (opensm: a line such as "
+      "'p{:x}=0x{:04x}, ipoib : {}=full ;' in /etc/opensm/partitions.conf, then 'systemctl reload "
+      "opensm')",
+      guid.empty() ? "(its GUID: ibstat)" : guid, pkey_text(partition), partition, partition | 0x8000,
+      guid.empty() ? "PORT_GUID" : guid);
+}
+
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (const auto& item : items) {

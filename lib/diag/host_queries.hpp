@@ -166,6 +166,20 @@ const DeviceOf<Host>* device_named(const Host& host, const std::string& name) {
   return it == devices.end() ? nullptr : &*it;
 }
 
+// The IB port an IPoIB netdev runs on (a P_Key child's is its parent's): the one holding its
+// hardware address's GID; none for any other netdev.
+template <typename Host, typename NetdevOfHost>
+PortRef<DeviceOf<Host>> ipoib_port(const Host& host, const NetdevOfHost& netdev) {
+  const auto gid = ipoib_gid_of(netdev);
+  for (const auto& device : devices_of(host)) {
+    for (const auto& port : device.ports) {
+      const auto holds = [&gid](const GidEntry& entry) { return entry.gid == gid; };
+      if (!gid.empty() && std::ranges::any_of(port.gids, holds)) return {&device, &port};
+    }
+  }
+  return {};
+}
+
 // The device named so, and its port of that number when it has one.
 template <typename Host>
 PortRef<DeviceOf<Host>> port_named(const Host& host, const std::string& device_name, int number) {
@@ -215,6 +229,11 @@ std::optional<int> membership(const std::vector<std::uint16_t>& pkeys, int pkey)
 // The port GUID in an IB GID's low 64 bits, as opensm's partitions.conf names ports
 // ("0xb8599f0300c53d7a"); "" for text that is no GID.
 std::string port_guid_of(const std::string& gid);
+
+// The next steps on the subnet manager, worded once for both diagnosers: run one (the port
+// then reads Active with an SM LID), or grant the port (its GUID, "" when unknown) `partition`.
+std::string subnet_manager_next_step(const std::string& device, int port);
+std::string partition_next_step(const std::string& guid, int partition);
 
 // An IB port that trained (phys LinkUp) but that no subnet manager has given a LID: it stays
 // INIT, or ARMED, and nothing reaches it. `state` and `phys_state` as sysfs names them.

@@ -42,8 +42,7 @@ int read_int(const fs::path& file) {
 
 std::string roce_mode_of(const fs::path& configfs_root, const std::string& device, const ViewPort& port) {
   // An iWARP port has no RoCE mode, whatever configfs shows for it ("IB/RoCE v1").
-  const bool iwarp = std::ranges::any_of(port.gids, [](const GidEntry& gid) { return gid.type == "iWARP"; });
-  if (port.link_layer != "Ethernet" || iwarp) return {};
+  if (port.link_layer != "Ethernet" || is_iwarp_port(port)) return {};
   const auto file = configfs_root / "rdma_cm" / device / "ports" / std::to_string(port.number) / "default_roce_mode";
   if (auto mode = read_first_line(file)) return *mode;
   // No entry: nobody configured the device in configfs (or configfs is not mounted), so the

@@ -88,7 +88,7 @@ std::string gid_type_of(const HostView& view, const std::string& device, int por
     for (const auto& p : d.ports) {
       if (p.number != port) continue;
       if (!p.roce_mode.empty()) return p.roce_mode;
-      if (std::ranges::any_of(p.gids, [](const GidEntry& gid) { return gid.type == "iWARP"; })) return "iWARP";
+      if (is_iwarp_port(p)) return "iWARP";
       return p.link_layer == "InfiniBand" ? "IB" : p.link_layer;
     }
   }

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -37,6 +38,40 @@ std::uint64_t monotonic_ns() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+// One reading of the device's counter (ibv_query_rt_values_ex, which mlx4 and mlx5 read),
+// dated by the host's clock halfway through the call: of a few tries, the one whose call
+// took least, as a preempted one would misdate it. False where the provider does not read it.
+bool read_counter(ibv_context* context, CounterSample& out) {
+  constexpr int tries = 5;
+  std::uint64_t best_spread = ~std::uint64_t{0};
+  for (int attempt = 0; attempt < tries; ++attempt) {
+    ibv_values_ex values{};
+    values.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+    const auto before = monotonic_ns();
+    if (ibv_query_rt_values_ex(context, &values) != 0 || (values.comp_mask & IBV_VALUES_MASK_RAW_CLOCK) == 0) {
+      return false;
+    }
+    const auto after = monotonic_ns();
+    if (after - before >= best_spread) continue;
+    best_spread = after - before;
+    out.host_ns = before + (after - before) / 2;
+    out.ticks = static_cast<std::uint64_t>(values.raw_clock.tv_sec) * 1'000'000'000U +
+                static_cast<std::uint64_t>(values.raw_clock.tv_nsec);
+  }
+  return true;
+}
+
+// The core clock the device's counter kept over a few milliseconds; 0 where it cannot be read.
+std::uint64_t sample_core_clock_khz(ibv_context* context, std::uint64_t mask) {
+  constexpr auto sampled_for = std::chrono::milliseconds(20);
+  CounterSample first;
+  CounterSample second;
+  if (!read_counter(context, first)) return 0;
+  std::this_thread::sleep_for(sampled_for);
+  if (!read_counter(context, second)) return 0;
+  return measured_core_clock_khz(first, second, mask);
 }
 
 std::string grh_source_address(std::span<const std::uint8_t, grh_bytes> header) {
@@ -143,24 +178,8 @@ void DatagramPort::make_qp() {
 void DatagramPort::make_cq(ibv_context* context, int depth, bool device_stamps) {
   completion_clock_.reset();
   stamp_source_ = StampSource::none;
-  ibv_device_attr_ex device{};
-  if (device_stamps && ibv_query_device_ex(context, nullptr, &device) == 0) {
-    completion_clock_ = CompletionClock::of_device(device.completion_timestamp_mask, device.hca_core_clock);
-  }
-  if (completion_clock_) {
-    try {
-      cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_,
-                                              standard_completion_fields | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
-      stamp_source_ = StampSource::device;
-      return;
-    } catch (const RdmaError& error) {
-      spdlog::warn(
-          "the device reports completion timestamps, but a CQ with them cannot be made ({}): the "
-          "host's clock instead",
-          error.what());
-      completion_clock_.reset();
-    }
-  }
+  wallclock_stamps_ = false;
+  if (device_stamps && make_stamping_cq(context, depth)) return;
   // The same extended CQ without the device's stamps, so that one way of polling serves
   // both; a provider without extended CQs gets the plain one.
   try {
@@ -170,8 +189,49 @@ void DatagramPort::make_cq(ibv_context* context, int depth, bool device_stamps) 
     cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_);
   }
   if (options_.host_stamps) {
-    completion_clock_ = CompletionClock::host_nanoseconds();
+    completion_clock_ = CompletionClock::nanoseconds();
     stamp_source_ = StampSource::host;
+  }
+}
+
+bool DatagramPort::make_stamping_cq(ibv_context* context, int depth) {
+  ibv_device_attr_ex device{};
+  if (ibv_query_device_ex(context, nullptr, &device) != 0 || device.completion_timestamp_mask == 0) return false;
+  // The provider's nanoseconds first: they need no rate of ours, and mlx5 in real-time mode
+  // stamps in a format of its own that only the provider reads.
+  try {
+    cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_,
+                                            standard_completion_fields | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
+    completion_clock_ = CompletionClock::nanoseconds();
+    wallclock_stamps_ = true;
+    stamp_source_ = StampSource::device;
+    return true;
+  } catch (const RdmaError& error) {
+    spdlog::debug("{}: the raw completion stamps instead", error.what());
+  }
+  const auto nominal_khz = device.hca_core_clock;
+  const auto khz =
+      believed_core_clock_khz(nominal_khz, sample_core_clock_khz(context, device.completion_timestamp_mask));
+  if (khz != nominal_khz) {
+    spdlog::warn(
+        "the device's counter ticked {} kHz, not the {} kHz it reports (hca_core_clock): its stamps are "
+        "read at {} kHz",
+        khz, nominal_khz, khz);
+  }
+  completion_clock_ = CompletionClock::of_device(device.completion_timestamp_mask, khz);
+  if (!completion_clock_) return false;
+  try {
+    cq_ = std::make_unique<CompletionQueue>(context, depth, *completion_channel_,
+                                            standard_completion_fields | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+    stamp_source_ = StampSource::device;
+    return true;
+  } catch (const RdmaError& error) {
+    spdlog::warn(
+        "the device reports completion timestamps, but a CQ with them cannot be made ({}): the "
+        "host's clock instead",
+        error.what());
+    completion_clock_.reset();
+    return false;
   }
 }
 
@@ -209,8 +269,10 @@ int DatagramPort::poll_batch() {
     } else {
       wc.vendor_err = ibv_wc_read_vendor_err(extended);
     }
-    if (stamp_source_ == StampSource::device)
-      stamps_[static_cast<std::size_t>(got)] = ibv_wc_read_completion_ts(extended);
+    if (stamp_source_ == StampSource::device) {
+      stamps_[static_cast<std::size_t>(got)] =
+          wallclock_stamps_ ? ibv_wc_read_completion_wallclock_ns(extended) : ibv_wc_read_completion_ts(extended);
+    }
     ibv_end_poll(extended);
     ++got;
   }

@@ -172,6 +172,9 @@ class DatagramPort {
   void recover();
   // With `device_stamps`, a CQ whose completions carry the device's time where it has one.
   void make_cq(ibv_context* context, int depth, bool device_stamps);
+  // A CQ that stamps completions with the device's clock, if the device has one: false and
+  // no CQ where it has none or refuses.
+  bool make_stamping_cq(ibv_context* context, int depth);
   void make_qp();
   int poll_batch();
   void take_completion(const ibv_wc& wc, std::uint64_t taken_ns, std::optional<std::uint64_t> stamp,
@@ -196,7 +199,8 @@ class DatagramPort {
   std::uint8_t port_num_ = 1;
   StampSource stamp_source_ = StampSource::none;
   std::optional<CompletionClock> completion_clock_;
-  std::uint32_t generation_ = 0;  // the QP's: work ids carry it in their owner field
+  bool wallclock_stamps_ = false;  // the provider's nanoseconds, not its raw counter
+  std::uint32_t generation_ = 0;   // the QP's: work ids carry it in their owner field
   std::uint64_t failed_ = 0;
   std::uint64_t recoveries_ = 0;
   std::unique_ptr<CqWaiter> waiter_;

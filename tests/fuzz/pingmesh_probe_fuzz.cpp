@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (message.kind == ProbeKind::stamps) {
     // Stamps for a path whose one probe was answered and waits for them: taken at most once,
     // and only as that answer's; the window counts one round trip whatever they claimed.
-    PathProbes stamped(message.session, 1'000'000'000, rdmakit::CompletionClock::host_nanoseconds());
+    PathProbes stamped(message.session, 1'000'000'000, rdmakit::CompletionClock::nanoseconds());
     const auto first = stamped.next_probe(100);
     stamped.take_answer({first.session, first.sequence, first.sent_ns, 0}, 900, 800);
     stamped.take_stamps({first.session, first.sequence, first.sent_ns, 0});  // the peer stamps

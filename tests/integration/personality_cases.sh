@@ -130,6 +130,38 @@ case_personality_no_grh() {
   note "node-a without GRHs: $(jq -c '.pingmesh.paths[0] | {sent, answered, lost}' "$T/node_a.report"), ignored $(jq -c '.pingmesh.ignored' "$T/node_a.report")"
 }
 
+# Device completion stamps (rxe has none): a ConnectX-3-like counter whose hca_core_clock
+# (156250 kHz) is not what it keeps (1 GHz), read only raw; and a provider that turns its
+# stamps into nanoseconds, as mlx5 does. Read at the nominal rate, every responder delay
+# was 6.4 times too long and no round trip on the device's clock was left. The raw counter
+# wraps 3 s in, inside node-a's run.
+case_personality_device_clock() {
+  require_device
+  local a=10.55.0.1 b=10.55.0.2 personality name
+  pingmesh_pinglist pinglist node-a "$a" node-b "$b"
+  for personality in rawstamps wallstamps; do
+    as_provider "$personality"
+    next_port
+    local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
+    start "${personality}_b" "${AS_PROVIDER[@]}" "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 6
+    run "${personality}_a" 30 "${AS_PROVIDER[@]}" "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 5
+    expect_rc 0 "rdma_pingmesh node-a with $personality"
+    finish "${personality}_b" 30
+    expect_rc 0 "rdma_pingmesh node-b with $personality"
+    for name in "${personality}_a" "${personality}_b"; do
+      pingmesh_lines "$name"
+      expect_jq '.pingmesh.clock == "device" and (.pingmesh.paths[0] | .answered > 40 and .lost == 0
+        and .rtt_device_samples * 10 >= .answered * 8)' "$name.report"
+      expect_lines_jq '[.[] | select(.event == "window")] | .[1:] | all(.rtt_device_samples > 0
+        and .rtt_us.p50 > 0 and .rtt_us.p50 < 100000)' "$name.lines"
+    done
+    note "$personality: node-a $(jq -c '.pingmesh.paths[0] | {answered, rtt_device_samples, stamps_missing}' "$T/${personality}_a.report"), rtt p50 by window $(jq -s -c '[.[] | select(.event == "window") | .rtt_us.p50]' "$T/${personality}_a.lines") us"
+  done
+  # The counter is read over 20 ms: its rate within 1% of the 1 GHz it keeps.
+  expect_grep 'ticked \(99[0-9]\{4\}\|100[0-9]\{4\}\) kHz, not the 156250 kHz it reports' rawstamps_a.err
+  if grep -q 'ticked' "$T/wallstamps_a.err"; then fail "the provider's nanoseconds were checked against a rate: $(cat "$T/wallstamps_a.err")"; fi
+}
+
 # siw, soft-iWARP: Debian's kernels leave it out; scripts/build-siw.sh builds the kernel's own
 # source out of tree (build/siw/siw.ko). Loaded here on a dummy netdev of its own, it is a
 # second provider beside rxe, and a real iWARP one: RDMAP over the kernel's TCP.

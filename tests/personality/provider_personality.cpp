@@ -12,6 +12,13 @@
 //   beatomics  a responder that does its atomics big-endian (ConnectX-3's "reply BE"), as a
 //          little-endian requester sees it: what an atomic fetched, and an 8-byte RDMA READ
 //          (of a counter), lands byte-swapped. The requester's completions swap it.
+//   rawstamps  a device that stamps completions with a raw 48-bit counter and reads it through
+//          ibv_query_rt_values_ex, without the provider's nanoseconds (ConnectX-3, mlx4),
+//          whose hca_core_clock (156250 kHz) is not the rate its counter keeps (1 GHz), and
+//          which wraps 3 s after the process opened the device.
+//   wallstamps  the same, but the provider also turns its stamps into nanoseconds
+//          (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, as mlx5 does).
+//          rxe stamps nothing: both read the host's clock when the completion is polled.
 // Never installed. librdmacm reads the device's limits through ibv_query_device and makes its
 // QPs through ibv_create_qp, both exported from libibverbs, so defining them here reaches the
 // library and the tools alike; post_send is a context op, replaced on the contexts opened.
@@ -26,12 +33,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <vector>
 
 namespace {
 
-enum class Personality { none, cxgb4, irdma, nogrh, beatomics };
+enum class Personality { none, cxgb4, irdma, nogrh, beatomics, rawstamps, wallstamps };
 
 Personality chosen() {
   const char* name = std::getenv("RDMAKIT_PERSONALITY");
@@ -40,6 +48,8 @@ Personality chosen() {
   if (std::strcmp(name, "irdma") == 0) return Personality::irdma;
   if (std::strcmp(name, "nogrh") == 0) return Personality::nogrh;
   if (std::strcmp(name, "beatomics") == 0) return Personality::beatomics;
+  if (std::strcmp(name, "rawstamps") == 0) return Personality::rawstamps;
+  if (std::strcmp(name, "wallstamps") == 0) return Personality::wallstamps;
   return Personality::none;
 }
 
@@ -174,6 +184,81 @@ int poll_cq_swapping_atomics(ibv_cq* cq, int entries, ibv_wc* wc) {
   return got;
 }
 
+// rawstamps, wallstamps: the device's counter, CLOCK_MONOTONIC's nanoseconds from an origin
+// chosen so that the 48-bit counter wraps 3 s after the device was opened.
+constexpr std::uint64_t counter_mask = (std::uint64_t{1} << 48) - 1;
+constexpr std::uint64_t reported_core_clock_khz = 156250;
+std::uint64_t counter_origin = 0;
+
+std::uint64_t clock_ns(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000U + static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+std::uint64_t counter_now() {
+  return (clock_ns(CLOCK_MONOTONIC) - counter_origin) & counter_mask;
+}
+
+int (*provider_query_device_ex)(ibv_context*, const ibv_query_device_ex_input*, ibv_device_attr_ex*, size_t) = nullptr;
+
+int query_device_ex_with_stamps(ibv_context* context, const ibv_query_device_ex_input* input, ibv_device_attr_ex* attr,
+                                size_t size) {
+  const int rc = provider_query_device_ex(context, input, attr, size);
+  if (rc == 0) {
+    attr->completion_timestamp_mask = counter_mask;
+    attr->hca_core_clock = reported_core_clock_khz;
+  }
+  return rc;
+}
+
+int query_rt_values_of_counter(ibv_context*, ibv_values_ex* values) {
+  if ((values->comp_mask & ~static_cast<std::uint32_t>(IBV_VALUES_MASK_RAW_CLOCK)) != 0) return EINVAL;
+  values->raw_clock.tv_sec = 0;
+  values->raw_clock.tv_nsec = static_cast<long>(counter_now());
+  values->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+  return 0;
+}
+
+std::uint64_t read_counter_stamp(ibv_cq_ex*) {
+  return counter_now();
+}
+std::uint64_t read_wallclock_stamp(ibv_cq_ex*) {
+  return clock_ns(CLOCK_REALTIME);
+}
+
+ibv_cq_ex* create_cq_ex_with_stamps(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  const std::uint64_t stamps = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+  const std::uint64_t asked = attr->wc_flags & stamps;
+  if ((asked & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0 && chosen() == Personality::rawstamps) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  ibv_cq_init_attr_ex without = *attr;
+  without.wc_flags &= ~stamps;
+  ibv_cq_ex* cq = provider_create_cq_ex(context, &without);
+  if (cq == nullptr) return nullptr;
+  if ((asked & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0) cq->read_completion_ts = read_counter_stamp;
+  if ((asked & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) != 0)
+    cq->read_completion_wallclock_ns = read_wallclock_stamp;
+  return cq;
+}
+
+void give_stamps(ibv_context* context) {
+  verbs_context* extended = verbs_get_ctx(context);
+  if (extended == nullptr || extended->create_cq_ex == nullptr || extended->query_device_ex == nullptr) return;
+  if (counter_origin == 0) counter_origin = clock_ns(CLOCK_MONOTONIC) + 3'000'000'000U - counter_mask - 1;
+  if (extended->create_cq_ex != create_cq_ex_with_stamps) {
+    provider_create_cq_ex = extended->create_cq_ex;
+    extended->create_cq_ex = create_cq_ex_with_stamps;
+  }
+  if (extended->query_device_ex != query_device_ex_with_stamps) {
+    provider_query_device_ex = extended->query_device_ex;
+    extended->query_device_ex = query_device_ex_with_stamps;
+  }
+  extended->query_rt_values = query_rt_values_of_counter;
+}
+
 }  // namespace
 
 extern "C" ibv_context* ibv_open_device(ibv_device* device) {
@@ -182,6 +267,9 @@ extern "C" ibv_context* ibv_open_device(ibv_device* device) {
   if (context != nullptr && chosen() == Personality::beatomics && context->ops.poll_cq != poll_cq_swapping_atomics) {
     provider_poll_cq = context->ops.poll_cq;
     context->ops.poll_cq = poll_cq_swapping_atomics;
+  }
+  if (context != nullptr && (chosen() == Personality::rawstamps || chosen() == Personality::wallstamps)) {
+    give_stamps(context);
   }
   if (context == nullptr || chosen() != Personality::nogrh) return context;
   if (context->ops.poll_cq != poll_cq_without_grh) {

@@ -104,8 +104,33 @@ TEST(CompletionClock, TicksToNanosecondsAcrossAWrap) {
   EXPECT_EQ(clock->ns_between(1000, 1000 + 156250), 1'000'000U);
   EXPECT_EQ(clock->ns_between(0xffffffffffffULL - 99, 56), 998U);         // 156 ticks over the wrap
   EXPECT_EQ(clock->ns_between(0, 0xffffffffffffULL), 1801439850948192U);  // 2^48 - 1 ticks, no overflow
-  const auto host = CompletionClock::host_nanoseconds();
+  const auto host = CompletionClock::nanoseconds();
   EXPECT_EQ(host.ns_between(5, 1'000'000'005), 1'000'000'000U);
+}
+
+TEST(CompletionClock, CoreClockMeasuredFromTwoCounterReadings) {
+  // 156250 ticks over 1 ms: 156.25 MHz, 156250 kHz.
+  EXPECT_EQ(measured_core_clock_khz({.host_ns = 1'000'000, .ticks = 500}, {.host_ns = 2'000'000, .ticks = 156750},
+                                    0xffffffffffffULL),
+            156250U);
+  // Over a 48-bit counter's wrap: 1000 ticks before it, 155250 after, in 1 ms.
+  EXPECT_EQ(measured_core_clock_khz({.host_ns = 0, .ticks = 0xffffffffffffULL - 999},
+                                    {.host_ns = 1'000'000, .ticks = 155250}, 0xffffffffffffULL),
+            156250U);
+  // A 1 GHz counter over 10 ms: 10^7 ticks, 10^6 kHz (ticks times 10^6 would not fit 64 bits for long runs).
+  EXPECT_EQ(measured_core_clock_khz({.host_ns = 0, .ticks = 0}, {.host_ns = 10'000'000, .ticks = 10'000'000},
+                                    ~std::uint64_t{0}),
+            1'000'000U);
+  // No time between the readings says nothing.
+  EXPECT_EQ(measured_core_clock_khz({.host_ns = 5, .ticks = 0}, {.host_ns = 5, .ticks = 100}, ~std::uint64_t{0}), 0U);
+}
+
+TEST(CompletionClock, NominalClockKeptUnlessTheCounterSaysOtherwise) {
+  EXPECT_EQ(believed_core_clock_khz(156250, 0), 156250U);       // nothing measured
+  EXPECT_EQ(believed_core_clock_khz(156250, 156400), 156250U);  // 0.1%: the samples' own error
+  EXPECT_EQ(believed_core_clock_khz(156250, 1'000'000), 1'000'000U);
+  EXPECT_EQ(believed_core_clock_khz(1'000'000, 156250), 156250U);
+  EXPECT_EQ(believed_core_clock_khz(0, 78125), 78125U);  // a device that reports no rate
 }
 
 AnswerFields answer_of(const ProbeTicket& probe, std::uint64_t delay_ns) {
@@ -138,7 +163,7 @@ TEST(PingmeshPath, RoundTripLessTheResponderDelay) {
 // A path whose completions are stamped on the host's clock in ns (as --host-stamps): device
 // stamps are then times like the host's, a little after the send and before the receive.
 TEST(PingmeshPath, DeviceClocksOnceThePeerStamps) {
-  PathProbes path(session, 1000 * ms, CompletionClock::host_nanoseconds());
+  PathProbes path(session, 1000 * ms, CompletionClock::nanoseconds());
   const ProbeTicket first = path.next_probe(10 * ms);
   path.probe_left(first.sequence, 11 * ms);
   // The peer's stamps are not known yet: the first answer is measured on the hosts' clocks.
@@ -167,7 +192,7 @@ TEST(PingmeshPath, DeviceClocksOnceThePeerStamps) {
 }
 
 TEST(PingmeshPath, StampsThatDoNotComeFallBackToTheHostsClocks) {
-  PathProbes path(session, 100 * ms, CompletionClock::host_nanoseconds());
+  PathProbes path(session, 100 * ms, CompletionClock::nanoseconds());
   const ProbeTicket first = path.next_probe(0);
   path.probe_left(first.sequence, 1 * ms);
   path.take_answer(answer_of(first, 0), 5 * ms, 4 * ms);
@@ -201,7 +226,7 @@ TEST(PingmeshPath, StampsThatDoNotComeFallBackToTheHostsClocks) {
 }
 
 TEST(PingmeshPath, TheProbesSendCompletionMayComeAfterItsAnswer) {
-  PathProbes path(session, 100 * ms, CompletionClock::host_nanoseconds());
+  PathProbes path(session, 100 * ms, CompletionClock::nanoseconds());
   const ProbeTicket first = path.next_probe(0);
   path.take_answer(answer_of(first, 0), 5 * ms, 4 * ms);
   ASSERT_TRUE(path.take_stamps(answer_of(first, 0)));

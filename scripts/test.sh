@@ -132,7 +132,7 @@ background_start() {
 }
 background_running() { [[ -n ${background_pids[$1]:-} ]]; }
 background_join() {
-  local key=$1 name=$2 rc=1 seconds=0 outcome what log=${background_logs[$1]}
+  local key=$1 name=$2 rc=1 seconds=0 outcome what log=${background_logs[$1]:-}
   background_running "$key" || return 0
   echo "== $name: waiting for it"
   wait "${background_pids[$key]}" || true

@@ -300,6 +300,15 @@ class Pingmesh {
     // As every rdmakit tool that runs until stopped: interrupted, exit 130 or 143 (the unit
     // counts those as a clean stop), with the report of what ran.
     if (stopped) report.stop(StopReason::interrupted, fmt::format("stopped after {} windows", windows_));
+    // A textfile that could not be written at the end is what node_exporter still reads.
+    if (prom_file_failure_) {
+      const ErrorRecord record{.message = *prom_file_failure_, .call = {}, .errnum = 0, .hint = {}, .completion = {}};
+      if (report.exit_code == ExitCode::ok) {
+        report.fail(record);
+      } else {
+        report.errors.push_back(record);
+      }
+    }
   }
 
  private:
@@ -666,11 +675,12 @@ class Pingmesh {
 
   void write_prom_file(const std::string& text) const {
     // node_exporter reads the file whenever it is scraped: a new file renamed over the old
-    // one is never seen half written.
-    const auto writing = fmt::format("{}.{}.tmp", options_.prom_file, getpid());
-    if (!replace_file(options_.prom_file, writing, text)) {
-      spdlog::error("cannot write {} (through {})", options_.prom_file, writing);
-    }
+    // one is never seen half written, and one that cannot be written leaves the old one.
+    // Said when it starts failing and when it writes again, not once a window.
+    auto failed = write_file_whole(options_.prom_file, text);
+    if (failed && !prom_file_failure_) spdlog::error("{}; tried again every window", *failed);
+    if (!failed && prom_file_failure_) spdlog::info("{} written again", options_.prom_file);
+    prom_file_failure_ = std::move(failed);
   }
 
   void finish(Report& report) {
@@ -686,6 +696,7 @@ class Pingmesh {
   const PingmeshOptions& options_;
   const CommonOptions& common_;
   std::string program_;  // as installed (rdmakit-rdma_pingmesh): what the log lines say
+  mutable std::optional<std::string> prom_file_failure_;  // the last write's, while it fails
   PathDiagnoser diagnose_;
   int stop_fd_;
   const ReloadSignal& reload_;
@@ -719,7 +730,7 @@ void run_pingmesh(const PingmeshOptions& options, const CommonOptions& common, c
                   const PathDiagnoser& diagnose, Report& report) {
   // Both before any thread starts (the metrics server's, the diagnosis'), which inherit the
   // blocked signals.
-  const StopSignal stop;
+  const StopSignal stop(StopSignal::Hangup::reloads);
   const ReloadSignal reload;
   Pingmesh pingmesh(options, common, program, diagnose, stop.fd(), reload);
   pingmesh.run(report);

@@ -377,8 +377,10 @@ void write_progress(const std::string& path, const Report& report, const MeshRes
   if (path.empty()) return;
   auto partial = report;
   partial.add(results);
-  // Whole or not at all: MPI ends every rank when one dies, rank 0 perhaps mid-write.
-  replace_file(path, path + ".partial", json_text(to_json(partial)) + "\n");
+  // Whole or not at all: MPI ends every rank when one dies, rank 0 perhaps mid-write. A
+  // progress file that cannot be written is said and the run goes on: the final report is
+  // the one whose failure counts.
+  if (const auto failed = write_file_whole(path, json_text(to_json(partial)) + "\n")) spdlog::warn("{}", *failed);
 }
 
 // Rank 0's --json-file as the rounds end: after every round, but above

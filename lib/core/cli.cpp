@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -24,6 +23,7 @@
 #include "lib/core/cli_checks.hpp"
 #include "lib/core/log.hpp"
 #include "lib/core/shell_completion.hpp"
+#include "lib/core/text_file.hpp"
 
 namespace rdmakit {
 
@@ -163,13 +163,13 @@ ExitCode exit_code_for(const RdmaError& error) {
 
 // The exit code for a run that ended "interrupted": the stop signals stay blocked and
 // pending (lib/wait reads them through a signalfd without consuming them), so the pending
-// set says which one arrived. SIGTERM wins when both did.
+// set says which one arrived. SIGTERM wins over SIGHUP, SIGHUP over SIGINT.
 ExitCode stop_signal_exit_code() {
   sigset_t pending;
   sigemptyset(&pending);
-  if (sigpending(&pending) == 0 && sigismember(&pending, SIGTERM) == 1) {
-    return ExitCode::terminated;
-  }
+  if (sigpending(&pending) != 0) return ExitCode::interrupted;
+  if (sigismember(&pending, SIGTERM) == 1) return ExitCode::terminated;
+  if (sigismember(&pending, SIGHUP) == 1) return ExitCode::hung_up;
   return ExitCode::interrupted;
 }
 
@@ -310,6 +310,26 @@ void ToolRunner::json_lines() {
   app_->get_option("--json")->description("Write JSON lines on stdout as the run goes, its report as the last one");
 }
 
+std::string ToolRunner::report_json(const Report& report) const {
+  auto document = to_json(report);
+  with_sibling_names(document, "");
+  return json_lines_ ? json_line(document) : json_text(document);
+}
+
+void ToolRunner::write_json_file(Report& report) const {
+  if (json_file_.empty() || !prints_report()) return;
+  const auto failed = write_file_whole(json_file_, report_json(report) + "\n");
+  if (!failed) return;
+  ErrorRecord record{.message = *failed, .call = {}, .errnum = 0, .hint = {}, .completion = {}};
+  // A run that went well but whose report was not kept failed; one that failed keeps its
+  // own exit code, and says this too.
+  if (report.exit_code == ExitCode::ok) {
+    report.fail(std::move(record));
+  } else {
+    report.errors.push_back(std::move(record));
+  }
+}
+
 void ToolRunner::render(const Report& report) const {
   // What a person reads names the sibling tools as installed here (rdmakit-diag-bind), in
   // the text and in the JSON alike; the report's "tool" keys keep the tools' own names.
@@ -320,31 +340,32 @@ void ToolRunner::render(const Report& report) const {
   }
   std::cerr << with_sibling_names(diagnosis_text_);
   if (!prints_report()) return;
-  // Serialized once, for the file and stdout alike: a report can be large (per-connection
-  // results, a diagnosis).
-  std::string json;
-  if (common_.json || !json_file_.empty()) {
-    auto document = to_json(report);
-    with_sibling_names(document, "");
-    json = json_lines_ ? json_line(document) : json_text(document);
-  }
-  if (!json_file_.empty()) {
-    std::ofstream file(json_file_);
-    file << json << "\n";
-    if (!file) {
-      std::cerr << speaker() << ": cannot write " << json_file_ << "\n";
-    }
-  }
   if (common_.json) {
-    std::cout << json << '\n' << std::flush;
+    std::cout << report_json(report) << '\n' << std::flush;
   } else {
     std::cout << with_sibling_names(render_text(report)) << std::flush;
   }
 }
 
+int ToolRunner::delivered(ExitCode code) const {
+  std::cout.flush();
+  if (!std::cout.fail()) return static_cast<int>(code);
+  // A reader that went away (| head): said once, and a run that went well fails, as the
+  // report was not delivered (the --json-file one, if any, was).
+  const int errnum = errno;
+  const char* why = errnum == EPIPE ? "the reader closed it (EPIPE)"
+                    : errnum == 0   ? "it failed"
+                                    : std::strerror(errnum);
+  std::cerr << fmt::format("{}: cannot write the report to standard output: {}\n", speaker(), why) << std::flush;
+  return static_cast<int>(code == ExitCode::ok ? ExitCode::run_failed : code);
+}
+
 int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate,
                     const std::function<void(Report&)>& body) {
   take_invoked_name(argc, argv);
+  // A closed standard output or socket is an error to report (EPIPE), not a signal that ends
+  // the process with no report; the programs rdma_smoke starts get the default back.
+  signal(SIGPIPE, SIG_IGN);
   // Looked for before parsing: the build generates completions by running each tool, and
   // that must work whatever else the command line would require or refuse.
   if (const auto program = completion_request(argc, argv, name_)) {
@@ -414,8 +435,9 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     report.exit_code = stop_signal_exit_code();
   }
   report.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  write_json_file(report);
   render(report);
-  return static_cast<int>(report.exit_code);
+  return delivered(report.exit_code);
 }
 
 }  // namespace rdmakit

@@ -133,7 +133,14 @@ class ToolRunner {
   // program_prefix.
   void take_invoked_name(int argc, char** argv);
   bool prints_report() const { return job_ == nullptr || job_->rank() == 0; }
+  std::string report_json(const Report& report) const;
+  // The report to --json-file, whole or not at all; a failure is added to it (exit 1 where it
+  // was 0), so that stdout and stderr say it.
+  void write_json_file(Report& report) const;
   void render(const Report& report) const;
+  // The exit status once standard output has taken the report: `code`, or 1 for a run that
+  // went well when it could not (a reader that went away), which is said on stderr.
+  int delivered(ExitCode code) const;
   void diagnose_failure(const RdmaError& error, Report& report);
 
   std::string name_;     // the tool's own name: the report's "tool"

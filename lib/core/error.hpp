@@ -18,6 +18,7 @@ enum class ExitCode : int {
   unexplained = 3,  // diag-bind: the failure could not be explained
   no_device = 77,
   // A run stopped by a signal exits 128 + its number, as a shell reports a process it killed.
+  hung_up = 129,      // SIGHUP (rdma_pingmesh rereads its pinglist instead)
   interrupted = 130,  // SIGINT
   terminated = 143,   // SIGTERM
 };

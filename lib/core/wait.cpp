@@ -35,7 +35,9 @@ int blocked_signal_fd(std::initializer_list<int> signals, const char* names) {
 
 }  // namespace
 
-StopSignal::StopSignal() : fd_(blocked_signal_fd({SIGINT, SIGTERM}, "SIGINT,SIGTERM")) {}
+StopSignal::StopSignal(Hangup hangup)
+    : fd_(hangup == Hangup::stops ? blocked_signal_fd({SIGINT, SIGTERM, SIGHUP}, "SIGINT,SIGTERM,SIGHUP")
+                                  : blocked_signal_fd({SIGINT, SIGTERM}, "SIGINT,SIGTERM")) {}
 
 StopSignal::~StopSignal() {
   if (fd_ >= 0) {

@@ -1,8 +1,9 @@
 #pragma once
 // Bounded waits. Every wait in the suite goes through wait_readable(), so each one has a
-// deadline and is cut short by Ctrl-C (SIGINT/SIGTERM delivered through a signalfd).
+// deadline and is cut short by Ctrl-C (SIGINT/SIGTERM/SIGHUP delivered through a signalfd).
 
 #include <chrono>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -10,12 +11,15 @@
 
 namespace rdmakit {
 
-// Blocks SIGINT and SIGTERM for this thread (and threads it starts later) and exposes
+// Blocks SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session, whose default would
+// end the process with no report) for this thread (and threads it starts later) and exposes
 // them as a file descriptor that becomes readable on delivery. The signal is never read
-// from the descriptor, so every thread polling it sees it and can stop on its own.
+// from the descriptor, so every thread polling it sees it and can stop on its own. A
+// service that rereads its files on SIGHUP (ReloadSignal) leaves SIGHUP out.
 class StopSignal {
  public:
-  StopSignal();
+  enum class Hangup : std::uint8_t { stops, reloads };
+  explicit StopSignal(Hangup hangup = Hangup::stops);
   ~StopSignal();
   StopSignal(const StopSignal&) = delete;
   StopSignal& operator=(const StopSignal&) = delete;

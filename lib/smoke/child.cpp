@@ -51,14 +51,14 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv) : started_at_(C
   posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&setup.actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, err[1], STDERR_FILENO);
-  // We block SIGINT/SIGTERM (StopSignal); the tool must not inherit that, or ending it at
+  // We block SIGINT/SIGTERM/SIGHUP (StopSignal); the tool must not inherit that, or ending it at
   // its deadline would not reach it. Its own process group keeps a terminal's Ctrl-C ours:
   // we end each child and report it.
   sigset_t none;
   sigemptyset(&none);
   sigset_t defaults;
   sigemptyset(&defaults);
-  for (const int s : {SIGINT, SIGTERM, SIGPIPE}) sigaddset(&defaults, s);
+  for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&setup.attributes, &none);
   posix_spawnattr_setsigdefault(&setup.attributes, &defaults);
   posix_spawnattr_setpgroup(&setup.attributes, 0);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
@@ -16,6 +15,7 @@
 #include "lib/core/error.hpp"
 #include "lib/core/host_name.hpp"
 #include "lib/core/shared_key.hpp"
+#include "lib/core/text_file.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/smoke/plan.hpp"
 #include "lib/smoke/run.hpp"
@@ -40,9 +40,7 @@ fs::path tools_dir(const SmokeOptions& o) {
 
 void write_junit(const std::string& file, const std::string& xml) {
   if (file.empty()) return;
-  std::ofstream out(file);
-  out << xml;
-  if (!out) throw std::runtime_error("--junit: cannot write " + file);
+  if (const auto failed = write_file_whole(file, xml)) throw std::runtime_error("--junit: " + *failed);
 }
 
 PlanOptions plan_for(const SmokeOptions& o, const std::string& address, double timeout_s) {

@@ -9,6 +9,18 @@ expect_kept() {
   [[ $(cat "$1") == "$2" ]] || fail "$1 was not kept: $(head -c 200 "$1")"
 }
 
+# send_bw_report_to NAME FILE: our send_bw server and client, the client's report to FILE
+# (--json-file); RC is the client's exit.
+send_bw_report_to() {
+  next_port
+  start "$1_server" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 20
+  wait_listening "$PORT"
+  run "$1" 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -n 200 --json-file "$2"
+  local client_rc=$RC
+  finish "$1_server" 15
+  RC=$client_rc
+}
+
 case_reports_full_disk() {
   require_device
   require_root
@@ -21,12 +33,8 @@ case_reports_full_disk() {
   echo '<previous/>' > "$full/j.xml"
   dd if=/dev/zero of="$full/filler" bs=4096 2> /dev/null
   # send_bw: the run went well, its report could not be kept.
-  next_port
-  start server "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 20
-  wait_listening "$PORT"
-  run client 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -n 200 --json-file "$full/r.json"
+  send_bw_report_to client "$full/r.json"
   expect_rc 1 "send_bw --json-file on a full file system"
-  finish server 15
   expect_grep "^send_bw: cannot write $full/r.json: write: No space left on device ($full/r.json is as it was)\$" client.err
   [[ $(grep -c 'cannot write' "$T/client.err") -eq 1 ]] || fail "not one line: $(cat "$T/client.err")"
   expect_kept "$full/r.json" '{"previous": "report"}'
@@ -52,12 +60,8 @@ case_reports_full_disk() {
   [[ $(find "$full" -mindepth 1 | wc -l) -eq 4 ]] || fail "left in $full: $(ls -A "$full")"
   # With room again, the same report replaces the old one whole.
   rm "$full/filler"
-  next_port
-  start server2 "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --accept-timeout 20
-  wait_listening "$PORT"
-  run client2 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -n 200 --json-file "$full/r.json"
+  send_bw_report_to client2 "$full/r.json"
   expect_rc 0 "send_bw --json-file with room"
-  finish server2 15
   expect_jq '.outcome == "completed"' full/r.json
 }
 

@@ -225,6 +225,11 @@ void BwOptions::add_to(CLI::App& app) {
   app.add_option("--max-size", s.max_size, "Server: largest message a client may ask for")
       ->capture_default_str()
       ->check(CLI::Range(1U, bw::max_message_size));
+  app.add_option("--max-memory", s.max_memory,
+                 "Server: most buffer memory one client may make it register, e.g. 256M (default: what "
+                 "RLIMIT_MEMLOCK lets it pin, 1G where that is unbounded)")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   ServerOptions::add_to(app, "Server: serve clients one after another until stopped",
                         "Server: seconds to wait for a client, with -P for each next one (0 = forever)");
   app.add_flag("--report-gbits,--report_gbits", gbits, "Text table in Gb/s instead of MB/s");

@@ -11,6 +11,7 @@
 
 #include "lib/bench/gid_index_check.hpp"
 #include "lib/core/error.hpp"
+#include "lib/core/process_limits.hpp"
 #include "lib/rdma/device_caps.hpp"
 #include "lib/rdma/endpoint.hpp"
 
@@ -254,9 +255,12 @@ bool server_sleeps(const BwSettings& s, const bw::Hello& first) {
   return s.events || bw::server_idle(first);
 }
 
-std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s) {
-  if (!s.bound_client_silence) return std::nullopt;
-  return s.limits.timeout;
+// How long the client may send nothing before its test ends (timed out): where the server
+// sees its messages, --timeout, as every other wait; where it cannot (bw::server_idle), only
+// when asked (rdma_mesh), as a long WRITE stream looks the same as silence.
+std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s, const bw::Hello& first) {
+  if (first.datagram || s.bound_client_silence || !bw::server_idle(first)) return s.limits.timeout;
+  return std::nullopt;
 }
 
 // Latency tests and bidirectional SEND keep receives posted on the client; a datagram
@@ -565,6 +569,29 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
 
 namespace {
 
+// "64 MiB", "1.5 MiB", "4096 B": a refusal's figures, short enough for a CM reject.
+std::string memory_text(std::uint64_t bytes) {
+  constexpr std::uint64_t mib = 1U << 20;
+  if (bytes < mib) return fmt::format("{} B", bytes);
+  if (bytes % mib == 0) return fmt::format("{} MiB", bytes / mib);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / static_cast<double>(mib));
+}
+
+// The buffer the server registers for each of a client's queue pairs, which its messages
+// land in: without immediate data, with room for the size messages of a latency test.
+std::uint32_t receive_bytes(const bw::Hello& hello, bool immediate_data) {
+  if (hello.datagram) return grh_bytes + datagram_room(hello.max_size);
+  return immediate_data ? hello.max_size : std::max(hello.max_size, static_cast<std::uint32_t>(bw::size_message_bytes));
+}
+
+// All a client's queue pairs make the server register: each one's receive buffer, and for a
+// datagram client the one it sends from besides.
+std::uint64_t client_bytes(const bw::Hello& hello, bool immediate_data) {
+  const std::uint64_t lane =
+      std::uint64_t{receive_bytes(hello, immediate_data)} + (hello.datagram ? datagram_room(hello.max_size) : 0U);
+  return lane * hello.queue_pairs;
+}
+
 // Why a connection request cannot join: ProtocolError with the reason the client is sent.
 // `first` is the hello of the client's first connection, once there is one.
 bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::Hello>& first,
@@ -577,6 +604,12 @@ bw::Hello admit(Endpoint& request, const BwSettings& s, const std::optional<bw::
   if (hello.max_size > s.max_size) {
     throw ProtocolError(
         fmt::format("{}-byte messages asked for; this server allows {} (--max-size)", hello.max_size, s.max_size));
+  }
+  // Before a byte is registered: what the first connection's hello says all of them will take.
+  if (const auto asked = client_bytes(hello, has_immediate_data(request.caps()));
+      !first && s.max_memory && asked > *s.max_memory) {
+    throw ProtocolError(fmt::format("{} of buffers asked for ({} queue pairs); this server allows {} (--max-memory)",
+                                    memory_text(asked), hello.queue_pairs, memory_text(*s.max_memory)));
   }
   if (hello.path_mtu != 0) {
     ibv_port_attr port{};
@@ -634,7 +667,7 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                        for (const auto& e : endpoints) any = e->poll_connected() || any;
                        return any;
                      },
-                 .silence = first.datagram ? std::optional(s.limits.timeout) : client_silence(s),
+                 .silence = client_silence(s, first),
                  .cm_fds = {}};
   peer.cm_fds.reserve(endpoints.size());
   for (const auto& e : endpoints) peer.cm_fds.push_back(e->cm_fd());
@@ -676,11 +709,8 @@ struct ServerLane {
 };
 ServerLane server_lane(Endpoint& endpoint, const bw::Hello& hello, int ordering) {
   const int atomic_access = hello.operation == bw::Operation::atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0;
-  // Without immediate data, room for the size messages of a latency test.
   const bool immediate_data = has_immediate_data(endpoint.caps());
-  const auto size = hello.datagram   ? grh_bytes + datagram_room(hello.max_size)
-                    : immediate_data ? hello.max_size
-                                     : std::max(hello.max_size, static_cast<std::uint32_t>(bw::size_message_bytes));
+  const auto size = receive_bytes(hello, immediate_data);
   auto& buffer = endpoint.add_buffer(
       size, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | atomic_access | ordering);
   const auto& outgoing =
@@ -816,6 +846,7 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
 }  // namespace
 
 BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
+  if (!settings_.max_memory) settings_.max_memory = pinnable_bytes().value_or(default_max_memory);
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
   auto options = endpoint_options(s, Limits{.device = s.device,
                                             .send_depth = std::max(s.depth, latency_send_depth),

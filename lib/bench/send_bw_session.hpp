@@ -36,6 +36,10 @@ inline constexpr std::uint8_t default_retry_count = 7;
 
 // The defaults here are send_bw's and rdma_mesh's: their flags bind to these fields
 // (lib/bench/bw_options), so each default is written once.
+// A server's --max-memory where nothing else bounds what it may pin (root, or an infinite
+// RLIMIT_MEMLOCK): 16 queue pairs of 64 MiB messages.
+inline constexpr std::uint64_t default_max_memory = std::uint64_t{1} << 30;
+
 struct BwSettings {
   std::string server;  // empty: the server side
   std::string bind;    // local address (server: where it listens)
@@ -84,13 +88,19 @@ struct BwSettings {
   std::optional<double> rate_limit;
   char rate_units = 'M';
   std::uint32_t max_size = 64U << 20;  // server: largest message a client may ask for
+  // Server: the most buffer memory one client's queue pairs may make it register (pin);
+  // nullopt: what this process may pin (RLIMIT_MEMLOCK), or default_max_memory where nothing
+  // bounds that.
+  std::optional<std::uint64_t> max_memory;
   // Server: how long to wait for a client (with persistent: for each next one); none = forever.
   std::optional<std::chrono::milliseconds> accept_timeout;
   bool persistent = false;  // server: serve clients one after another until stopped
   GateLimits peers;         // server: who it serves (--allow, --max-clients, --peer-rate)
   RunLimits limits;         // every wait for the peer, and the stop signal
   // Server: a client that sends nothing for limits.timeout ends its test (timed out), even
-  // while its connection seems up. send_bw's server waits for the disconnect instead.
+  // while its connection seems up. send_bw's server bounds it so wherever it sees the
+  // client's messages (SEND, write latency); in a WRITE, READ or atomic bandwidth test it
+  // sees none and waits for the disconnect instead.
   bool bound_client_silence = false;
 };
 

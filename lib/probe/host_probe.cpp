@@ -26,6 +26,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/file_descriptor.hpp"
+#include "lib/core/process_limits.hpp"
 #include "lib/diag/gid_table.hpp"
 #include "lib/diag/sysfs.hpp"
 #include "lib/probe/connect_probe.hpp"
@@ -298,21 +299,6 @@ void probe_first_device(const ProbeOptions& options, Attempt& attempt) {
 }
 
 }  // namespace
-
-bool has_capability(int capability) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with("CapEff:")) {
-      try {
-        return ((std::stoull(line.substr(7), nullptr, 16) >> capability) & 1) != 0;
-      } catch (const std::exception&) {
-        return false;
-      }
-    }
-  }
-  return false;
-}
 
 std::optional<std::map<std::string, int>> rdma_device_indices() {
   std::map<std::string, int> indices;

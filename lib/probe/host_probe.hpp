@@ -28,8 +28,6 @@ Inventory collect_inventory(const ProbeOptions& options);
 // reads); nullopt when the dump failed (without the RDMA core there is no NETLINK_RDMA).
 std::optional<std::map<std::string, int>> rdma_device_indices();
 
-// Whether this process holds `capability` (CAP_IPC_LOCK, CAP_NET_ADMIN) in its effective set.
-bool has_capability(int capability);
 Attempt run_attempt(const Target& target, const ProbeOptions& options);
 
 // The source address the kernel's routing picks toward `numeric_host` (no packet is sent);

@@ -25,6 +25,7 @@
 #endif
 
 #include "lib/core/host_name.hpp"
+#include "lib/core/process_limits.hpp"
 #include "lib/diag/host_view_read.hpp"
 #include "lib/probe/host_probe.hpp"
 #include "lib/probe/netlink.hpp"

@@ -112,8 +112,8 @@ EOF
 crafted_send_bw_client_side() {
   local ours=$1 mode reason
   next_port
-  start server "$OURS_SEND_BW" --bind "$ours" -p "$PORT" --max-size 65536 --timeout "$CRAFTED_TIMEOUT" --json \
-    --accept-timeout 120
+  start server "$OURS_SEND_BW" --bind "$ours" -p "$PORT" --max-size 65536 --max-memory 1M --timeout "$CRAFTED_TIMEOUT" \
+    --json --accept-timeout 120
   wait_listening "$PORT"
   while IFS='|' read -r -u 3 mode reason; do
     crafted "peer_${mode//-/_}" "$mode" "$ours" "$PORT"
@@ -123,15 +123,16 @@ crafted_send_bw_client_side() {
 bw-client-garbage|hello: the peer is not send_bw
 bw-client-version|hello: the peer speaks protocol version 3
 bw-client-huge|1073741824-byte messages asked for; this server allows 65536
+bw-client-greedy|4 MiB of buffers asked for \\(64 queue pairs\\); this server allows 1 MiB \\(--max-memory\\)
 EOF
   run real 60 "$OURS_SEND_BW" "$ours" -p "$PORT" -s 4096 -n 200 --json
-  expect_rc 0 "our send_bw client after three crafted ones were refused"
+  expect_rc 0 "our send_bw client after four crafted ones were refused"
   finish server 20
-  expect_rc 0 "send_bw server that refused three crafted clients"
+  expect_rc 0 "send_bw server that refused four crafted clients"
   expect_no_sanitizer server
-  expect_jq '.outcome == "completed" and (.refused | length == 3) and .rows[0].iterations == 300' server.out
+  expect_jq '.outcome == "completed" and (.refused | length == 4) and .rows[0].iterations == 300' server.out
   expect_jq '[.refused[].reason] as $r | ($r[0] | test("not send_bw")) and ($r[1] | test("version 3"))
-    and ($r[2] | test("--max-size"))' server.out
+    and ($r[2] | test("--max-size")) and ($r[3] | test("--max-memory"))' server.out
   expect_schema send_bw server.out
   note "send_bw server refused: $(jq -c '[.refused[].reason]' "$T/server.out")"
 
@@ -145,6 +146,18 @@ EOF
   crafted_done peer_reply
   expect_crafted_failure send_bw victim "$(ended_us victim)" failed "remote access error" \
     '.test.test == "lat" and .test.operation == "write"'
+
+  # A client accepted for a SEND stream that then sends nothing, its connection kept up: the
+  # server ends that test after --timeout instead of polling for it for ever.
+  next_port
+  start_timed silent_victim "$OURS_SEND_BW" --bind "$ours" -p "$PORT" --timeout "$CRAFTED_TIMEOUT" --json \
+    --accept-timeout 60
+  wait_listening "$PORT"
+  crafted peer_silent bw-client-silent "$ours" "$PORT"
+  finish silent_victim 70
+  crafted_done peer_silent
+  expect_crafted_failure send_bw silent_victim "$(ended_us silent_victim)" timed_out "for $((CRAFTED_TIMEOUT * 1000)) ms" \
+    '.test.test == "bw" and .test.operation == "send"'
 }
 
 # Crafted clients against our rping server: adverts naming memory they never registered,

@@ -484,6 +484,15 @@ const std::map<std::string, Misdeed>& misdeeds() {
        }},
       {"bw-client-huge", [](CraftedPeer& p) { bw_refused_hello(p, hello_bytes(plain_hello(bw::max_message_size))); }},
       {"bw-client-bad-reply-rkey", bw_bad_reply_rkey},
+      // 64 queue pairs of 64 KiB: 4 MiB of buffers the server would register for one client.
+      {"bw-client-greedy",
+       [](CraftedPeer& p) {
+         auto hello = plain_hello(1U << 16);
+         hello.queue_pairs = bw::max_queue_pairs;
+         bw_refused_hello(p, hello_bytes(hello));
+       }},
+      // A SEND stream's hello, accepted, then nothing sent and the connection kept up.
+      {"bw-client-silent", [](CraftedPeer& p) { bw_refused_hello(p, hello_bytes(plain_hello(p.options().size))); }},
       {"rping-client-bad-rkey",
        [](CraftedPeer& p) {
          rping_client(

@@ -35,9 +35,9 @@ packages=(
   # the diag-connect agent keeps CAP_NET_ADMIN and drops the rest of root's capabilities with libcap;
   # systemd-analyze checks the agent's unit (tests/packaging)
   libcap-dev systemd
-  # rdma_pingmesh: its /metrics endpoint (cpp-httplib); the cases parse its OpenMetrics text with
+  # rdma_pingmesh: its /metrics endpoint (libmicrohttpd); the cases parse its OpenMetrics text with
   # Prometheus' own Python parser, and promtool checks the alert rules in doc/pingmesh
-  libcpp-httplib-dev python3-prometheus-client prometheus
+  libmicrohttpd-dev python3-prometheus-client prometheus
   # ... and its textfile as node_exporter reads it: the cases run Debian's node_exporter on it
   prometheus-node-exporter
   # one memcheck run of every tool (tests/integration/valgrind_cases.sh)

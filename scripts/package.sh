@@ -77,7 +77,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [[ $(field Package) == rdmakit ]] || fail "Package is '$(field Package)', not rdmakit"
 depends=$(field Depends)
 names() { [[ $1 =~ (^|[ ,])$2([ ,]|$) ]]; }  # a control field's list names package $2
-for lib in libibverbs1 librdmacm1 libssl3 libcap2 libcpp-httplib0.11; do
+for lib in libibverbs1 librdmacm1 libssl3 libcap2 libmicrohttpd12; do
   names "$depends" "$lib" || fail "Depends lacks $lib: '$depends'"
 done
 names "$(field Recommends)" rdma-core || fail "Recommends lacks rdma-core: '$(field Recommends)'"

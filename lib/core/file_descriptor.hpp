@@ -26,6 +26,8 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
+  // Hands the descriptor to whatever closes it from now on (a library that takes it over).
+  int release() noexcept { return std::exchange(fd_, -1); }
 
  private:
   int fd_;

@@ -1,8 +1,17 @@
 #pragma once
-// A /metrics endpoint for Prometheus: an HTTP server (cpp-httplib) on the address it is told,
-// serving the metrics it was last given, in the format the scraper asks for, and nothing else, to the scrapers its
-// allow list names (others get 403, the first time from each address a log line, and are counted). Bounded: GET only,
-// one path, a small request, short read and write timeouts, a fixed pool of threads.
+// A /metrics endpoint for Prometheus: an HTTP server (GNU libmicrohttpd) on the address it is
+// told, serving the metrics it was last given, in the format the scraper asks for, and nothing
+// else, to the scrapers its allow list names. Bounded before a byte is read: a scraper outside
+// the allow list is closed at accept (counted; logged the first time from each address); at
+// most 16 connections, 2 from one address, the rest closed at accept, never queued; 8 KiB of
+// request line and headers; 2 s from a connection's start (or its previous request's end) to
+// its answer, however slowly a peer drips; GET /metrics only, no body. One thread serves it,
+// and it stops within 0.1 s.
+//
+// libmicrohttpd rather than cpp-httplib (Debian 12's 0.11): httplib reads the request line
+// and every header before any check of ours, bounds time per read only and queues
+// connections without bound; libmicrohttpd has an accept policy, per-address and total
+// connection limits and a memory limit per connection, and runs in a thread of ours.
 
 #include <cstdint>
 #include <memory>
@@ -37,8 +46,10 @@ class MetricsEndpoint {
   std::uint64_t scrapes() const;
   std::uint64_t refused() const;  // requests from outside the allow list
 
- private:
+  // What the daemon's C callbacks are given (metrics_endpoint.cpp).
   struct State;
+
+ private:
   std::unique_ptr<State> state_;
 };
 

@@ -66,6 +66,8 @@ source "$here/pingmesh_cases.sh"
 source "$here/personality_cases.sh"
 # shellcheck source=report_cases.sh
 source "$here/report_cases.sh"
+# shellcheck source=attack_cases.sh
+source "$here/attack_cases.sh"
 declare -F "case_$CASE_NAME" > /dev/null || { echo "no such case: $CASE_NAME"; exit 2; }
 "case_$CASE_NAME"
 check_schemas

@@ -1,0 +1,79 @@
+# The attack table (issue 55): a listener attacked from outside its allow list and from
+# inside it, each cell an attack by tests/integration/attack.py while an allowed scraper asks
+# for its page. In every cell the listener stays up, its RSS stays within a stated bound of
+# where it started, and the allowed scraper is answered within 2 s; at the end SIGTERM ends it
+# within 2 s with its report.
+
+ATTACK_RSS_BOUND_KIB=16384  # what an attack may add to the listener's resident memory
+
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+# attack_cell NAME PID URL ATTACK_ARGS...: one cell against the process PID serving URL: the
+# attack in the background; while it holds, an allowed scrape (from 127.0.0.1) within 2 s
+# and the process's RSS; then the attack's own account (NAME.attack).
+attack_cell() {
+  local name=$1 pid=$2 url=$3 attacker code rss peak=0 k
+  shift 3
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" "$@" > "$T/$name.attack" 2>&1 &
+  attacker=$!
+  tick 1
+  code=$(curl -s --max-time 2 --interface 127.0.0.1 -o "$T/$name.scrape" -w '%{http_code}' "$url")
+  for k in 1 2 3; do
+    rss=$(rss_kib "$pid") || fail "$name: the listener is gone"
+    ((rss > peak)) && peak=$rss
+    tick 0.5
+  done
+  wait "$attacker" || fail "$name: the attack itself failed: $(cat "$T/$name.attack")"
+  kill -0 "$pid" 2> /dev/null || fail "$name: the listener is gone"
+  [[ $code == 200 ]] || fail "$name: the allowed scrape got HTTP $code within 2 s during the attack"
+  ((peak - ATTACK_BASE_RSS <= ATTACK_RSS_BOUND_KIB)) ||
+    fail "$name: RSS rose from $ATTACK_BASE_RSS to $peak KiB (bound +$ATTACK_RSS_BOUND_KIB)"
+  note "$name: $(cat "$T/$name.attack"); scrape $code; RSS $ATTACK_BASE_RSS -> $peak KiB"
+}
+
+case_metrics_attacks() {
+  require_device
+  local a=10.55.0.1 b=10.55.0.2
+  next_port
+  pingmesh_pinglist pinglist node-a "$a" node-b "$b"
+  local url=http://$b:$((PORT + 1))/metrics
+  start node "$OURS_PINGMESH" --pinglist "$T/pinglist" --name node-b -p "$PORT" --window 1 --json \
+    --metrics "$b:$((PORT + 1))" --metrics-allow "$b/32,127.0.0.1/32" --log-level info
+  poll_until 10 "rdma_pingmesh does not serve /metrics after 10 s" grep -q "serving /metrics" "$T/node.err"
+  tick 1
+  ATTACK_BASE_RSS=$(rss_kib "$PID_node")
+  local outside=(--source "$a") inside=(--source "$b")
+  attack_cell outside_silent "$PID_node" "$url" silent "$b" $((PORT + 1)) --count 300 --hold 4 "${outside[@]}"
+  expect_jq '.opened + .refused == 300 and .answered == 0' outside_silent.attack
+  attack_cell outside_header "$PID_node" "$url" header "$b" $((PORT + 1)) --bytes $((10 << 20)) --hold 4 "${outside[@]}"
+  expect_jq '.answered == 0 and .closed == 1 and .sent < 10485760' outside_header.attack
+  attack_cell inside_silent "$PID_node" "$url" silent "$b" $((PORT + 1)) --count 300 --hold 4 "${inside[@]}"
+  # Two held (the address's share) until the request deadline, the rest closed at accept.
+  expect_jq '.opened + .refused == 300 and .closed >= 298' inside_silent.attack
+  attack_cell inside_header "$PID_node" "$url" header "$b" $((PORT + 1)) --bytes $((10 << 20)) --hold 4 "${inside[@]}"
+  # The kernel's socket buffers take a megabyte or two before the close is seen; the listener
+  # itself held 8 KiB (its RSS above).
+  expect_jq '.closed == 1 and .sent < 10485760' inside_header.attack
+  attack_cell inside_garbage "$PID_node" "$url" garbage "$b" $((PORT + 1)) --bytes 65536 --hold 4 "${inside[@]}"
+  expect_jq '.closed == 1' inside_garbage.attack
+  attack_cell inside_chunked "$PID_node" "$url" chunked "$b" $((PORT + 1)) --bytes $((10 << 20)) --hold 4 "${inside[@]}"
+  expect_jq '.closed == 1 and .sent < 10485760' inside_chunked.attack
+  attack_cell inside_drip "$PID_node" "$url" drip "$b" $((PORT + 1)) --hold 4 "${inside[@]}"
+  expect_jq '.closed == 1 and .answered == 0' inside_drip.attack
+  expect_grep "refused a scrape of /metrics from $a" node.err
+  # SIGTERM while 300 silent connections knock: it ends within 2 s, with its report.
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$b" $((PORT + 1)) \
+    --count 300 --hold 4 "${inside[@]}" > "$T/stop.attack" 2>&1 &
+  local attacker=$! stopping
+  tick 1
+  stopping=${EPOCHREALTIME/./}
+  kill -TERM "$PID_node"
+  finish node 10
+  local ms=$(((${EPOCHREALTIME/./} - stopping) / 1000))
+  wait "$attacker" || true
+  expect_rc 143 "rdma_pingmesh after SIGTERM under attack"
+  ((ms <= 2000)) || fail "SIGTERM under attack: the listener took $ms ms to end"
+  tail -n 1 "$T/node.out" > "$T/node.report"
+  expect_jq '.outcome == "interrupted" and .pingmesh.scrapes >= 7 and .pingmesh.scrapes_refused >= 300' node.report
+  note "SIGTERM under attack: ended in $ms ms; $(jq -c '.pingmesh | {scrapes, scrapes_refused}' "$T/node.report")"
+}

@@ -219,6 +219,23 @@ struct PeerGate::State {
   mutable std::mutex mutex;
   std::size_t held = 0;
   RefusedTally refused;
+  // Refusals are logged from a bucket of refusal_log_burst lines that refills one line a
+  // refusal_log_interval; the rest are counted into the next line: a flood of them costs a
+  // counter each, not a line each.
+  double log_tokens = refusal_log_burst;
+  std::optional<std::chrono::steady_clock::time_point> last_refill;
+  std::uint64_t unlogged = 0;
+
+  bool may_log(std::chrono::steady_clock::time_point now) {
+    if (last_refill) {
+      const std::chrono::duration<double> since = now - *last_refill;
+      log_tokens = std::min(refusal_log_burst, log_tokens + since / refusal_log_interval);
+    }
+    last_refill = now;
+    if (log_tokens < 1) return false;
+    log_tokens -= 1;
+    return true;
+  }
   // Per peer: its latest new connections, at most limits.peer_rate of them.
   std::map<std::pair<int, std::array<std::uint8_t, 16>>, std::deque<std::chrono::steady_clock::time_point>> recent;
 
@@ -278,6 +295,7 @@ void PeerGate::Slot::release() noexcept {
 PeerGate::Admission PeerGate::admit(const sockaddr* peer, std::chrono::steady_clock::time_point now) {
   const auto address = IpAddress::of(peer);
   Admission admission;
+  std::uint64_t unlogged = 0;
   {
     const std::lock_guard lock(state_->mutex);
     const auto& limits = state_->limits;
@@ -299,9 +317,15 @@ PeerGate::Admission PeerGate::admit(const sockaddr* peer, std::chrono::steady_cl
       admission.slot = Slot(state_);
       return admission;
     }
+    if (!state_->may_log(now)) {
+      ++state_->unlogged;
+      return admission;
+    }
+    unlogged = std::exchange(state_->unlogged, 0);
   }
-  spdlog::warn("refused {} port {}: {}", address ? address->to_string() : std::string("an unknown address"),
-               port_of(peer), admission.reason);
+  spdlog::warn("refused {} port {}: {}{}", address ? address->to_string() : std::string("an unknown address"),
+               port_of(peer), admission.reason,
+               unlogged == 0 ? std::string() : fmt::format(" ({} more refused before it, not logged)", unlogged));
   return admission;
 }
 

@@ -104,6 +104,10 @@ class RefusedPeers final : public ReportSection {
   RefusedTally tally_;
 };
 
+// Refusals logged: a burst of this many lines, then one a refusal_log_interval; those between
+// are counted into the next line.
+inline constexpr double refusal_log_burst = 10;
+inline constexpr std::chrono::seconds refusal_log_interval{1};
 // The window --peer-rate counts new connections in.
 inline constexpr std::chrono::seconds peer_rate_window{10};
 // How many peers the rate limit remembers: a spray of source addresses evicts the quietest

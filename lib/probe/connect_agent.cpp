@@ -7,11 +7,15 @@
 
 #include <rdma/rdma_cma.h>
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -30,7 +34,11 @@ namespace {
 
 // SENDs a client may make: one each at 64 B, at the path MTU and at 64 KiB.
 constexpr std::uint16_t receives_per_connection = 3;
-constexpr int tcp_backlog = 4;
+// Side-channel clients served at once, and from one address: each has a thread, one overall
+// deadline for its handshake and request, and its answer's own; the rest are closed at accept.
+constexpr std::size_t max_side_clients = 8;
+constexpr std::size_t max_side_clients_per_address = 2;
+constexpr int tcp_backlog = 16;
 constexpr int cm_backlog = 8;
 constexpr std::chrono::milliseconds housekeeping_interval{250};
 
@@ -121,10 +129,11 @@ class Agent {
       const int ready = poll(polled.data(), polled.size(), static_cast<int>(housekeeping_interval.count()));
       if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
       if (options_.stop_fd >= 0 && (polled.back().revents & POLLIN) != 0) break;
-      if ((polled[0].revents & POLLIN) != 0) serve_client();
+      if ((polled[0].revents & POLLIN) != 0) take_side_client();
       if (channel_ && (polled[1].revents & POLLIN) != 0) drain_cm_events();
       expire_connections();
     }
+    end_side_clients();
     held_.clear();
     tally_.refused = gate_.refused();
     return tally_;
@@ -168,26 +177,79 @@ class Agent {
     check_errno(rdma_listen(listener_.get(), cm_backlog), "rdma_listen", cm_address_);
   }
 
-  void serve_client() {
+  // One side-channel client, served on a thread of its own so that a slow or silent one
+  // never delays another, or the probes' rdma_cm events.
+  struct SideClient {
+    SideClient(FileDescriptor accepted, std::string from) : socket(std::move(accepted)), address(std::move(from)) {}
+    FileDescriptor socket;
+    std::string address;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  void take_side_client() {
     sockaddr_storage peer{};
     socklen_t peer_length = sizeof(peer);
     auto client = FileDescriptor::checked(
         accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC), "accept");
     // Refused: logged by the gate and closed at once, before a byte is read.
     if (!gate_.admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) return;
-    const auto client_address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
-    if (!authenticated(client.get(), client_address)) return;
+    auto address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
+    reap_side_clients();
+    const auto from_address = std::count_if(side_clients_.begin(), side_clients_.end(),
+                                            [&address](const auto& held) { return held->address == address; });
+    if (side_clients_.size() >= max_side_clients ||
+        static_cast<std::size_t>(from_address) >= max_side_clients_per_address) {
+      const std::lock_guard lock(shared_);
+      ++tally_.busy;
+      if (tally_.busy == 1 || tally_.busy % 100 == 0) {
+        log_(fmt::format("closed a side-channel client from {}: {} served at once ({} busy so far)", address,
+                         side_clients_.size(), tally_.busy));
+      }
+      return;
+    }
+    auto held = std::make_unique<SideClient>(std::move(client), std::move(address));
+    SideClient& side = *held;
+    side.thread = std::thread([this, &side] {
+      serve_side_client(side.socket.get(), side.address, Clock::now() + options_.client_timeout);
+      // The client reads its answer to the end: the end is now, though the descriptor is
+      // closed only when the thread is reaped.
+      shutdown(side.socket.get(), SHUT_RDWR);
+      side.done = true;
+    });
+    side_clients_.push_back(std::move(held));
+  }
+
+  void reap_side_clients() {
+    std::erase_if(side_clients_, [](const std::unique_ptr<SideClient>& held) {
+      if (!held->done) return false;
+      held->thread.join();
+      return true;
+    });
+  }
+
+  // At the stop: every client's socket shut down, so that its thread's next wait ends.
+  void end_side_clients() {
+    for (const auto& held : side_clients_) shutdown(held->socket.get(), SHUT_RDWR);
+    for (const auto& held : side_clients_) held->thread.join();
+    side_clients_.clear();
+  }
+
+  void serve_side_client(int fd, const std::string& client_address, Clock::time_point deadline) {
+    if (!authenticated(fd, client_address, deadline)) return;
     try {
-      const auto request = agent::decode_request(read_request(client.get(), Clock::now() + options_.client_timeout));
+      const auto request = agent::decode_request(read_request(fd, deadline));
       auto answer = answer_for(options_, client_address, request.source);
       // The client's time to read starts once the answer is ready: building it (this host's
       // view, the nftables ruleset too) took a sanitized agent on a loaded host past the
       // whole timeout, and it hung up on a client that was still waiting.
-      write_all(client.get(), to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      write_all(fd, to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                 Clock::now() + options_.client_timeout);
+      const std::lock_guard lock(shared_);
       ++tally_.answers;
       log_(fmt::format("answered {} (probing {} port {})", client_address, request.address, request.port));
     } catch (const ProtocolError& bad) {
+      const std::lock_guard lock(shared_);
       ++tally_.bad_requests;
       log_(fmt::format("refused {}: {}", client_address, bad.what()));
     }
@@ -195,12 +257,13 @@ class Agent {
 
   // The key handshake, by the client's deadline: false (logged, counted, nothing served) when
   // the client did not prove it holds the key, or holds one this agent has not.
-  bool authenticated(int fd, const std::string& client_address) {
+  bool authenticated(int fd, const std::string& client_address, Clock::time_point deadline) {
     try {
-      handshake::serve_handshake(fd, handshake::Service::agent, options_.key ? &*options_.key : nullptr,
-                                 Clock::now() + options_.client_timeout, options_.stop_fd);
+      handshake::serve_handshake(fd, handshake::Service::agent, options_.key ? &*options_.key : nullptr, deadline,
+                                 options_.stop_fd);
       return true;
     } catch (const handshake::AuthenticationError& refused) {
+      const std::lock_guard lock(shared_);
       ++tally_.unauthenticated;
       log_(fmt::format("refused {}: handshake: {}", client_address, refused.what()));
     } catch (const RunStopped&) {
@@ -218,8 +281,11 @@ class Agent {
   }
 
   void reject(rdma_cm_id* id, const std::string& why) {
-    ++tally_.rejected;
-    log_(fmt::format("rejected a connection: {}", why));
+    {
+      const std::lock_guard lock(shared_);
+      ++tally_.rejected;
+      log_(fmt::format("rejected a connection: {}", why));
+    }
     bury_rejected(id, why);
   }
 
@@ -260,6 +326,7 @@ class Agent {
       check_errno(rdma_accept(event.id, &parameters), "rdma_accept", "diag-connect agent");
       held_[event.id] = Held{.connection = std::move(connection), .since = Clock::now()};
     } catch (const RdmaError& failed) {
+      const std::lock_guard lock(shared_);
       log_(fmt::format("could not accept a probe: {}", failed.what()));
       graveyard_.push_back(std::move(connection));
     }
@@ -268,10 +335,12 @@ class Agent {
   void handle(const rdma_cm_event& event) {
     switch (event.event) {
       case RDMA_CM_EVENT_CONNECT_REQUEST: take_request(event); return;
-      case RDMA_CM_EVENT_ESTABLISHED:
+      case RDMA_CM_EVENT_ESTABLISHED: {
+        const std::lock_guard lock(shared_);
         ++tally_.connections;
         log_("probe connection established");
         return;
+      }
       case RDMA_CM_EVENT_DISCONNECTED:
       case RDMA_CM_EVENT_CONNECT_ERROR:
       case RDMA_CM_EVENT_UNREACHABLE:
@@ -292,8 +361,11 @@ class Agent {
   void expire_connections() {
     for (auto& [id, held] : held_) {
       if (held.disconnecting || Clock::now() - held.since < options_.connection_lifetime) continue;
-      ++tally_.expired;
-      log_("dropped a probe connection held past its lifetime");
+      {
+        const std::lock_guard lock(shared_);
+        ++tally_.expired;
+        log_("dropped a probe connection held past its lifetime");
+      }
       rdma_disconnect(id);
       held.disconnecting = true;
     }
@@ -309,6 +381,8 @@ class Agent {
   CmId listener_;
   std::map<rdma_cm_id*, Held> held_;
   std::vector<std::unique_ptr<CheckConnection>> graveyard_;
+  std::vector<std::unique_ptr<SideClient>> side_clients_;  // the main thread's only
+  std::mutex shared_;                                      // tally_ and log_, between the threads
   AgentTally tally_;
 };
 
@@ -333,19 +407,18 @@ PeerAnswer answer_for(const AgentOptions& options, const std::string& client_add
 }
 
 void AgentTallyResult::add_to(nlohmann::json& document) const {
-  document["agent"] = {{"answers", tally_.answers},
-                       {"bad_requests", tally_.bad_requests},
-                       {"unauthenticated", tally_.unauthenticated},
-                       {"connections", tally_.connections},
-                       {"rejected", tally_.rejected},
-                       {"expired", tally_.expired}};
+  document["agent"] = {
+      {"answers", tally_.answers}, {"bad_requests", tally_.bad_requests}, {"unauthenticated", tally_.unauthenticated},
+      {"busy", tally_.busy},       {"connections", tally_.connections},   {"rejected", tally_.rejected},
+      {"expired", tally_.expired}};
 }
 
 std::string AgentTallyResult::text() const {
   return fmt::format(
-      "agent stopped: {} views answered, {} requests refused, {} clients refused by the key handshake, {} probe "
-      "connections, {} rejected, {} dropped at their lifetime\n",
-      tally_.answers, tally_.bad_requests, tally_.unauthenticated, tally_.connections, tally_.rejected, tally_.expired);
+      "agent stopped: {} views answered, {} requests refused, {} clients refused by the key handshake, {} closed "
+      "as too many at once, {} probe connections, {} rejected, {} dropped at their lifetime\n",
+      tally_.answers, tally_.bad_requests, tally_.unauthenticated, tally_.busy, tally_.connections, tally_.rejected,
+      tally_.expired);
 }
 
 AgentTally serve_agent(const AgentOptions& options, const std::function<void(const std::string&)>& ready,

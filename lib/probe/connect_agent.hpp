@@ -45,6 +45,7 @@ struct AgentTally {
   std::uint64_t answers = 0;          // side-channel requests answered
   std::uint64_t bad_requests = 0;     // side-channel requests refused (garbage, too long, too slow)
   std::uint64_t unauthenticated = 0;  // side-channel clients refused by the key handshake
+  std::uint64_t busy = 0;             // side-channel clients closed at accept: too many at once
   std::uint64_t connections = 0;      // probe connections accepted
   std::uint64_t rejected = 0;         // refused: not a diag-connect client, or too many at once
   std::uint64_t expired = 0;          // dropped after connection_lifetime

@@ -77,3 +77,50 @@ case_metrics_attacks() {
   expect_jq '.outcome == "interrupted" and .pingmesh.scrapes >= 7 and .pingmesh.scrapes_refused >= 300' node.report
   note "SIGTERM under attack: ended in $ms ms; $(jq -c '.pingmesh | {scrapes, scrapes_refused}' "$T/node.report")"
 }
+
+# diag-connect's agent: 300 silent side-channel connections and 64 KiB of garbage from one
+# address of its subnet while diag-connect asks from another. Before, the agent served its
+# side channel one client at a time (three 5 s deadlines each) on the thread that takes its
+# rdma_cm events: six silent connections filled its accept queue and a keyed client's connect
+# step took 5854 ms. Now each client has a thread (8 at once, 2 from one address; the rest
+# closed unread) and the probes' events wait for none of them.
+case_agent_attacks() {
+  require_device
+  start_local_agent
+  local probe=$AGENT_PROBE_PORT aport=$AGENT_SIDE_PORT attacker
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$RXE_ADDR" "$aport" \
+    --count 300 --hold 8 --source "$RXE_ADDR2" > "$T/silent.attack" 2>&1 &
+  attacker=$!
+  tick 1
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" garbage "$RXE_ADDR" "$aport" \
+    --bytes 65536 --hold 2 --source "$RXE_ADDR2" > "$T/garbage.attack" 2>&1
+  connect during 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --timeout 3
+  expect_connect_cause during ok 0
+  expect_jq '.capture.agent.status == "ok"' during.out
+  local connect_ms
+  connect_ms=$(jq '[.capture.attempt.steps[] | select(.name == "connect")][0].ms' "$T/during.out")
+  # A few ms alone; a loaded guest's scheduling, not the side channel, is what may add to it.
+  jq -e "$connect_ms < 1500" <<< "null" > /dev/null || fail "the probe's connect step took $connect_ms ms during the attack"
+  wait "$attacker" || fail "the attack failed: $(cat "$T/silent.attack")"
+  # The two it served got the handshake's first message (the agent speaks first), nothing more.
+  expect_jq '.opened + .refused == 300 and .closed >= 298 and .answered <= 2' silent.attack
+  # The refusals of the flood (too many at once, or --peer-rate's 60 in 10 s) were logged at a
+  # rate, not a line each.
+  local lines
+  lines=$(grep -c "refused\|closed a side-channel client" "$T/agent.err" || true)
+  ((lines <= 30)) || fail "$lines lines of refusals for 300 connections"
+  # SIGTERM while 300 more knock: within 2 s, with its tally.
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$RXE_ADDR" "$aport" \
+    --count 300 --hold 4 --source "$RXE_ADDR2" > "$T/stop.attack" 2>&1 &
+  attacker=$!
+  tick 1
+  local stopping=${EPOCHREALTIME/./} ms
+  stop_local_agent
+  ms=$(((${EPOCHREALTIME/./} - stopping) / 1000))
+  wait "$attacker" || true
+  ((ms <= 2000)) || fail "SIGTERM under attack: the agent took $ms ms to end"
+  # 600 silent connections: two served (and cut at their deadline), the rest closed unread, as
+  # too many at once or, past 60 in 10 s, too fast (--peer-rate's default).
+  expect_jq '.agent.busy + .refused_peers.too_fast >= 590 and .agent.answers == 1' agent.out
+  note "agent under attack: connect step $connect_ms ms; $(cat "$T/silent.attack"); SIGTERM in $ms ms; $(jq -c '.agent' "$T/agent.out")"
+}

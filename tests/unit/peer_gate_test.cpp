@@ -5,10 +5,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "lib/core/error.hpp"
 
@@ -140,6 +144,25 @@ TEST(PeerGate, RefusesOutsideTheAllowList) {
   EXPECT_EQ(refused.reason, "not in --allow 10.0.0.0/24");
   EXPECT_EQ(gate.refused().not_allowed, 1U);
   EXPECT_EQ(gate.refused().total(), 1U);
+}
+
+// A flood of refusals: a burst of lines, then one a second, the rest counted into the next.
+TEST(PeerGate, RefusalsAreLoggedAtARateNotOneLineEach) {
+  std::ostringstream captured;
+  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  auto logger = std::make_shared<spdlog::logger>("gate_test", sink);
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(logger);
+  PeerGate gate({.allow = AllowList::parse({"10.0.0.0/24"}, "--allow")});
+  const auto start = std::chrono::steady_clock::now();
+  for (int k = 0; k < 300; ++k) (void)gate.admit(as_sockaddr(peer("10.99.0.1")), start);
+  (void)gate.admit(as_sockaddr(peer("10.99.0.1")), start + std::chrono::seconds(1));
+  spdlog::set_default_logger(previous);
+  const auto text = captured.str();
+  const auto lines = std::count(text.begin(), text.end(), '\n');
+  EXPECT_EQ(lines, static_cast<long>(refusal_log_burst) + 1) << text;
+  EXPECT_NE(text.find("(290 more refused before it, not logged)"), std::string::npos) << text;
+  EXPECT_EQ(gate.refused().not_allowed, 301U);
 }
 
 TEST(PeerGate, CapsConnectionsHeldAtOnce) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # unit_security.sh UNIT.in PROGRAM THRESHOLD: the systemd unit we ship, made from UNIT.in with
-# PROGRAM (the built tool) in ExecStart, passes systemd-analyze verify and scores at most
+# PROGRAM (the built tool) in ExecStart, bounds memory, tasks and descriptors (MemoryMax,
+# TasksMax, LimitNOFILE), passes systemd-analyze verify and scores at most
 # THRESHOLD on systemd-analyze security's exposure scale (0 safest, 10 least safe), both
 # offline: no systemd needs to run here. Whether the unit starts is not tested (no systemd as
 # PID 1 in the guest either).
@@ -16,6 +17,10 @@ if grep -q '@[A-Z_]*@' "$unit"; then
   echo "$name: a placeholder left unfilled: $(grep -o '@[A-Z_]*@' "$unit" | head -n 1)"
   exit 1
 fi
+# Bounded whatever its peers do: memory, threads, descriptors.
+for limit in MemoryMax TasksMax LimitNOFILE; do
+  grep -q "^$limit=" "$unit" || { echo "$name: no $limit="; exit 1; }
+done
 # --man=no: the Documentation= pages are not installed here.
 systemd-analyze verify --man=no "$unit"
 report=$(systemd-analyze security --offline=yes --no-pager "$unit" 2>&1) || true

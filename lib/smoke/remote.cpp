@@ -44,7 +44,9 @@ addrinfo* numeric(const std::string& host, std::uint16_t port, bool passive) {
 struct AddressList {
   addrinfo* list;
   explicit AddressList(addrinfo* found) : list(found) {}
-  ~AddressList() { freeaddrinfo(list); }
+  ~AddressList() {
+    if (list != nullptr) freeaddrinfo(list);
+  }
   AddressList(const AddressList&) = delete;
   AddressList& operator=(const AddressList&) = delete;
 };
@@ -88,14 +90,19 @@ std::vector<std::string> names_in(const nlohmann::json& object, const char* key)
 }  // namespace
 
 ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                                          int stop_fd, const SharedKey* key) {
+                                          int stop_fd, const SharedKey* key, const std::string& source) {
   const AddressList addresses(numeric(host, port, false));
   const auto* address = addresses.list;
+  const AddressList from(source.empty() ? nullptr : numeric(source, 0, false));
   int error = 0;
   // The serving side may not listen yet: try again until the deadline.
   while (Clock::now() < deadline) {
     auto socket =
         FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
+    if (from.list != nullptr && ::bind(socket.get(), from.list->ai_addr, from.list->ai_addrlen) != 0) {
+      throw std::runtime_error(
+          fmt::format("cannot connect from {} to rdma_smoke --serve: {}", source, std::strerror(errno)));
+    }
     if (::connect(socket.get(), address->ai_addr, address->ai_addrlen) != 0 && errno != EINPROGRESS) {
       error = errno;
     } else if (await_fd(socket.get(), POLLOUT, std::min(deadline, Clock::now() + std::chrono::seconds(5)), stop_fd)) {
@@ -140,7 +147,7 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
     socklen_t length = sizeof peer;
     const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
-    ControlChannel channel(fd, stop_fd, peer_name(peer));
+    ControlChannel channel(fd, stop_fd, peer_name(peer), IpAddress::of(reinterpret_cast<const sockaddr*>(&peer)));
     if (gate != nullptr && !gate->admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) continue;
     try {
       // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
@@ -210,7 +217,8 @@ nlohmann::json plan_request(const PeerPlan& plan) {
           {"reverse", plan.run_reverse}};
 }
 
-PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address) {
+PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address,
+                           const std::optional<IpAddress>& control_peer) {
   PeerPlan plan;
   auto& o = plan.forward;
   o.address = address;
@@ -233,6 +241,12 @@ PeerPlan plan_from_request(const nlohmann::json& request, const std::string& add
   if (inet_pton(AF_INET, o.local_address.c_str(), parsed.data()) != 1 &&
       inet_pton(AF_INET6, o.local_address.c_str(), parsed.data()) != 1) {
     throw ProtocolError("'peer_address' is not a numeric address");
+  }
+  if (control_peer && IpAddress::parse(o.local_address) != control_peer) {
+    throw ProtocolError(
+        fmt::format("'peer_address' {} is not the address the request came from ({}): clients here "
+                    "go to the control peer only",
+                    o.local_address, control_peer->to_string()));
   }
   return plan;
 }
@@ -369,7 +383,7 @@ std::vector<SmokeCase> agree_on_plan(ControlChannel& channel, const std::string&
   const auto hello = channel.receive(Clock::now() + std::chrono::seconds(30));
   std::vector<SmokeCase> cases;
   try {
-    cases = peer_cases(plan_from_request(member(hello, "plan"), address));
+    cases = peer_cases(plan_from_request(member(hello, "plan"), address, channel.peer_address()));
   } catch (const std::exception& refused) {
     channel.send({{"error", refused.what()}});
     throw ProtocolError(std::string("the peer's plan: ") + refused.what());

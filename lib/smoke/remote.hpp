@@ -31,8 +31,10 @@ class ControlChannel {
   // Connects to host:port (numeric) by the deadline and makes the key handshake with `key`
   // (nullptr: none); throws std::runtime_error saying why not, handshake::AuthenticationError
   // when the serving side refused this side or could not prove it holds the key.
+  // `source`: the address to connect from ("" : the route's), which the serving side takes
+  // as this side's and runs its clients toward.
   static ControlChannel connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline, int stop_fd,
-                                   const SharedKey* key = nullptr);
+                                   const SharedKey* key = nullptr, const std::string& source = "");
   // Listens on bind:port ("" for every address) and takes the first connection that passes
   // the key handshake with `key` (nullptr: none) within handshake_timeout; a peer refused by
   // it is told why, said through `refused` in one line and closed, and the next one awaited
@@ -54,12 +56,16 @@ class ControlChannel {
   // what is not one JSON object a line, too long, or the peer gone.
   nlohmann::json receive(Clock::time_point deadline);
   const std::string& peer() const { return peer_; }
+  // The address the peer's control connection came from (accept_one's side).
+  const std::optional<IpAddress>& peer_address() const { return peer_address_; }
 
  private:
-  ControlChannel(int fd, int stop_fd, std::string peer) : fd_(fd), stop_fd_(stop_fd), peer_(std::move(peer)) {}
+  ControlChannel(int fd, int stop_fd, std::string peer, std::optional<IpAddress> peer_address = std::nullopt)
+      : fd_(fd), stop_fd_(stop_fd), peer_(std::move(peer)), peer_address_(peer_address) {}
   int fd_;
   int stop_fd_;
   std::string peer_;
+  std::optional<IpAddress> peer_address_;
   std::string buffered_;
 };
 
@@ -76,7 +82,11 @@ struct PeerPlan {
 // that side knows itself.
 nlohmann::json plan_request(const PeerPlan& plan);
 // The serving side's view of the peer's request; throws ProtocolError for what does not fit.
-PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address);
+// `control_peer`: where the request came from; the address this side's clients are to reach
+// (the request's peer_address) must be that one: the serving side runs clients toward its
+// control peer only, never at an address a request names.
+PeerPlan plan_from_request(const nlohmann::json& request, const std::string& address,
+                           const std::optional<IpAddress>& control_peer);
 // The cases of a run across two hosts in the order they run: each tool's forward case,
 // then its reverse one (whatever direction plan.forward says, its cases are the forward ones).
 std::vector<SmokeCase> peer_cases(const PeerPlan& plan);

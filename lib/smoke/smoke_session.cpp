@@ -102,8 +102,10 @@ void run_against_peer(const SmokeOptions& o, const SmokeHost& host, const std::s
   const auto key = o.key_file.empty() ? std::nullopt : std::optional(read_shared_key(o.key_file));
   auto channel = [&] {
     try {
+      // From this side's address: the serving side runs its clients toward where the control
+      // connection comes from, and nowhere else.
       return ControlChannel::connect_to(plan.forward.address, o.control_port, Clock::now() + std::chrono::seconds(30),
-                                        environment.stop_fd, key ? &*key : nullptr);
+                                        environment.stop_fd, key ? &*key : nullptr, local);
     } catch (const handshake::AuthenticationError& refused) {
       throw ProtocolError(
           fmt::format("the key handshake with {}:{}: {}", plan.forward.address, o.control_port, refused.what()));

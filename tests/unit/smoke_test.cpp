@@ -232,7 +232,7 @@ TEST(SmokeRemote, ThePlanCrossesAndComesBackTheSame) {
                             .direction = Direction::forward},
                 .run_forward = true,
                 .run_reverse = true};
-  const auto theirs = plan_from_request(plan_request(mine), "10.0.0.2");
+  const auto theirs = plan_from_request(plan_request(mine), "10.0.0.2", std::nullopt);
   EXPECT_EQ(theirs.forward.first_port, 21000);
   EXPECT_TRUE(theirs.forward.quick);
   EXPECT_EQ(theirs.forward.tools, mine.forward.tools);
@@ -255,7 +255,7 @@ TEST(SmokeRemote, ThePlanCrossesAndComesBackTheSame) {
   EXPECT_TRUE(has(cases[1].client.args, "-a", "10.0.0.1"));
   // One direction alone.
   mine.run_forward = false;
-  EXPECT_EQ(names(peer_cases(plan_from_request(plan_request(mine), "10.0.0.2"))),
+  EXPECT_EQ(names(peer_cases(plan_from_request(plan_request(mine), "10.0.0.2", std::nullopt))),
             (std::vector<std::string>{"rping.reverse", "mckey.reverse"}));
 }
 
@@ -264,27 +264,39 @@ TEST(SmokeRemote, WhatThePeerSendsIsChecked) {
   plan.forward.local_address = "10.0.0.3";
   auto request = plan_request(plan);
   request["timeout_s"] = -1;
-  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2", std::nullopt), ProtocolError);
   request = plan_request(plan);
   request["tools"] = "rping";
-  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2", std::nullopt), ProtocolError);
   request.erase("tools");
-  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2", std::nullopt), ProtocolError);
   // The address this side's clients would go to must be a numeric one, not a word for a shell.
   for (const auto* bad_address : {"", "host.example", "10.0.0.1; reboot", "-h"}) {
     request = plan_request(plan);
     request["peer_address"] = bad_address;
-    EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError) << bad_address;
+    EXPECT_THROW(plan_from_request(request, "10.0.0.2", std::nullopt), ProtocolError) << bad_address;
   }
   request = plan_request(plan);
   request["peer_address"] = "fd55::2";
-  EXPECT_NO_THROW(plan_from_request(request, "10.0.0.2"));
+  EXPECT_NO_THROW(plan_from_request(request, "10.0.0.2", std::nullopt));
   request["forward"] = false;
   request["reverse"] = false;
-  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2", std::nullopt), ProtocolError);
   request = plan_request(plan);
   request["first_port"] = 65530;
-  EXPECT_THROW(plan_from_request(request, "10.0.0.2"), ProtocolError);
+  EXPECT_THROW(plan_from_request(request, "10.0.0.2", std::nullopt), ProtocolError);
+  // Clients here go to the control connection's peer only, not to an address it names.
+  request = plan_request(plan);
+  EXPECT_NO_THROW(plan_from_request(request, "10.0.0.2", IpAddress::parse("10.0.0.3")));
+  EXPECT_NO_THROW(plan_from_request(request, "10.0.0.2", IpAddress::parse("::ffff:10.0.0.3")));
+  try {
+    plan_from_request(request, "10.0.0.2", IpAddress::parse("10.0.0.9"));
+    ADD_FAILURE() << "a peer_address other than the control peer was taken";
+  } catch (const ProtocolError& refused) {
+    EXPECT_STREQ(refused.what(),
+                 "'peer_address' 10.0.0.3 is not the address the request came from (10.0.0.9): clients here go to "
+                 "the control peer only");
+  }
 
   ToolRun run = run_with(0, R"({"tool":"rping"})");
   run.role = "server";

@@ -188,21 +188,30 @@ bool answers_pings(const BwResults& results) {
 
 }  // namespace
 
+void BwResults::add_refusals_to(nlohmann::json& document) const {
+  if (refused.entries().empty()) return;
+  nlohmann::json refusals = nlohmann::json::array();
+  for (const auto& refusal : refused.entries()) refusals.push_back(to_json(refusal));
+  document["refused"] = std::move(refusals);
+  if (refused_earlier > 0) document["refused_earlier"] = refused_earlier;
+}
+
+void BwResults::add_clients_to(nlohmann::json& document) const {
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& client : clients.entries()) {
+    auto record = to_json(client.record);
+    record["test"] = client.test;
+    records.push_back(std::move(record));
+  }
+  document["connections"] = std::move(records);
+  if (earlier_clients.count > 0) document["earlier_connections"] = to_json(earlier_clients);
+}
+
 void BwResults::add_to(nlohmann::json& document) const {
   if (!warnings.empty()) document["warnings"] = warnings;
-  if (!refused.empty()) {
-    nlohmann::json refusals = nlohmann::json::array();
-    for (const auto& refusal : refused) refusals.push_back(to_json(refusal));
-    document["refused"] = std::move(refusals);
-  }
+  add_refusals_to(document);
   if (persistent) {
-    nlohmann::json records = nlohmann::json::array();
-    for (const auto& client : clients) {
-      auto record = to_json(client.record);
-      record["test"] = client.test;
-      records.push_back(std::move(record));
-    }
-    document["connections"] = std::move(records);
+    add_clients_to(document);
     return;
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -235,7 +244,7 @@ void BwResults::add_to(nlohmann::json& document) const {
 }
 
 std::string BwResults::text() const {
-  if (persistent) return fmt::format("served {} clients\n", clients.size());
+  if (persistent) return fmt::format("served {} clients\n", clients.entries().size() + earlier_clients.count);
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered) + datagrams_text(*this);
   auto text = latency.empty() ? table(bandwidth, gbits) : table(latency, gbits);
   return text + datagrams_text(*this) + intervals_text(*this) + cpu_text(*this) + counters_text(*this);

@@ -650,7 +650,7 @@ std::unique_ptr<Endpoint> next_client(Listener& listener, WaitingClients& waitin
 void refuse(Endpoint& request, const std::string& reason, BwResults& results) {
   spdlog::warn("refused {}: {}", request.peer_address(), reason);
   request.reject(bw::encode_refusal(reason));
-  results.refused.push_back({.peer = request.peer_address(), .reason = reason});
+  results.refuse({.peer = request.peer_address(), .reason = reason});
 }
 
 // The client's test once its connections are up: answer its pings, or take (and reflect)
@@ -830,11 +830,13 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
       served.bytes += row.bytes;
     }
     served.iterations += client.answered;
-    for (auto& refusal : client.refused) results.refused.push_back(std::move(refusal));
+    for (const auto& refusal : client.refused.entries()) results.refuse(refusal);
     if (!refused) {
       report.iterations_completed += served.iterations;
       report.bytes += served.bytes;
-      results.clients.push_back({.record = served, .test = client.test});
+      if (auto oldest = results.clients.add({.record = served, .test = client.test})) {
+        results.earlier_clients.fold(oldest->record);
+      }
     }
     if (served.outcome == Outcome::interrupted) {
       report.outcome = served.outcome;

@@ -129,15 +129,24 @@ struct BwResults final : ReportSection {
   // -c UD: each size's datagrams sent and received (both sides, after the run).
   std::vector<DatagramLoss> datagrams;
   nlohmann::json test = nlohmann::json::object();  // what ran: operation, depth, GID, MTU ...
-  std::vector<BwRefusal> refused;
+  // The latest refusals; those before are only counted (refused_earlier).
+  LatestEntries<BwRefusal> refused;
+  std::uint64_t refused_earlier = 0;
   // What was asked that runs but will not work everywhere (-x naming a link-local entry).
   std::vector<std::string> warnings;
-  std::uint64_t answered = 0;           // server of a latency test
-  std::vector<BwServedClient> clients;  // persistent server: a record per client
-  bool persistent = false;              // a persistent server's: its clients, no rows
-  bool gbits = false;                   // the text table in Gb/s rather than MB/s
+  std::uint64_t answered = 0;  // server of a latency test
+  // Persistent server: a record per client, the latest; those before folded into totals.
+  LatestEntries<BwServedClient> clients;
+  EarlierConnections earlier_clients;
+  bool persistent = false;  // a persistent server's: its clients, no rows
+  bool gbits = false;       // the text table in Gb/s rather than MB/s
 
   void add_to(nlohmann::json& document) const override;
+  void add_refusals_to(nlohmann::json& document) const;
+  void add_clients_to(nlohmann::json& document) const;
+  void refuse(BwRefusal refusal) {
+    if (refused.add(std::move(refusal))) ++refused_earlier;
+  }
   std::string text() const override;
 };
 

@@ -28,12 +28,27 @@ nlohmann::json to_json(const ServedConnection& connection) {
           {"error", connection.error}};
 }
 
+void EarlierConnections::fold(const ServedConnection& connection) {
+  ++count;
+  iterations += connection.iterations;
+  bytes += connection.bytes;
+  if (connection.outcome != Outcome::completed) ++failed;
+}
+
+nlohmann::json to_json(const EarlierConnections& earlier) {
+  return {{"count", earlier.count},
+          {"iterations", earlier.iterations},
+          {"bytes", earlier.bytes},
+          {"failed", earlier.failed}};
+}
+
 void ServedConnections::add_to(nlohmann::json& document) const {
   nlohmann::json records = nlohmann::json::array();
-  for (const auto& served : connections) {
+  for (const auto& served : history.latest()) {
     records.push_back(to_json(served));
   }
   document["connections"] = std::move(records);
+  if (history.earlier().count > 0) document["earlier_connections"] = to_json(history.earlier());
 }
 
 void serve_counted(const std::function<void(ServedConnection&)>& serve, Report& report) {
@@ -76,10 +91,15 @@ void stop_serving(const RunStopped& stopped, Report& report) {
 
 void serve_persistently(const std::function<AcceptedConnection()>& accept, Report& report) {
   std::mutex records_mutex;
-  std::vector<ServedConnection> records;
-  auto keep = [&records_mutex, &records](ServedConnection record) {
+  ConnectionHistory records;
+  // Totalled as they end: the list keeps only the latest.
+  std::uint64_t iterations = 0;
+  std::uint64_t bytes = 0;
+  auto keep = [&](ServedConnection record) {
     const std::lock_guard lock(records_mutex);
-    records.push_back(std::move(record));
+    iterations += record.iterations;
+    bytes += record.bytes;
+    records.add(std::move(record));
   };
   struct Worker {
     std::shared_ptr<std::atomic<bool>> finished;
@@ -118,10 +138,8 @@ void serve_persistently(const std::function<AcceptedConnection()>& accept, Repor
     failure = std::current_exception();
   }
   workers.clear();  // joins: a stop signal reaches every connection through its own waits
-  for (const auto& served : records) {
-    report.iterations_completed += served.iterations;
-    report.bytes += served.bytes;
-  }
+  report.iterations_completed += iterations;
+  report.bytes += bytes;
   report.add(ServedConnections(std::move(records)));
   if (failure) std::rethrow_exception(failure);
 }

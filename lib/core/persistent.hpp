@@ -4,8 +4,10 @@
 // so one misbehaving client cannot take the server down.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,11 +29,63 @@ struct ServedConnection {
 
 nlohmann::json to_json(const ServedConnection& connection);
 
-// A persistent server's connections in its report ("connections"), in the order they ended.
-struct ServedConnections final : ReportSection {
-  std::vector<ServedConnection> connections;
+// How many connections a persistent server's report lists one by one: the latest. Those that
+// ended before are folded into totals ("earlier_connections"), so that a server up for months
+// holds and writes a report of bounded size.
+inline constexpr std::size_t listed_connections = 1000;
 
-  explicit ServedConnections(std::vector<ServedConnection> served) : connections(std::move(served)) {}
+// The connections folded out of the list: how many, what they carried, how many failed.
+struct EarlierConnections {
+  std::uint64_t count = 0;
+  std::uint64_t iterations = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t failed = 0;  // outcome other than completed
+
+  void fold(const ServedConnection& connection);
+};
+nlohmann::json to_json(const EarlierConnections& earlier);
+
+// The latest `kept` entries; add() hands back the one it pushed out, for the caller to fold.
+template <typename Entry>
+class LatestEntries {
+ public:
+  explicit LatestEntries(std::size_t kept = listed_connections) : kept_(kept) {}
+  std::optional<Entry> add(Entry entry) {
+    entries_.push_back(std::move(entry));
+    if (entries_.size() <= kept_) return std::nullopt;
+    auto oldest = std::move(entries_.front());
+    entries_.pop_front();
+    return oldest;
+  }
+  const std::deque<Entry>& entries() const { return entries_; }
+
+ private:
+  std::size_t kept_;
+  std::deque<Entry> entries_;
+};
+
+// A persistent server's connections: the latest, one by one in the order they ended, and
+// the totals of those before.
+class ConnectionHistory {
+ public:
+  explicit ConnectionHistory(std::size_t kept = listed_connections) : latest_(kept) {}
+  void add(ServedConnection connection) {
+    if (auto oldest = latest_.add(std::move(connection))) earlier_.fold(*oldest);
+  }
+  const std::deque<ServedConnection>& latest() const { return latest_.entries(); }
+  const EarlierConnections& earlier() const { return earlier_; }
+
+ private:
+  LatestEntries<ServedConnection> latest_;
+  EarlierConnections earlier_;
+};
+
+// A persistent server's connections in its report ("connections", and "earlier_connections"
+// once some were folded).
+struct ServedConnections final : ReportSection {
+  ConnectionHistory history;
+
+  explicit ServedConnections(ConnectionHistory served) : history(std::move(served)) {}
   void add_to(nlohmann::json& document) const override;
 };
 

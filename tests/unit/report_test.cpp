@@ -178,14 +178,15 @@ TEST(ReportJson, AttachedDiagnosisGoesUnderItsKey) {
 
 TEST(ReportJson, ServedConnectionsListsEachRecord) {
   Report r = sample();
-  r.add(ServedConnections(
-      {ServedConnection{
-           .peer = "10.0.0.2:5000", .iterations = 3, .bytes = 384, .outcome = Outcome::completed, .error = {}},
-       ServedConnection{.peer = "10.0.0.3:5000",
-                        .iterations = 0,
-                        .bytes = 0,
-                        .outcome = Outcome::peer_disconnected,
-                        .error = "the peer disconnected"}}));
+  ConnectionHistory history;
+  history.add(ServedConnection{
+      .peer = "10.0.0.2:5000", .iterations = 3, .bytes = 384, .outcome = Outcome::completed, .error = {}});
+  history.add(ServedConnection{.peer = "10.0.0.3:5000",
+                               .iterations = 0,
+                               .bytes = 0,
+                               .outcome = Outcome::peer_disconnected,
+                               .error = "the peer disconnected"});
+  r.add(ServedConnections(std::move(history)));
   const auto j = to_json(r);
   ASSERT_EQ(j["connections"].size(), 2u);
   EXPECT_EQ(
@@ -193,7 +194,26 @@ TEST(ReportJson, ServedConnectionsListsEachRecord) {
       (nlohmann::json{
           {"peer", "10.0.0.2:5000"}, {"iterations", 3}, {"bytes", 384}, {"outcome", "completed"}, {"error", ""}}));
   EXPECT_EQ(j["connections"][1]["outcome"], "peer_disconnected");
+  EXPECT_FALSE(j.contains("earlier_connections"));
   EXPECT_NE(render_text(r).find("3 of 3 iterations"), std::string::npos);  // no text of its own
+}
+
+// A server up for months: the latest connections listed, those before folded into totals.
+TEST(ReportJson, ServedConnectionsFoldTheOldestIntoTotals) {
+  ConnectionHistory history(3);
+  for (std::uint64_t k = 1; k <= 5; ++k) {
+    history.add(ServedConnection{.peer = "10.0.0." + std::to_string(k) + ":5000",
+                                 .iterations = k,
+                                 .bytes = 10 * k,
+                                 .outcome = k == 2 ? Outcome::failed : Outcome::completed,
+                                 .error = {}});
+  }
+  Report r = sample();
+  r.add(ServedConnections(std::move(history)));
+  const auto j = to_json(r);
+  ASSERT_EQ(j["connections"].size(), 3u);
+  EXPECT_EQ(j["connections"][0]["peer"], "10.0.0.3:5000");
+  EXPECT_EQ(j["earlier_connections"], (nlohmann::json{{"count", 2}, {"iterations", 3}, {"bytes", 30}, {"failed", 1}}));
 }
 
 TEST(ReportOutcome, EveryOutcomeHasItsName) {

@@ -34,10 +34,11 @@ namespace {
 
 // SENDs a client may make: one each at 64 B, at the path MTU and at 64 KiB.
 constexpr std::uint16_t receives_per_connection = 3;
-// Side-channel clients served at once, and from one address: each has a thread, one overall
+// Side-channel clients served at once, and from one address (several diag-connect runs of one
+// host at once: rdma_mesh's ranks, tsan_agent's three): each has a thread, one overall
 // deadline for its handshake and request, and its answer's own; the rest are closed at accept.
-constexpr std::size_t max_side_clients = 8;
-constexpr std::size_t max_side_clients_per_address = 2;
+constexpr std::size_t max_side_clients = 16;
+constexpr std::size_t max_side_clients_per_address = 4;
 constexpr int tcp_backlog = 16;
 constexpr int cm_backlog = 8;
 constexpr std::chrono::milliseconds housekeeping_interval{250};
@@ -314,8 +315,12 @@ class Agent {
     }
     auto connection = std::make_unique<CheckConnection>();
     connection->id = CmId(event.id);
+    // --ps udp: a SIDR request, answered with a UD QP's number and Q_Key (an RC QP's number
+    // in a SIDR reply names nothing a datagram can reach). SIDR ends with the reply: there is
+    // no connection to hold, so it takes no probe slot.
+    const bool datagram = event.id->ps == RDMA_PS_UDP;
     try {
-      connection->create(receives_per_connection);
+      connection->create(datagram ? 0 : receives_per_connection, datagram ? IBV_QPT_UD : IBV_QPT_RC);
       const auto offer = agent::encode_offer({.address = connection->buffer->address(),
                                               .rkey = connection->buffer->rkey(),
                                               .length = agent::check_buffer_bytes,
@@ -324,6 +329,13 @@ class Agent {
       accept_offer.private_data = offer;
       auto parameters = connection_parameters(accept_offer);
       check_errno(rdma_accept(event.id, &parameters), "rdma_accept", "diag-connect agent");
+      if (datagram) {
+        const std::lock_guard lock(shared_);
+        ++tally_.connections;
+        log_("answered a service ID resolution (SIDR)");
+        graveyard_.push_back(std::move(connection));
+        return;
+      }
       held_[event.id] = Held{.connection = std::move(connection), .since = Clock::now()};
     } catch (const RdmaError& failed) {
       const std::lock_guard lock(shared_);

@@ -9,7 +9,8 @@ modes:
   chunked  POST /metrics with a chunked body of --bytes bytes
   drip     send a request line, then one byte every 0.5 s for --hold seconds
 
-Every connection is made from --source (an address of this host) when given. For each,
+Every connection is made from --source (an address of this host) when given; --ready FILE
+is created once every connection is open (or refused). For each,
 "closed" counts those the listener ended (EOF or reset) before the attack let go of them,
 "answered" those that got any byte back; "sent" is what the listener took before it ended."""
 
@@ -75,6 +76,7 @@ def main():
     parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--bytes", type=int, default=65536)
     parser.add_argument("--hold", type=float, default=3.0)
+    parser.add_argument("--ready", default="")
     args = parser.parse_args()
 
     result = {"mode": args.mode, "opened": 0, "refused": 0, "closed": 0, "answered": 0, "sent": 0}
@@ -87,6 +89,9 @@ def main():
             result["opened"] += 1
         except OSError:
             result["refused"] += 1
+    if args.ready:
+        with open(args.ready, "w", encoding="utf-8"):
+            pass
     payloads = {
         "header": b"GET /metrics HTTP/1.1\r\nX-Long: " + b"a" * args.bytes + b"\r\n\r\n",
         "garbage": os.urandom(args.bytes),

@@ -8,15 +8,20 @@ ATTACK_RSS_BOUND_KIB=16384  # what an attack may add to the listener's resident 
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
+# attack_ready NAME: until attack.py's connections for NAME are all open (its --ready file);
+# a Python start in a loaded guest takes a second or more.
+attack_ready() { poll_until 30 "the attack $1 did not get going in 30 s" test -e "$T/$1.ready"; }
+
 # attack_cell NAME PID URL ATTACK_ARGS...: one cell against the process PID serving URL: the
 # attack in the background; while it holds, an allowed scrape (from 127.0.0.1) within 2 s
 # and the process's RSS; then the attack's own account (NAME.attack).
 attack_cell() {
   local name=$1 pid=$2 url=$3 attacker code rss peak=0 k
   shift 3
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" "$@" > "$T/$name.attack" 2>&1 &
+  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" "$@" --ready "$T/$name.ready" \
+    > "$T/$name.attack" 2>&1 &
   attacker=$!
-  tick 1
+  attack_ready "$name"
   code=$(curl -s --max-time 2 --interface 127.0.0.1 -o "$T/$name.scrape" -w '%{http_code}' "$url")
   for k in 1 2 3; do
     rss=$(rss_kib "$pid") || fail "$name: the listener is gone"
@@ -63,9 +68,9 @@ case_metrics_attacks() {
   expect_grep "refused a scrape of /metrics from $a" node.err
   # SIGTERM while 300 silent connections knock: it ends within 2 s, with its report.
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$b" $((PORT + 1)) \
-    --count 300 --hold 4 "${inside[@]}" > "$T/stop.attack" 2>&1 &
+    --count 300 --hold 4 "${inside[@]}" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
   local attacker=$! stopping
-  tick 1
+  attack_ready stop
   stopping=${EPOCHREALTIME/./}
   kill -TERM "$PID_node"
   finish node 10
@@ -82,16 +87,16 @@ case_metrics_attacks() {
 # address of its subnet while diag-connect asks from another. Before, the agent served its
 # side channel one client at a time (three 5 s deadlines each) on the thread that takes its
 # rdma_cm events: six silent connections filled its accept queue and a keyed client's connect
-# step took 5854 ms. Now each client has a thread (8 at once, 2 from one address; the rest
+# step took 5854 ms. Now each client has a thread (16 at once, 4 from one address; the rest
 # closed unread) and the probes' events wait for none of them.
 case_agent_attacks() {
   require_device
   start_local_agent
   local probe=$AGENT_PROBE_PORT aport=$AGENT_SIDE_PORT attacker
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$RXE_ADDR" "$aport" \
-    --count 300 --hold 8 --source "$RXE_ADDR2" > "$T/silent.attack" 2>&1 &
+    --count 300 --hold 8 --source "$RXE_ADDR2" --ready "$T/silent.ready" > "$T/silent.attack" 2>&1 &
   attacker=$!
-  tick 1
+  attack_ready silent
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" garbage "$RXE_ADDR" "$aport" \
     --bytes 65536 --hold 2 --source "$RXE_ADDR2" > "$T/garbage.attack" 2>&1
   connect during 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --timeout 3
@@ -102,8 +107,8 @@ case_agent_attacks() {
   # A few ms alone; a loaded guest's scheduling, not the side channel, is what may add to it.
   jq -e "$connect_ms < 1500" <<< "null" > /dev/null || fail "the probe's connect step took $connect_ms ms during the attack"
   wait "$attacker" || fail "the attack failed: $(cat "$T/silent.attack")"
-  # The two it served got the handshake's first message (the agent speaks first), nothing more.
-  expect_jq '.opened + .refused == 300 and .closed >= 298 and .answered <= 2' silent.attack
+  # The four it served got the handshake's first message (the agent speaks first), nothing more.
+  expect_jq '.opened + .refused == 300 and .closed >= 296 and .answered <= 4' silent.attack
   # The refusals of the flood (too many at once, or --peer-rate's 60 in 10 s) were logged at a
   # rate, not a line each.
   local lines
@@ -111,16 +116,16 @@ case_agent_attacks() {
   ((lines <= 30)) || fail "$lines lines of refusals for 300 connections"
   # SIGTERM while 300 more knock: within 2 s, with its tally.
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$RXE_ADDR" "$aport" \
-    --count 300 --hold 4 --source "$RXE_ADDR2" > "$T/stop.attack" 2>&1 &
+    --count 300 --hold 4 --source "$RXE_ADDR2" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
   attacker=$!
-  tick 1
+  attack_ready stop
   local stopping=${EPOCHREALTIME/./} ms
   stop_local_agent
   ms=$(((${EPOCHREALTIME/./} - stopping) / 1000))
   wait "$attacker" || true
   ((ms <= 2000)) || fail "SIGTERM under attack: the agent took $ms ms to end"
-  # 600 silent connections: two served (and cut at their deadline), the rest closed unread, as
-  # too many at once or, past 60 in 10 s, too fast (--peer-rate's default).
-  expect_jq '.agent.busy + .refused_peers.too_fast >= 590 and .agent.answers == 1' agent.out
+  # 600 silent connections: four at a time served (and cut at their deadline), the rest closed
+  # unread, as too many at once or, past 60 in 10 s, too fast (--peer-rate's default).
+  expect_jq '.agent.busy + .refused_peers.too_fast >= 580 and .agent.answers == 1' agent.out
   note "agent under attack: connect step $connect_ms ms; $(cat "$T/silent.attack"); SIGTERM in $ms ms; $(jq -c '.agent' "$T/agent.out")"
 }

@@ -471,3 +471,27 @@ exec rdma link add rxe1 type rxe netdev "$WIRE_NETDEV"'
   expect_connect_cause port_down_fixed ok 0
   remote_stop "$PEER_AGENT"
 }
+
+# The agent in rdma_cm's UDP port space answers a service ID resolution (SIDR) with a UD
+# QP and holds nothing after it: before, each SIDR request took one of --max-connections'
+# probe slots, with an RC QP, for the connection lifetime (30 s), so the fifth in a row was
+# rejected as busy.
+case_connect_agent_udp() {
+  require_device
+  next_port
+  local probe=$PORT k
+  next_port
+  local aport=$PORT
+  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" --ps udp \
+    --max-connections 4 --json --log-level info
+  wait_for_line agent.err "side channel on TCP" 20
+  for k in 1 2 3 4 5 6; do
+    connect "udp_$k" 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --ps udp --timeout 5
+    expect_connect_cause "udp_$k" ok 0
+  done
+  expect_jq '[.capture.attempt.steps[] | select(.name == "connect")][0].detail | test("^SIDR reply: UD QPN [0-9]+")' \
+    udp_6.out
+  stop_local_agent
+  expect_jq '.agent.connections == 6 and .agent.rejected == 0' agent.out
+  [[ $(grep -c "answered a service ID resolution" "$T/agent.err") -eq 6 ]] || fail "not six SIDR answers logged"
+}

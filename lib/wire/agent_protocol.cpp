@@ -1,6 +1,12 @@
 #include "lib/wire/agent_protocol.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -30,6 +36,20 @@ std::string text_member(const nlohmann::json& request, const char* name, bool re
   return text;
 }
 
+// A host name or a numeric address: letters, digits and . - : _ % only. The agent logs what
+// the client asked for; a newline or a terminal escape in it would write lines of the
+// client's choosing into the agent's log.
+bool host_like(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == ':' || c == '_' || c == '%';
+  });
+}
+
+bool numeric_address(const std::string& text) {
+  std::array<unsigned char, sizeof(in6_addr)> bytes{};
+  return inet_pton(AF_INET, text.c_str(), bytes.data()) == 1 || inet_pton(AF_INET6, text.c_str(), bytes.data()) == 1;
+}
+
 }  // namespace
 
 std::string encode_request(const Request& request) {
@@ -53,6 +73,7 @@ Request decode_request(std::string_view line) {
   }
   Request request;
   request.address = text_member(document, "address", true);
+  if (!host_like(request.address)) throw ProtocolError("agent request: \"address\" is not a host name or address");
   const auto port = document.find("port");
   if (port == document.end() || !port->is_number_unsigned() || port->get<std::uint64_t>() > 65535) {
     throw ProtocolError("agent request: \"port\" must be an integer from 0 to 65535");
@@ -63,6 +84,9 @@ Request decode_request(std::string_view line) {
     throw ProtocolError("agent request: \"port_space\" must be tcp, udp or ib");
   }
   request.source = text_member(document, "source", false);
+  if (!request.source.empty() && !numeric_address(request.source)) {
+    throw ProtocolError("agent request: \"source\" is not a numeric address");
+  }
   return request;
 }
 

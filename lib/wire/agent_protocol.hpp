@@ -42,7 +42,8 @@ struct Request {
 // One line, '\n'-terminated.
 std::string encode_request(const Request& request);
 // Throws ProtocolError: too long, not JSON, wrong version, a member of the wrong type or
-// beyond its bounds (port > 65535, port space not tcp/udp/ib, an address over 64 bytes).
+// beyond its bounds (port > 65535, port space not tcp/udp/ib, an address over 64 bytes or
+// with characters no host name has, a source that is not a numeric address).
 Request decode_request(std::string_view line);
 
 struct Offer {

@@ -195,7 +195,10 @@ AllowList local_subnets(const std::string& bind, const std::vector<InterfaceAddr
   std::vector<Cidr> subnets;
   for (const auto& entry : interfaces) {
     if (!wildcard && (entry.netdev != netdev || !bound || entry.address.family != bound->family)) continue;
-    const Cidr subnet(entry.address, entry.prefix);
+    // No netmask (a point-to-point link, some tunnels) reads as prefix 0: the address alone,
+    // never every address there is.
+    const auto prefix = entry.prefix == 0 ? static_cast<unsigned>(entry.address.size() * 8) : entry.prefix;
+    const Cidr subnet(entry.address, prefix);
     if (std::find(subnets.begin(), subnets.end(), subnet) == subnets.end()) subnets.push_back(subnet);
   }
   return AllowList(std::move(subnets));

@@ -128,6 +128,13 @@ TEST(LocalSubnets, AddressNoInterfaceHoldsIsItselfOnly) {
   EXPECT_EQ(local_subnets("10.5.5.5", host_interfaces()).to_string(), "10.5.5.5/32");
 }
 
+TEST(LocalSubnets, AnInterfaceWithoutANetmaskIsItsAddressAlone) {
+  const std::vector<InterfaceAddress> interfaces = {{.netdev = "tun0", .address = ip("10.8.0.5"), .prefix = 0},
+                                                    {.netdev = "tun0", .address = ip("fd08::5"), .prefix = 0}};
+  EXPECT_EQ(local_subnets("", interfaces).to_string(), "10.8.0.5/32, fd08::5/128");
+  EXPECT_EQ(local_subnets("10.8.0.5", interfaces).to_string(), "10.8.0.5/32");
+}
+
 TEST(LocalSubnets, ThisHostHasLoopback) {
   const auto list = local_subnets("", interface_addresses());
   EXPECT_TRUE(list.allows(ip("127.0.0.1"))) << list.to_string();

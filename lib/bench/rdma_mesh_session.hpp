@@ -20,6 +20,7 @@
 #include "lib/measure/mesh_matrix.hpp"
 #include "lib/measure/mesh_node.hpp"
 #include "lib/measure/mesh_plan.hpp"
+#include "lib/measure/mesh_report_read.hpp"
 #include "lib/measure/topology.hpp"
 
 namespace rdmakit::mesh {
@@ -91,7 +92,8 @@ struct TestAnalysis {
 
 // A report of more ranks than this gives its figures as matrices rather than one object a
 // direction: 128 ranks are 16,256 directions a test, some 6 MB of JSON in the long form.
-inline constexpr int matrix_form_above_ranks = 128;
+// The reader of saved reports refuses the long form above it (mesh_report_read).
+inline constexpr int matrix_form_above_ranks = pairs_form_most_ranks;
 
 // rdma_mesh's report: the nodes, every direction measured, and per test the spread,
 // outliers and node problems.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -22,6 +23,14 @@ using json = nlohmann::json;
 
 // A ranks count this large is a damaged file, not a cluster: its matrices would not fit.
 constexpr int most_ranks = 16384;
+
+// A rank as a saved report gives it: a JSON number that must be a whole one within the
+// ranks a mesh can have; -1 (which no direction fits) for anything else (1e300, 2.5, NaN),
+// rather than a cast whose result the language leaves undefined.
+int rank_number(double number) {
+  if (!(number >= 0 && number < most_ranks) || number != std::floor(number)) return -1;
+  return static_cast<int>(number);
+}
 
 // Builds a small document from SAX events: the report's top-level keys other than the
 // directions (nodes, arguments, tests, ...), which are small at any mesh size.
@@ -172,8 +181,8 @@ class ReportReader {
     if (depth_ == 4 && key_at(3) == "error" && key_at(4) == "message" && text != nullptr) pair_.message = *text;
     if (depth_ != 3) return;
     const auto& name = key_at(3);
-    if (name == "source" && number) pair_.source = static_cast<int>(*number);
-    if (name == "destination" && number) pair_.destination = static_cast<int>(*number);
+    if (name == "source" && number) pair_.source = rank_number(*number);
+    if (name == "destination" && number) pair_.destination = rank_number(*number);
     if (name == "test" && text != nullptr) pair_.test = *text;
     if (name == "figure") pair_.first = number;
     if (name == "final_figure") {
@@ -215,8 +224,8 @@ class ReportReader {
     }
     if (depth_ == 5 && key_at(3) == "failures") {
       const auto& name = key_at(5);
-      if (name == "source" && number) failure_.source = static_cast<int>(*number);
-      if (name == "destination" && number) failure_.destination = static_cast<int>(*number);
+      if (name == "source" && number) failure_.source = rank_number(*number);
+      if (name == "destination" && number) failure_.destination = rank_number(*number);
       if (name == "cause" && text != nullptr) failure_.cause = *text;
       if (name == "message" && text != nullptr) failure_.message = *text;
     }
@@ -348,11 +357,13 @@ std::vector<TestMatrix> from_matrices(ReportReader& reader, const std::vector<st
     const auto found = std::find_if(reader.matrices().begin(), reader.matrices().end(),
                                     [&](const TestMatrix& m) { return m.test == test; });
     if (found == reader.matrices().end()) refuse(origin, fmt::format("its matrices lack the test \"{}\"", test));
-    TestMatrix matrix(test, better_of(test), ranks);
-    if (found->first.size() != matrix.cell_count() || found->last.size() != matrix.cell_count()) {
+    // Checked before the table is made: its ranks x ranks cells are then what the file holds.
+    const auto cells = static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks);
+    if (found->first.size() != cells || found->last.size() != cells) {
       refuse(origin, fmt::format("the \"{}\" matrices hold {} and {} cells, not {} x {}", test, found->first.size(),
                                  found->last.size(), ranks, ranks));
     }
+    TestMatrix matrix(test, better_of(test), ranks);
     matrix.first = std::move(found->first);
     matrix.last = std::move(found->last);
     const auto& failures = reader.matrix_failures()[static_cast<std::size_t>(found - reader.matrices().begin())].second;
@@ -377,6 +388,11 @@ std::vector<std::string> tests_of(const json& top, const std::string& origin) {
     if (!test.is_string() || (test != "bw" && test != "lat" && test != "cm")) {
       refuse(origin, fmt::format("its tests name {}, not bw, lat or cm", test.dump()));
     }
+    // Each test once: a matrix of ranks x ranks cells each, which a list naming one test a
+    // thousand times would have multiplied.
+    if (std::find(tests.begin(), tests.end(), test.get<std::string>()) != tests.end()) {
+      refuse(origin, fmt::format("its tests name {} twice", test.dump()));
+    }
     tests.push_back(test.get<std::string>());
   }
   return tests;
@@ -399,6 +415,18 @@ SavedMesh read_mesh_report(std::istream& in, const std::string& origin) {
   if (ranks < 0 || ranks > most_ranks) refuse(origin, fmt::format("{} ranks is not a mesh this tool reads", ranks));
   const auto tests = tests_of(top, origin);
   if (!reader.had_pairs() && !reader.had_matrices()) refuse(origin, "it has neither pairs nor matrices");
+  if (!reader.had_matrices() && ranks > pairs_form_most_ranks) {
+    // Not rdma_mesh's (it writes matrices above pairs_form_most_ranks ranks) but a long-form
+    // file of many ranks (tests/synth writes them) is read if it holds a fair part of the
+    // directions it claims: the cells are then within a few times what the file holds.
+    const auto directions = tests.size() * static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks - 1);
+    if (reader.pairs().size() * 8 < directions) {
+      refuse(origin,
+             fmt::format("{} ranks in the per-direction form with {} of its {} directions: rdma_mesh writes that "
+                         "form up to {} ranks, and a file above that must hold an eighth of them",
+                         ranks, reader.pairs().size(), directions, pairs_form_most_ranks));
+    }
+  }
 
   SavedMesh saved;
   saved.form = reader.had_matrices() ? "matrix" : "pairs";

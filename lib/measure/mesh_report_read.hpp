@@ -14,6 +14,12 @@
 
 namespace rdmakit::mesh {
 
+// rdma_mesh writes one record per direction up to this many ranks, matrices above; a saved
+// report in the per-direction form of more ranks is read only if it holds an eighth of its
+// directions (a few bytes of it would otherwise make the reader allocate ranks x ranks cells
+// per test).
+inline constexpr int pairs_form_most_ranks = 128;
+
 struct SavedMesh {
   MeshTable table;
   std::string form;  // "pairs" or "matrix": what the file had

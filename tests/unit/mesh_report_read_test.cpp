@@ -134,6 +134,24 @@ TEST(MeshReportRead, RefusesDirectionsThatDoNotFit) {
       std::string::npos);
 }
 
+// What a small hostile file could make the reader allocate or cast: a test named twice
+// (a matrix of ranks x ranks cells each), ranks that are no whole number of range.
+TEST(MeshReportRead, RefusesRepeatedTestsAndRanksThatAreNoWholeNumbers) {
+  EXPECT_NE(refusal_of(R"({"tool":"rdma_mesh","ranks":2,"tests":["bw","lat","bw"],"pairs":[]})")
+                .find("its tests name \"bw\" twice"),
+            std::string::npos);
+  // A few bytes that claim 16384 ranks in the per-direction form would have asked for
+  // 16384 x 16384 cells a test: above 128 ranks that form must hold an eighth of them.
+  EXPECT_NE(refusal_of(R"({"tool":"rdma_mesh","ranks":16384,"tests":["bw","lat","cm"],"pairs":[]})")
+                .find("16384 ranks in the per-direction form with 0 of its 805257216 directions"),
+            std::string::npos);
+  for (const auto* rank : {"1e300", "-1e300", "1.5", "-1", "16384"}) {
+    const auto refusal = refusal_of(std::string(R"({"tool":"rdma_mesh","ranks":2,"tests":["bw"],"pairs":[{"source":)") +
+                                    rank + R"(,"destination":1,"test":"bw","figure":1,"final_figure":1}]})");
+    EXPECT_NE(refusal.find("does not fit its 2 ranks"), std::string::npos) << rank << ": " << refusal;
+  }
+}
+
 TEST(MeshReportRead, ReadsTheSavedSamples) {
   for (const auto* name : {"rdma_mesh-rxe-5-ranks-outliers.json", "rdma_mesh-netdev-without-rdma.json"}) {
     std::ifstream in(std::string(RDMAKIT_SOURCE_DIR) + "/tests/schema/samples/" + name);

@@ -130,7 +130,7 @@ class Agent {
       const int ready = poll(polled.data(), polled.size(), static_cast<int>(housekeeping_interval.count()));
       if (ready < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
       if (options_.stop_fd >= 0 && (polled.back().revents & POLLIN) != 0) break;
-      if ((polled[0].revents & POLLIN) != 0) take_side_client();
+      if ((polled[0].revents & POLLIN) != 0) take_side_clients();
       if (channel_ && (polled[1].revents & POLLIN) != 0) drain_cm_events();
       expire_connections();
     }
@@ -150,7 +150,9 @@ class Agent {
   FileDescriptor open_tcp() {
     const bool any = options_.bind.empty();
     auto address = parse_address(any ? "::" : options_.bind, options_.agent_port);
-    auto socket = FileDescriptor::checked(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
+    // Non-blocking: each wake-up takes what waits in the accept queue, until it is empty.
+    auto socket =
+        FileDescriptor::checked(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), "socket");
     const int on = 1;
     const int off = 0;
     setsockopt(socket.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
@@ -188,11 +190,21 @@ class Agent {
     std::atomic<bool> done{false};
   };
 
-  void take_side_client() {
-    sockaddr_storage peer{};
-    socklen_t peer_length = sizeof(peer);
-    auto client = FileDescriptor::checked(
-        accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC), "accept");
+  // Everything in the accept queue, up to a batch, so that a flood of connections is refused
+  // at the rate they can be closed rather than one per turn of the loop; the probes' rdma_cm
+  // events are taken between batches.
+  void take_side_clients() {
+    constexpr int batch = 64;
+    for (int taken = 0; taken < batch; ++taken) {
+      sockaddr_storage peer{};
+      socklen_t peer_length = sizeof(peer);
+      const int fd = accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC);
+      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)) return;
+      take_side_client(FileDescriptor::checked(fd, "accept"), peer);
+    }
+  }
+
+  void take_side_client(FileDescriptor client, const sockaddr_storage& peer) {
     // Refused: logged by the gate and closed at once, before a byte is read.
     if (!gate_.admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) return;
     auto address = plain_address(reinterpret_cast<const sockaddr*>(&peer));

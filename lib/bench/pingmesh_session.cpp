@@ -302,12 +302,8 @@ class Pingmesh {
     if (stopped) report.stop(StopReason::interrupted, fmt::format("stopped after {} windows", windows_));
     // A textfile that could not be written at the end is what node_exporter still reads.
     if (prom_file_failure_) {
-      const ErrorRecord record{.message = *prom_file_failure_, .call = {}, .errnum = 0, .hint = {}, .completion = {}};
-      if (report.exit_code == ExitCode::ok) {
-        report.fail(record);
-      } else {
-        report.errors.push_back(record);
-      }
+      report.fail_afterwards(
+          ErrorRecord{.message = *prom_file_failure_, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
     }
   }
 

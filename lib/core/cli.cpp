@@ -320,14 +320,7 @@ void ToolRunner::write_json_file(Report& report) const {
   if (json_file_.empty() || !prints_report()) return;
   const auto failed = write_file_whole(json_file_, report_json(report) + "\n");
   if (!failed) return;
-  ErrorRecord record{.message = *failed, .call = {}, .errnum = 0, .hint = {}, .completion = {}};
-  // A run that went well but whose report was not kept failed; one that failed keeps its
-  // own exit code, and says this too.
-  if (report.exit_code == ExitCode::ok) {
-    report.fail(std::move(record));
-  } else {
-    report.errors.push_back(std::move(record));
-  }
+  report.fail_afterwards(ErrorRecord{.message = *failed, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
 }
 
 void ToolRunner::render(const Report& report) const {

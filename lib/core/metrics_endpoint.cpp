@@ -133,7 +133,6 @@ struct MetricsEndpoint::State {
         shutdown(info->connect_fd, SHUT_RDWR);
       }
       started = Clock::time_point::max() - request_deadline;  // once
-      ++cut;
     }
   }
 
@@ -167,7 +166,6 @@ struct MetricsEndpoint::State {
   std::string prometheus_text;
   std::atomic<std::uint64_t> scrapes{0};
   std::atomic<std::uint64_t> refused{0};
-  std::uint64_t cut = 0;  // serving thread only
   std::thread thread;
 };
 

@@ -36,6 +36,14 @@ void Report::fail(ErrorRecord error, ExitCode code) {
   exit_code = code;
 }
 
+void Report::fail_afterwards(ErrorRecord error) {
+  if (exit_code == ExitCode::ok) {
+    fail(std::move(error));
+  } else {
+    errors.push_back(std::move(error));
+  }
+}
+
 void Report::stop(StopReason reason, const std::string& detail) {
   errors.push_back(ErrorRecord{.message = detail, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
   outcome = outcome_of(reason);

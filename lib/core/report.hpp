@@ -122,6 +122,9 @@ struct Report {
     sections.push_back(std::make_shared<const Section>(std::move(section)));
   }
   void fail(ErrorRecord error, ExitCode code = ExitCode::run_failed);
+  // A failure after the run itself (its report not kept): a run that went well fails with
+  // it; one that already failed keeps its outcome and exit code, and lists it too.
+  void fail_afterwards(ErrorRecord error);
   void stop(StopReason reason, const std::string& detail);
 };
 

@@ -181,8 +181,9 @@ struct ConnectAttempt {
 // How the TCP side channel to the agent went.
 struct AgentContact {
   std::string address;  // where the agent was asked (host:port)
-  std::string status =
-      "not_tried";     // "ok", "refused", "timeout", "unreachable", "invalid", "unauthenticated", "not_tried"
+  // "ok", "refused", "timeout", "unreachable", "invalid", "unauthenticated", "tampered", "failed",
+  // "interrupted", "not_tried"
+  std::string status = "not_tried";
   std::string detail;  // why invalid (too large, not JSON, wrong member), or the errno text
   double ms = 0;
 };

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/untrusted_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 
 namespace rdmakit::diag {
@@ -356,34 +357,8 @@ Value read_document(const nlohmann::json& document) {
   return value;
 }
 
-// nlohmann's parser keeps its own stack, but every later walk of the value (destruction,
-// dump) recurses; an answer nested deeper than any real view is refused before parsing.
+// Deeper than any real view: refused before parsing (lib/core/untrusted_json).
 constexpr std::size_t max_answer_depth = 32;
-
-std::size_t nesting_depth(std::string_view bytes) {
-  std::size_t depth = 0;
-  std::size_t deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : bytes) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 }  // namespace
 
@@ -424,17 +399,7 @@ PeerAnswer parse_peer_answer(std::string_view bytes) {
     throw ProtocolError(
         fmt::format("the agent's answer is {} bytes, more than the {} allowed", bytes.size(), max_answer_bytes));
   }
-  if (nesting_depth(bytes) > max_answer_depth) {
-    throw ProtocolError(fmt::format("the agent's answer nests deeper than {} levels", max_answer_depth));
-  }
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::exception& error) {
-    const std::string text = error.what();
-    const auto end = text.find("] ");
-    throw ProtocolError("the agent's answer is not JSON: " + (end == std::string::npos ? text : text.substr(end + 2)));
-  }
+  const auto document = parse_untrusted_json(bytes, max_answer_depth, "the agent's answer");
   auto answer = peer_answer_from_json(document);
   if (answer.version < 1) throw ProtocolError(fmt::format("version: {} is no agent protocol version", answer.version));
   return answer;

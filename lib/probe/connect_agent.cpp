@@ -27,6 +27,7 @@
 #include "lib/rdma/cm.hpp"
 #include "lib/wire/agent_protocol.hpp"
 #include "lib/wire/key_handshake.hpp"
+#include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::diag {
 
@@ -72,37 +73,6 @@ std::string plain_address(const sockaddr* address) {
   constexpr std::string_view mapped = "::ffff:";
   if (text.starts_with(mapped) && text.find('.') != std::string::npos) text.erase(0, mapped.size());
   return text;
-}
-
-// Reads the request line within the deadline; "" when the client sent nothing usable in time.
-std::string read_request(int fd, Clock::time_point deadline) {
-  std::string line;
-  std::array<char, 512> chunk{};
-  while (line.find('\n') == std::string::npos) {
-    const auto ready = wait_readable({fd}, deadline);
-    if (!ready) throw ProtocolError("the request did not arrive in time");
-    const auto got = ::recv(fd, chunk.data(), chunk.size(), MSG_DONTWAIT);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got <= 0) throw ProtocolError("the client closed before a whole request");
-    line.append(chunk.data(), static_cast<std::size_t>(got));
-    if (line.size() > agent::max_request_bytes) throw ProtocolError("the request is too long");
-  }
-  return line.substr(0, line.find('\n'));
-}
-
-void write_all(int fd, const std::string& bytes, Clock::time_point deadline) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    std::array<pollfd, 1> out{pollfd{.fd = fd, .events = POLLOUT, .revents = 0}};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0 || poll(out.data(), 1, static_cast<int>(left)) <= 0) {
-      throw ProtocolError("the client did not read the answer in time");
-    }
-    const auto wrote = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (wrote < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (wrote < 0) throw ProtocolError(fmt::format("sending the answer: {}", std::strerror(errno)));
-    sent += static_cast<std::size_t>(wrote);
-  }
 }
 
 class Agent {
@@ -249,15 +219,25 @@ class Agent {
   }
 
   void serve_side_client(int fd, const std::string& client_address, Clock::time_point deadline) {
-    if (!authenticated(fd, client_address, deadline)) return;
+    const auto keys = authenticated(fd, client_address, deadline);
+    if (!keys) return;
     try {
-      const auto request = agent::decode_request(read_request(fd, deadline));
+      sealed::FrameReader reader(keys->receiving, agent::max_request_bytes, "the client");
+      std::string buffered;
+      // No stop descriptor here: at the stop, end_side_clients shuts the socket down.
+      const auto request_bytes = sealed::receive_frame(fd, reader, buffered, deadline, -1);
+      if (!request_bytes) throw ProtocolError("the request did not arrive in time");
+      const auto request = agent::decode_request(*request_bytes);
       auto answer = answer_for(options_, client_address, request.source);
+      sealed::FrameWriter writer(keys->sending);
       // The client's time to read starts once the answer is ready: building it (this host's
       // view, the nftables ruleset too) took a sanitized agent on a loaded host past the
       // whole timeout, and it hung up on a client that was still waiting.
-      write_all(fd, to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-                Clock::now() + options_.client_timeout);
+      if (!sealed::send_bytes(
+              fd, writer.seal(to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+              Clock::now() + options_.client_timeout, -1)) {
+        throw ProtocolError("the client did not read the answer in time");
+      }
       const std::lock_guard lock(shared_);
       ++tally_.answers;
       log_(fmt::format("answered {} (probing {} port {})", client_address, request.address, request.port));
@@ -268,21 +248,22 @@ class Agent {
     }
   }
 
-  // The key handshake, by the client's deadline: false (logged, counted, nothing served) when
-  // the client did not prove it holds the key, or holds one this agent has not.
-  bool authenticated(int fd, const std::string& client_address, Clock::time_point deadline) {
+  // The key handshake, by the client's deadline: this side's message keys, or nullopt (logged,
+  // counted, nothing served) when the client did not prove it holds the key, or holds one this
+  // agent has not.
+  std::optional<sealed::DirectionKeys> authenticated(int fd, const std::string& client_address,
+                                                     Clock::time_point deadline) {
     try {
-      handshake::serve_handshake(fd, handshake::Service::agent, options_.key ? &*options_.key : nullptr, deadline,
-                                 options_.stop_fd);
-      return true;
+      return handshake::serve_handshake(fd, handshake::Service::agent, options_.key ? &*options_.key : nullptr,
+                                        deadline, options_.stop_fd);
     } catch (const handshake::AuthenticationError& refused) {
       const std::lock_guard lock(shared_);
       ++tally_.unauthenticated;
       log_(fmt::format("refused {}: handshake: {}", client_address, refused.what()));
     } catch (const RunStopped&) {
-      return false;  // Ctrl-C during a handshake: the loop sees the stop descriptor next
+      return std::nullopt;  // Ctrl-C during a handshake: the loop sees the stop descriptor next
     }
-    return false;
+    return std::nullopt;
   }
 
   void drain_cm_events() {

@@ -28,6 +28,7 @@
 #include "lib/rdma/verbs.hpp"
 #include "lib/wire/agent_protocol.hpp"
 #include "lib/wire/key_handshake.hpp"
+#include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::diag {
 
@@ -417,27 +418,18 @@ std::string fetch_answer(const SocketAddress& agent, const std::string& request,
   getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &error_length);
   if (error != 0) throw std::system_error(error, std::generic_category(), "connect");
   try {
-    handshake::join_handshake(socket.get(), handshake::Service::agent, key, deadline, stop_fd);
+    const auto keys = handshake::join_handshake(socket.get(), handshake::Service::agent, key, deadline, stop_fd);
+    sealed::FrameWriter writer(keys.sending);
+    if (!sealed::send_bytes(socket.get(), writer.seal(request), deadline, stop_fd)) {
+      throw std::system_error(ETIMEDOUT, std::generic_category(), "sending the request");
+    }
+    sealed::FrameReader reader(keys.receiving, max_answer_bytes, "the agent");
+    std::string buffered;
+    auto answer = sealed::receive_frame(socket.get(), reader, buffered, deadline, stop_fd);
+    if (!answer) throw std::system_error(ETIMEDOUT, std::generic_category(), "the answer");
+    return std::move(*answer);
   } catch (const RunStopped&) {
-    throw std::system_error(EINTR, std::generic_category(), "the key handshake");
-  }
-  if (::send(socket.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
-    throw std::system_error(errno, std::generic_category(), "send");
-  }
-  std::string answer;
-  std::array<char, 16384> chunk{};
-  for (;;) {
-    if (!await_socket(socket.get(), POLLIN, deadline, stop_fd)) {
-      throw std::system_error(errno, std::generic_category(), "the answer");
-    }
-    const auto got = ::recv(socket.get(), chunk.data(), chunk.size(), 0);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got < 0) throw std::system_error(errno, std::generic_category(), "recv");
-    if (got == 0) return answer;
-    answer.append(chunk.data(), static_cast<std::size_t>(got));
-    if (answer.size() > max_answer_bytes) {
-      throw ProtocolError(fmt::format("the agent sent more than {} bytes", max_answer_bytes));
-    }
+    throw std::system_error(EINTR, std::generic_category(), "the exchange with the agent");
   }
 }
 
@@ -462,6 +454,9 @@ AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& so
   } catch (const handshake::AuthenticationError& refused) {
     contact.status = "unauthenticated";
     contact.detail = refused.what();
+  } catch (const sealed::TamperedError& tampered) {
+    contact.status = "tampered";
+    contact.detail = tampered.what();
   } catch (const ProtocolError& invalid) {
     contact.status = "invalid";
     contact.detail = invalid.what();

@@ -28,7 +28,8 @@ struct ConnectProbeOptions {
   RunLimits limits;
   HostViewOptions view;
   // --key-file: proven to the agent, which must prove it too, before the request is sent
-  // (lib/wire/key_handshake); a refusal is the contact's status "unauthenticated".
+  // (lib/wire/key_handshake); a refusal is the contact's status "unauthenticated", an answer
+  // that fails its MAC after it (lib/wire/sealed_frames) "tampered".
   std::optional<SharedKey> key;
 };
 

@@ -19,8 +19,10 @@
 
 #include "lib/core/error.hpp"
 #include "lib/core/file_descriptor.hpp"
+#include "lib/core/untrusted_json.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/wire/key_handshake.hpp"
+#include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::smoke {
 
@@ -110,8 +112,9 @@ ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t
       getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &length);
       if (error == 0) {
         ControlChannel channel(dup(socket.get()), stop_fd, fmt::format("{}:{}", host, port));
-        handshake::join_handshake(channel.fd_, handshake::Service::smoke, key, Clock::now() + handshake_timeout,
-                                  stop_fd);
+        channel.seal_with(handshake::join_handshake(channel.fd_, handshake::Service::smoke, key,
+                                                    Clock::now() + handshake_timeout, stop_fd),
+                          "the serving side");
         return channel;
       }
     } else {
@@ -151,7 +154,9 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
     if (gate != nullptr && !gate->admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) continue;
     try {
       // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
-      handshake::serve_handshake(fd, handshake::Service::smoke, key, Clock::now() + handshake_timeout, stop_fd);
+      channel.seal_with(
+          handshake::serve_handshake(fd, handshake::Service::smoke, key, Clock::now() + handshake_timeout, stop_fd),
+          "the peer");
       return channel;
     } catch (const handshake::AuthenticationError& why) {
       if (refused) refused(fmt::format("refused {}: handshake: {}", channel.peer(), why.what()));
@@ -163,45 +168,33 @@ ControlChannel::ControlChannel(ControlChannel&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       stop_fd_(other.stop_fd_),
       peer_(std::move(other.peer_)),
+      peer_address_(other.peer_address_),
+      writer_(std::move(other.writer_)),
+      reader_(std::move(other.reader_)),
       buffered_(std::move(other.buffered_)) {}
 
 ControlChannel::~ControlChannel() {
   if (fd_ >= 0) close(fd_);
 }
 
-void ControlChannel::send(const nlohmann::json& message) const {
-  const auto line = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  std::size_t sent = 0;
-  const auto deadline = Clock::now() + std::chrono::seconds(30);
-  while (sent < line.size()) {
-    const auto n = ::send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!await_fd(fd_, POLLOUT, deadline, stop_fd_)) throw ProtocolError("the peer takes no more data");
-    } else {
-      throw ProtocolError(fmt::format("the peer is gone ({})", std::strerror(errno)));
-    }
+void ControlChannel::seal_with(const sealed::DirectionKeys& keys, const std::string& peer_role) {
+  writer_ = sealed::FrameWriter(keys.sending);
+  reader_ = sealed::FrameReader(keys.receiving, max_control_bytes, peer_role);
+}
+
+void ControlChannel::send(const nlohmann::json& message) {
+  const auto frame = writer_.seal(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!sealed::send_bytes(fd_, frame, Clock::now() + std::chrono::seconds(30), stop_fd_)) {
+    throw ProtocolError("the peer takes no more data");
   }
 }
 
 nlohmann::json ControlChannel::receive(Clock::time_point deadline) {
-  for (;;) {
-    if (const auto end = buffered_.find('\n'); end != std::string::npos) {
-      auto message = nlohmann::json::parse(buffered_.substr(0, end), nullptr, false);
-      buffered_.erase(0, end + 1);
-      if (!message.is_object()) throw ProtocolError("the peer sent something that is not a JSON object");
-      return message;
-    }
-    if (buffered_.size() > max_control_bytes) throw ProtocolError("the peer sent a message over the size limit");
-    if (!await_fd(fd_, POLLIN, deadline, stop_fd_)) throw RunStopped(StopReason::timed_out, "the peer went silent");
-    std::array<char, 65536> chunk{};
-    const auto n = ::recv(fd_, chunk.data(), chunk.size(), 0);
-    if (n == 0) throw ProtocolError("the peer closed the control connection");
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n < 0) throw ProtocolError(fmt::format("the control connection failed ({})", std::strerror(errno)));
-    buffered_.append(chunk.data(), static_cast<std::size_t>(n));
-  }
+  const auto payload = sealed::receive_frame(fd_, reader_, buffered_, deadline, stop_fd_);
+  if (!payload) throw RunStopped(StopReason::timed_out, "the peer went silent");
+  auto message = parse_untrusted_json(*payload, max_control_depth, "the peer's message");
+  if (!message.is_object()) throw ProtocolError("the peer sent something that is not a JSON object");
+  return message;
 }
 
 nlohmann::json plan_request(const PeerPlan& plan) {
@@ -435,7 +428,14 @@ void serve_smoke(const ServeOptions& options, const RunEnvironment& environment,
   }();
   served.refused = gate.refused();
   say("peer " + channel.peer());
-  auto cases = agree_on_plan(channel, options.address);
+  std::vector<SmokeCase> cases;
+  try {
+    cases = agree_on_plan(channel, options.address);
+  } catch (const ProtocolError& refused) {
+    // A plan refused, or one that failed its MAC: the run's report says so, as for a peer lost.
+    served.lost = refused.what();
+    return;
+  }
   const auto silence =
       std::chrono::milliseconds(static_cast<long long>((cases.front().seconds + silence_margin_s) * 1000));
   ServingSession session(std::move(cases), environment, channel, say);

@@ -1,7 +1,8 @@
 #pragma once
 // rdma_smoke across two hosts: `--serve` runs each case's servers on its host when the peer
 // asks, `--peer` runs the clients against it. They talk over one TCP connection in JSON
-// lines; the serving side runs only the cases of its own plan, never a command it is sent.
+// objects, one a frame (lib/wire/sealed_frames.hpp); the serving side runs only the cases
+// of its own plan, never a command it is sent.
 
 #include <chrono>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "lib/core/peer_gate.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/smoke/run.hpp"
+#include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::smoke {
 
@@ -21,11 +23,15 @@ inline constexpr std::uint16_t default_control_port = 7473;
 // A control message larger than this is refused: the largest is the servers' runs of one
 // case, their reports and the ends of their stderr.
 inline constexpr std::size_t max_control_bytes = 8 << 20;
+// And nested no deeper than this (lib/core/untrusted_json): a message of runs, each with a
+// tool's report, is 3 levels and the report; the deepest report is 11.
+inline constexpr std::size_t max_control_depth = 32;
 // How long each side gives the other for the key handshake (lib/wire/key_handshake) once
 // connected: three messages of at most 72 bytes.
 inline constexpr std::chrono::seconds handshake_timeout{10};
 
-// One TCP connection carrying JSON objects, one a line; every read has a deadline.
+// One TCP connection carrying JSON objects, one a frame (lib/wire/sealed_frames.hpp: tagged
+// with the key handshake's message keys when it was keyed); every read has a deadline.
 class ControlChannel {
  public:
   // Connects to host:port (numeric) by the deadline and makes the key handshake with `key`
@@ -51,9 +57,10 @@ class ControlChannel {
   ControlChannel& operator=(const ControlChannel&) = delete;
   ~ControlChannel();
 
-  void send(const nlohmann::json& message) const;
+  void send(const nlohmann::json& message);
   // The next object; throws RunStopped at the deadline or on Ctrl-C, ProtocolError for
-  // what is not one JSON object a line, too long, or the peer gone.
+  // what is not one JSON object a frame, too long, or the peer gone, sealed::TamperedError
+  // for a frame that fails its MAC.
   nlohmann::json receive(Clock::time_point deadline);
   const std::string& peer() const { return peer_; }
   // The address the peer's control connection came from (accept_one's side).
@@ -62,10 +69,14 @@ class ControlChannel {
  private:
   ControlChannel(int fd, int stop_fd, std::string peer, std::optional<IpAddress> peer_address = std::nullopt)
       : fd_(fd), stop_fd_(stop_fd), peer_(std::move(peer)), peer_address_(peer_address) {}
+  // After the handshake: its message keys (none when it was not keyed).
+  void seal_with(const sealed::DirectionKeys& keys, const std::string& peer_role);
   int fd_;
   int stop_fd_;
   std::string peer_;
   std::optional<IpAddress> peer_address_;
+  sealed::FrameWriter writer_;
+  sealed::FrameReader reader_{std::nullopt, max_control_bytes, "the peer"};
   std::string buffered_;
 };
 

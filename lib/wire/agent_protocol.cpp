@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/error.hpp"
+#include "lib/core/untrusted_json.hpp"
 #include "lib/wire/big_endian.hpp"
 
 namespace rdmakit::agent {
@@ -58,15 +59,16 @@ std::string encode_request(const Request& request) {
                                    {"port", request.port},
                                    {"port_space", request.port_space},
                                    {"source", request.source}};
-  return document.dump() + "\n";
+  return document.dump();
 }
 
 Request decode_request(std::string_view line) {
   if (line.size() > max_request_bytes) {
     throw ProtocolError(fmt::format("agent request over {} bytes", max_request_bytes));
   }
-  const auto document = nlohmann::json::parse(line, nullptr, false);
-  if (document.is_discarded() || !document.is_object()) throw ProtocolError("agent request is not a JSON object");
+  // One flat object: anything nested is no request.
+  const auto document = parse_untrusted_json(line, 1, "agent request");
+  if (!document.is_object()) throw ProtocolError("agent request is not a JSON object");
   const auto found_version = document.find("version");
   if (found_version == document.end() || !found_version->is_number_unsigned() || *found_version != version) {
     throw ProtocolError(fmt::format("agent request: \"version\" must be {}", version));

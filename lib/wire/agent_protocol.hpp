@@ -1,10 +1,12 @@
 #pragma once
 // diag-connect's two exchanges with its agent (`diag-connect --serve`), neither trusted:
 //
-// The side channel (TCP, port --agent-port): the client sends one request line of JSON,
-// {"version":1,"address":A,"port":P,"port_space":S,"source":C}, at most max_request_bytes;
+// The side channel (TCP, port --agent-port): after the key handshake
+// (lib/wire/key_handshake.hpp), the client sends one request, a JSON document
+// {"version":1,"address":A,"port":P,"port_space":S,"source":C} of at most max_request_bytes;
 // the agent answers one JSON document (lib/diag/connect_diagnosis.hpp's PeerAnswer, at most
-// diag::max_answer_bytes) and closes.
+// diag::max_answer_bytes) and closes. Each is one frame (lib/wire/sealed_frames.hpp), tagged
+// when the handshake was keyed.
 //
 // The rdma_cm connection (the probe itself): the client's connect carries a hello
 // {be32 magic, u8 version}; the agent's accept carries an offer {be32 magic, u8 version,
@@ -39,7 +41,7 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
-// One line, '\n'-terminated.
+// The request's JSON document, one frame's payload.
 std::string encode_request(const Request& request);
 // Throws ProtocolError: too long, not JSON, wrong version, a member of the wrong type or
 // beyond its bounds (port > 65535, port space not tcp/udp/ib, an address over 64 bytes or

@@ -3,9 +3,12 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -104,20 +107,13 @@ std::vector<std::uint8_t> read_exactly(int fd, std::size_t size, Clock::time_poi
 }
 
 void write_all(int fd, std::span<const std::uint8_t> bytes, Clock::time_point deadline, int stop_fd, const char* what) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const auto wrote = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (wrote > 0) {
-      sent += static_cast<std::size_t>(wrote);
-      continue;
-    }
-    if (wrote < 0 && errno != EAGAIN && errno != EINTR) {
-      throw AuthenticationError(fmt::format("sending the {}: {}", what, std::strerror(errno)));
-    }
-    const auto waited = await_events(fd, POLLOUT, stop_fd, deadline);
-    if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
-    if (waited == SocketWait::timed_out) throw AuthenticationError(fmt::format("too slow: the {} was not taken", what));
+  bool taken = false;
+  try {
+    taken = sealed::send_bytes(fd, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, deadline, stop_fd);
+  } catch (const ProtocolError& gone) {
+    throw AuthenticationError(fmt::format("sending the {}: {}", what, gone.what()));
   }
+  if (!taken) throw AuthenticationError(fmt::format("too slow: the {} was not taken", what));
 }
 
 }  // namespace
@@ -183,6 +179,41 @@ Proof server_proof(const SharedKey& key, Service service, const Nonce& client_no
   return mac(key, server_label, service, client_nonce, server_nonce);
 }
 
+namespace {
+
+sealed::MessageKey hkdf_sha256(const SharedKey& key, std::span<const std::uint8_t> salt, std::string_view info) {
+  EVP_KDF* kdf = EVP_KDF_fetch(nullptr, "HKDF", nullptr);
+  EVP_KDF_CTX* context = kdf != nullptr ? EVP_KDF_CTX_new(kdf) : nullptr;
+  EVP_KDF_free(kdf);
+  if (context == nullptr) throw std::runtime_error("HKDF is not available in libcrypto");
+  std::string digest = "SHA256";
+  std::vector<unsigned char> input(key.bytes.begin(), key.bytes.end());
+  std::vector<unsigned char> salt_bytes(salt.begin(), salt.end());
+  std::vector<unsigned char> info_bytes(info.begin(), info.end());
+  const std::array<OSSL_PARAM, 5> parameters{
+      OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest.data(), 0),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, input.data(), input.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt_bytes.data(), salt_bytes.size()),
+      OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info_bytes.data(), info_bytes.size()),
+      OSSL_PARAM_construct_end()};
+  sealed::MessageKey out{};
+  const int derived = EVP_KDF_derive(context, out.data(), out.size(), parameters.data());
+  EVP_KDF_CTX_free(context);
+  OPENSSL_cleanse(input.data(), input.size());
+  if (derived != 1) throw std::runtime_error("HKDF-SHA256 failed in libcrypto");
+  return out;
+}
+
+}  // namespace
+
+MessageKeys message_keys(const SharedKey& key, Service service, const Nonce& server_nonce, const Nonce& client_nonce) {
+  std::vector<std::uint8_t> salt(server_nonce.begin(), server_nonce.end());
+  salt.insert(salt.end(), client_nonce.begin(), client_nonce.end());
+  std::string info = "rdmakit seal";
+  info.push_back(static_cast<char>(service));
+  return {.to_server = hkdf_sha256(key, salt, info + "c>s"), .to_client = hkdf_sha256(key, salt, info + "s>c")};
+}
+
 bool same_proof(const Proof& a, const Proof& b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -220,7 +251,8 @@ std::string status_text(Status status, Service service) {
   return "unknown status";
 }
 
-void serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline, int stop_fd) {
+sealed::DirectionKeys serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline,
+                                      int stop_fd) {
   const Hello hello{.service = service, .key_required = key != nullptr, .nonce = fresh_nonce()};
   write_all(fd, encode(hello), deadline, stop_fd, "hello");
   const auto answer = decode_answer(read_exactly(fd, answer_bytes, deadline, stop_fd, "answer"));
@@ -232,9 +264,13 @@ void serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_
   // The verdict is sent refused or not: the client then says why instead of "connection closed".
   write_all(fd, encode(verdict), deadline, stop_fd, "verdict");
   if (verdict.status != Status::accepted) throw AuthenticationError(status_text(verdict.status, service));
+  if (key == nullptr) return {};
+  const auto keys = message_keys(*key, service, hello.nonce, answer.nonce);
+  return {.sending = keys.to_client, .receiving = keys.to_server};
 }
 
-void join_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline, int stop_fd) {
+sealed::DirectionKeys join_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline,
+                                     int stop_fd) {
   const auto hello = decode_hello(read_exactly(fd, hello_bytes, deadline, stop_fd, "server's hello"));
   if (hello.service != service) {
     throw AuthenticationError(
@@ -245,7 +281,7 @@ void join_handshake(int fd, Service service, const SharedKey* key, Clock::time_p
   write_all(fd, encode(answer), deadline, stop_fd, "answer");
   const auto verdict = decode_verdict(read_exactly(fd, verdict_bytes, deadline, stop_fd, "server's verdict"));
   if (verdict.status != Status::accepted) throw AuthenticationError(status_text(verdict.status, service));
-  if (key == nullptr) return;
+  if (key == nullptr) return {};
   // Mutual: a client with a key talks only to a server that proves it holds the same key.
   if (!hello.key_required) {
     throw AuthenticationError(fmt::format("{} runs without --key-file and cannot prove it holds the key; not going on",
@@ -255,6 +291,8 @@ void join_handshake(int fd, Service service, const SharedKey* key, Clock::time_p
     throw AuthenticationError(fmt::format(
         "{} could not prove it holds the same key (another key, or not the real server)", service_name(service)));
   }
+  const auto keys = message_keys(*key, service, hello.nonce, answer.nonce);
+  return {.sending = keys.to_server, .receiving = keys.to_client};
 }
 
 }  // namespace rdmakit::handshake

@@ -32,11 +32,16 @@
 // service byte keeps a proof for one channel from opening the other. Proofs are compared in
 // constant time (CRYPTO_memcmp).
 //
-// What it does not do: the messages after the handshake (the request and the answer, the
-// control lines) are neither encrypted nor MACed. It authenticates the peer at the start of
-// the connection; an attacker who can rewrite packets on the path can still take over the
-// connection after it. The channels carry no secret (the agent's view is of the host; the
-// smoke lines name cases), so the handshake's work is to serve only key holders.
+// After it: a keyed handshake leaves each side two message keys, one per direction,
+// HKDF-SHA256 (RFC 5869) with the shared key as input, server nonce || client nonce as salt
+// and "rdmakit seal" || service || "c>s" (or "s>c") as info. Every message after the
+// handshake is a frame tagged with its direction's key and its sequence number
+// (lib/wire/sealed_frames.hpp), so a host on the path that relays the handshake still cannot
+// change, replay, drop or reorder what follows without the reader saying so. Nothing is
+// encrypted: the channels carry no secret (the agent's view is of the host; the smoke
+// messages name cases).
+//
+// Version 2 is version 1 with the frames after it (version 1 sent JSON lines, unsealed).
 
 #include <array>
 #include <cstddef>
@@ -47,11 +52,12 @@
 #include "lib/core/error.hpp"
 #include "lib/core/shared_key.hpp"
 #include "lib/core/wait.hpp"
+#include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::handshake {
 
 inline constexpr std::uint32_t magic = 0x52444b48;  // "RDKH"
-inline constexpr std::uint8_t version = 1;
+inline constexpr std::uint8_t version = 2;
 inline constexpr std::size_t nonce_bytes = 32;
 inline constexpr std::size_t proof_bytes = 32;  // HMAC-SHA256
 inline constexpr std::size_t hello_bytes = 8 + nonce_bytes;
@@ -108,6 +114,12 @@ Verdict decode_verdict(std::span<const std::uint8_t> bytes);
 Nonce fresh_nonce();
 Proof client_proof(const SharedKey& key, Service service, const Nonce& server_nonce, const Nonce& client_nonce);
 Proof server_proof(const SharedKey& key, Service service, const Nonce& client_nonce, const Nonce& server_nonce);
+// The message keys of a keyed handshake (see above): to_server seals what the client sends.
+struct MessageKeys {
+  sealed::MessageKey to_server{};
+  sealed::MessageKey to_client{};
+};
+MessageKeys message_keys(const SharedKey& key, Service service, const Nonce& server_nonce, const Nonce& client_nonce);
 // In constant time: how long it takes says nothing of where two proofs differ.
 bool same_proof(const Proof& a, const Proof& b);
 
@@ -119,14 +131,17 @@ std::string status_text(Status status, Service service);
 std::string service_name(Service service);
 
 // The server's side on a connected socket: hello, answer, verdict, all by `deadline`.
-// Returns when the peer is authenticated (or neither side has a key); throws
+// Returns this side's message keys when the peer is authenticated (none when neither side
+// has a key); throws
 // AuthenticationError saying why not (too slow, truncated, bad magic or version, no key,
 // wrong key), after telling the peer where the protocol allows it, and RunStopped when
 // `stop_fd` fires.
-void serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline, int stop_fd);
-// The client's side: throws AuthenticationError when the server refused this side, when this
-// side has a key and the server has none or cannot prove it holds the same one, or when the
-// server broke the protocol or missed the deadline; RunStopped when `stop_fd` fires.
-void join_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline, int stop_fd);
+sealed::DirectionKeys serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline,
+                                      int stop_fd);
+// The client's side, returning its message keys as serve_handshake does: throws AuthenticationError when the server
+// refused this side, when this side has a key and the server has none or cannot prove it holds the same one, or when
+// the server broke the protocol or missed the deadline; RunStopped when `stop_fd` fires.
+sealed::DirectionKeys join_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline,
+                                     int stop_fd);
 
 }  // namespace rdmakit::handshake

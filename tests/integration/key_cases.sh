@@ -139,3 +139,88 @@ case_key_smoke() {
   done
   note "$(grep -c 'handshake:' "$T/serving.err") refusals logged; the keyed run: $(jq -c '.smoke.cases[0].outcome' "$T/right.out")"
 }
+
+# relay NAME LISTEN_PORT TARGET_PORT [--flip DIR:N]: tamper_relay.py between $RXE_ADDR ports,
+# in the background (its line in $T/NAME.out), ready before it returns.
+relay() {
+  local name=$1 listen=$2 target=$3
+  shift 3
+  start "$name" "${RDMAKIT_PYTHON:-python3}" "$HARNESS_ROOT/tests/integration/tamper_relay.py" "$RXE_ADDR" "$listen" \
+    "$RXE_ADDR" "$target" --ready "$T/$name.ready" --hold 60 "$@"
+  poll_until 20 "the relay $name did not listen in 20 s" test -e "$T/$name.ready"
+}
+
+# A host on the path relays the key handshake untouched (so both ends authenticate each other)
+# and then flips one bit of what follows: the agent's answer, the client's request, the smoke
+# peer's plan and the serving side's reply. Each is caught by the frames' MAC and named;
+# a faithful relay (the control) is served as usual, so the relay itself is not the cause.
+case_key_tamper() {
+  require_device
+  make_keys
+  next_port
+  local aport=$PORT rport
+  start agent "$OURS_DIAG_CONNECT" --serve --no-listen --bind "$RXE_ADDR" --agent-port "$aport" \
+    --key-file "$T/key" --timeout 5 --log-level info --json
+  wait_for_line agent.err "side channel on TCP" 20
+  next_port
+  local probe=$PORT
+  # ask NAME FLIP...: diag-connect through a relay flipping FLIP (none: faithful).
+  ask() {
+    local name=$1
+    shift
+    next_port
+    rport=$PORT
+    relay "relay_$name" "$rport" "$aport" "$@"
+    run "$name" 40 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$probe" --agent-port "$rport" --timeout 5 --json \
+      --key-file "$T/key"
+    finish "relay_$name" 10
+    [[ -s $T/$name.out ]] || fail "$name: no report (exit $RC): $(head -c 400 "$T/$name.err")"
+    expect_schema diag-connect "$name.out"
+  }
+  ask faithful
+  expect_jq '.capture.agent.status == "ok"' faithful.out
+  # Byte 100 of the agent's stream: its hello and verdict are 80, the frame's length 4.
+  ask answer_flipped --flip s2c:100
+  expect_jq '.flipped == 100' relay_answer_flipped.out
+  expect_jq '.capture.agent.status == "tampered" and (.capture.agent.detail | test("message 0 from the agent fails its MAC"))' \
+    answer_flipped.out
+  # Byte 80 of the client's: its handshake answer is 72, the length 4; the agent drops it.
+  ask request_flipped --flip c2s:80
+  expect_jq '.flipped == 80' relay_request_flipped.out
+  expect_jq '.capture.agent.status != "ok"' request_flipped.out
+  wait_for_line agent.err "message 0 from the client fails its MAC" 10
+  kill -TERM "$PID_agent"
+  finish agent 10
+  expect_rc 0 "the agent, stopped with SIGTERM"
+  expect_jq '.agent.answers == 2 and .agent.bad_requests == 1 and .agent.unauthenticated == 0' agent.out
+  note "agent: $(jq -c .capture.agent "$T/answer_flipped.out")"
+
+  # rdma_smoke: the serving side's reply to the plan flipped (the --peer side catches it), then
+  # the peer's plan flipped (the serving side catches it). Each side ends with one line, exit 1.
+  local side flip catcher
+  for side in reply plan; do
+    next_port
+    local control=$PORT
+    next_port
+    local first=$PORT
+    next_port
+    rport=$PORT
+    start "serving_$side" "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$first" --control-port "$control" \
+      --accept-timeout 60 --key-file "$T/key" --json
+    wait_for_line "serving_$side.err" "control port" 20
+    if [[ $side == reply ]]; then flip=s2c:100 catcher="peer_$side.out"; else flip=c2s:80 catcher="serving_$side.out"; fi
+    relay "relay_$side" "$rport" "$control" --flip "$flip"
+    run "peer_$side" 60 "$OURS_SMOKE" --peer "$RXE_ADDR" -p "$first" --control-port "$rport" --tools rping \
+      --direction forward --key-file "$T/key" --json
+    [[ $RC -ne 0 ]] || fail "rdma_smoke --peer went on after the $side was flipped"
+    expect_schema rdma_smoke "peer_$side.out"
+    finish "serving_$side" 30
+    [[ $RC -ne 0 ]] || fail "rdma_smoke --serve ended 0 after the $side was flipped"
+    expect_schema rdma_smoke "serving_$side.out"
+    finish "relay_$side" 10
+    expect_jq '.flipped != null' "relay_$side.out"
+    grep -q "fails its MAC" "$T/$catcher" ||
+      fail "$side flipped: $catcher does not say the message failed its MAC: $(head -c 600 "$T/$catcher")"
+    note "$side flipped: $(jq -c '[.errors[]?.message, (.smoke.cases[]?.reason // empty)]' "$T/$catcher")"
+  done
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A side-channel client that speaks the key handshake (lib/wire/key_handshake.hpp) well or
 badly, for the integration cases: key_handshake.py HOST PORT SERVICE MODE [ARG] [SEND].
+SEND goes as one frame (lib/wire/sealed_frames.hpp), tagged when the handshake was keyed.
 
 SERVICE: agent or smoke. MODE:
   good KEYFILE [SEND]   the handshake with the key, then SEND (a line) and what comes back
@@ -23,7 +24,23 @@ import sys
 import time
 
 MAGIC = 0x52444B48
+VERSION = 2
 SERVICES = {"agent": 1, "smoke": 2}
+
+
+def hkdf_sha256(key, salt, info):
+    """RFC 5869, one 32-byte block."""
+    prk = hmac.new(salt, key, hashlib.sha256).digest()
+    return hmac.new(prk, info + b"\x01", hashlib.sha256).digest()
+
+
+def frame(payload, key=None, sequence=0):
+    """One frame; `key` tags it as message `sequence` of its direction."""
+    head = struct.pack(">I", len(payload))
+    if key is None:
+        return head + payload
+    tag = hmac.new(key, struct.pack(">QI", sequence, len(payload)) + payload, hashlib.sha256).digest()
+    return head + payload + tag
 
 
 def key_of(path):
@@ -46,9 +63,8 @@ def read_exactly(sock, size):
     return data
 
 
-def answer(service, key, server_nonce):
-    nonce = os.urandom(32)
-    head = struct.pack(">IBBBB", MAGIC, 1, service, 1 if key is not None else 0, 0)
+def answer(service, key, server_nonce, nonce):
+    head = struct.pack(">IBBBB", MAGIC, VERSION, service, 1 if key is not None else 0, 0)
     proof = bytes(32)
     if key is not None:
         label = b"rdmakit client" + bytes([service])
@@ -81,17 +97,19 @@ def main():
     sock = socket.create_connection((host, int(port)), timeout=30)
     status = "none"
     send = None
+    sealing = None
     if mode in ("good", "open", "record", "replay"):
         hello = read_exactly(sock, 40)
         if len(hello) != 40:
             print(f"verdict none served 0 closed_after {time.monotonic() - started:.2f} hello {len(hello)} bytes")
             return
         key = key_of(rest[0]) if mode in ("good", "record") else None
+        nonce = os.urandom(32)
         if mode == "replay":
             with open(rest[0], "rb") as f:
                 message = f.read()
         else:
-            message = answer(service, key, hello[8:])
+            message = answer(service, key, hello[8:], nonce)
         if mode == "record":
             with open(rest[1], "wb") as f:
                 f.write(message)
@@ -106,14 +124,17 @@ def main():
             send = rest[1]
         if mode in ("open", "replay") and len(rest) > (1 if mode == "replay" else 0):
             send = rest[-1]
+        if key is not None and status == "0":
+            info = b"rdmakit seal" + bytes([service]) + b"c>s"
+            sealing = hkdf_sha256(key, hello[8:] + nonce, info)
     elif mode == "half":
         read_exactly(sock, 40)
-        sock.sendall(struct.pack(">IBBBB", MAGIC, 1, service, 1, 0) + os.urandom(28))
+        sock.sendall(struct.pack(">IBBBB", MAGIC, VERSION, service, 1, 0) + os.urandom(28))
     elif mode != "silent":
         sys.exit(f"unknown mode {mode}")
     if send is not None:
         try:
-            sock.sendall(send.encode() + b"\n")
+            sock.sendall(frame(send.encode(), sealing))
         except OSError:
             pass
     served, closed = drain(sock, started)

@@ -19,6 +19,7 @@
 #include "lib/core/wait.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/wire/key_handshake.hpp"
+#include "socket_pair.hpp"
 
 namespace rdmakit::handshake {
 namespace {
@@ -72,7 +73,7 @@ TEST(KeyHandshake, DecodersRefuseWhatIsNotAHandshake) {
     EXPECT_NE(std::string(refused.what()).find("bad magic"), std::string::npos) << refused.what();
   }
   broken = bytes;
-  broken[4] = 2;
+  broken[4] = 1;  // version 1: JSON lines after the handshake, unsealed
   EXPECT_THROW(decode_answer(broken), AuthenticationError);
   broken = bytes;
   broken[5] = 9;
@@ -143,23 +144,7 @@ TEST(KeyHandshake, ReflectedProofIsRefused) {
   EXPECT_EQ(judge(&key, hello, reflected).status, Status::wrong_key);
 }
 
-struct SocketPair {
-  int server = -1;
-  int client = -1;
-  SocketPair() {
-    int fds[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0) {
-      server = fds[0];
-      client = fds[1];
-    }
-  }
-  ~SocketPair() {
-    if (server >= 0) close(server);
-    if (client >= 0) close(client);
-  }
-  SocketPair(const SocketPair&) = delete;
-  SocketPair& operator=(const SocketPair&) = delete;
-};
+using testing::SocketPair;
 
 // Both sides' outcome: "" when it went through, the AuthenticationError's words otherwise.
 std::pair<std::string, std::string> run_both(const SharedKey* server_key, const SharedKey* client_key,
@@ -266,6 +251,31 @@ TEST(KeyHandshake, SmokeServeRefusesAWrongKeyAndTakesTheNextPeer) {
   ASSERT_EQ(refused.size(), 1U);
   EXPECT_NE(refused.front().find("refused 127.0.0.1:"), std::string::npos) << refused.front();
   EXPECT_NE(refused.front().find("wrong key"), std::string::npos) << refused.front();
+}
+
+// A keyed peer's message may still be hostile: one nested past max_control_depth is refused
+// before it is parsed, and the next one is read as usual.
+TEST(KeyHandshake, SmokeRefusesADeeplyNestedMessage) {
+  const auto key = key_of("the right key, 24 bytes");
+  const auto port = static_cast<std::uint16_t>(30000 + ((getpid() + 7) % 20000));
+  auto serving = std::async(std::launch::async, [&] {
+    auto channel = smoke::ControlChannel::accept_one(
+        "127.0.0.1", port, Clock::now() + std::chrono::seconds(20), -1, [](const std::string&) {}, &key);
+    nlohmann::json deep = "bottom";
+    for (std::size_t level = 0; level <= smoke::max_control_depth; ++level) deep = nlohmann::json::array({deep});
+    channel.send({{"runs", deep}});
+    channel.send({{"after", true}});
+  });
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  auto channel = smoke::ControlChannel::connect_to("127.0.0.1", port, deadline, -1, &key);
+  try {
+    (void)channel.receive(deadline);
+    FAIL() << "a message nested " << smoke::max_control_depth + 2 << " deep was taken";
+  } catch (const ProtocolError& refused) {
+    EXPECT_NE(std::string(refused.what()).find("nests deeper than 32 levels"), std::string::npos) << refused.what();
+  }
+  EXPECT_TRUE(channel.receive(deadline).value("after", false));
+  serving.get();
 }
 
 }  // namespace

@@ -97,23 +97,25 @@ case_connect_no_listener() {
 fake_agent() {
   local name=$1 port=$2 kind=$3
   start "$name" python3 -c '
-import socket, sys, time
+import socket, struct, sys, time
 kind = sys.argv[2]
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[3], int(sys.argv[1]))); s.listen(1)
 print("ready", flush=True)
 c, _ = s.accept()
 # The key handshake of an agent without --key-file (lib/wire/key_handshake.hpp): hello,
-# the 72-byte answer of the client, verdict "accepted"; then the request.
-head = bytes.fromhex("52444b480101") + bytes(2)
+# the 72-byte answer of the client, verdict "accepted"; then the request, and the answer as
+# one untagged frame (lib/wire/sealed_frames.hpp): a 4-byte length, then the bytes.
+head = bytes.fromhex("52444b480201") + bytes(2)
+frame = lambda payload: struct.pack(">I", len(payload)) + payload
 c.sendall(head + bytes(32)); got = b""
 while len(got) < 72:
     chunk = c.recv(72 - len(got))
     if not chunk: break
     got += chunk
 c.sendall(head + bytes(32)); c.recv(2048)
-if kind == "garbage": c.sendall(b"{\"version\": 1, \"view\": {\"netdevs\": 7}}")
-elif kind == "oversize": c.sendall(b"[" + b"1," * 200000 + b"1]")
+if kind == "garbage": c.sendall(frame(b"{\"version\": 1, \"view\": {\"netdevs\": 7}}"))
+elif kind == "oversize": c.sendall(frame(b"[" + b"1," * 200000 + b"1]"))
 elif kind == "silent": time.sleep(30)
 c.close()' "$port" "$kind" "$RXE_ADDR"
   wait_for_line "$name.out" ready 20

@@ -221,6 +221,8 @@ struct PeerGate::State {
   GateLimits limits;
   mutable std::mutex mutex;
   std::size_t held = 0;
+  // The slots held per peer, only while it holds one: no more entries than slots held.
+  std::map<PeerKey, std::size_t> held_by_peer;
   RefusedTally refused;
   // Refusals are logged from a bucket of refusal_log_burst lines that refills one line a
   // refusal_log_interval; the rest are counted into the next line: a flood of them costs a
@@ -240,7 +242,7 @@ struct PeerGate::State {
     return true;
   }
   // Per peer: its latest new connections, at most limits.peer_rate of them.
-  std::map<std::pair<int, std::array<std::uint8_t, 16>>, std::deque<std::chrono::steady_clock::time_point>> recent;
+  std::map<PeerKey, std::deque<std::chrono::steady_clock::time_point>> recent;
 
   // Forgets the peers with nothing in the window, then, still full, the one heard from
   // longest ago.
@@ -280,6 +282,7 @@ PeerGate::Slot& PeerGate::Slot::operator=(Slot&& other) noexcept {
   if (this != &other) {
     release();
     state_ = std::move(other.state_);
+    peer_ = other.peer_;
   }
   return *this;
 }
@@ -292,6 +295,10 @@ void PeerGate::Slot::release() noexcept {
   if (!state_) return;
   const std::lock_guard lock(state_->mutex);
   --state_->held;
+  if (const auto found = state_->held_by_peer.find(peer_);
+      found != state_->held_by_peer.end() && --found->second == 0) {
+    state_->held_by_peer.erase(found);
+  }
   state_.reset();
 }
 
@@ -315,9 +322,15 @@ PeerGate::Admission PeerGate::admit(const sockaddr* peer, std::chrono::steady_cl
       admission.refused = RefusalCause::too_many;
       admission.reason = fmt::format("already serving {} clients", state_->held);
       ++state_->refused.too_many;
+    } else if (const auto key = PeerKey(address->family, address->bytes);
+               limits.max_per_peer != 0 && state_->held_by_peer[key] >= limits.max_per_peer) {
+      admission.refused = RefusalCause::too_many;
+      admission.reason = fmt::format("already serving {} connections from it", state_->held_by_peer[key]);
+      ++state_->refused.too_many;
     } else {
       ++state_->held;
-      admission.slot = Slot(state_);
+      ++state_->held_by_peer[key];
+      admission.slot = Slot(state_, key);
       return admission;
     }
     if (!state_->may_log(now)) {
@@ -340,6 +353,12 @@ RefusedTally PeerGate::refused() const {
 std::size_t PeerGate::held() const {
   const std::lock_guard lock(state_->mutex);
   return state_->held;
+}
+
+std::size_t PeerGate::held_from(const IpAddress& address) const {
+  const std::lock_guard lock(state_->mutex);
+  const auto found = state_->held_by_peer.find(PeerKey(address.family, address.bytes));
+  return found == state_->held_by_peer.end() ? 0 : found->second;
 }
 
 const GateLimits& PeerGate::limits() const {

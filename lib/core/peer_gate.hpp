@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lib/core/cli_declarations.hpp"
@@ -115,9 +116,10 @@ inline constexpr std::chrono::seconds peer_rate_window{10};
 inline constexpr std::size_t tracked_peers = 4096;
 
 struct GateLimits {
-  AllowList allow;              // empty: any peer
-  std::size_t max_clients = 0;  // connections held at once; 0: no cap
-  std::size_t peer_rate = 0;    // new connections per peer in peer_rate_window; 0: no limit
+  AllowList allow;               // empty: any peer
+  std::size_t max_clients = 0;   // connections held at once; 0: no cap
+  std::size_t max_per_peer = 0;  // of those, from one address at once; 0: no cap
+  std::size_t peer_rate = 0;     // new connections per peer in peer_rate_window; 0: no limit
   std::size_t tracked = tracked_peers;
 };
 
@@ -129,11 +131,14 @@ class PeerGate {
  public:
   explicit PeerGate(GateLimits limits);
 
-  // Holds one of max_clients until destroyed (or moved from).
+  // The key a peer's address has in the gate's tables.
+  using PeerKey = std::pair<int, std::array<std::uint8_t, 16>>;
+
+  // Holds one of max_clients (and of the peer's max_per_peer) until destroyed (or moved from).
   class Slot {
    public:
     Slot() = default;
-    explicit Slot(std::shared_ptr<State> state) : state_(std::move(state)) {}
+    Slot(std::shared_ptr<State> state, PeerKey peer) : state_(std::move(state)), peer_(peer) {}
     Slot(Slot&& other) noexcept = default;
     Slot& operator=(Slot&& other) noexcept;
     Slot(const Slot&) = delete;
@@ -143,6 +148,7 @@ class PeerGate {
    private:
     void release() noexcept;
     std::shared_ptr<State> state_;
+    PeerKey peer_{};
   };
 
   struct Admission {
@@ -157,6 +163,8 @@ class PeerGate {
   Admission admit(const sockaddr* peer, std::chrono::steady_clock::time_point now);
   RefusedTally refused() const;
   std::size_t held() const;
+  // Of those, from `address`.
+  std::size_t held_from(const IpAddress& address) const;
   const GateLimits& limits() const;
 
  private:

@@ -153,9 +153,11 @@ class Agent {
   // One side-channel client, served on a thread of its own so that a slow or silent one
   // never delays another, or the probes' rdma_cm events.
   struct SideClient {
-    SideClient(FileDescriptor accepted, std::string from) : socket(std::move(accepted)), address(std::move(from)) {}
+    SideClient(FileDescriptor accepted, std::string from, PeerGate::Slot held_seat)
+        : socket(std::move(accepted)), address(std::move(from)), seat(std::move(held_seat)) {}
     FileDescriptor socket;
     std::string address;
+    PeerGate::Slot seat;
     std::thread thread;
     std::atomic<bool> done{false};
   };
@@ -175,23 +177,17 @@ class Agent {
   }
 
   void take_side_client(FileDescriptor client, const sockaddr_storage& peer) {
+    const auto* from = reinterpret_cast<const sockaddr*>(&peer);
     // Refused: logged by the gate and closed at once, before a byte is read.
-    if (!gate_.admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) return;
-    auto address = plain_address(reinterpret_cast<const sockaddr*>(&peer));
+    if (!gate_.admit(from, Clock::now()).admitted()) return;
     reap_side_clients();
-    const auto from_address = std::count_if(side_clients_.begin(), side_clients_.end(),
-                                            [&address](const auto& held) { return held->address == address; });
-    if (side_clients_.size() >= max_side_clients ||
-        static_cast<std::size_t>(from_address) >= max_side_clients_per_address) {
+    auto seat = side_seats_.admit(from, Clock::now());
+    if (!seat.admitted()) {
       const std::lock_guard lock(shared_);
-      ++tally_.busy;
-      if (tally_.busy == 1 || tally_.busy % 100 == 0) {
-        log_(fmt::format("closed a side-channel client from {}: {} served at once ({} busy so far)", address,
-                         side_clients_.size(), tally_.busy));
-      }
+      ++tally_.busy;  // logged by side_seats_, at its rate
       return;
     }
-    auto held = std::make_unique<SideClient>(std::move(client), std::move(address));
+    auto held = std::make_unique<SideClient>(std::move(client), plain_address(from), std::move(seat.slot));
     SideClient& side = *held;
     side.thread = std::thread([this, &side] {
       serve_side_client(side.socket.get(), side.address, Clock::now() + options_.client_timeout);
@@ -379,6 +375,9 @@ class Agent {
   const AgentOptions& options_;
   const std::function<void(const std::string&)>& log_;
   PeerGate gate_{options_.peers};
+  // The side channel's seats: who the allow list and rate admitted, up to the caps at once.
+  PeerGate side_seats_{
+      GateLimits{.allow = {}, .max_clients = max_side_clients, .max_per_peer = max_side_clients_per_address}};
   std::string tcp_address_;  // before tcp_: open_tcp() sets it
   std::string cm_address_;
   FileDescriptor tcp_;

@@ -4,15 +4,18 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -91,6 +94,91 @@ std::vector<std::string> names_in(const nlohmann::json& object, const char* key)
 
 }  // namespace
 
+// The key handshakes of the peers that came, each on a thread of its own with its own
+// deadline, so that a silent or slow one holds a seat, not the control port: the first that
+// passes is the peer served, and the others are ended. Seats: handshake_seats at once,
+// handshake_seats_per_peer from one address; a peer over them is closed unread.
+class ControlChannel::PendingHandshakes {
+ public:
+  PendingHandshakes(int stop_fd, const SharedKey* key)
+      : stop_fd_(stop_fd),
+        key_(key),
+        wake_(FileDescriptor::checked(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), "eventfd")),
+        seats_(GateLimits{.allow = {}, .max_clients = handshake_seats, .max_per_peer = handshake_seats_per_peer}) {}
+  PendingHandshakes(const PendingHandshakes&) = delete;
+  PendingHandshakes& operator=(const PendingHandshakes&) = delete;
+  ~PendingHandshakes() { end_all(); }
+
+  int wake_fd() const { return wake_.get(); }
+
+  void start(ControlChannel channel, const sockaddr* from) {
+    auto seat = seats_.admit(from, Clock::now());
+    if (!seat.admitted()) return;  // logged by seats_, at its rate
+    auto held = std::make_unique<Pending>(std::move(channel), std::move(seat.slot));
+    Pending& pending = *held;
+    pending.thread = std::thread([this, &pending] {
+      try {
+        // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
+        pending.keys = handshake::serve_handshake(pending.channel.fd_, handshake::Service::smoke, key_,
+                                                  Clock::now() + handshake_timeout, stop_fd_);
+      } catch (const std::exception& why) {
+        pending.refusal = why.what();
+      }
+      pending.done = true;
+      const std::uint64_t one = 1;
+      (void)!write(wake_.get(), &one, sizeof one);
+    });
+    pending_.push_back(std::move(held));
+  }
+
+  // The first peer whose handshake passed, if one did; those refused are said through `refused`.
+  std::optional<ControlChannel> take_finished(const std::function<void(const std::string&)>& refused) {
+    std::uint64_t count = 0;
+    (void)!read(wake_.get(), &count, sizeof count);
+    std::optional<ControlChannel> served;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      Pending& pending = **it;
+      if (!pending.done) {
+        ++it;
+        continue;
+      }
+      pending.thread.join();
+      if (pending.keys && !served) {
+        pending.channel.seal_with(*pending.keys, "the peer");
+        served.emplace(std::move(pending.channel));
+      } else if (!pending.keys && refused) {
+        refused(fmt::format("refused {}: handshake: {}", pending.channel.peer(), pending.refusal));
+      }
+      it = pending_.erase(it);
+    }
+    return served;
+  }
+
+ private:
+  struct Pending {
+    Pending(ControlChannel taken, PeerGate::Slot held_seat) : channel(std::move(taken)), seat(std::move(held_seat)) {}
+    ControlChannel channel;
+    PeerGate::Slot seat;
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::optional<sealed::DirectionKeys> keys;
+    std::string refusal;
+  };
+
+  // Each handshake still under way is cut short (its socket shut down) and its thread joined.
+  void end_all() {
+    for (const auto& pending : pending_) shutdown(pending->channel.fd_, SHUT_RDWR);
+    for (const auto& pending : pending_) pending->thread.join();
+    pending_.clear();
+  }
+
+  int stop_fd_;
+  const SharedKey* key_;
+  FileDescriptor wake_;
+  PeerGate seats_;
+  std::vector<std::unique_ptr<Pending>> pending_;
+};
+
 ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline,
                                           int stop_fd, const SharedKey* key, const std::string& source) {
   const AddressList addresses(numeric(host, port, false));
@@ -140,26 +228,35 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
   if (::bind(listener.get(), address->ai_addr, address->ai_addrlen) != 0) {
     throw std::system_error(errno, std::generic_category(), fmt::format("bind to control port {}", port));
   }
-  if (::listen(listener.get(), 1) != 0) throw std::system_error(errno, std::generic_category(), "listen");
+  if (::listen(listener.get(), handshake_backlog) != 0)
+    throw std::system_error(errno, std::generic_category(), "listen");
+  set_nonblocking(listener.get(), "the control port");
   listening(fmt::format("control port {} on {}", port, bind.empty() ? "every address" : bind));
+  PendingHandshakes pending(stop_fd, key);
   for (;;) {
-    if (!await_fd(listener.get(), POLLIN, deadline, stop_fd)) {
-      throw RunStopped(StopReason::timed_out, "no peer came within the accept timeout");
-    }
-    sockaddr_storage peer{};
-    socklen_t length = sizeof peer;
-    const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
-    ControlChannel channel(fd, stop_fd, peer_name(peer), IpAddress::of(reinterpret_cast<const sockaddr*>(&peer)));
-    if (gate != nullptr && !gate->admit(reinterpret_cast<const sockaddr*>(&peer), Clock::now()).admitted()) continue;
     try {
-      // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
-      channel.seal_with(
-          handshake::serve_handshake(fd, handshake::Service::smoke, key, Clock::now() + handshake_timeout, stop_fd),
-          "the peer");
-      return channel;
-    } catch (const handshake::AuthenticationError& why) {
-      if (refused) refused(fmt::format("refused {}: handshake: {}", channel.peer(), why.what()));
+      if (await_readable({listener.get(), pending.wake_fd()}, stop_fd, deadline, "a peer") == 1) {
+        if (auto channel = pending.take_finished(refused)) return std::move(*channel);
+        continue;
+      }
+    } catch (const RunStopped& stopped) {
+      if (stopped.reason() == StopReason::timed_out) {
+        throw RunStopped(StopReason::timed_out, "no peer came within the accept timeout");
+      }
+      throw;
+    }
+    // Everything waiting, up to a batch: a flood is closed as fast as it comes.
+    for (int taken = 0; taken < 64; ++taken) {
+      sockaddr_storage peer{};
+      socklen_t length = sizeof peer;
+      const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)) break;
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
+      const auto* from = reinterpret_cast<const sockaddr*>(&peer);
+      ControlChannel channel(fd, stop_fd, peer_name(peer), IpAddress::of(from));
+      // A peer the gate refuses, or one over the seats, is closed before a byte is read.
+      if (gate != nullptr && !gate->admit(from, Clock::now()).admitted()) continue;
+      pending.start(std::move(channel), from);
     }
   }
 }

@@ -29,6 +29,11 @@ inline constexpr std::size_t max_control_depth = 32;
 // How long each side gives the other for the key handshake (lib/wire/key_handshake) once
 // connected: three messages of at most 72 bytes.
 inline constexpr std::chrono::seconds handshake_timeout{10};
+// The handshakes the serving side makes at once while it waits for its peer, and from one
+// address: a silent connection holds one of them for handshake_timeout, not the port.
+inline constexpr std::size_t handshake_seats = 16;
+inline constexpr std::size_t handshake_seats_per_peer = 4;
+inline constexpr int handshake_backlog = 64;
 
 // One TCP connection carrying JSON objects, one a frame (lib/wire/sealed_frames.hpp: tagged
 // with the key handshake's message keys when it was keyed); every read has a deadline.
@@ -42,10 +47,10 @@ class ControlChannel {
   static ControlChannel connect_to(const std::string& host, std::uint16_t port, Clock::time_point deadline, int stop_fd,
                                    const SharedKey* key = nullptr, const std::string& source = "");
   // Listens on bind:port ("" for every address) and takes the first connection that passes
-  // the key handshake with `key` (nullptr: none) within handshake_timeout; a peer refused by
-  // it is told why, said through `refused` in one line and closed, and the next one awaited
-  // until the deadline. A peer `gate` refuses (lib/core/peer_gate: logged there) is closed
-  // before the handshake, and the next one awaited.
+  // the key handshake with `key` (nullptr: none) within handshake_timeout, the handshakes
+  // made side by side (handshake_seats); a peer refused by it is told why, said through
+  // `refused` in one line and closed, and the next one awaited until the deadline. A peer `gate` refuses
+  // (lib/core/peer_gate: logged there) is closed before the handshake, and the next one awaited.
   static ControlChannel accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline, int stop_fd,
                                    const std::function<void(const std::string&)>& listening,
                                    const SharedKey* key = nullptr,
@@ -67,6 +72,7 @@ class ControlChannel {
   const std::optional<IpAddress>& peer_address() const { return peer_address_; }
 
  private:
+  class PendingHandshakes;
   ControlChannel(int fd, int stop_fd, std::string peer, std::optional<IpAddress> peer_address = std::nullopt)
       : fd_(fd), stop_fd_(stop_fd), peer_(std::move(peer)), peer_address_(peer_address) {}
   // After the handshake: its message keys (none when it was not keyed).

@@ -8,6 +8,20 @@ ATTACK_RSS_BOUND_KIB=16384  # what an attack may add to the listener's resident 
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
+# attack ARGS...: tests/integration/attack.py ARGS.
+attack() { "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" "$@"; }
+
+# flood_from_inside PORT: from $RXE_ADDR2 (inside the default allow list) to $RXE_ADDR:PORT,
+# 300 silent connections held 8 s in the background (ATTACKER; its account in silent.attack),
+# then 64 KiB of garbage (garbage.attack).
+flood_from_inside() {
+  attack silent "$RXE_ADDR" "$1" --count 300 --hold 8 --source "$RXE_ADDR2" --ready "$T/silent.ready" \
+    > "$T/silent.attack" 2>&1 &
+  ATTACKER=$!
+  attack_ready silent
+  attack garbage "$RXE_ADDR" "$1" --bytes 65536 --hold 2 --source "$RXE_ADDR2" > "$T/garbage.attack" 2>&1
+}
+
 # attack_ready NAME: until attack.py's connections for NAME are all open (its --ready file);
 # a Python start in a loaded guest takes a second or more.
 attack_ready() { poll_until 30 "the attack $1 did not get going in 30 s" test -e "$T/$1.ready"; }
@@ -18,7 +32,7 @@ attack_ready() { poll_until 30 "the attack $1 did not get going in 30 s" test -e
 attack_cell() {
   local name=$1 pid=$2 url=$3 attacker code rss peak=0 k
   shift 3
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" "$@" --ready "$T/$name.ready" \
+  attack "$@" --ready "$T/$name.ready" \
     > "$T/$name.attack" 2>&1 &
   attacker=$!
   attack_ready "$name"
@@ -67,7 +81,7 @@ case_metrics_attacks() {
   expect_jq '.closed == 1 and .answered == 0' inside_drip.attack
   expect_grep "refused a scrape of /metrics from $a" node.err
   # SIGTERM while 300 silent connections knock: it ends within 2 s, with its report.
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$b" $((PORT + 1)) \
+  attack silent "$b" $((PORT + 1)) \
     --count 300 --hold 4 "${inside[@]}" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
   local attacker=$! stopping
   attack_ready stop
@@ -93,12 +107,7 @@ case_agent_attacks() {
   require_device
   start_local_agent
   local probe=$AGENT_PROBE_PORT aport=$AGENT_SIDE_PORT attacker
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$RXE_ADDR" "$aport" \
-    --count 300 --hold 8 --source "$RXE_ADDR2" --ready "$T/silent.ready" > "$T/silent.attack" 2>&1 &
-  attacker=$!
-  attack_ready silent
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" garbage "$RXE_ADDR" "$aport" \
-    --bytes 65536 --hold 2 --source "$RXE_ADDR2" > "$T/garbage.attack" 2>&1
+  flood_from_inside "$aport"
   connect during 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --timeout 3
   expect_connect_cause during ok 0
   expect_jq '.capture.agent.status == "ok"' during.out
@@ -106,7 +115,7 @@ case_agent_attacks() {
   connect_ms=$(jq '[.capture.attempt.steps[] | select(.name == "connect")][0].ms' "$T/during.out")
   # A few ms alone; a loaded guest's scheduling, not the side channel, is what may add to it.
   jq -e "$connect_ms < 1500" <<< "null" > /dev/null || fail "the probe's connect step took $connect_ms ms during the attack"
-  wait "$attacker" || fail "the attack failed: $(cat "$T/silent.attack")"
+  wait "$ATTACKER" || fail "the attack failed: $(cat "$T/silent.attack")"
   # The four it served got the handshake's first message (the agent speaks first), nothing more.
   expect_jq '.opened + .refused == 300 and .closed >= 296 and .answered <= 4' silent.attack
   # The refusals of the flood (too many at once, or --peer-rate's 60 in 10 s) were logged at a
@@ -115,7 +124,7 @@ case_agent_attacks() {
   lines=$(grep -c "refused\|closed a side-channel client" "$T/agent.err" || true)
   ((lines <= 30)) || fail "$lines lines of refusals for 300 connections"
   # SIGTERM while 300 more knock: within 2 s, with its tally.
-  "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/attack.py" silent "$RXE_ADDR" "$aport" \
+  attack silent "$RXE_ADDR" "$aport" \
     --count 300 --hold 4 --source "$RXE_ADDR2" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
   attacker=$!
   attack_ready stop
@@ -128,4 +137,91 @@ case_agent_attacks() {
   # unread, as too many at once or, past 60 in 10 s, too fast (--peer-rate's default).
   expect_jq '.agent.busy + .refused_peers.too_fast >= 580 and .agent.answers == 1' agent.out
   note "agent under attack: connect step $connect_ms ms; $(cat "$T/silent.attack"); SIGTERM in $ms ms; $(jq -c '.agent' "$T/agent.out")"
+}
+
+# rdma_smoke --serve's control port: it made one peer's key handshake at a time with a 10 s
+# deadline each, so an allowed host's silent connections kept the real peer waiting 10 s
+# apiece. Now the handshakes run side by side (16 seats, 4 from one address; the rest closed
+# unread): 300 silent connections and 64 KiB of garbage from another allowed address, and the
+# peer's handshake still passes within 2 s; then SIGTERM under 300 more ends a second serving
+# side within 2 s with its report.
+# peer_served NAME CONTROL FIRST: rdma_smoke --peer (rping, forward) against the serving
+# side on CONTROL, in the background; SERVED_MS: from its start to the serving side's
+# "peer" line (its handshake passed) in $T/serving_NAME.err.
+peer_served() {
+  local name=$1 control=$2 first=$3 started
+  started=${EPOCHREALTIME/./}
+  start "peer_$name" "$OURS_SMOKE" --peer "$RXE_ADDR" -p "$first" --control-port "$control" --tools rping \
+    --direction forward --key-file "$T/key" --json
+  poll_until 10 "$name: the peer's handshake did not pass in 10 s" grep -qs "peer [^ ]*$RXE_ADDR:" \
+    "$T/serving_$name.err"
+  SERVED_MS=$(((${EPOCHREALTIME/./} - started) / 1000))
+}
+
+# serve NAME CONTROL FIRST: rdma_smoke --serve, keyed, in the background as serving_NAME.
+serve() {
+  start "serving_$1" "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$3" --control-port "$2" --accept-timeout 120 \
+    --key-file "$T/key" --json
+  wait_for_line "serving_$1.err" "control port" 20
+}
+
+case_smoke_serve_attacks() {
+  require_device
+  head -c 32 /dev/urandom | base64 > "$T/key"
+  chmod 600 "$T/key"
+  next_port
+  local control=$PORT first attacker started ms baseline peak=0 rss k
+  next_port
+  first=$PORT
+  # The baseline: how long the peer takes to get through with no attack (its own start, on
+  # this guest, under this load); the attack may add 2 s to it at most.
+  serve quiet "$control" "$first"
+  peer_served quiet "$control" "$first"
+  baseline=$SERVED_MS
+  finish peer_quiet 120
+  expect_rc 0 "rdma_smoke --peer, no attack"
+  finish serving_quiet 60
+  next_port
+  control=$PORT
+  serve attacked "$control" "$first"
+  ATTACK_BASE_RSS=$(rss_kib "$PID_serving_attacked")
+  flood_from_inside "$control"
+  peer_served attacked "$control" "$first"
+  for k in 1 2 3; do
+    rss=$(rss_kib "$PID_serving_attacked") || break
+    ((rss > peak)) && peak=$rss
+    tick 0.5
+  done
+  ((SERVED_MS <= baseline + 2000)) ||
+    fail "the peer's handshake passed after $SERVED_MS ms during the attack ($baseline ms without)"
+  ((peak - ATTACK_BASE_RSS <= ATTACK_RSS_BOUND_KIB)) ||
+    fail "RSS rose from $ATTACK_BASE_RSS to $peak KiB (bound +$ATTACK_RSS_BOUND_KIB)"
+  finish peer_attacked 120
+  expect_rc 0 "rdma_smoke --peer during the attack"
+  finish serving_attacked 60
+  expect_rc 0 "rdma_smoke --serve, its peer served during the attack"
+  wait "$ATTACKER" || fail "the attack failed: $(cat "$T/silent.attack")"
+  expect_jq '.smoke.passed == 1' serving_attacked.out
+  local lines
+  lines=$(grep -c "refused" "$T/serving_attacked.err" || true)
+  ((lines <= 30)) || fail "$lines lines of refusals for 300 connections"
+  note "smoke --serve under attack: the peer through in $SERVED_MS ms ($baseline ms without); RSS $ATTACK_BASE_RSS -> $peak KiB; $(cat "$T/silent.attack")"
+
+  # SIGTERM while 300 knock: within 2 s, with its report.
+  next_port
+  control=$PORT
+  serve stopped "$control" "$first"
+  attack silent "$RXE_ADDR" "$control" \
+    --count 300 --hold 4 --source "$RXE_ADDR2" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
+  attacker=$!
+  attack_ready stop
+  started=${EPOCHREALTIME/./}
+  kill -TERM "$PID_serving_stopped"
+  finish serving_stopped 10
+  ms=$(((${EPOCHREALTIME/./} - started) / 1000))
+  wait "$attacker" || true
+  ((ms <= 2000)) || fail "SIGTERM under attack: rdma_smoke --serve took $ms ms to end"
+  [[ -s $T/serving_stopped.out ]] || fail "no report after SIGTERM (exit $RC): $(head -c 400 "$T/serving_stopped.err")"
+  expect_schema rdma_smoke serving_stopped.out
+  note "SIGTERM under attack: ended in $ms ms, exit $RC"
 }

@@ -7,10 +7,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <chrono>
 #include <future>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -251,6 +255,47 @@ TEST(KeyHandshake, SmokeServeRefusesAWrongKeyAndTakesTheNextPeer) {
   ASSERT_EQ(refused.size(), 1U);
   EXPECT_NE(refused.front().find("refused 127.0.0.1:"), std::string::npos) << refused.front();
   EXPECT_NE(refused.front().find("wrong key"), std::string::npos) << refused.front();
+}
+
+// Silent connections each hold a handshake seat for handshake_timeout, not the control port:
+// a peer from another address that comes after them is served at once.
+TEST(KeyHandshake, SmokeServesAPeerBehindSilentConnections) {
+  const auto key = key_of("the right key, 24 bytes");
+  const auto port = static_cast<std::uint16_t>(30000 + ((getpid() + 13) % 20000));
+  std::vector<std::string> refused;
+  auto serving = std::async(std::launch::async, [&] {
+    auto channel = smoke::ControlChannel::accept_one(
+        "127.0.0.1", port, Clock::now() + std::chrono::seconds(30), -1, [](const std::string&) {}, &key,
+        [&refused](const std::string& line) { refused.push_back(line); });
+    channel.send({{"served", channel.peer()}});
+  });
+  // Six from 127.0.0.1 that send nothing: four hold seats, two are closed unread.
+  std::vector<int> silent;
+  for (int i = 0; i < 6; ++i) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in to{
+          .sin_family = AF_INET, .sin_port = htons(port), .sin_addr = {htonl(INADDR_LOOPBACK)}, .sin_zero = {}};
+      if (connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) == 0) {
+        silent.push_back(fd);
+        break;
+      }
+      close(fd);
+      ASSERT_LT(Clock::now(), deadline) << "the control port never listened";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  const auto started = Clock::now();
+  auto channel =
+      smoke::ControlChannel::connect_to("127.0.0.1", port, started + std::chrono::seconds(20), -1, &key, "127.0.0.2");
+  const auto served = channel.receive(started + std::chrono::seconds(20));
+  EXPECT_EQ(served.value("served", "").rfind("127.0.0.2:", 0), 0U) << served.dump();
+  // Well before the silent ones' handshake_timeout.
+  EXPECT_LT(Clock::now() - started, smoke::handshake_timeout / 2);
+  serving.get();
+  for (const int fd : silent) close(fd);
+  EXPECT_TRUE(refused.empty());  // the silent ones were ended, not judged
 }
 
 // A keyed peer's message may still be hostile: one nested past max_control_depth is refused

@@ -189,6 +189,30 @@ TEST(PeerGate, CapsConnectionsHeldAtOnce) {
   EXPECT_EQ(gate.refused().too_many, 1U);
 }
 
+// One address may hold only its share: a host that opens many connections leaves room for others.
+TEST(PeerGate, CapsConnectionsHeldFromOnePeer) {
+  PeerGate gate({.allow = {}, .max_clients = 4, .max_per_peer = 2});
+  const auto now = std::chrono::steady_clock::now();
+  auto first = gate.admit(as_sockaddr(peer("10.0.0.2", 4000)), now);
+  auto second = gate.admit(as_sockaddr(peer("::ffff:10.0.0.2", 4001)), now);
+  ASSERT_TRUE(first.admitted() && second.admitted());
+  const auto third = gate.admit(as_sockaddr(peer("10.0.0.2", 4002)), now);
+  ASSERT_FALSE(third.admitted());
+  EXPECT_EQ(third.reason, "already serving 2 connections from it");
+  auto other = gate.admit(as_sockaddr(peer("10.0.0.3")), now);
+  EXPECT_TRUE(other.admitted());
+  EXPECT_EQ(gate.held_from(*IpAddress::parse("10.0.0.2")), 2U);
+  { const auto gone = std::move(first.slot); }
+  EXPECT_EQ(gate.held_from(*IpAddress::parse("10.0.0.2")), 1U);
+  EXPECT_EQ(gate.held(), 2U);
+  auto again = gate.admit(as_sockaddr(peer("10.0.0.2", 4003)), now);
+  EXPECT_TRUE(again.admitted());
+  EXPECT_EQ(gate.refused().too_many, 1U);
+  { const auto gone = std::move(second.slot); }
+  { const auto gone = std::move(again.slot); }
+  EXPECT_EQ(gate.held_from(*IpAddress::parse("10.0.0.2")), 0U);
+}
+
 TEST(PeerGate, RateLimitsEachPeerInItsWindow) {
   PeerGate gate({.allow = {}, .peer_rate = 3});
   const auto start = std::chrono::steady_clock::now();

@@ -104,8 +104,11 @@ void PathProbes::complete(std::map<std::uint64_t, AwaitingStamps>::iterator wait
   const std::uint64_t device_round_trip_ns = device_->ns_between(*answer.device_sent, answer.device_received);
   // Both completions lie between the host's send and receive times, so the device's round
   // trip is the shorter (a 1% margin for the two clocks' rates); a longer one is a stamp read
-  // wrong, and the host's clocks measure this answer.
-  if (device_round_trip_ns <= answer.host_round_trip_ns + answer.host_round_trip_ns / 100) {
+  // wrong, and the host's clocks measure this answer. So is one no longer than the
+  // responder's delay: a network time of nothing or less. rxe stamps a send's completion
+  // when its tasklet runs, and on a loaded host that came after the answer had arrived.
+  if (device_round_trip_ns <= answer.host_round_trip_ns + answer.host_round_trip_ns / 100 &&
+      device_round_trip_ns > *answer.device_delay_ns) {
     add_sample(device_round_trip_ns, *answer.device_delay_ns);
     ++window_.device_samples;
   } else {

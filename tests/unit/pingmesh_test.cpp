@@ -223,6 +223,15 @@ TEST(PingmeshPath, StampsThatDoNotComeFallBackToTheHostsClocks) {
   EXPECT_EQ(wrong.device_samples, 0U);
   EXPECT_EQ(wrong.stamps_missing, 0U);
   EXPECT_DOUBLE_EQ(wrong.rtt->max_us, 10000);
+  // A responder's device delay as long as the device's round trip leaves no network time:
+  // stamps read late (rxe's send completions on a loaded host), the hosts' clocks again.
+  const ProbeTicket fourth = path.next_probe(500 * ms);
+  path.probe_left(fourth.sequence, 501 * ms);
+  path.take_answer(answer_of(fourth, 1 * ms), 510 * ms, 509 * ms);
+  EXPECT_TRUE(path.take_stamps(answer_of(fourth, 8 * ms)));
+  const WindowFigures late = path.close_window(600 * ms);
+  EXPECT_EQ(late.device_samples, 0U);
+  EXPECT_DOUBLE_EQ(late.rtt->max_us, 9000);  // the hosts' 10 ms less their 1 ms
 }
 
 TEST(PingmeshPath, TheProbesSendCompletionMayComeAfterItsAnswer) {

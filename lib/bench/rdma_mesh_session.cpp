@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/bench/mesh_analyse.hpp"
+#include "lib/bench/mesh_messages.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/stats.hpp"
 #include "lib/core/text_file.hpp"
@@ -43,28 +44,6 @@ nlohmann::json to_json(const Attempt& attempt) {
 }
 
 namespace {
-
-Outcome outcome_named(std::string_view name) {
-  for (auto outcome : {Outcome::completed, Outcome::interrupted, Outcome::peer_disconnected, Outcome::timed_out,
-                       Outcome::failed, Outcome::usage_error, Outcome::unsupported}) {
-    if (to_string(outcome) == name) return outcome;
-  }
-  return Outcome::failed;
-}
-
-Test test_from_rank(std::string_view name) {
-  if (const auto test = test_named(name)) return *test;
-  throw ProtocolError(fmt::format("unknown test {} from another rank", name));
-}
-
-Attempt attempt_from(const nlohmann::json& item) {
-  Attempt attempt;
-  attempt.outcome = outcome_named(item.at("outcome").get<std::string>());
-  if (!item.at("figure").is_null()) attempt.figure = item.at("figure").get<double>();
-  attempt.figures = item.at("figures");
-  attempt.error = item.at("error");
-  return attempt;
-}
 
 Attempt failure(Outcome outcome, nlohmann::json error) {
   return Attempt{
@@ -190,31 +169,6 @@ BwSettings settings_for(const MeshSettings& m, Test test, const Node& self, cons
   return s;
 }
 
-// One observation of a direction, from the side that made it.
-struct Observation {
-  int source = 0;
-  int destination = 0;
-  Test test = Test::bandwidth;
-  bool sender = false;
-  Attempt attempt;
-};
-
-nlohmann::json to_json(const Observation& o) {
-  return {{"source", o.source},
-          {"destination", o.destination},
-          {"test", to_string(o.test)},
-          {"sender", o.sender},
-          {"attempt", to_json(o.attempt)}};
-}
-
-Observation observation_from(const nlohmann::json& item) {
-  return Observation{.source = item.at("source").get<int>(),
-                     .destination = item.at("destination").get<int>(),
-                     .test = test_from_rank(item.at("test").get<std::string>()),
-                     .sender = item.at("sender").get<bool>(),
-                     .attempt = attempt_from(item.at("attempt"))};
-}
-
 // This rank's side of a phase. The job's exchange between listening and connecting keeps
 // a sender from connecting before its receiver listens, and tells it when that failed.
 std::optional<Observation> run_phase(Job& job, const MeshSettings& m, const std::vector<Node>& nodes,
@@ -268,8 +222,10 @@ void record_phase(Job& job, const std::optional<Observation>& mine, const Phase&
                   MeshResults& results) {
   const auto all = job.all_gather(mine ? to_json(*mine).dump() : std::string());
   std::vector<Observation> observed;
-  for (const auto& text : all) {
-    if (!text.empty()) observed.push_back(observation_from(nlohmann::json::parse(text)));
+  for (std::size_t rank = 0; rank < all.size(); ++rank) {
+    if (!all[rank].empty()) {
+      observed.push_back(observation_from_message(all[rank], static_cast<int>(rank), static_cast<int>(all.size())));
+    }
   }
   for (const auto& sender : observed) {
     if (!sender.sender) continue;
@@ -511,8 +467,9 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
   results.rule = settings.rule;
   results.topology = settings.topology;
   results.analyse();
-  for (const auto& text : job.all_gather(nlohmann::json(self).dump())) {
-    results.nodes.push_back(nlohmann::json::parse(text).get<Node>());
+  const auto described = job.all_gather(nlohmann::json(self).dump());
+  for (std::size_t rank = 0; rank < described.size(); ++rank) {
+    results.nodes.push_back(node_from_message(described[rank], static_cast<int>(rank)));
   }
   for (const auto& node : results.nodes) {
     if (node.rank >= job.size() || &node - results.nodes.data() != node.rank) {

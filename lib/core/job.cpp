@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
+#include "lib/core/untrusted_json.hpp"
 
 namespace rdmakit {
 
@@ -12,9 +13,11 @@ void require_same_arguments(Job& job, const nlohmann::json& arguments, const std
   auto shared = arguments;
   for (const auto& key : may_differ) shared.erase(key);
   const auto all = job.all_gather(shared.dump());
-  const auto first = nlohmann::json::parse(all.front());
+  // Options are one flat object: a rank that sends more is not this build.
+  constexpr std::size_t options_depth = 4;
+  const auto first = parse_untrusted_json(all.front(), options_depth, "rank 0's options");
   for (std::size_t rank = 1; rank < all.size(); ++rank) {
-    const auto other = nlohmann::json::parse(all[rank]);
+    const auto other = parse_untrusted_json(all[rank], options_depth, fmt::format("rank {}'s options", rank));
     if (other == first) continue;
     std::vector<std::string> keys;
     for (const auto& [key, value] : first.items()) {

@@ -148,7 +148,7 @@ class PeerGate {
    private:
     void release() noexcept;
     std::shared_ptr<State> state_;
-    PeerKey peer_{};
+    PeerKey peer_;
   };
 
   struct Admission {

@@ -111,6 +111,22 @@ class ControlChannel::PendingHandshakes {
 
   int wake_fd() const { return wake_.get(); }
 
+  // Everything waiting on `listener`, up to a batch, so that a flood is closed as fast as it
+  // comes; a peer `gate` refuses, or one over the seats, is closed before a byte is read.
+  void accept_waiting(int listener, int stop_fd, PeerGate* gate) {
+    for (int taken = 0; taken < 64; ++taken) {
+      sockaddr_storage peer{};
+      socklen_t length = sizeof peer;
+      const int fd = accept4(listener, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)) return;
+      if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
+      const auto* from = reinterpret_cast<const sockaddr*>(&peer);
+      ControlChannel channel(fd, stop_fd, peer_name(peer), IpAddress::of(from));
+      if (gate != nullptr && !gate->admit(from, Clock::now()).admitted()) continue;
+      start(std::move(channel), from);
+    }
+  }
+
   void start(ControlChannel channel, const sockaddr* from) {
     auto seat = seats_.admit(from, Clock::now());
     if (!seat.admitted()) return;  // logged by seats_, at its rate
@@ -125,8 +141,9 @@ class ControlChannel::PendingHandshakes {
         pending.refusal = why.what();
       }
       pending.done = true;
+      // Never full: a counter that overflows only past 2^64 - 2 wake-ups.
       const std::uint64_t one = 1;
-      (void)!write(wake_.get(), &one, sizeof one);
+      [[maybe_unused]] const auto woke = write(wake_.get(), &one, sizeof one);
     });
     pending_.push_back(std::move(held));
   }
@@ -134,7 +151,7 @@ class ControlChannel::PendingHandshakes {
   // The first peer whose handshake passed, if one did; those refused are said through `refused`.
   std::optional<ControlChannel> take_finished(const std::function<void(const std::string&)>& refused) {
     std::uint64_t count = 0;
-    (void)!read(wake_.get(), &count, sizeof count);
+    [[maybe_unused]] const auto read_count = read(wake_.get(), &count, sizeof count);
     std::optional<ControlChannel> served;
     for (auto it = pending_.begin(); it != pending_.end();) {
       Pending& pending = **it;
@@ -228,8 +245,9 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
   if (::bind(listener.get(), address->ai_addr, address->ai_addrlen) != 0) {
     throw std::system_error(errno, std::generic_category(), fmt::format("bind to control port {}", port));
   }
-  if (::listen(listener.get(), handshake_backlog) != 0)
+  if (::listen(listener.get(), handshake_backlog) != 0) {
     throw std::system_error(errno, std::generic_category(), "listen");
+  }
   set_nonblocking(listener.get(), "the control port");
   listening(fmt::format("control port {} on {}", port, bind.empty() ? "every address" : bind));
   PendingHandshakes pending(stop_fd, key);
@@ -245,19 +263,7 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
       }
       throw;
     }
-    // Everything waiting, up to a batch: a flood is closed as fast as it comes.
-    for (int taken = 0; taken < 64; ++taken) {
-      sockaddr_storage peer{};
-      socklen_t length = sizeof peer;
-      const int fd = accept4(listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)) break;
-      if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
-      const auto* from = reinterpret_cast<const sockaddr*>(&peer);
-      ControlChannel channel(fd, stop_fd, peer_name(peer), IpAddress::of(from));
-      // A peer the gate refuses, or one over the seats, is closed before a byte is read.
-      if (gate != nullptr && !gate->admit(from, Clock::now()).admitted()) continue;
-      pending.start(std::move(channel), from);
-    }
+    pending.accept_waiting(listener.get(), stop_fd, gate);
   }
 }
 
@@ -266,7 +272,7 @@ ControlChannel::ControlChannel(ControlChannel&& other) noexcept
       stop_fd_(other.stop_fd_),
       peer_(std::move(other.peer_)),
       peer_address_(other.peer_address_),
-      writer_(std::move(other.writer_)),
+      writer_(other.writer_),
       reader_(std::move(other.reader_)),
       buffered_(std::move(other.buffered_)) {}
 

@@ -46,7 +46,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(!(taken && stamped.take_stamps(stamps)));
     const WindowFigures figures = stamped.close_window(2'000'000'000);
     FUZZ_CHECK(figures.answered == 2 && figures.device_samples <= 1 && figures.rtt && figures.rtt->count == 2);
-    FUZZ_CHECK(figures.device_samples + figures.stamps_missing == 1);
+    // Taken: on the device's clocks, unless the responder's delay leaves the device's 2900 ns
+    // round trip no network time (stamps read wrong: the hosts' clocks). Not taken: missing.
+    const bool consistent = message.responder_delay_ns() < 4000 - 1100;
+    FUZZ_CHECK(figures.device_samples == (taken && consistent ? 1U : 0U));
+    FUZZ_CHECK(figures.stamps_missing == (taken ? 0U : 1U));
     return 0;
   }
   // An answer to a path with three probes in flight: it matches at most one of them, and

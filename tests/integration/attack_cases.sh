@@ -67,8 +67,11 @@ case_metrics_attacks() {
   attack_cell outside_header "$PID_node" "$url" header "$b" $((PORT + 1)) --bytes $((10 << 20)) --hold 4 "${outside[@]}"
   expect_jq '.answered == 0 and .closed == 1 and .sent < 10485760' outside_header.attack
   attack_cell inside_silent "$PID_node" "$url" silent "$b" $((PORT + 1)) --count 300 --hold 4 "${inside[@]}"
-  # Two held (the address's share) until the request deadline, the rest closed at accept.
-  expect_jq '.opened + .refused == 300 and .closed >= 298' inside_silent.attack
+  # Two held (the address's share) until the request deadline, the rest closed at accept;
+  # nothing answered. How many it closed within the hold is not asserted: beyond the backlog
+  # of 16, a silent client's connection stays half-open on the server (SYN cookies) until it
+  # sends, so the count is the guest's timing (0 of 300 in two runs, 298 in others).
+  expect_jq '.opened + .refused == 300 and .answered == 0' inside_silent.attack
   attack_cell inside_header "$PID_node" "$url" header "$b" $((PORT + 1)) --bytes $((10 << 20)) --hold 4 "${inside[@]}"
   # The kernel's socket buffers take a megabyte or two before the close is seen; the listener
   # itself held 8 KiB (its RSS above).

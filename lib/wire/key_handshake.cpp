@@ -1,8 +1,5 @@
 #include "lib/wire/key_handshake.hpp"
 
-#include <poll.h>
-#include <sys/socket.h>
-
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -12,9 +9,8 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -86,24 +82,24 @@ Proof mac(const SharedKey& key, std::string_view label, Service service, const N
 // Everything a handshake reads and writes: exactly `size` bytes by the deadline.
 std::vector<std::uint8_t> read_exactly(int fd, std::size_t size, Clock::time_point deadline, int stop_fd,
                                        const char* what) {
-  std::vector<std::uint8_t> bytes(size);
-  std::size_t have = 0;
-  while (have < size) {
-    const auto waited = await_events(fd, POLLIN, stop_fd, deadline);
-    if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
-    if (waited == SocketWait::timed_out) {
-      throw AuthenticationError(fmt::format("too slow: {} of {} bytes of the {} by the deadline", have, size, what));
+  std::string bytes;
+  while (bytes.size() < size) {
+    std::optional<std::size_t> got;
+    try {
+      got = sealed::receive_some(fd, bytes, size - bytes.size(), deadline, stop_fd);
+    } catch (const ProtocolError& failed) {
+      throw AuthenticationError(fmt::format("reading the {}: {}", what, failed.what()));
     }
-    const auto got = ::recv(fd, bytes.data() + have, size - have, MSG_DONTWAIT);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got < 0) throw AuthenticationError(fmt::format("reading the {}: {}", what, std::strerror(errno)));
-    if (got == 0) {
+    if (!got) {
       throw AuthenticationError(
-          fmt::format("truncated: the peer closed after {} of {} bytes of the {}", have, size, what));
+          fmt::format("too slow: {} of {} bytes of the {} by the deadline", bytes.size(), size, what));
     }
-    have += static_cast<std::size_t>(got);
+    if (*got == 0) {
+      throw AuthenticationError(
+          fmt::format("truncated: the peer closed after {} of {} bytes of the {}", bytes.size(), size, what));
+    }
   }
-  return bytes;
+  return {bytes.begin(), bytes.end()};
 }
 
 void write_all(int fd, std::span<const std::uint8_t> bytes, Clock::time_point deadline, int stop_fd, const char* what) {

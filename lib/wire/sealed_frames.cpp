@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -95,26 +96,34 @@ bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int 
   return true;
 }
 
-std::optional<std::string> receive_frame(int fd, FrameReader& reader, std::string& buffered, Clock::time_point deadline,
-                                         int stop_fd) {
+std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t at_most, Clock::time_point deadline,
+                                        int stop_fd) {
   std::array<char, 65536> chunk{};
   for (;;) {
-    if (auto payload = reader.take(buffered)) return payload;
     const auto waited = await_events(fd, POLLIN, stop_fd, deadline);
     if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
     if (waited == SocketWait::timed_out) return std::nullopt;
-    // Never past the frame being read: what a peer sends ahead stays in its socket.
-    const auto room =
-        std::min(chunk.size(), reader.max_frame_bytes() - std::min(buffered.size(), reader.max_frame_bytes()));
-    const auto got = ::recv(fd, chunk.data(), std::max<std::size_t>(room, 1), MSG_DONTWAIT);
+    const auto got = ::recv(fd, chunk.data(), std::clamp<std::size_t>(at_most, 1, chunk.size()), MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (got < 0) throw ProtocolError(fmt::format("the connection failed ({})", std::strerror(errno)));
-    if (got == 0) {
+    into.append(chunk.data(), static_cast<std::size_t>(got));
+    return static_cast<std::size_t>(got);
+  }
+}
+
+std::optional<std::string> receive_frame(int fd, FrameReader& reader, std::string& buffered, Clock::time_point deadline,
+                                         int stop_fd) {
+  for (;;) {
+    if (auto payload = reader.take(buffered)) return payload;
+    // take() leaves less than a whole frame, so this never reads past the frame being read:
+    // what a peer sends ahead stays in its socket.
+    const auto got = receive_some(fd, buffered, reader.max_frame_bytes() - buffered.size(), deadline, stop_fd);
+    if (!got) return std::nullopt;
+    if (*got == 0) {
       throw ProtocolError(
           buffered.empty() ? "the peer closed the connection"
                            : fmt::format("the peer closed in the middle of a message ({} bytes in)", buffered.size()));
     }
-    buffered.append(chunk.data(), static_cast<std::size_t>(got));
   }
 }
 

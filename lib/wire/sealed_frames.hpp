@@ -87,6 +87,10 @@ class FrameReader {
 // when `stop_fd` fires (-1: none), and ProtocolError when the peer is gone (closed, reset) or
 // sends what FrameReader refuses.
 bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int stop_fd);
+// Waits for one arrival and appends it to `into`, at most `at_most` bytes: the count appended,
+// 0 when the peer closed the connection.
+std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t at_most, Clock::time_point deadline,
+                                        int stop_fd);
 std::optional<std::string> receive_frame(int fd, FrameReader& reader, std::string& buffered, Clock::time_point deadline,
                                          int stop_fd);
 

@@ -16,6 +16,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
+#include "tests/unit/refusal.hpp"
 
 namespace rdmakit::diag {
 namespace {
@@ -230,15 +231,7 @@ TEST(ConnectJson, MissingMembersKeepTheirDefaults) {
   EXPECT_EQ(host_view_from_json({{"host_name", "h"}}).rp_filter_all, -1);
 }
 
-// What a reader said when it refused, or "accepted".
-std::string refusal(const std::function<void()>& read) {
-  try {
-    read();
-  } catch (const ProtocolError& error) {
-    return error.what();
-  }
-  return "accepted";
-}
+using test::refusal;
 
 std::string rejection_of(const nlohmann::json& document) {
   return refusal([&document] { connect_case_from_json(document); });

@@ -7,18 +7,12 @@
 
 #include "lib/bench/mesh_messages.hpp"
 #include "lib/core/error.hpp"
+#include "tests/unit/refusal.hpp"
 
 namespace rdmakit::mesh {
 namespace {
 
-std::string refusal(const std::function<void()>& decode) {
-  try {
-    decode();
-  } catch (const ProtocolError& refused) {
-    return refused.what();
-  }
-  return "";
-}
+using test::refusal;
 
 TEST(MeshMessages, ReadBackAsSent) {
   Node node;

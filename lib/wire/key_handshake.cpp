@@ -3,7 +3,6 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
@@ -17,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "lib/wire/big_endian.hpp"
+#include "lib/wire/hmac_sha256.hpp"
 
 namespace rdmakit::handshake {
 
@@ -69,14 +69,7 @@ Proof mac(const SharedKey& key, std::string_view label, Service service, const N
   message.push_back(static_cast<std::uint8_t>(service));
   message.insert(message.end(), first.begin(), first.end());
   message.insert(message.end(), second.begin(), second.end());
-  Proof out{};
-  unsigned int length = 0;
-  if (HMAC(EVP_sha256(), key.bytes.data(), static_cast<int>(key.bytes.size()), message.data(), message.size(),
-           out.data(), &length) == nullptr ||
-      length != out.size()) {
-    throw std::runtime_error("HMAC-SHA256 failed in libcrypto");
-  }
-  return out;
+  return wire::hmac_sha256(key.bytes, message);
 }
 
 // Everything a handshake reads and writes: exactly `size` bytes by the deadline.

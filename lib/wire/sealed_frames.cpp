@@ -4,19 +4,17 @@
 #include <sys/socket.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/wire/big_endian.hpp"
+#include "lib/wire/hmac_sha256.hpp"
 
 namespace rdmakit::sealed {
 
@@ -25,14 +23,7 @@ std::array<std::uint8_t, tag_bytes> frame_tag(const MessageKey& key, std::uint64
   store_big_endian(message.data(), sequence);
   store_big_endian(message.data() + 8, static_cast<std::uint32_t>(payload.size()));
   std::memcpy(message.data() + 8 + length_bytes, payload.data(), payload.size());
-  std::array<std::uint8_t, tag_bytes> tag{};
-  unsigned int length = 0;
-  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), message.data(), message.size(), tag.data(),
-           &length) == nullptr ||
-      length != tag.size()) {
-    throw std::runtime_error("HMAC-SHA256 failed in libcrypto");
-  }
-  return tag;
+  return wire::hmac_sha256(key, message);
 }
 
 std::string FrameWriter::seal(std::string_view payload) {

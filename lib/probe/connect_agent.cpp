@@ -27,6 +27,7 @@
 #include "lib/rdma/cm.hpp"
 #include "lib/wire/agent_protocol.hpp"
 #include "lib/wire/key_handshake.hpp"
+#include "lib/wire/probe_ticket.hpp"
 #include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::diag {
@@ -279,6 +280,19 @@ class Agent {
     bury_rejected(id, why);
   }
 
+  std::optional<std::string> ticket_refusal(const agent::Hello& hello, rdma_cm_id* id) {
+    if (!hello.ticket) return std::string("this agent is keyed: probes need a ticket (diag-connect --key-file)");
+    const agent::TicketScope scope{.agent = IpAddress::of(rdma_get_local_addr(id)).value_or(IpAddress{}),
+                                   .agent_port = ntohs(rdma_get_src_port(id)),
+                                   .client = IpAddress::of(rdma_get_peer_addr(id)).value_or(IpAddress{})};
+    return tickets_->refusal(*hello.ticket, scope, agent::WallClock::now());
+  }
+
+  static std::string printable_peer(rdma_cm_id* id) {
+    const auto peer = IpAddress::of(rdma_get_peer_addr(id));
+    return peer ? peer->to_string() : "a non-IP address";
+  }
+
   // Rejects with `why` in the private data, the text diag-connect prints.
   void bury_rejected(rdma_cm_id* id, const std::string& why) {
     rdma_reject(id, why.c_str(), static_cast<std::uint8_t>(std::min<std::size_t>(why.size() + 1, 148)));
@@ -294,9 +308,23 @@ class Agent {
       return;
     }
     const auto& conn = event.param.conn;
-    if (!agent::is_hello({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len})) {
+    const auto hello =
+        agent::decode_hello({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len});
+    if (!hello) {
       reject(event.id, "diag-connect agent: not a diag-connect client");
       return;
+    }
+    // Keyed: the ticket before a slot, so that a host without the key holds none.
+    if (tickets_) {
+      if (auto why = ticket_refusal(*hello, event.id)) {
+        {
+          const std::lock_guard lock(shared_);
+          ++tally_.unticketed;
+          log_(fmt::format("rejected a probe from {}: {}", printable_peer(event.id), *why));
+        }
+        bury_rejected(event.id, "diag-connect agent: " + *why);
+        return;
+      }
     }
     if (held_.size() >= options_.max_connections) {
       reject(event.id, fmt::format("diag-connect agent: busy, {} probes at once", held_.size()));
@@ -375,6 +403,8 @@ class Agent {
   const AgentOptions& options_;
   const std::function<void(const std::string&)>& log_;
   PeerGate gate_{options_.peers};
+  std::optional<agent::TicketBook> tickets_ =
+      options_.key ? std::optional<agent::TicketBook>(std::in_place, *options_.key) : std::nullopt;
   // The side channel's seats: who the allow list and rate admitted, up to the caps at once.
   PeerGate side_seats_{
       GateLimits{.allow = {}, .max_clients = max_side_clients, .max_per_peer = max_side_clients_per_address}};
@@ -414,15 +444,16 @@ void AgentTallyResult::add_to(nlohmann::json& document) const {
   document["agent"] = {
       {"answers", tally_.answers}, {"bad_requests", tally_.bad_requests}, {"unauthenticated", tally_.unauthenticated},
       {"busy", tally_.busy},       {"connections", tally_.connections},   {"rejected", tally_.rejected},
-      {"expired", tally_.expired}};
+      {"expired", tally_.expired}, {"unticketed", tally_.unticketed}};
 }
 
 std::string AgentTallyResult::text() const {
   return fmt::format(
       "agent stopped: {} views answered, {} requests refused, {} clients refused by the key handshake, {} closed "
-      "as too many at once, {} probe connections, {} rejected, {} dropped at their lifetime\n",
+      "as too many at once, {} probe connections, {} rejected, {} rejected for their ticket, {} dropped at their "
+      "lifetime\n",
       tally_.answers, tally_.bad_requests, tally_.unauthenticated, tally_.busy, tally_.connections, tally_.rejected,
-      tally_.expired);
+      tally_.unticketed, tally_.expired);
 }
 
 AgentTally serve_agent(const AgentOptions& options, const std::function<void(const std::string&)>& ready,

@@ -34,7 +34,8 @@ struct AgentOptions {
   int stop_fd = -1;
   HostViewOptions view;
   // --key-file: a side-channel client must prove it holds this key (lib/wire/key_handshake)
-  // before its request is read; none: anyone who connects is served, as the warning at start says.
+  // before its request is read, and a probe by its hello's ticket (lib/wire/probe_ticket)
+  // before it takes a slot; none: anyone who connects is served, as the warning at start says.
   std::optional<SharedKey> key;
   // Who may connect to either listener (--allow, --peer-rate); max_connections stays the
   // probes' cap.
@@ -48,6 +49,7 @@ struct AgentTally {
   std::uint64_t busy = 0;             // side-channel clients closed at accept: too many at once
   std::uint64_t connections = 0;      // probe connections accepted
   std::uint64_t rejected = 0;         // refused: not a diag-connect client, or too many at once
+  std::uint64_t unticketed = 0;       // keyed: probes refused for their ticket, before any slot
   std::uint64_t expired = 0;          // dropped after connection_lifetime
   RefusedTally refused;               // refused by the gate (--allow, --peer-rate) on either listener
 };

@@ -28,6 +28,7 @@
 #include "lib/rdma/verbs.hpp"
 #include "lib/wire/agent_protocol.hpp"
 #include "lib/wire/key_handshake.hpp"
+#include "lib/wire/probe_ticket.hpp"
 #include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::diag {
@@ -260,7 +261,16 @@ bool stopped(const ConnectAttempt& attempt) {
 // rdma_connect with the agent's hello, and the step it ends in; no event when it failed at once.
 Awaited connect_step(CheckConnection& connection, EventChannel& channel, const ConnectProbeOptions& options,
                      ConnectAttempt& attempt, const std::string& awaiting) {
-  const auto hello = agent::encode_hello();
+  agent::Hello greeting;
+  if (options.key) {
+    // For this connection only: the addresses rdma_resolve_addr bound it to.
+    rdma_cm_id* id = connection.id.get();
+    const agent::TicketScope scope{.agent = IpAddress::of(rdma_get_peer_addr(id)).value_or(IpAddress{}),
+                                   .agent_port = ntohs(rdma_get_dst_port(id)),
+                                   .client = IpAddress::of(rdma_get_local_addr(id)).value_or(IpAddress{})};
+    greeting.ticket = agent::make_ticket(*options.key, scope, agent::WallClock::now());
+  }
+  const auto hello = agent::encode_hello(greeting);
   ConnectOffer offer_to_agent;
   offer_to_agent.private_data = hello;
   auto parameters = connection_parameters(offer_to_agent);

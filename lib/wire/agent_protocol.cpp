@@ -92,16 +92,30 @@ Request decode_request(std::string_view line) {
   return request;
 }
 
-std::vector<std::uint8_t> encode_hello() {
-  std::vector<std::uint8_t> bytes(hello_bytes);
+std::vector<std::uint8_t> encode_hello(const Hello& hello) {
+  std::vector<std::uint8_t> bytes(hello.ticket ? ticketed_hello_bytes : hello_bytes);
   store_big_endian(bytes.data(), magic);
   bytes[4] = version;
+  if (hello.ticket) {
+    bytes[5] = has_ticket;
+    std::ranges::copy(*hello.ticket, bytes.begin() + hello_bytes + 1);
+  }
   return bytes;
 }
 
-bool is_hello(std::span<const std::uint8_t> private_data) {
-  return private_data.size() >= hello_bytes && load_big_endian<std::uint32_t>(private_data.data()) == magic &&
-         private_data[4] == version;
+std::optional<Hello> decode_hello(std::span<const std::uint8_t> private_data) {
+  if (private_data.size() < hello_bytes || load_big_endian<std::uint32_t>(private_data.data()) != magic ||
+      private_data[4] != version) {
+    return std::nullopt;
+  }
+  Hello hello;
+  if (private_data.size() > hello_bytes && (private_data[5] & has_ticket) != 0) {
+    if (private_data.size() < ticketed_hello_bytes) return std::nullopt;
+    Ticket ticket{};
+    std::copy_n(private_data.begin() + hello_bytes + 1, ticket_bytes, ticket.begin());
+    hello.ticket = ticket;
+  }
+  return hello;
 }
 
 std::vector<std::uint8_t> encode_offer(const Offer& offer) {

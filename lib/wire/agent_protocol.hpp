@@ -9,10 +9,14 @@
 // when the handshake was keyed.
 //
 // The rdma_cm connection (the probe itself): the client's connect carries a hello
-// {be32 magic, u8 version}; the agent's accept carries an offer {be32 magic, u8 version,
+// {be32 magic, u8 version, u8 flags, ticket (ticket_bytes, when flags has has_ticket)}, a
+// ticket from the key (lib/wire/probe_ticket.hpp) that a keyed agent checks before it gives
+// the probe a slot; the transport pads private data with zeros, so a hello of 5 bytes reads
+// as one with no flags. The agent's accept carries an offer {be32 magic, u8 version,
 // be64 address, be32 rkey, be32 length, be16 receives}: a buffer the client may WRITE and
 // READ, and how many SENDs of up to `length` bytes the agent has receives posted for.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -29,6 +33,10 @@ inline constexpr std::uint32_t magic = 0x52444b43;         // "RDKC"
 inline constexpr std::uint8_t version = 1;
 inline constexpr std::size_t max_request_bytes = 1024;
 inline constexpr std::size_t hello_bytes = 5;
+inline constexpr std::size_t ticket_bytes = 32;
+inline constexpr std::uint8_t has_ticket = 0x01;
+// Within the 56 bytes of private data an InfiniBand or RoCE connect request carries.
+inline constexpr std::size_t ticketed_hello_bytes = hello_bytes + 1 + ticket_bytes;
 inline constexpr std::size_t offer_bytes = 23;
 // The data check's largest transfer; an offer of less cannot serve it, more is refused.
 inline constexpr std::uint32_t check_buffer_bytes = 64 * 1024;
@@ -56,8 +64,17 @@ struct Offer {
   bool operator==(const Offer&) const = default;
 };
 
-std::vector<std::uint8_t> encode_hello();
-bool is_hello(std::span<const std::uint8_t> private_data);
+using Ticket = std::array<std::uint8_t, ticket_bytes>;
+
+struct Hello {
+  std::optional<Ticket> ticket;
+  bool operator==(const Hello&) const = default;
+};
+
+std::vector<std::uint8_t> encode_hello(const Hello& hello);
+// nullopt: not a diag-connect client's hello (another magic or version, or a ticket flag
+// without the ticket's bytes). Flags this version does not know are ignored.
+std::optional<Hello> decode_hello(std::span<const std::uint8_t> private_data);
 
 std::vector<std::uint8_t> encode_offer(const Offer& offer);
 // nullopt: not an agent's offer (another listener answered; its private data, if any, is

@@ -1,8 +1,9 @@
 // diag-connect's agent reads a client's request from its side channel (decode_request)
-// and its probe's CM hello (is_hello); the client reads the agent's offer from the accept's
+// and its probe's CM hello (decode_hello); the client reads the agent's offer from the accept's
 // private data (decode_offer). The input is the request; the same bytes are tried as
 // a hello and as an offer.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -24,8 +25,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto again = agent::encode_request(*request);
     FUZZ_CHECK(agent::decode_request(again) == *request);
   }
-  // A hello is its magic and version, whatever the CM pads after it.
-  if (agent::is_hello(bytes)) FUZZ_CHECK(size >= agent::hello_bytes);
+  // A hello is its magic and version, whatever the CM pads after it; with a ticket, the
+  // ticket's bytes are there, and it encodes to a prefix of the input.
+  if (const auto hello = agent::decode_hello(bytes)) {
+    FUZZ_CHECK(size >= (hello->ticket ? agent::ticketed_hello_bytes : agent::hello_bytes));
+    const auto again = agent::encode_hello(*hello);
+    FUZZ_CHECK(agent::decode_hello(again) == *hello);
+    if (hello->ticket) FUZZ_CHECK(std::equal(again.begin() + 6, again.end(), bytes.begin() + 6));
+  }
   // An offer: nullopt for another listener's data, ProtocolError for an unusable one of ours,
   // else one the data check can use as it is.
   const auto offer = fuzz::decoded([&] { return agent::decode_offer(bytes); });

@@ -45,9 +45,10 @@ case_key_agent() {
   expect_rc 2 "diag-connect --serve with a key file of mode 0644"
   expect_grep "mode 0644" open_key.err
   expect_grep "chmod 600" open_key.err
-  # The side channel alone (--no-listen): the handshake is all this case is about.
-  start agent "$OURS_DIAG_CONNECT" --serve --no-listen --bind "$RXE_ADDR" --agent-port "$aport" \
-    --key-file "$T/key" --timeout 3 --log-level info --json
+  next_port
+  local probe=$PORT
+  start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$probe" --agent-port "$aport" \
+    --key-file "$T/key" --timeout 3 --max-connections 1 --log-level info --json
   wait_for_line agent.err "side channel on TCP" 20
   local request='{"version":1,"address":"'"$RXE_ADDR"'","port":7471,"port_space":"tcp","source":""}'
   handshake right "$aport" agent good "$T/key" "$request"
@@ -65,20 +66,29 @@ case_key_agent() {
   expect_refused half none 6
   handshake silent "$aport" agent silent
   expect_refused silent none 6
-  # diag-connect itself, with no key and with another: the agent's status says why.
-  next_port
-  run client_nokey 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$PORT" --agent-port "$aport" --timeout 5 --json
+  # diag-connect itself, with no key and with another: its probe is rejected before it takes
+  # the agent's one probe slot (--max-connections 1), saying why, and so is its side channel.
+  connect client_nokey 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --timeout 5
+  expect_connect_cause client_nokey rejected_by_application 1
   expect_jq '.capture.agent.status == "unauthenticated" and (.capture.agent.detail | test("--key-file"))' \
     client_nokey.out
-  run client_key 30 "$OURS_DIAG_CONNECT" "$RXE_ADDR" -p "$PORT" --agent-port "$aport" --timeout 5 --json \
-    --key-file "$T/key"
+  expect_jq '.capture.attempt.rejection.private_data | test("probes need a ticket \\(diag-connect --key-file\\)")' \
+    client_nokey.out
+  connect client_other 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --timeout 5 --key-file "$T/other"
+  expect_connect_cause client_other rejected_by_application 1
+  expect_jq '.capture.attempt.rejection.private_data | test("not from this agent.s key")' client_other.out
+  # The key: the probe takes the slot and checks the data path; the agent answers.
+  connect client_key 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport" --timeout 5 --key-file "$T/key"
+  expect_connect_cause client_key ok 0
   expect_jq '.capture.agent.status == "ok"' client_key.out
   kill -TERM "$PID_agent"
   finish agent 10
   expect_rc 0 "the agent, stopped with SIGTERM"
   expect_schema diag-connect agent.out
-  # wrong, nokey, replay, half, silent and the keyless diag-connect.
-  expect_jq '.agent.unauthenticated == 6 and .agent.answers == 2' agent.out
+  # wrong, nokey, replay, half, silent, and the two diag-connects without the key.
+  expect_jq '.agent.unauthenticated == 7 and .agent.answers == 2' agent.out
+  expect_jq '.agent.unticketed == 2 and .agent.connections == 1 and .agent.rejected == 0' agent.out
+  expect_grep "rejected a probe from $RXE_ADDR: this agent is keyed" agent.err
   local why
   for why in "wrong key" "no key" "too slow: 36 of 72" "too slow: 0 of 72"; do
     expect_grep "refused $RXE_ADDR: handshake: $why" agent.err

@@ -51,15 +51,33 @@ TEST(AgentRequest, RefusesWhatIsNotARequest) {
 }
 
 TEST(AgentHello, IsItsMagicAndVersionWhateverFollows) {
-  auto hello = encode_hello();
+  auto hello = encode_hello({});
   ASSERT_EQ(hello.size(), hello_bytes);
-  EXPECT_TRUE(is_hello(hello));
+  EXPECT_EQ(decode_hello(hello), Hello{});
   hello.resize(56, 0);  // the CM pads private data to the transport's size
-  EXPECT_TRUE(is_hello(hello));
-  EXPECT_FALSE(is_hello(std::vector<std::uint8_t>(hello.begin(), hello.begin() + 4)));
+  EXPECT_EQ(decode_hello(hello), Hello{});
+  EXPECT_EQ(decode_hello(std::vector<std::uint8_t>(hello.begin(), hello.begin() + 4)), std::nullopt);
   hello[4] = version + 1;
-  EXPECT_FALSE(is_hello(hello));
-  EXPECT_FALSE(is_hello(std::vector<std::uint8_t>(56, 0)));
+  EXPECT_EQ(decode_hello(hello), std::nullopt);
+  EXPECT_EQ(decode_hello(std::vector<std::uint8_t>(56, 0)), std::nullopt);
+}
+
+TEST(AgentHello, CarriesATicketWithinTheConnectRequestsPrivateData) {
+  Ticket ticket{};
+  for (std::size_t i = 0; i < ticket.size(); ++i) ticket[i] = static_cast<std::uint8_t>(i + 1);
+  auto hello = encode_hello({.ticket = ticket});
+  ASSERT_EQ(hello.size(), ticketed_hello_bytes);
+  EXPECT_LE(hello.size(), 56U);  // an InfiniBand/RoCE REQ's private data after rdma_cm's header
+  EXPECT_EQ(decode_hello(hello), Hello{.ticket = ticket});
+  hello.resize(56, 0);
+  EXPECT_EQ(decode_hello(hello), Hello{.ticket = ticket});
+  // The flag without the ticket's bytes is no hello; flags this version does not know are
+  // ignored.
+  hello.resize(ticketed_hello_bytes - 1);
+  EXPECT_EQ(decode_hello(hello), std::nullopt);
+  auto unticketed = encode_hello({});
+  unticketed.push_back(0x80);
+  EXPECT_EQ(decode_hello(unticketed), Hello{});
 }
 
 TEST(AgentOffer, RoundTripsAndRefusesWhatCannotServeTheCheck) {

@@ -4,6 +4,7 @@
 // (`diag-connect --serve`) answers over a TCP side channel.
 
 #include <linux/capability.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <utility>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -44,7 +46,11 @@ struct Options {
   std::string key_file;
   std::optional<rdmakit::SharedKey> key;  // read from key_file once the options check out
   std::string replay_file;
+  std::string user;                            // --user; "" is the default, nobody
+  std::optional<rdmakit::diag::RunAs> run_as;  // --serve as root: whom it becomes
 };
+
+constexpr const char* default_agent_user = "nobody";
 
 // The agent's gate: --max-connections is its cap on probes.
 constexpr rdmakit::GateFlags agent_gate{.local_default = true, .cap = false, .rate = true};
@@ -80,6 +86,10 @@ void add_options(CLI::App& app, Options& o) {
                  "The side channel's pre-shared key (a file only its user may read, mode 0600): the agent "
                  "answers only clients that prove they hold it, and the client talks only to an agent that does")
       ->type_name("FILE");
+  app.add_option("--user", o.user,
+                 "--serve started as root: the user to run as before it listens (default nobody; root: stay "
+                 "root, with CAP_NET_ADMIN only)")
+      ->type_name("NAME");
   app.add_option("--replay", o.replay_file,
                  "Diagnose a captured attempt instead of making one: a --json report or a fixture "
                  "(tests/fixtures/connect/*.json)");
@@ -97,6 +107,7 @@ void validate(const Options& o) {
     return;
   }
   if (o.no_listen) throw rdmakit::UsageError("--no-listen goes with --serve");
+  if (!o.user.empty()) throw rdmakit::UsageError("--user goes with --serve");
   if (!o.peers.allow.empty()) throw rdmakit::UsageError("--allow goes with --serve");
   if (!o.replay_file.empty()) return;
   if (o.address.empty()) throw rdmakit::UsageError("ADDRESS is required (the other host), or --serve to be the agent");
@@ -121,8 +132,9 @@ std::string numeric(const std::string& host) {
   return host.empty() ? host : rdmakit::parse_address(host, 0).host_string();
 }
 
-// Root is needed only to read the nftables ruleset (over netlink: CAP_NET_ADMIN), to bind a
-// port below 1024 if asked to (CAP_NET_BIND_SERVICE), and for the memory the probes pin:
+// Started as root, the agent first becomes --user (nobody by default): uid 0 owns files that
+// no capability is needed to read or write. Root is needed only to read the nftables ruleset (over netlink:
+// CAP_NET_ADMIN), to bind a port below 1024 if asked to (CAP_NET_BIND_SERVICE), and for the memory the probes pin:
 // without CAP_IPC_LOCK the kernel pins at most RLIMIT_MEMLOCK, so that is raised first to
 // what max_connections probes register (a 64 KiB buffer and 3 receives each) with room for
 // the queues a provider pins (mlx5's), above the 8 MiB a kernel gives by default.
@@ -130,13 +142,27 @@ std::string numeric(const std::string& host) {
 // open, not after: rdma_cm and uverbs refuse every command written to them with credentials
 // other than those they were opened with (the kernel's ib_safe_file_access), so an agent
 // that dropped after opening its rdma_cm listener had its next event refused with EACCES.
+// --serve: whom an agent started as root becomes (nullopt: it stays as it started). An agent
+// started as another user has nobody else to become: naming one is a usage error.
+std::optional<rdmakit::diag::RunAs> agent_user(const std::string& asked) {
+  const std::string name = asked.empty() ? default_agent_user : asked;
+  const auto user = rdmakit::diag::find_user(name);
+  if (!user) throw rdmakit::UsageError(fmt::format("--user {}: no such user on this host", name));
+  if (geteuid() == 0) return user->uid == 0 ? std::nullopt : user;
+  if (!asked.empty() && user->uid != geteuid()) {
+    throw rdmakit::UsageError(fmt::format(
+        "--user {}: only an agent started as root changes user (this one runs as uid {})", name, geteuid()));
+  }
+  return std::nullopt;
+}
+
 void drop_root(const Options& o) {
   constexpr std::uint64_t queues_bytes = 1024UL * 1024;
   constexpr std::uint64_t base_bytes = 8UL * 1024 * 1024;
   constexpr std::uint16_t first_unprivileged_port = 1024;
   const std::uint64_t per_probe = (4 * std::uint64_t{rdmakit::agent::check_buffer_bytes}) + queues_bytes;
-  rdmakit::diag::PrivilegeNeeds needs{.keep = {CAP_NET_ADMIN},
-                                      .memlock_bytes = base_bytes + (o.max_connections * per_probe)};
+  rdmakit::diag::PrivilegeNeeds needs{
+      .keep = {CAP_NET_ADMIN}, .memlock_bytes = base_bytes + (o.max_connections * per_probe), .run_as = o.run_as};
   if (o.agent_port < first_unprivileged_port || (!o.no_listen && o.port < first_unprivileged_port)) {
     needs.keep.push_back(CAP_NET_BIND_SERVICE);
   }
@@ -191,6 +217,7 @@ int main(int argc, char** argv) {
       [&] {
         validate(options);
         if (!options.key_file.empty()) options.key = rdmakit::read_shared_key(options.key_file);
+        if (options.serve) options.run_as = agent_user(options.user);
       },
       [&](rdmakit::Report& report) {
         if (options.serve) {

@@ -1,14 +1,18 @@
 #include "lib/probe/privileges.hpp"
 
+#include <grp.h>
+#include <pwd.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <memory>
 #include <system_error>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -77,7 +81,28 @@ bool clear_bounding_set(cap_t start, const std::vector<int>& keep) {
   return true;
 }
 
+// setuid from root clears the effective set and, without PR_SET_KEEPCAPS, the permitted one
+// too: kept across it here, and trimmed to what is kept right after (cap_set_proc below).
+void become(const RunAs& user) {
+  if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) failed_call("prctl PR_SET_KEEPCAPS");
+  const gid_t group = user.gid;
+  if (setgroups(1, &group) != 0) failed_call("setgroups");
+  if (setresgid(user.gid, user.gid, user.gid) != 0) failed_call("setresgid");
+  if (setresuid(user.uid, user.uid, user.uid) != 0) failed_call("setresuid");
+  if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) != 0) failed_call("prctl PR_SET_KEEPCAPS");
+}
+
 }  // namespace
+
+std::optional<RunAs> find_user(const std::string& name) {
+  passwd entry{};
+  passwd* found = nullptr;
+  std::vector<char> buffer(16384);
+  if (getpwnam_r(name.c_str(), &entry, buffer.data(), buffer.size(), &found) != 0 || found == nullptr) {
+    return std::nullopt;
+  }
+  return RunAs{.name = name, .uid = found->pw_uid, .gid = found->pw_gid};
+}
 
 PrivilegeDrop drop_privileges(const PrivilegeNeeds& needs) {
   PrivilegeDrop drop;
@@ -100,6 +125,10 @@ PrivilegeDrop drop_privileges(const PrivilegeNeeds& needs) {
   drop.bounding_cleared = clear_bounding_set(start.get(), keep);
   // Not supported by the kernel (before 4.3) is nothing to clear.
   if (CAP_AMBIENT_SUPPORTED() && cap_reset_ambient() != 0) failed_call("cap_reset_ambient");
+  if (needs.run_as && needs.run_as->uid != 0 && geteuid() == 0) {
+    become(*needs.run_as);
+    drop.became = needs.run_as;
+  }
 
   const auto kept = checked_caps(cap_init(), "cap_init");  // all three sets empty
   for (const int capability : keep) {
@@ -128,6 +157,8 @@ std::string describe(const PrivilegeDrop& drop) {
   if (!drop.not_held.empty()) line += fmt::format(" ({} not held at start)", fmt::join(drop.not_held, " "));
   line += drop.bounding_cleared ? "; bounding set cleared" : "; bounding set left as it was (no cap_setpcap)";
   line += "; no_new_privs set";
+  if (drop.became)
+    line += fmt::format("; running as user {} (uid {}, gid {})", drop.became->name, drop.became->uid, drop.became->gid);
   if (drop.memlock) line += fmt::format("; RLIMIT_MEMLOCK raised to {} KiB", *drop.memlock / 1024);
   if (drop.ipc_lock_for_memlock) line += "; cap_ipc_lock kept: no cap_sys_resource to raise RLIMIT_MEMLOCK enough";
   return line;

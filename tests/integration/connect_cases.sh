@@ -205,7 +205,18 @@ case_connect_agent_privileges() {
   [[ $(cap_field "$PID_agent" CapInh) == 0000000000000000 && $(cap_field "$PID_agent" CapAmb) == 0000000000000000 ]] ||
     fail "the agent kept inheritable or ambient capabilities"
   [[ $(cap_field "$PID_agent" NoNewPrivs) == 1 ]] || fail "the agent's no_new_privs is not set"
+  # Started as root, it became nobody for good: real, effective, saved and filesystem ids, and
+  # no group but nobody's own.
+  local uid gid
+  uid=$(id -u nobody)
+  gid=$(id -g nobody)
+  [[ $(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$PID_agent/status") == "$uid $uid $uid $uid" ]] ||
+    fail "the agent's user ids: $(grep '^Uid:' "/proc/$PID_agent/status"), not nobody's ($uid)"
+  [[ $(awk '/^Gid:/ {print $2, $3, $4, $5}' "/proc/$PID_agent/status") == "$gid $gid $gid $gid" &&
+    $(awk '/^Groups:/ {print $2}' "/proc/$PID_agent/status") == "$gid" ]] ||
+    fail "the agent's groups: $(grep -E '^(Gid|Groups):' "/proc/$PID_agent/status" | tr '\n' ' ')"
   expect_grep "capabilities: kept cap_net_admin, dropped" agent.err
+  expect_grep "running as user nobody (uid $uid, gid $gid)" agent.err
   note "$(grep -o 'capabilities: .*' "$T/agent.err")"
   connect kept 30 "$RXE_ADDR" -p "$probe" --agent-port "$aport"
   expect_connect_cause kept ok 0
@@ -222,7 +233,7 @@ case_connect_bad_flags() {
   for args in "nohost.invalid" "10.0.0.1 -p 0" "10.0.0.1 -p 70000" "10.0.0.1 --ps sdp" "--serve 10.0.0.1" \
     "10.0.0.1 --no-listen" "--serve --bind nohost.invalid" "" "--replay /nonexistent.json" \
     "10.0.0.1 --agent nohost.invalid" "10.0.0.1 --agent-port 0" "--serve --gid-index 1" "10.0.0.1 --gid-index -1" \
-    "10.0.0.1 --gid-index x"; do
+    "10.0.0.1 --gid-index x" "10.0.0.1 --user nobody" "--serve --user no-such-user-rdmakit"; do
     # shellcheck disable=SC2086  # the words are the arguments
     run bad 10 "$OURS_DIAG_CONNECT" $args --json
     expect_rc 2 "diag-connect $args"

@@ -73,7 +73,7 @@ TEST(Privileges, KeepsOnlyWhatItIsToldOrDoesNothingWithoutCapabilities) {
     rlimit memlock{};
     getrlimit(RLIMIT_MEMLOCK, &memlock);
     const std::uint64_t more = memlock.rlim_cur == RLIM_INFINITY ? 0 : memlock.rlim_cur + (1024UL * 1024);
-    const auto drop = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = more});
+    const auto drop = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = more, .run_as = {}});
     const auto after = status_fields();
     if (before.at("CapPrm") == 0) {
       if (drop.had_capabilities || after != before) return std::string("changed a process without capabilities");
@@ -102,9 +102,9 @@ TEST(Privileges, KeepsOnlyWhatItIsToldOrDoesNothingWithoutCapabilities) {
 
 TEST(Privileges, ASecondDropFindsNothingToDo) {
   const auto said = in_child([] {
-    drop_privileges({.keep = {}, .memlock_bytes = 0});
+    drop_privileges({.keep = {}, .memlock_bytes = 0, .run_as = {}});
     const auto before = status_fields();
-    const auto drop = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0});
+    const auto drop = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0, .run_as = {}});
     if (drop.had_capabilities || status_fields() != before) return std::string("the second drop did something");
     return describe(drop) == "started without capabilities: nothing to drop" ? std::string() : describe(drop);
   });
@@ -115,9 +115,9 @@ TEST(Privileges, ASecondDropFindsNothingToDo) {
 // of just that: nothing to clear, and no CAP_SETPCAP to clear it with. Made here by a first drop.
 TEST(Privileges, ABoundingSetAlreadyLimitedCountsAsCleared) {
   const auto said = in_child([] {
-    const auto first = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0});
+    const auto first = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0, .run_as = {}});
     if (!first.bounding_cleared || first.kept.empty()) return std::string();  // not root with both
-    const auto second = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0});
+    const auto second = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0, .run_as = {}});
     return second.had_capabilities && second.bounding_cleared && second.dropped == 0 &&
                    second.kept == std::vector<std::string>{"cap_net_admin"}
                ? std::string()
@@ -126,13 +126,49 @@ TEST(Privileges, ABoundingSetAlreadyLimitedCountsAsCleared) {
   EXPECT_EQ(said, "");
 }
 
+// Started as root: the user it is told to become, for good (real, effective and saved ids,
+// no supplementary groups but its own), with the capabilities it keeps still effective.
+TEST(Privileges, BecomesTheUserKeepingTheCapabilities) {
+  const auto said = in_child([] {
+    const auto nobody = find_user("nobody");
+    if (geteuid() != 0 || !nobody || (status_fields().at("CapEff") & net_admin) == 0) return std::string();
+    const auto drop = drop_privileges({.keep = {CAP_NET_ADMIN}, .memlock_bytes = 0, .run_as = nobody});
+    std::string wrong;
+    uid_t real = 0;
+    uid_t effective = 0;
+    uid_t saved = 0;
+    getresuid(&real, &effective, &saved);
+    if (real != nobody->uid || effective != nobody->uid || saved != nobody->uid) wrong += "uids not all nobody's; ";
+    gid_t group_real = 0;
+    gid_t group_effective = 0;
+    gid_t group_saved = 0;
+    getresgid(&group_real, &group_effective, &group_saved);
+    if (group_real != nobody->gid || group_effective != nobody->gid || group_saved != nobody->gid) {
+      wrong += "gids not all nobody's; ";
+    }
+    std::vector<gid_t> groups(64);
+    const int count = getgroups(static_cast<int>(groups.size()), groups.data());
+    if (count != 1 || groups[0] != nobody->gid) wrong += "supplementary groups left; ";
+    const auto after = status_fields();
+    if (after.at("CapEff") != net_admin || after.at("CapPrm") != net_admin) wrong += "net_admin not kept alone; ";
+    if (setuid(0) == 0) wrong += "could become root again; ";
+    if (!drop.became || drop.became->name != "nobody") wrong += "did not say whom it became; ";
+    if (describe(drop).find("; running as user nobody (uid ") == std::string::npos) wrong += describe(drop);
+    return wrong;
+  });
+  EXPECT_EQ(said, "");
+  EXPECT_EQ(find_user("no-such-user-rdmakit"), std::nullopt);
+}
+
 TEST(Privileges, DescribeSaysWhatWasKept) {
   PrivilegeDrop drop{.had_capabilities = true,
                      .kept = {"cap_net_admin"},
                      .not_held = {},
                      .dropped = 40,
                      .bounding_cleared = true,
-                     .memlock = 13 * 1024 * 1024};
+                     .memlock = 13 * 1024 * 1024,
+                     .ipc_lock_for_memlock = false,
+                     .became = {}};
   EXPECT_EQ(describe(drop),
             "capabilities: kept cap_net_admin, dropped 40 others; bounding set cleared; no_new_privs set; "
             "RLIMIT_MEMLOCK raised to 13312 KiB");

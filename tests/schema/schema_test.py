@@ -408,7 +408,7 @@ class Schemas(unittest.TestCase):
         agent = changed(lambda d: (d.pop("capture"), d.pop("verdict"), d.update(
             role="agent", outcome="completed", exit_code=0, local_address="", peer_address="", cm_timings_ms={}, timings_ms={},
             agent={"answers": 2, "bad_requests": 2, "unauthenticated": 1, "busy": 0, "connections": 3, "rejected": 1,
-                   "expired": 0})))
+                   "expired": 0, "unticketed": 1})))
         agent["arguments"].update(serve=True, replay="")
         self.assertAccepted("diag-connect", agent)
         self.assertRefused("diag-connect", changed(lambda d: d.update(capture=replay["capture"]), agent))

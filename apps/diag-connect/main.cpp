@@ -42,7 +42,7 @@ struct Options {
   std::size_t max_connections = 4;
   // --serve: who is answered; the local subnets of the listening address by default, and at
   // most 60 new connections a peer in 10 s (a client makes 2 to 4).
-  rdmakit::GateOptions peers{.allow = {}, .max_clients = 0, .peer_rate = 60};
+  rdmakit::GateOptions peers{.allow = {}, .max_clients = 0, .peer_rate = 60, .max_per_peer = {}};
   std::string key_file;
   std::optional<rdmakit::SharedKey> key;  // read from key_file once the options check out
   std::string replay_file;
@@ -53,7 +53,7 @@ struct Options {
 constexpr const char* default_agent_user = "nobody";
 
 // The agent's gate: --max-connections is its cap on probes.
-constexpr rdmakit::GateFlags agent_gate{.local_default = true, .cap = false, .rate = true};
+constexpr rdmakit::GateFlags agent_gate{.local_default = true, .cap = false, .rate = true, .per_peer = false};
 
 void add_options(CLI::App& app, Options& o) {
   app.add_option("address", o.address, "The other host's address (the client side); with --serve, none");

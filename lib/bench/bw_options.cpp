@@ -405,7 +405,7 @@ BwSettings bw_settings(const BwOptions& o, const CommonOptions& common, int stop
   if (o.rate_limit > 0) s.rate_limit = o.rate_limit;
   s.accept_timeout = o.accept_timeout();
   s.persistent = o.persistent;
-  s.peers = o.peers.limits(s.bind, {});
+  s.peers = o.gate_limits(s.bind);
   s.limits = {.stop_fd = stop_fd, .timeout = common.timeout()};
   return s;
 }

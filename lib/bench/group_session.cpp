@@ -12,6 +12,13 @@
 
 namespace rdmakit {
 
+namespace {
+
+// A connection group's gate: --allow and --peer-rate; its -c is its cap.
+constexpr GateFlags group_gate{.local_default = false, .cap = false, .rate = true, .per_peer = false};
+
+}  // namespace
+
 void ConnectionFlags::add_to(ToolRunner& tool, const std::string& count_help, std::uint32_t max_size,
                              const std::string& size_help) {
   auto& app = tool.app();
@@ -29,7 +36,7 @@ void ConnectionFlags::add_to(ToolRunner& tool, const std::string& count_help, st
       ->capture_default_str()
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 86400.0));
-  peers.add_to(app, {.local_default = false, .cap = false, .rate = true});
+  peers.add_to(app, group_gate);
 }
 
 void ConnectionFlags::check(rdma_port_space port_space) const {
@@ -52,8 +59,7 @@ GroupOptions ConnectionFlags::group_options(rdma_port_space port_space, const Co
   options.limits.timeout = common.timeout();
   options.accept_timeout = std::chrono::milliseconds(static_cast<long long>(accept_timeout_s * 1000));
   options.limits.stop_fd = stop_fd;
-  if (is_server())
-    options.gate = std::make_shared<PeerGate>(peers.limits(bind, {.local_default = false, .cap = false, .rate = true}));
+  if (is_server()) options.gate = std::make_shared<PeerGate>(peers.limits(bind, group_gate));
   return options;
 }
 

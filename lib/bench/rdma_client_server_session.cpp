@@ -67,7 +67,7 @@ void EchoServerOptions::add_to(ToolRunner& tool) {
   app.add_option("-s,--server", server, "Address to listen on")->capture_default_str();
   app.add_option("-p,--port", port, "Port to listen on")->capture_default_str()->check(CLI::Range(1, 65535));
   ServerOptions::add_to(app, "Keep serving clients, each on a thread of its own",
-                        "Seconds to wait for a client, with -P for each next one (0 = forever)");
+                        "Seconds to wait for a client, with -P for each next one (0 = forever)", per_client_gate);
   app.add_flag("--no-inline", no_inline, "Send from registered memory even where inline sends work");
 }
 
@@ -131,7 +131,7 @@ void run_rdma_server(const EchoServerOptions& o, std::chrono::milliseconds timeo
   auto attributes = message_qp_attributes(o.no_inline ? 0 : echo::message_size);
   SyncEndpoint listener(info, &attributes);  // its QP attributes serve each accepted connection
   listener.listen(o.persistent ? 64 : 0);
-  const auto gate = std::make_shared<PeerGate>(o.peers.limits(o.server, {}));
+  const auto gate = std::make_shared<PeerGate>(o.gate_limits(o.server));
   listener.admit_through(gate);
   const RefusalsToReport refusals(gate, report);
   report.add_timing(timer.span());

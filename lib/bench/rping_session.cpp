@@ -186,7 +186,7 @@ void run_rping_server(const RpingOptions& o, const EndpointOptions& endpoint_opt
   const auto bind_to = parse_address(o.address.empty() ? "0.0.0.0" : o.address, o.port);
   Listener listener(bind_to, o.persistent ? 64 : 1, endpoint_options);
   report.local_address = listener.local_address();
-  const auto gate = std::make_shared<PeerGate>(o.peers.limits(o.address, {}));
+  const auto gate = std::make_shared<PeerGate>(o.gate_limits(o.address));
   listener.admit_through(gate);
   const RefusalsToReport refusals(gate, report);
   auto idle_deadline = [&]() -> std::optional<Clock::time_point> {
@@ -231,7 +231,8 @@ void RpingOptions::add_to(ToolRunner& tool) {
   app.add_flag("-v,--verbose", verbose, "Print ping data");
   app.add_flag("-V,--validate", validate, "Validate ping data");
   ServerOptions::add_to(app, "Server: keep serving, one thread per connection",
-                        "Server: seconds to wait for a client, with -P for each next one (0 = forever)");
+                        "Server: seconds to wait for a client, with -P for each next one (0 = forever)",
+                        per_client_gate);
   app.add_flag("-q,--self-qp", self_managed_qp, "Create the QP with ibv_create_qp and drive its states ourselves");
   app.add_option("-t,--tos", tos, "Type of service for the connection")->check(CLI::Range(0, 255));
 }

@@ -87,13 +87,15 @@ void CommonOptions::check() const {
   }
 }
 
-void ServerOptions::add_to(CLI::App& app, const std::string& persistent_help, const std::string& accept_timeout_help) {
+void ServerOptions::add_to(CLI::App& app, const std::string& persistent_help, const std::string& accept_timeout_help,
+                           GateFlags flags) {
+  gate = flags;
   app.add_option("--accept-timeout", accept_timeout_s, accept_timeout_help)
       ->capture_default_str()
       ->check(FiniteNumber())
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("-P,--persistent", persistent, persistent_help);
-  peers.add_to(app, {});
+  peers.add_to(app, gate);
 }
 
 std::optional<std::chrono::milliseconds> ServerOptions::accept_timeout() const {

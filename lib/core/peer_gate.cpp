@@ -399,6 +399,12 @@ void GateOptions::add_to(CLI::App& app, GateFlags flags) {
     app.add_option("--max-clients", max_clients, side + "refuse a client while this many are served (0: no cap)")
         ->capture_default_str();
   }
+  if (flags.cap && flags.per_peer) {
+    app.add_option("--max-per-peer", max_per_peer,
+                   side +
+                       "refuse a client while this many from its address are served (0: no cap); default: half "
+                       "of --max-clients");
+  }
   if (flags.rate) {
     app.add_option("--peer-rate", peer_rate,
                    fmt::format("{}refuse a peer's new connections beyond this many in {} s (0: no limit)", side,
@@ -412,6 +418,7 @@ GateLimits GateOptions::limits(const std::string& bind, GateFlags flags) const {
   limits.allow = AllowList::parse(allow, "--allow");
   if (allow.empty() && flags.local_default) limits.allow = local_subnets(bind, interface_addresses());
   limits.max_clients = flags.cap ? max_clients : 0;
+  limits.max_per_peer = flags.cap && flags.per_peer ? max_per_peer.value_or((max_clients + 1) / 2) : 0;
   limits.peer_rate = flags.rate ? peer_rate : 0;
   return limits;
 }

@@ -189,15 +189,21 @@ struct GateFlags {
   bool local_default = false;  // no --allow: the listening address's local subnets (else any peer)
   bool cap = true;             // --max-clients (a connection group's -c is its own cap)
   bool rate = true;            // --peer-rate
+  // --max-per-peer (with cap): connections from one address at once, by default half of
+  // --max-clients, so that one host cannot hold every slot. Not for a server whose one client
+  // opens its connections from one address (send_bw's queue pairs).
+  bool per_peer = false;
 };
 
-// The flags that set a listener's gate: --allow, --max-clients, --peer-rate. Each tool adds
+// The flags that set a listener's gate: --allow, --max-clients, --max-per-peer, --peer-rate.
+// Each tool adds
 // them once through ServerOptions (rping, rdma_server, send_bw), ConnectionFlags (ucmatose,
 // udaddy) or on its own (the agent, rdma_smoke --serve), setting its defaults first.
 struct GateOptions {
   std::vector<std::string> allow;  // as given; empty: the tool's default
   std::size_t max_clients = 0;
   std::size_t peer_rate = 0;
+  std::optional<std::size_t> max_per_peer;  // nullopt: half of max_clients (rounded up)
 
   // A bad CIDR is a usage error when the command line is parsed.
   void add_to(CLI::App& app, GateFlags flags);

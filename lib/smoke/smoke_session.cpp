@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // --serve answers one peer: --allow alone, by default the control port's local subnets.
-constexpr GateFlags smoke_gate{.local_default = true, .cap = false, .rate = false};
+constexpr GateFlags smoke_gate{.local_default = true, .cap = false, .rate = false, .per_peer = false};
 
 // The tools installed beside this program, never ones found on PATH: rdmacm-utils installs
 // stock tools of the same names.

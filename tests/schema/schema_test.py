@@ -273,7 +273,7 @@ class Schemas(unittest.TestCase):
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
             "arguments": {"accept_timeout": 0.0, "debug": False, "diagnose": False, "json": True, "log_level": "warn",
                           "no_inline": False, "persistent": True, "port": 7471, "server": "10.55.0.1",
-                          "timeout_s": 5, "allow": "", "max_clients": 64, "peer_rate": 0},
+                          "timeout_s": 5, "allow": "", "max_clients": 64, "max_per_peer": None, "peer_rate": 0},
             "refused_peers": {"total": 1, "not_allowed": 0, "too_fast": 0, "too_many": 1},
             "connections": [{"peer": "10.55.0.1:40000", "iterations": 10, "bytes": 320, "outcome": "completed",
                              "error": ""},

@@ -274,8 +274,30 @@ TEST(GateOptions, FlagsRepeatAndTakeCommaLists) {
   EXPECT_EQ(limits.allow.cidrs().size(), 3U);
   EXPECT_EQ(limits.max_clients, 5U);
   EXPECT_TRUE(GateOptions{}.limits("", {}).allow.any());
-  EXPECT_FALSE(GateOptions{}.limits("", {.local_default = true}).allow.any());
+  EXPECT_FALSE(
+      GateOptions{}.limits("", {.local_default = true, .cap = true, .rate = true, .per_peer = false}).allow.any());
   EXPECT_THROW(app.parse("--allow 10.0.0.300", false), CLI::ValidationError);
+}
+
+// rping's and rdma_server's gates: one address holds at most half the slots unless told.
+TEST(GateOptions, PerPeerCapIsHalfTheClientsUnlessGiven) {
+  const GateFlags per_peer{.local_default = false, .cap = true, .rate = true, .per_peer = true};
+  CLI::App app;
+  GateOptions options{.allow = {}, .max_clients = 64, .peer_rate = 0, .max_per_peer = {}};
+  options.add_to(app, per_peer);
+  app.parse("", false);
+  EXPECT_EQ(options.limits("", per_peer).max_per_peer, 32U);
+  EXPECT_EQ(options.limits("", {}).max_per_peer, 0U);  // send_bw: its client's queue pairs share an address
+  app.parse("--max-clients 5", false);
+  EXPECT_EQ(options.limits("", per_peer).max_per_peer, 3U);
+  app.parse("--max-clients 0", false);
+  EXPECT_EQ(options.limits("", per_peer).max_per_peer, 0U);
+  app.parse("--max-per-peer 7", false);
+  EXPECT_EQ(options.limits("", per_peer).max_per_peer, 7U);
+  CLI::App without;
+  GateOptions plain;
+  plain.add_to(without, {});
+  EXPECT_THROW(without.parse("--max-per-peer 7", false), CLI::ExtrasError);
 }
 
 TEST(AnsweringLine, SaysHowToWiden) {

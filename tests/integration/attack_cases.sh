@@ -26,6 +26,18 @@ flood_from_inside() {
 # a Python start in a loaded guest takes a second or more.
 attack_ready() { poll_until 30 "the attack $1 did not get going in 30 s" test -e "$T/$1.ready"; }
 
+# stopped_under_attack NAME TOOL: SIGTERM to the listener started as NAME; it must end within
+# 2 s with a report that matches TOOL's schema. STOPPED_MS: how long it took.
+stopped_under_attack() {
+  local name=$1 tool=$2 started=${EPOCHREALTIME/./} pid_var="PID_$1"
+  kill -TERM "${!pid_var}"
+  finish "$name" 10
+  STOPPED_MS=$(((${EPOCHREALTIME/./} - started) / 1000))
+  ((STOPPED_MS <= 2000)) || fail "SIGTERM under attack: $tool took $STOPPED_MS ms to end"
+  [[ -s $T/$name.out ]] || fail "no report after SIGTERM (exit $RC): $(head -c 400 "$T/$name.err")"
+  expect_schema "$tool" "$name.out"
+}
+
 # attack_cell NAME PID URL ATTACK_ARGS...: one cell against the process PID serving URL: the
 # attack in the background; while it holds, an allowed scrape (from 127.0.0.1) within 2 s
 # and the process's RSS; then the attack's own account (NAME.attack).
@@ -173,7 +185,7 @@ case_smoke_serve_attacks() {
   head -c 32 /dev/urandom | base64 > "$T/key"
   chmod 600 "$T/key"
   next_port
-  local control=$PORT first attacker started ms baseline peak=0 rss k
+  local control=$PORT first attacker baseline peak=0 rss k
   next_port
   first=$PORT
   # The baseline: how long the peer takes to get through with no attack (its own start, on
@@ -218,13 +230,85 @@ case_smoke_serve_attacks() {
     --count 300 --hold 4 --source "$RXE_ADDR2" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
   attacker=$!
   attack_ready stop
-  started=${EPOCHREALTIME/./}
-  kill -TERM "$PID_serving_stopped"
-  finish serving_stopped 10
-  ms=$(((${EPOCHREALTIME/./} - started) / 1000))
+  stopped_under_attack serving_stopped rdma_smoke
   wait "$attacker" || true
-  ((ms <= 2000)) || fail "SIGTERM under attack: rdma_smoke --serve took $ms ms to end"
-  [[ -s $T/serving_stopped.out ]] || fail "no report after SIGTERM (exit $RC): $(head -c 400 "$T/serving_stopped.err")"
-  expect_schema rdma_smoke serving_stopped.out
-  note "SIGTERM under attack: ended in $ms ms, exit $RC"
+  note "SIGTERM under attack: ended in $STOPPED_MS ms, exit $RC"
+}
+
+# A persistent rdma_cm server (rping -s -P) against an allowed host's rdma_cm connections that
+# come up and say nothing (crafted_peer --mode cm-hold, from $RXE_ADDR2: 300 tried one after
+# another, held 8 s; the server's --timeout, 20 s, outlasts them so that the counts are exact).
+# Without a cap per address they took all of --max-clients (64) until the server's --timeout
+# dropped them, and every other client was refused ("already serving 64 clients"): shown first
+# with --max-per-peer 0. With the default (half of --max-clients) the
+# host holds 32, the rest of its connections are refused, and a client from $RXE_ADDR is
+# served within 2 s of its time without the attack; RSS stays within the bound; SIGTERM during
+# the attack ends the server within 2 s with its report.
+# hold NAME PORT COUNT HOLD: the cm-hold attack in the background (HOLDER), until it has tried
+# every connection.
+hold() {
+  "$CRAFTED_PEER" --mode cm-hold -a "$RXE_ADDR" -p "$2" --bind "$RXE_ADDR2" --count "$3" --hold "$4" \
+    --ready "$T/$1.ready" > "$T/$1.hold" 2> "$T/$1.hold.err" &
+  HOLDER=$!
+  poll_until 60 "$1: the cm-hold attack did not get through its connections in 60 s" test -e "$T/$1.ready"
+}
+
+# pinged NAME PORT: three pings from $RXE_ADDR; PINGED_MS from the client's start to its end.
+pinged() {
+  local started=${EPOCHREALTIME/./}
+  run "$1" 30 "$OURS_RPING" -c -a "$RXE_ADDR" -I "$RXE_ADDR" -p "$2" -C 3 --timeout 5 --json
+  PINGED_MS=$(((${EPOCHREALTIME/./} - started) / 1000))
+}
+
+case_persistent_attacks() {
+  require_device
+  local port baseline peak=0 rss k
+  next_port
+  port=$PORT
+  # Without the cap per address: the attack takes every slot.
+  start open_server "$OURS_RPING" -s -P -a "$RXE_ADDR" -p "$port" --timeout 20 --max-per-peer 0 --json
+  wait_listening "$port"
+  hold open "$port" 70 3
+  pinged starved "$port"
+  [[ $RC -ne 0 ]] || fail "with --max-per-peer 0 the client was served beside 64 silent connections"
+  expect_grep "already serving 64 clients" starved.err
+  wait "$HOLDER" || fail "the attack failed: $(cat "$T/open.hold.err")"
+  expect_jq '.counts.held == 64 and .counts.refused == 6' open.hold
+  kill -TERM "$PID_open_server"
+  finish open_server 10
+  note "--max-per-peer 0: $(jq -c .counts "$T/open.hold"); the client: $(head -c 200 "$T/starved.err")"
+
+  # The default: half the slots for one address.
+  next_port
+  port=$PORT
+  start server "$OURS_RPING" -s -P -a "$RXE_ADDR" -p "$port" --timeout 20 --json --log-level info
+  wait_listening "$port"
+  pinged quiet "$port"
+  expect_rc 0 "rping -c, no attack"
+  baseline=$PINGED_MS
+  ATTACK_BASE_RSS=$(rss_kib "$PID_server")
+  hold attacked "$port" 300 8
+  pinged during "$port"
+  expect_rc 0 "rping -c during the attack"
+  for k in 1 2 3; do
+    rss=$(rss_kib "$PID_server") || fail "the server is gone"
+    ((rss > peak)) && peak=$rss
+    tick 0.5
+  done
+  ((PINGED_MS <= baseline + 2000)) || fail "the client took $PINGED_MS ms during the attack ($baseline ms without)"
+  ((peak - ATTACK_BASE_RSS <= ATTACK_RSS_BOUND_KIB)) ||
+    fail "RSS rose from $ATTACK_BASE_RSS to $peak KiB (bound +$ATTACK_RSS_BOUND_KIB)"
+  wait "$HOLDER" || fail "the attack failed: $(cat "$T/attacked.hold.err")"
+  expect_jq '.counts.held == 32 and .counts.refused == 268 and .counts.failed == 0' attacked.hold
+  local lines
+  lines=$(grep -c "refused" "$T/server.err" || true)
+  ((lines <= 30)) || fail "$lines lines of refusals for 268 connections"
+  note "rping -s -P under attack: the client in $PINGED_MS ms ($baseline ms without); RSS $ATTACK_BASE_RSS -> $peak KiB; $(jq -c .counts "$T/attacked.hold")"
+
+  # SIGTERM while 32 are held: within 2 s, with the report.
+  hold stop "$port" 40 8
+  stopped_under_attack server rping
+  wait "$HOLDER" || true
+  expect_jq '.refused_peers.too_many >= 276' server.out
+  note "SIGTERM under attack: ended in $STOPPED_MS ms, exit $RC; $(jq -c .refused_peers "$T/server.out")"
 }

@@ -5,7 +5,7 @@
 // silence. Each --mode does one misdeed against one of our tools and then waits (bounded
 // by --timeout) for that tool to leave. Not installed, not packaged.
 //
-// stdout: one JSON line {"mode", "misdeed_at_us", "peer", "detail"}; misdeed_at_us is the
+// stdout: one JSON line {"mode", "misdeed_at_us", "peer", "detail", "counts"}; misdeed_at_us is the
 // wall clock (microseconds since the epoch, like bash's EPOCHREALTIME) when the misdeed
 // was done, so a case can time our tool's reaction from then. Exit 0 when the misdeed was
 // done, 1 when the peer could not get that far (no client came, the server refused a
@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -22,6 +23,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -53,8 +55,11 @@ struct Options {
   double timeout_s = 10;         // bound on every wait for our tool
   double accept_timeout_s = 30;  // server modes: bound on waiting for our client
   std::uint32_t size = 64;       // bw-client-bad-reply-rkey: message size of the latency test
-  std::string bind;              // pingmesh-forger: the address it sends from (the same --port)
+  std::string bind;              // pingmesh-forger, cm-hold: the address it sends from
   std::string log_level = "warn";
+  std::size_t count = 300;  // cm-hold: connections to try
+  double hold_s = 8;        // cm-hold: how long to hold them
+  std::string ready;        // cm-hold: a file made once every connection was tried
 };
 
 // What the peer did, printed as the one line of stdout.
@@ -62,6 +67,7 @@ struct Result {
   std::optional<std::int64_t> misdeed_at_us;
   std::string peer = "unknown";  // how our tool ended the connection: disconnected, stayed, refused
   std::string detail;
+  std::map<std::string, std::uint64_t> counts;  // cm-hold: held, refused, failed
 };
 
 // A setup failure of the crafted peer itself (exit 1), as opposed to our tool's reaction.
@@ -105,7 +111,9 @@ class CraftedPeer {
     options.explain_rejection = [&refusal](std::span<const std::uint8_t> data) {
       refusal = bw::decode_refusal(data).value_or("rejected without a send_bw reason");
     };
-    auto endpoint = Endpoint::resolve(nullptr, rdmakit::parse_address(o_.address, o_.port), options, report_);
+    const auto source = o_.bind.empty() ? std::nullopt : std::optional(rdmakit::parse_address(o_.bind, 0));
+    auto endpoint =
+        Endpoint::resolve(source ? &*source : nullptr, rdmakit::parse_address(o_.address, o_.port), options, report_);
     if (before_connect) before_connect(*endpoint);
     try {
       endpoint->connect(report_);
@@ -132,6 +140,7 @@ class CraftedPeer {
   }
 
   void misdeed_done() { result_.misdeed_at_us = wall_clock_us(); }
+  void count(const std::string& what, std::uint64_t n) { result_.counts[what] = n; }
   void set_peer(std::string how) { result_.peer = std::move(how); }
 
   // Waits, bounded by --timeout, for our tool to leave. Our own failed completions (our
@@ -426,6 +435,39 @@ void pingmesh_forger(CraftedPeer& peer) {
   peer.set_peer("stayed");
 }
 
+// ---- any rdma_cm server: connections that come up and say nothing ----
+
+// --count connections from --bind, each established (or refused) before the next is tried,
+// then held --hold seconds without a word: what a host inside a persistent server's allow
+// list can do to take its slots. The counts say how many came up, how many the server
+// refused and how many failed otherwise.
+void cm_hold(CraftedPeer& peer) {
+  const auto& o = peer.options();
+  std::vector<std::unique_ptr<Endpoint>> held;
+  std::uint64_t refused = 0;
+  std::uint64_t failed = 0;
+  for (std::size_t i = 0; i < o.count; ++i) {
+    try {
+      auto endpoint = peer.connect({});
+      if (endpoint) {
+        held.push_back(std::move(endpoint));
+      } else {
+        ++refused;
+      }
+    } catch (const std::exception& error) {
+      ++failed;
+      spdlog::debug("connection {} failed: {}", i, error.what());
+    }
+  }
+  peer.misdeed_done();
+  peer.set_peer("stayed");
+  peer.count("held", held.size());
+  peer.count("refused", refused);
+  peer.count("failed", failed);
+  if (!o.ready.empty()) std::ofstream(o.ready) << "tried " << o.count << '\n';
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<long long>(o.hold_s * 1000)));
+}
+
 using Misdeed = std::function<void(CraftedPeer&)>;
 
 const std::map<std::string, Misdeed>& misdeeds() {
@@ -530,6 +572,7 @@ const std::map<std::string, Misdeed>& misdeeds() {
       {"echo-server-garbage", [](CraftedPeer& p) { echo_server(p, 64); }},
       {"echo-server-short", [](CraftedPeer& p) { echo_server(p, 2); }},
       {"pingmesh-forger", pingmesh_forger},
+      {"cm-hold", cm_hold},
   };
   return table;
 }
@@ -539,7 +582,8 @@ void print(const Options& o, const Result& result) {
       {"mode", o.mode},
       {"misdeed_at_us", result.misdeed_at_us ? nlohmann::json(*result.misdeed_at_us) : nlohmann::json(nullptr)},
       {"peer", result.peer},
-      {"detail", result.detail}};
+      {"detail", result.detail},
+      {"counts", result.counts}};
   std::cout << line.dump() << std::endl;
 }
 
@@ -563,7 +607,12 @@ int main(int argc, char** argv) {
   app.add_option("--size", o.size, "bw-client-bad-reply-rkey: message size")
       ->capture_default_str()
       ->check(CLI::Range(2u, 1u << 20));
-  app.add_option("--bind", o.bind, "pingmesh-forger: the address to send from");
+  app.add_option("--bind", o.bind, "pingmesh-forger, cm-hold: the address to send from");
+  app.add_option("--count", o.count, "cm-hold: connections to try")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--hold", o.hold_s, "cm-hold: seconds to hold them")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--ready", o.ready, "cm-hold: a file made once every connection was tried");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")->capture_default_str();
   try {
     app.parse(argc, argv);

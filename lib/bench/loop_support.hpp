@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -120,12 +122,21 @@ class SpinGuard {
   }
   // A flag, not a clock read: the loop calls it on every completion it takes.
   void saw_progress() { silence_.note_progress(); }
+  // `still_working`: asked when the silence bound passes, true to give the peer the bound
+  // again (PeerWatch::still_working); `sign` names what it looks at, for the message.
+  void alive_while(std::function<bool()> still_working, std::string sign) {
+    still_working_ = std::move(still_working);
+    still_working_sign_ = std::move(sign);
+  }
   void check_stop(const std::string& where) {
     if (stop_requested(stop_fd_)) {
       throw RunStopped(StopReason::interrupted, "interrupted " + where);
     }
-    silence_.check(last_check_,
-                   [&] { return fmt::format("nothing from the peer for {} ms {}", silence_.limit_ms(), where); });
+    if (still_working_ && silence_.passed(last_check_) && still_working_()) silence_.progressed(last_check_);
+    silence_.check(last_check_, [&] {
+      return fmt::format("nothing from the peer for {} ms{} {}", silence_.limit_ms(),
+                         still_working_ ? fmt::format(" (nor on {})", still_working_sign_) : std::string(), where);
+    });
   }
 
  private:
@@ -154,6 +165,8 @@ class SpinGuard {
   int stop_fd_;
   Clock::time_point last_check_ = Clock::now();
   SilenceBound silence_;
+  std::function<bool()> still_working_;
+  std::string still_working_sign_;
   std::uint32_t spins_before_sleep_;
   CqWaiter waiter_;
   std::vector<int> cm_fds_;

@@ -397,6 +397,7 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   ibv_send_wr wr{};
   SpinGuard spin(s.basics.limits.stop_fd, s.peer.silence, sleep_lanes(s.basics.events, s.lanes),
                  stream_spins_before_sleep, s.peer.cm_fds);
+  spin.alive_while(s.peer.still_working, s.peer.still_working_sign);
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   std::optional<CreditGrants> grants;
   if (s.credits) grants.emplace(s.lanes.size());
@@ -777,7 +778,9 @@ class PingAnswerer {
         poster_(s.lane, s.operation == bw::Operation::write ? bw::Operation::write : bw::Operation::send, nullptr,
                 s.basics.max_inline_data, 1),
         spin_(s.basics.limits.stop_fd, s.peer.silence, ping_sleep_lane(s.basics.events, s.operation, lane_), 0,
-              s.peer.cm_fds) {}
+              s.peer.cm_fds) {
+    spin_.alive_while(s.peer.still_working, s.peer.still_working_sign);
+  }
 
   // Answers until the client disconnects; returns how many messages it answered.
   std::uint64_t run() {

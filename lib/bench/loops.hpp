@@ -49,6 +49,11 @@ struct PeerWatch {
   // Ends the loop (RunStopped, timed_out) when nothing arrives for this long although the
   // peer still seems connected: a link that dies takes its DISCONNECTED with it (rdma_mesh).
   std::optional<std::chrono::milliseconds> silence;
+  // Where the peer's work shows nothing in this loop (one-sided WRITE and READ, atomics):
+  // asked when the silence bound passes; true when something else says the peer is still at
+  // work (the port's counters moved), which gives it the bound again. None: the bound ends it.
+  std::function<bool()> still_working;
+  std::string still_working_sign;  // what still_working looks at, for the timeout's message
   // The connections' CM event channels: with events, an idle loop sleeps until one of them
   // (the peer gone), a completion, Ctrl-C or the silence bound; without, it wakes every 20 ms
   // to ask `connected`.

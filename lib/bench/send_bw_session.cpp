@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "lib/bench/gid_index_check.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/process_limits.hpp"
+#include "lib/measure/port_counters.hpp"
 #include "lib/rdma/device_caps.hpp"
 #include "lib/rdma/endpoint.hpp"
 
@@ -255,12 +258,33 @@ bool server_sleeps(const BwSettings& s, const bw::Hello& first) {
   return s.events || bw::server_idle(first);
 }
 
-// How long the client may send nothing before its test ends (timed out): where the server
-// sees its messages, --timeout, as every other wait; where it cannot (bw::server_idle), only
-// when asked (rdma_mesh), as a long WRITE stream looks the same as silence.
-std::optional<std::chrono::milliseconds> client_silence(const BwSettings& s, const bw::Hello& first) {
-  if (first.datagram || s.bound_client_silence || !bw::server_idle(first)) return s.limits.timeout;
-  return std::nullopt;
+// "rxe0 port 1": the device and port an endpoint is on.
+std::string port_name(const Endpoint& endpoint) {
+  return fmt::format("{} port {}", ibv_get_device_name(endpoint.context()->device), endpoint.port_num());
+}
+
+// What says a client whose test the server never sees (bw::server_idle: one-sided WRITE and
+// READ, atomics) is still at it once --timeout passes with nothing in the server's CQ: the
+// port's counters moved since the last look (packets in and out; another process's traffic on
+// the port counts too, so beside other traffic a silent client is not caught). Where the
+// driver shows no counters nothing can tell: the client is held until it disconnects, and
+// the log says so. rdma_mesh bounds its clients' silence outright (bound_client_silence).
+std::function<bool()> client_still_working(const BwSettings& s, const bw::Hello& first, const Endpoint& endpoint) {
+  if (first.datagram || s.bound_client_silence || !bw::server_idle(first)) return {};
+  std::string device = ibv_get_device_name(endpoint.context()->device);
+  const unsigned port = endpoint.port_num();
+  auto last = std::make_shared<PortCounters>(read_port_counters(device, port));
+  if (last->empty()) {
+    spdlog::info("{} shows no counters: a {} client that stops working is held until it disconnects",
+                 port_name(endpoint), bw::to_string(first.operation));
+    return [] { return true; };
+  }
+  return [device = std::move(device), port, last] {
+    auto now = read_port_counters(device, port);
+    const bool moved = now != *last;
+    *last = std::move(now);
+    return moved;
+  };
 }
 
 // Latency tests and bidirectional SEND keep receives posted on the client; a datagram
@@ -667,7 +691,9 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                        for (const auto& e : endpoints) any = e->poll_connected() || any;
                        return any;
                      },
-                 .silence = client_silence(s, first),
+                 .silence = s.limits.timeout,
+                 .still_working = client_still_working(s, first, *endpoints.front()),
+                 .still_working_sign = port_name(*endpoints.front()) + "'s counters",
                  .cm_fds = {}};
   peer.cm_fds.reserve(endpoints.size());
   for (const auto& e : endpoints) peer.cm_fds.push_back(e->cm_fd());

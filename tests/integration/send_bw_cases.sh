@@ -778,3 +778,40 @@ case_send_bw_pin_core() {
   expect_schema send_bw server.out
   note "placement: $(jq -c .test.placement "$T/client.out")"
 }
+
+# A one-sided test (WRITE, READ) leaves the server's CQ empty from start to end, so a client
+# that connects and then writes nothing looked the same as one at work, and held the server
+# until it disconnected. The server now gives such a client --timeout again each time the
+# port's counters moved, and ends its test when they did not: the crafted client that says
+# WRITE and writes nothing is dropped within --timeout, and real WRITE and READ runs of more
+# than twice --timeout are served to the end. Alone (RUN_SERIAL): another case's traffic on
+# the port moves the same counters.
+case_send_bw_silent_one_sided() {
+  require_device
+  next_port
+  start_timed silent_victim "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --timeout "$CRAFTED_TIMEOUT" --json \
+    --accept-timeout 60
+  wait_listening "$PORT"
+  crafted peer_silent bw-client-silent-write "$RXE_ADDR" "$PORT"
+  finish silent_victim 70
+  crafted_done peer_silent
+  expect_crafted_failure send_bw silent_victim "$(ended_us silent_victim)" timed_out \
+    "for $((CRAFTED_TIMEOUT * 1000)) ms .nor on $RXE_DEV port [0-9]+.s counters" '.test.operation == "write"'
+  local op write_port
+  for op in write read; do
+    next_port
+    [[ $op == write ]] && write_port=$PORT
+    start "server_$op" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --timeout "$CRAFTED_TIMEOUT" --json \
+      --accept-timeout 20
+    wait_listening "$PORT"
+    start "client_$op" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op "$op" -s 4096 -D $((2 * CRAFTED_TIMEOUT + 1)) --json
+  done
+  for op in write read; do
+    finish "client_$op" 60
+    expect_rc 0 "send_bw --op $op -D $((2 * CRAFTED_TIMEOUT + 1)) against a server with --timeout $CRAFTED_TIMEOUT"
+    finish "server_$op" 20
+    expect_rc 0 "the send_bw server of the $op run"
+    expect_jq '.outcome == "completed"' "server_$op.out"
+  done
+  note "silent WRITE client dropped; --op write and read for $((2 * CRAFTED_TIMEOUT + 1)) s served to the end (write on port $write_port)"
+}

@@ -535,6 +535,14 @@ const std::map<std::string, Misdeed>& misdeeds() {
        }},
       // A SEND stream's hello, accepted, then nothing sent and the connection kept up.
       {"bw-client-silent", [](CraftedPeer& p) { bw_refused_hello(p, hello_bytes(plain_hello(p.options().size))); }},
+      // A WRITE stream's hello, accepted, then nothing written: the server's CQ shows nothing
+      // either way; only the port's counters can tell it from a client at work.
+      {"bw-client-silent-write",
+       [](CraftedPeer& p) {
+         auto hello = plain_hello(p.options().size);
+         hello.operation = bw::Operation::write;
+         bw_refused_hello(p, hello_bytes(hello));
+       }},
       {"rping-client-bad-rkey",
        [](CraftedPeer& p) {
          rping_client(

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,10 +40,6 @@ constexpr unsigned idle_seconds = 2;            // between two reads
 constexpr auto request_deadline = std::chrono::seconds(2);
 // The serving thread's longest sleep: how late a deadline or a stop is acted on.
 constexpr int tick_ms = 100;
-// Refused addresses remembered so that each is logged once; a spray of sources stops the
-// logging, not the counting.
-constexpr std::size_t logged_refusals = 256;
-
 std::uint16_t port_of(std::string_view text, const std::string& whole) {
   unsigned value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -69,20 +64,12 @@ ListenAddress parse_listen_address(const std::string& text) {
 }
 
 struct MetricsEndpoint::State {
-  explicit State(AllowList allow_in) : allow(std::move(allow_in)) {}
+  explicit State(AllowList allow_in)
+      : allow(std::move(allow_in)), gate(GateLimits{.allow = allow, .allow_flag = "--metrics-allow"}) {}
 
   // The accept policy: a scraper outside the allow list is closed before a byte is read,
-  // counted, and logged the first time from each address.
-  bool admit(const sockaddr* peer) {
-    const auto address = IpAddress::of(peer);
-    if (address && allow.allows(*address)) return true;
-    ++refused;
-    const auto text = address ? address->to_string() : std::string("an unknown address");
-    if (refused_logged.size() < logged_refusals && refused_logged.insert(text).second) {
-      spdlog::warn("refused a scrape of /metrics from {}: not in --metrics-allow ({})", text, allow.to_string());
-    }
-    return false;
-  }
+  // counted, and logged as every listener's gate logs refusals (a line each, then at a rate).
+  bool admit(const sockaddr* peer) { return gate.admit(peer, Clock::now()).admitted(); }
 
   // The answer to one request whose headers have arrived.
   MHD_Result answer(MHD_Connection* connection, const char* url, const char* method) {
@@ -156,16 +143,15 @@ struct MetricsEndpoint::State {
   }
 
   const AllowList allow;
+  PeerGate gate;  // its allow list only: libmicrohttpd caps the connections
   MHD_Daemon* daemon = nullptr;
   FileDescriptor stop{eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   // Serving thread only: when each open connection's current request began.
   std::map<MHD_Connection*, Clock::time_point> request_started;
-  std::set<std::string> refused_logged;  // serving thread only
-  std::mutex mutex;                      // the texts, between publish() and the serving thread
+  std::mutex mutex;  // the texts, between publish() and the serving thread
   std::string openmetrics_text = openmetrics::render({}, openmetrics::Format::openmetrics);
   std::string prometheus_text;
   std::atomic<std::uint64_t> scrapes{0};
-  std::atomic<std::uint64_t> refused{0};
   std::thread thread;
 };
 
@@ -277,7 +263,7 @@ std::uint64_t MetricsEndpoint::scrapes() const {
 }
 
 std::uint64_t MetricsEndpoint::refused() const {
-  return state_->refused.load();
+  return state_->gate.refused().not_allowed;
 }
 
 }  // namespace rdmakit

@@ -311,7 +311,7 @@ PeerGate::Admission PeerGate::admit(const sockaddr* peer, std::chrono::steady_cl
     const auto& limits = state_->limits;
     if (!address || !limits.allow.allows(*address)) {
       admission.refused = RefusalCause::not_allowed;
-      admission.reason = fmt::format("not in --allow {}", limits.allow.to_string());
+      admission.reason = fmt::format("not in {} {}", limits.allow_flag, limits.allow.to_string());
       ++state_->refused.not_allowed;
     } else if (!state_->within_rate(*address, now)) {
       admission.refused = RefusalCause::too_fast;

@@ -121,6 +121,7 @@ struct GateLimits {
   std::size_t max_per_peer = 0;  // of those, from one address at once; 0: no cap
   std::size_t peer_rate = 0;     // new connections per peer in peer_rate_window; 0: no limit
   std::size_t tracked = tracked_peers;
+  std::string allow_flag = "--allow";  // the flag a refusal names (rdma_pingmesh: --metrics-allow)
 };
 
 // Decides, for each new connection, whether the listener serves it. Thread-safe: a

@@ -94,7 +94,7 @@ case_metrics_attacks() {
   expect_jq '.closed == 1 and .sent < 10485760' inside_chunked.attack
   attack_cell inside_drip "$PID_node" "$url" drip "$b" $((PORT + 1)) --hold 4 "${inside[@]}"
   expect_jq '.closed == 1 and .answered == 0' inside_drip.attack
-  expect_grep "refused a scrape of /metrics from $a" node.err
+  expect_grep "refused $a port [0-9]*: not in --metrics-allow" node.err
   # SIGTERM while 300 silent connections knock: it ends within 2 s, with its report.
   attack silent "$b" $((PORT + 1)) \
     --count 300 --hold 4 "${inside[@]}" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &

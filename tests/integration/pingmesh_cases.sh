@@ -93,7 +93,7 @@ case_pingmesh_two_nodes() {
   expect_jq '.pingmesh.node == "node-a" and .pingmesh.clock == "software" and .outcome == "completed"' node_a.report
   expect_jq '.pingmesh.paths[0].peer == "node-a" and .pingmesh.paths[0].answered > 50 and .pingmesh.scrapes == 1
     and .pingmesh.scrapes_refused == 1' node_b.report
-  expect_grep "refused a scrape of /metrics from $a" node_b.err
+  expect_grep "refused $a port [0-9]*: not in --metrics-allow" node_b.err
   # The textfile: Prometheus text that Prometheus' own parser takes (node_exporter reads it
   # in pingmesh_consumers).
   "${RDMAKIT_PYTHON:-/usr/bin/python3}" "$HARNESS_ROOT/tests/integration/openmetrics_check.py" "$T/node-a.prom" \

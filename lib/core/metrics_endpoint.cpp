@@ -64,8 +64,7 @@ ListenAddress parse_listen_address(const std::string& text) {
 }
 
 struct MetricsEndpoint::State {
-  explicit State(AllowList allow_in)
-      : allow(std::move(allow_in)), gate(GateLimits{.allow = allow, .allow_flag = "--metrics-allow"}) {}
+  explicit State(AllowList allow) : gate(GateLimits{.allow = std::move(allow), .allow_flag = "--metrics-allow"}) {}
 
   // The accept policy: a scraper outside the allow list is closed before a byte is read,
   // counted, and logged as every listener's gate logs refusals (a line each, then at a rate).
@@ -142,7 +141,6 @@ struct MetricsEndpoint::State {
     }
   }
 
-  const AllowList allow;
   PeerGate gate;  // its allow list only: libmicrohttpd caps the connections
   MHD_Daemon* daemon = nullptr;
   FileDescriptor stop{eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
@@ -238,7 +236,7 @@ MetricsEndpoint::MetricsEndpoint(const ListenAddress& where, AllowList allow)
   if (state->daemon == nullptr) throw RdmaError("MHD_start_daemon", "/metrics", EINVAL);
   socket_fd.release();  // the daemon closes it
   state->thread = std::thread([state] { state->serve(); });
-  spdlog::info("serving /metrics on {}:{} to {}", where.host, where.port, state_->allow.to_string());
+  spdlog::info("serving /metrics on {}:{} to {}", where.host, where.port, state_->gate.limits().allow.to_string());
 }
 
 MetricsEndpoint::~MetricsEndpoint() {

@@ -1,5 +1,7 @@
 #include "lib/probe/check_connection.hpp"
 
+#include <arpa/inet.h>
+
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -43,6 +45,13 @@ void CheckConnection::create(std::uint16_t receive_count, ibv_qp_type qp_type) {
     ibv_recv_wr* bad = nullptr;
     check_returned(ibv_post_recv(id->qp, &request, &bad), "ibv_post_recv", "diag-connect agent");
   }
+}
+
+agent::TicketScope ticket_scope(rdma_cm_id* id, ProbeEnd end) {
+  const auto here = IpAddress::of(rdma_get_local_addr(id)).value_or(IpAddress{});
+  const auto there = IpAddress::of(rdma_get_peer_addr(id)).value_or(IpAddress{});
+  if (end == ProbeEnd::agent) return {.agent = here, .agent_port = ntohs(rdma_get_src_port(id)), .client = there};
+  return {.agent = there, .agent_port = ntohs(rdma_get_dst_port(id)), .client = here};
 }
 
 }  // namespace rdmakit::diag

@@ -12,6 +12,7 @@
 
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
+#include "lib/wire/probe_ticket.hpp"
 
 namespace rdmakit::diag {
 
@@ -26,5 +27,13 @@ struct CheckConnection {
   // Creates everything on `id`'s device, with `receive_count` receives of the buffer's size posted.
   void create(std::uint16_t receive_count, ibv_qp_type qp_type = IBV_QPT_RC);
 };
+
+// Which end of a probe connection a cm_id is.
+enum class ProbeEnd { client, agent };
+
+// The scope of a probe's ticket (lib/wire/probe_ticket.hpp) as `id` names its two ends: the
+// client's id once rdma_resolve_addr bound it, the agent's connect request's id. Both ends
+// compute the same scope for one connection.
+agent::TicketScope ticket_scope(rdma_cm_id* id, ProbeEnd end);
 
 }  // namespace rdmakit::diag

@@ -282,10 +282,7 @@ class Agent {
 
   std::optional<std::string> ticket_refusal(const agent::Hello& hello, rdma_cm_id* id) {
     if (!hello.ticket) return std::string("this agent is keyed: probes need a ticket (diag-connect --key-file)");
-    const agent::TicketScope scope{.agent = IpAddress::of(rdma_get_local_addr(id)).value_or(IpAddress{}),
-                                   .agent_port = ntohs(rdma_get_src_port(id)),
-                                   .client = IpAddress::of(rdma_get_peer_addr(id)).value_or(IpAddress{})};
-    return tickets_->refusal(*hello.ticket, scope, agent::WallClock::now());
+    return tickets_->refusal(*hello.ticket, ticket_scope(id, ProbeEnd::agent), agent::WallClock::now());
   }
 
   static std::string printable_peer(rdma_cm_id* id) {

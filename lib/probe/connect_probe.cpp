@@ -263,12 +263,8 @@ Awaited connect_step(CheckConnection& connection, EventChannel& channel, const C
                      ConnectAttempt& attempt, const std::string& awaiting) {
   agent::Hello greeting;
   if (options.key) {
-    // For this connection only: the addresses rdma_resolve_addr bound it to.
-    rdma_cm_id* id = connection.id.get();
-    const agent::TicketScope scope{.agent = IpAddress::of(rdma_get_peer_addr(id)).value_or(IpAddress{}),
-                                   .agent_port = ntohs(rdma_get_dst_port(id)),
-                                   .client = IpAddress::of(rdma_get_local_addr(id)).value_or(IpAddress{})};
-    greeting.ticket = agent::make_ticket(*options.key, scope, agent::WallClock::now());
+    greeting.ticket =
+        agent::make_ticket(*options.key, ticket_scope(connection.id.get(), ProbeEnd::client), agent::WallClock::now());
   }
   const auto hello = agent::encode_hello(greeting);
   ConnectOffer offer_to_agent;

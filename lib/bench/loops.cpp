@@ -45,6 +45,8 @@ constexpr std::uint32_t stream_spins_before_sleep = 256;
 // The owner of a server's credit messages in their work ids: their completions count for no
 // reflection.
 constexpr std::uint32_t credit_owner = 1;
+// The owner of a client's heartbeats (Heartbeat): their completions count for no message.
+constexpr std::uint32_t heartbeat_owner = 2;
 
 ibv_wr_opcode opcode_of(bw::Operation operation, const AtomicCounters* atomics) {
   switch (operation) {
@@ -83,6 +85,28 @@ std::span<const Lane> ping_sleep_lane(bool events, bw::Operation operation, cons
 }
 
 }  // namespace
+
+void Heartbeat::beat_if_due(const Lane& lane, Clock::time_point now) {
+  if (in_flight_ || now < next_) return;
+  ibv_sge sge{};
+  ibv_send_wr wr{};
+  build_send(SendRequest{.id = WorkId{.kind = WorkKind::send, .owner = heartbeat_owner, .sequence = 0},
+                         .opcode = IBV_WR_SEND,
+                         .local = ibv_sge{.addr = lane.local_address, .length = 0, .lkey = lane.lkey},
+                         .flags = IBV_SEND_SIGNALED},
+             wr, sge);
+  wr.num_sge = 0;  // zero-length: some providers refuse an empty scatter/gather entry
+  post(lane.qp, &wr, 0);
+  in_flight_ = true;
+  next_ = now + period_;
+}
+
+bool Heartbeat::completed(std::uint64_t wr_id) {
+  const auto id = WorkId::decode(wr_id);
+  if (id.kind != WorkKind::send || id.owner != heartbeat_owner) return false;
+  in_flight_ = false;
+  return true;
+}
 
 void post_receives(const Lane& lane, std::uint32_t count) {
   ibv_sge sge{};
@@ -153,7 +177,7 @@ class StreamPoster {
 // its CQ was empty. With `credits`, what arrives is the server's credit messages, not
 // messages sent back: the newest total in the receive buffer (all share it) is granted.
 bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
-                 SendCredits* credits) {
+                 SendCredits* credits, Heartbeat* heartbeat) {
   const int got = poll_lane(lane, wcs);
   if (got == 0) return false;
   std::uint32_t receives = 0;
@@ -163,7 +187,7 @@ bool reap_stream(const Lane& lane, std::size_t l, StreamLedger& ledger, std::arr
     const auto id = WorkId::decode(wc.wr_id);
     if (id.kind == WorkKind::receive) {
       ++receives;
-    } else {
+    } else if (heartbeat == nullptr || !heartbeat->completed(wc.wr_id)) {
       ledger.completed_through(l, id.sequence);
     }
   }
@@ -212,7 +236,7 @@ bool stream_pass(const StreamSettings& s, StreamPoster& poster, StreamLedger& le
         poster.fill(s.lanes[l], l, ledger, s.depth, credits ? std::min(allowance, credits->allowed()) : allowance);
     allowance -= sent;
     if (credits != nullptr) credits->sent += sent;
-    progress = reap_stream(s.lanes[l], l, ledger, wcs, credits) || progress;
+    progress = reap_stream(s.lanes[l], l, ledger, wcs, credits, s.heartbeat) || progress;
   }
   return progress;
 }
@@ -244,12 +268,14 @@ void stream(const StreamSettings& s, std::uint32_t size, const Budget& budget, s
       const bool progress = stream_pass(s, poster, ledger, wcs, allowance);
       if (progress) {
         const auto now = Clock::now();
+        if (s.heartbeat != nullptr) s.heartbeat->beat_if_due(s.lanes.front(), now);
         ledger.progressed(now);
         silence.progressed(now);
         record_interval(s, intervals, ledger.total(), now, size);
         spin.check_stop_while_busy([size] { return fmt::format("at {} bytes", size); });
       } else if (spin.due()) {
         const auto now = Clock::now();
+        if (s.heartbeat != nullptr) s.heartbeat->beat_if_due(s.lanes.front(), now);
         ledger.close_if_due(now);
         silence.check(now, [&] {
           return fmt::format("no completion for {} ms at {} bytes ({} messages done)", silence.limit_ms(), size,
@@ -296,7 +322,7 @@ std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, D
 // Reaps `lane`'s completions into the ledger (arrivals timed at `now`, after the poll) and
 // reposts the receives they used. A flushed completion closes the lane: the peer is gone.
 bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
-               DatagramTally* tally, std::uint32_t& receives) {
+               DatagramTally* tally, bool one_sided, std::uint32_t& receives) {
   const int got = poll_lane(lane, wcs);
   const auto now = Clock::now();
   receives = 0;
@@ -310,6 +336,9 @@ bool reap_sink(const Lane& lane, std::size_t l, SinkLedger& ledger, std::array<i
     const auto id = WorkId::decode(wc.wr_id);
     if (id.kind == WorkKind::receive) {
       ++receives;
+      if (one_sided) {
+        continue;  // a heartbeat: progress, no message
+      }
       if (tally == nullptr) {
         ledger.arrived(l, wc.byte_len, now);
       } else if (const auto size = take_datagram(lane, wc, *tally)) {
@@ -374,13 +403,14 @@ void reflect(const Lane& lane, std::size_t l, SinkLedger& ledger, const SinkSett
 // One pass over the lanes still open: reap (reposting), grant the credits that reposting
 // earned, reflect what is owed; true when a completion came.
 bool sink_pass(const SinkSettings& s, SinkLedger& ledger, std::array<ibv_wc, poll_batch>& wcs,
-               std::optional<CreditGrants>& grants, ibv_send_wr& wr, ibv_sge& sge) {
+               std::optional<CreditGrants>& grants, ibv_send_wr& wr, ibv_sge& sge, std::uint64_t& heartbeats) {
   bool progress = false;
   for (std::size_t l = 0; l < s.lanes.size(); ++l) {
     if (ledger.closed(l)) continue;
     DatagramTally* tally = s.datagrams != nullptr ? &(*s.datagrams)[l] : nullptr;
     std::uint32_t receives = 0;
-    progress = reap_sink(s.lanes[l], l, ledger, wcs, tally, receives) || progress;
+    progress = reap_sink(s.lanes[l], l, ledger, wcs, tally, s.one_sided, receives) || progress;
+    heartbeats += s.one_sided ? receives : 0;
     if (ledger.closed(l)) continue;
     if (grants && receives > 0) grants->reposted(s.lanes[l], l, receives);
     reflect(s.lanes[l], l, ledger, s, wr, sge);
@@ -401,9 +431,15 @@ void sink(const SinkSettings& s, std::vector<BandwidthRow>& rows) {
   std::optional<Clock::time_point> drain_until;  // set once the peer has gone
   std::optional<CreditGrants> grants;
   if (s.credits) grants.emplace(s.lanes.size());
+  std::uint64_t heartbeats = 0;
+  bool heard_heartbeat = false;
   try {
     while (!ledger.all_closed()) {
-      if (sink_pass(s, ledger, wcs, grants, wr, sge)) {
+      if (sink_pass(s, ledger, wcs, grants, wr, sge, heartbeats)) {
+        if (heartbeats > 0 && !heard_heartbeat) {
+          heard_heartbeat = true;
+          spin.alive_while({}, {});  // its heartbeats say it lives, and their silence that it does not
+        }
         spin.saw_progress();
         spin.check_stop_while_busy([] { return std::string("while receiving"); });
         continue;

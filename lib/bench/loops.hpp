@@ -60,6 +60,28 @@ struct PeerWatch {
   std::vector<int> cm_fds;
 };
 
+// A one-sided stream (RDMA WRITE, READ, atomics) never reaches the server's receives, so
+// the server cannot tell a client at work from one that has gone silent; the port's counters
+// cannot either where other traffic shares the port. The client therefore SENDs a zero-length
+// heartbeat on its first lane every `period`, one in flight at a time (its queue pair has a
+// send slot more than the stream's depth for it), across all of a run's rows. The server
+// takes the first as the client's promise that its silence means it has gone
+// (SinkSettings::one_sided).
+inline constexpr std::chrono::milliseconds heartbeat_period{250};
+class Heartbeat {
+ public:
+  explicit Heartbeat(std::chrono::nanoseconds period) : period_(period) {}
+  // Sends one on `lane` when one is due and the last has completed.
+  void beat_if_due(const Lane& lane, Clock::time_point now);
+  // Whether a completion is a heartbeat's (which the stream's ledger does not count).
+  bool completed(std::uint64_t wr_id);
+
+ private:
+  std::chrono::nanoseconds period_;
+  Clock::time_point next_;  // the epoch: the first at once
+  bool in_flight_ = false;
+};
+
 // iWARP SEND streams, one per lane across the run's rows (lib/wire/protocol.hpp's credits):
 // what the server has granted, what went out, and the last total its credit message said.
 struct SendCredits {
@@ -101,6 +123,9 @@ struct StreamSettings {
   // SEND on iWARP: a lane sends no more than its credits allow, and the receives that arrive
   // are the server's credit messages; none: RNR retries pace the stream (RoCE, InfiniBand).
   std::vector<SendCredits>* credits = nullptr;
+  // One-sided operations against our server: the client's heartbeat (above); none for a
+  // SEND stream, whose messages the server sees.
+  Heartbeat* heartbeat = nullptr;
 };
 
 // Sends messages of `size` bytes on every lane and appends the row (all lanes together).
@@ -119,6 +144,11 @@ struct SinkSettings {
   // -c UD: a tally per lane; a lane ends with its client's end-of-stream message (there is
   // no disconnect), and each datagram's size is what follows its GRH.
   std::vector<DatagramTally>* datagrams = nullptr;
+  // The client's stream is one-sided (WRITE, READ, atomics): what arrives is its heartbeat
+  // (Heartbeat above), which is progress but no message of a row. From the first one on, the
+  // peer's silence ends the loop: PeerWatch::still_working is no longer asked (an older
+  // client sends none, and keeps the port's counters as its sign of life).
+  bool one_sided = false;
 };
 
 // Receives until every lane's peer has disconnected (or Ctrl-C), one row per message size,

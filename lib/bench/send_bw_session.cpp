@@ -31,6 +31,8 @@ struct Limits {
   std::string device;  // -d, checked
   std::uint32_t send_depth = 0;
   std::uint32_t recv_depth = 0;
+  // A one-sided bandwidth client's heartbeat (sends_heartbeats): a send slot beyond -t.
+  std::uint32_t heartbeat_slots = 0;
   std::uint32_t largest = 1;
   std::optional<ibv_mtu> mtu;
   bool atomics = false;   // --op atomic: the device must do them
@@ -55,11 +57,14 @@ void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& 
     throw UsageError(fmt::format("-d {}: the address is served by {}", limits.device, name));
   }
   const auto depth = std::max(limits.send_depth, limits.recv_depth);
-  if (depth > static_cast<std::uint32_t>(device.max_qp_wr)) {
-    throw UsageError(fmt::format("-t {} is above {}'s maximum queue depth {}", depth, name, device.max_qp_wr));
+  if (std::max(limits.send_depth + limits.heartbeat_slots, limits.recv_depth) >
+      static_cast<std::uint32_t>(device.max_qp_wr)) {
+    throw UsageError(
+        fmt::format("-t {} is above {}'s maximum queue depth {}{}", depth, name, device.max_qp_wr,
+                    limits.heartbeat_slots > 0 ? ", less the heartbeat's send slot of a one-sided test" : ""));
   }
   // One CQ takes the send and the receive completions.
-  const auto entries = limits.send_depth + limits.recv_depth;
+  const auto entries = limits.send_depth + limits.heartbeat_slots + limits.recv_depth;
   if (entries > static_cast<std::uint32_t>(device.max_cqe)) {
     throw UsageError(fmt::format("-t {} needs {} completion queue entries; {} allows at most {}", depth, entries, name,
                                  device.max_cqe));
@@ -132,7 +137,7 @@ std::optional<SocketAddress> client_source(const BwSettings& s, const SocketAddr
 // anything is made on it.
 EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
   EndpointOptions options;
-  options.send_depth = limits.send_depth;
+  options.send_depth = limits.send_depth + limits.heartbeat_slots;
   options.recv_depth = limits.recv_depth;
   // READs in flight, as perftest keeps them: within what the device allows (the endpoint fits
   // them to it: cxgb4 takes 8).
@@ -264,19 +269,23 @@ std::string port_name(const Endpoint& endpoint) {
 }
 
 // What says a client whose test the server never sees (bw::server_idle: one-sided WRITE and
-// READ, atomics) is still at it once --timeout passes with nothing in the server's CQ: the
-// port's counters moved since the last look (packets in and out; another process's traffic on
-// the port counts too, so beside other traffic a silent client is not caught). Where the
-// driver shows no counters nothing can tell: the client is held until it disconnects, and
-// the log says so. rdma_mesh bounds its clients' silence outright (bound_client_silence).
+// READ, atomics) is still at it once --timeout passes with nothing in the server's CQ. A
+// bandwidth client of ours sends heartbeats (loops.hpp's Heartbeat), and from its first one
+// on only they count. Before that, and for a latency client or an older one: the port's
+// counters moved since the last look (packets in and out; another process's traffic on the
+// port counts too, so beside other traffic such a client is not caught). Where the driver
+// shows no counters nothing can tell: such a client is held until it disconnects, and the
+// log says so. rdma_mesh bounds its clients' silence outright (bound_client_silence).
 std::function<bool()> client_still_working(const BwSettings& s, const bw::Hello& first, const Endpoint& endpoint) {
   if (first.datagram || s.bound_client_silence || !bw::server_idle(first)) return {};
   std::string device = ibv_get_device_name(endpoint.context()->device);
   const unsigned port = endpoint.port_num();
   auto last = std::make_shared<PortCounters>(read_port_counters(device, port));
   if (last->empty()) {
-    spdlog::info("{} shows no counters: a {} client that stops working is held until it disconnects",
-                 port_name(endpoint), bw::to_string(first.operation));
+    spdlog::info(
+        "{} shows no counters: a {} client that sends no heartbeats and stops working is held until it "
+        "disconnects",
+        port_name(endpoint), bw::to_string(first.operation));
     return [] { return true; };
   }
   return [device = std::move(device), port, last] {
@@ -357,6 +366,12 @@ bool uses_credits(const Endpoint& endpoint, bw::Operation operation, bool bidire
          !datagram;
 }
 
+// A one-sided bandwidth stream, which the server does not see: the client sends heartbeats
+// (loops.hpp's Heartbeat), from a send slot of their own on the first queue pair.
+bool sends_heartbeats(const BwSettings& s) {
+  return s.test == bw::Test::bandwidth && s.operation != bw::Operation::send && !s.datagram;
+}
+
 LoopBasics loop_basics(const BwSettings& s, const Endpoint& first) {
   return {.max_inline_data = first.max_inline_data(), .limits = s.limits, .events = s.events};
 }
@@ -375,6 +390,8 @@ void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, c
         "first, granted {} at a time)",
         bw::stream_credits, bw::credit_batch);
   }
+  std::optional<Heartbeat> heartbeat;
+  if (sends_heartbeats(s)) heartbeat.emplace(heartbeat_period);
   const StreamSettings settings{.basics = loop_basics(s, first),
                                 .lanes = lanes,
                                 .operation = s.operation,
@@ -387,7 +404,8 @@ void stream_rows(const BwSettings& s, const std::vector<std::uint32_t>& sizes, c
                                 .interval_done = s.interval_done,
                                 .atomics = counters,
                                 .lane_sends = &lane_sends,
-                                .credits = credited ? &credits : nullptr};
+                                .credits = credited ? &credits : nullptr,
+                                .heartbeat = heartbeat ? &*heartbeat : nullptr};
   std::vector<BandwidthRow> warmup_rows;
   auto warmup = settings;
   warmup.intervals = nullptr;  // the warm-up is not measured
@@ -540,6 +558,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   auto options = endpoint_options(s, Limits{.device = s.device,
                                             .send_depth = latency ? latency_send_depth : s.depth,
                                             .recv_depth = client_receives(s),
+                                            .heartbeat_slots = sends_heartbeats(s) ? 1U : 0U,
                                             .largest = size_from_mtu    ? 1
                                                        : datagram_sweep ? sizes.front()
                                                                         : sizes.back(),
@@ -719,7 +738,8 @@ void serve_test(const bw::Hello& first, const std::vector<Lane>& lanes,
                       .depth = s.depth,
                       .reflect = first.bidirectional,
                       .credits = uses_credits(*endpoints.front(), first.operation, first.bidirectional, first.datagram),
-                      .datagrams = first.datagram ? &tallies : nullptr},
+                      .datagrams = first.datagram ? &tallies : nullptr,
+                      .one_sided = first.operation != bw::Operation::send},
          results.bandwidth);
   }
   if (first.datagram) results.datagrams = answer_datagram_counts(lanes, returns, tallies, s.limits);

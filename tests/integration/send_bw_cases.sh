@@ -781,11 +781,13 @@ case_send_bw_pin_core() {
 
 # A one-sided test (WRITE, READ) leaves the server's CQ empty from start to end, so a client
 # that connects and then writes nothing looked the same as one at work, and held the server
-# until it disconnected. The server now gives such a client --timeout again each time the
-# port's counters moved, and ends its test when they did not: the crafted client that says
-# WRITE and writes nothing is dropped within --timeout, and real WRITE and READ runs of more
-# than twice --timeout are served to the end. Alone (RUN_SERIAL): another case's traffic on
-# the port moves the same counters.
+# until it disconnected. Our clients now send heartbeats (a zero-length SEND every 250 ms),
+# and from the first one on their silence ends the test; a client without them (an older
+# one, the crafted one) gets --timeout again each time the port's counters moved. The
+# crafted client that says WRITE and writes nothing is dropped within --timeout on a quiet
+# port; a client of ours stopped mid-run is dropped beside a busy one, where the counters
+# alone would have held it; real WRITE and READ runs of more than twice --timeout are served
+# to the end. Alone (RUN_SERIAL): another case's traffic on the port moves the counters.
 case_send_bw_silent_one_sided() {
   require_device
   next_port
@@ -797,21 +799,51 @@ case_send_bw_silent_one_sided() {
   crafted_done peer_silent
   expect_crafted_failure send_bw silent_victim "$(ended_us silent_victim)" timed_out \
     "for $((CRAFTED_TIMEOUT * 1000)) ms .nor on $RXE_DEV port [0-9]+.s counters" '.test.operation == "write"'
-  local op write_port
+  # The rest beside one another. A WRITE client of ours that stops (SIGSTOP) once its
+  # heartbeats flow, beside streams whose packets keep the port's counters moving, as another
+  # tenant's would on a shared port: its silence alone ends its test, counters or not. The
+  # WRITE and READ clients that go on for longer than the servers' --timeout are served to
+  # the end. The SEND stream is paced, to move the counters without taking the guest's CPU.
+  next_port
+  local busy_port=$PORT op
+  start busy_server "$OURS_SEND_BW" --bind "$RXE_ADDR2" -p "$busy_port" --json --accept-timeout 20
+  wait_listening "$busy_port"
+  start busy_client "$OURS_SEND_BW" "$RXE_ADDR2" -p "$busy_port" -s 4096 --rate-limit 200 --rate-units p -D 20 --json
   for op in write read; do
     next_port
-    [[ $op == write ]] && write_port=$PORT
     start "server_$op" "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --timeout "$CRAFTED_TIMEOUT" --json \
       --accept-timeout 20
     wait_listening "$PORT"
     start "client_$op" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op "$op" -s 4096 -D $((2 * CRAFTED_TIMEOUT + 1)) --json
   done
+  next_port
+  start_timed stopped_victim "$OURS_SEND_BW" --bind "$RXE_ADDR" -p "$PORT" --timeout "$CRAFTED_TIMEOUT" --json \
+    --accept-timeout 20
+  wait_listening "$PORT"
+  start stopped_client "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --op write -s 4096 -D 60 --json
+  wait_connected "$PID_stopped_client" 30
+  tick 1
+  kill -STOP "$PID_stopped_client"
+  MISDEED_US=${EPOCHREALTIME/./} CRAFTED_MODE="SIGSTOP of a WRITE client beside a busy port"
+  finish stopped_victim 30
+  local busy_left=1
+  kill -0 "$PID_busy_client" 2> /dev/null || busy_left=0
+  kill -CONT "$PID_stopped_client"
+  expect_crafted_failure send_bw stopped_victim "$(ended_us stopped_victim)" timed_out \
+    "nothing from the peer for $((CRAFTED_TIMEOUT * 1000)) ms while" '.test.operation == "write"'
+  ((busy_left)) || fail "the paced SEND stream ended before the stopped client's server did: lengthen it"
+  kill -9 "$PID_stopped_client" 2> /dev/null || true
+  finish stopped_client 10
   for op in write read; do
     finish "client_$op" 60
     expect_rc 0 "send_bw --op $op -D $((2 * CRAFTED_TIMEOUT + 1)) against a server with --timeout $CRAFTED_TIMEOUT"
     finish "server_$op" 20
     expect_rc 0 "the send_bw server of the $op run"
-    expect_jq '.outcome == "completed"' "server_$op.out"
+    expect_jq '.outcome == "completed" and .rows == []' "server_$op.out"
   done
-  note "silent WRITE client dropped; --op write and read for $((2 * CRAFTED_TIMEOUT + 1)) s served to the end (write on port $write_port)"
+  kill -INT "$PID_busy_client"
+  finish busy_client 20
+  finish busy_server 20
+  expect_rc 0 "the busy port's send_bw server"
+  note "silent WRITE client dropped on a quiet port; a stopped one beside a busy port; --op write and read for $((2 * CRAFTED_TIMEOUT + 1)) s served to the end"
 }

@@ -6,7 +6,7 @@
 # halt_on_error: a report ends the process with exitcode 66, which every case checks; the
 # cases also look for a report in what each process printed (tsan_cases.sh).
 set(tsan_options "halt_on_error=1:second_deadlock_stack=1")
-gtest_discover_tests(unit_tests PROPERTIES LABELS unit ENVIRONMENT "TSAN_OPTIONS=${tsan_options}")
+gtest_discover_tests(unit_tests TEST_PREFIX "gtest." PROPERTIES LABELS unit ENVIRONMENT "TSAN_OPTIONS=${tsan_options}")
 
 set(report_queue ${PROJECT_BINARY_DIR}/integration-reports)
 foreach(step IN ITEMS reports_queue_emptied reports_match_schemas)

@@ -190,7 +190,8 @@ std::string summary_text(const Report& r) {
     const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
     did = fmt::format("{} of {} iterations, {} bytes in ", r.iterations_completed, requested, r.bytes);
   }
-  out << fmt::format("{} {}{}: {}{:.3f} s, {}\n", r.tool, r.role,
+  // A tool with no role (diag-bind) is named alone: "diag-bind: ...", not "diag-bind : ...".
+  out << fmt::format("{}{}{}: {}{:.3f} s, {}\n", r.tool, r.role.empty() ? "" : " " + r.role,
                      !connection || r.peer_address.empty() ? "" : " peer " + r.peer_address, did, r.duration_s,
                      outcome_text(r));
   if (connection) {

@@ -306,6 +306,14 @@ TEST(ReportText, SummaryLeavesOutTheGroupsTheToolLacks) {
   EXPECT_NE(text.find("rping client: 0.000 s, completed"), std::string::npos) << text;
 }
 
+TEST(ReportText, AToolWithoutARoleIsNamedAlone) {
+  Report r = sample();
+  r.tool = "rdmakit-diag-bind";
+  r.role.clear();
+  r.groups = {.connection = false, .measurement = false};
+  EXPECT_EQ(render_text(r), "rdmakit-diag-bind: 0.000 s, completed\n");
+}
+
 TEST(ReportText, SectionTextReplacesTheSummary) {
   Report r = sample();
   r.add(Rows("rows", "table\n"));

@@ -21,6 +21,7 @@
 #include "lib/core/stats.hpp"
 #include "lib/core/wait.hpp"
 #include "lib/measure/pacing.hpp"
+#include "lib/measure/work_id.hpp"
 #include "lib/rdma/work_request.hpp"
 #include "lib/wire/protocol.hpp"
 
@@ -73,8 +74,9 @@ class Heartbeat {
   explicit Heartbeat(std::chrono::nanoseconds period) : period_(period) {}
   // Sends one on `lane` when one is due and the last has completed.
   void beat_if_due(const Lane& lane, Clock::time_point now);
-  // Whether a completion is a heartbeat's (which the stream's ledger does not count).
-  bool completed(std::uint64_t wr_id);
+  // Whether a completion (its decoded work id) is a heartbeat's, which the stream's ledger
+  // does not count.
+  bool completed(const WorkId& id);
 
  private:
   std::chrono::nanoseconds period_;

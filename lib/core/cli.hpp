@@ -34,16 +34,15 @@ struct CommonOptions {
   void check() const;
 };
 
-// The flags of a tool that serves clients, spelled as stock rping spells them:
-// -P/--persistent and --accept-timeout, and who it serves (--allow, --max-clients,
-// --peer-rate, and where the tool takes it --max-per-peer: any peer by default, as the stock
-// servers do, at most 64 at once). Where the
-// server listens stays each tool's own flag (rping -a, rdma_server -s, send_bw --bind), as
-// their stock namesakes have it.
 // The gate of a server whose every connection is a client of its own (rping, rdma_server):
 // --max-per-peer as well, so that one host cannot take every slot.
 inline constexpr GateFlags per_client_gate{.local_default = false, .cap = true, .rate = true, .per_peer = true};
 
+// The flags of a tool that serves clients, spelled as stock rping spells them:
+// -P/--persistent and --accept-timeout, and who it serves (--allow, --max-clients,
+// --peer-rate, and where the tool takes it --max-per-peer: any peer by default, as the stock
+// servers do, at most 64 at once). Where the server listens stays each tool's own flag
+// (rping -a, rdma_server -s, send_bw --bind), as their stock namesakes have it.
 struct ServerOptions {
   bool persistent = false;
   double accept_timeout_s = 0;  // 0: wait forever

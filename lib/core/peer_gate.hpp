@@ -197,9 +197,9 @@ struct GateFlags {
 };
 
 // The flags that set a listener's gate: --allow, --max-clients, --max-per-peer, --peer-rate.
-// Each tool adds
-// them once through ServerOptions (rping, rdma_server, send_bw), ConnectionFlags (ucmatose,
-// udaddy) or on its own (the agent, rdma_smoke --serve), setting its defaults first.
+// Each tool adds them once through ServerOptions (rping, rdma_server, send_bw),
+// ConnectionFlags (ucmatose, udaddy) or on its own (the agent, rdma_smoke --serve), setting
+// its defaults first.
 struct GateOptions {
   std::vector<std::string> allow;  // as given; empty: the tool's default
   std::size_t max_clients = 0;

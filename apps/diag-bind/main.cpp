@@ -82,6 +82,8 @@ void report_gids(const Options& o, const std::optional<rdmakit::diag::Replay>& r
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Another tool's --diagnose, passed on to this program (lib/core/attached_diagnosis.hpp).
+  if (const auto answered = rdmakit::diag::answer_attached_diagnosis(argc, argv)) return *answered;
   rdmakit::ToolRunner runner("diag-bind", "Explain why an RDMA address bind or resolution fails on this host");
   // Nothing connects or is measured; the address diagnosed is the report's "address".
   runner.report_groups({.connection = false, .measurement = false});

@@ -6,11 +6,10 @@
 
 #include "lib/bench/mckey_session.hpp"
 #include "lib/core/cli.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("mckey", "rdma_cm multicast sender/receiver (interoperates with rdma-core mckey)");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   rdmakit::MckeyOptions options;
   options.add_to(tool);
   return tool.run(

@@ -6,11 +6,10 @@
 #include "lib/bench/pingmesh_session.hpp"
 #include "lib/core/cli.hpp"
 #include "lib/probe/connect_probe.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rdma_pingmesh", "Probe every RDMA path to the pinglist's peers, all the time");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   tool.report_groups({.connection = false, .measurement = false});
   tool.json_lines();
   rdmakit::PingmeshOptions options;

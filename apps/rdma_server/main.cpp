@@ -6,11 +6,10 @@
 
 #include "lib/bench/rdma_client_server_session.hpp"
 #include "lib/core/cli.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rdma_server", "Synchronous rdma_cm server (interoperates with rdma-core rdma_client)");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   rdmakit::EchoServerOptions options;
   options.add_to(tool);
   return tool.run(

@@ -3,11 +3,10 @@
 
 #include "lib/bench/rping_session.hpp"
 #include "lib/core/cli.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rping", "RDMA ping over rdma_cm (interoperates with rdma-core rping)");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   rdmakit::RpingOptions options;
   options.add_to(tool);
   return tool.run(

@@ -14,14 +14,13 @@
 
 #include "lib/bench/bw_options.hpp"
 #include "lib/bench/perftest_flags.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("send_bw",
                            "RDMA bandwidth and latency over rdma_cm: SEND, RDMA WRITE, READ or atomics "
                            "(perftest's ib_send_bw / ib_send_lat and their kin, scriptable)",
                            "");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   tool.enable_json_file(",--out_json_file");
   tool.rename_argument("op", "operation");
   tool.rename_argument("all", "sweep");

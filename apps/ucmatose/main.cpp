@@ -6,12 +6,11 @@
 
 #include "lib/bench/ucmatose_session.hpp"
 #include "lib/core/cli.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("ucmatose",
                            "Concurrent RC connections over rdma_cm (interoperates with rdma-core ucmatose)");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   rdmakit::UcmatoseOptions options;
   options.add_to(tool);
   return tool.run(

@@ -7,11 +7,10 @@
 
 #include "lib/bench/udaddy_session.hpp"
 #include "lib/core/cli.hpp"
-#include "lib/probe/host_probe.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("udaddy", "UD datagrams over rdma_cm (interoperates with rdma-core udaddy)");
-  tool.enable_diagnose(rdmakit::diag::diagnose_for_tool);
+  tool.enable_diagnose();
   rdmakit::UdaddyOptions options;
   options.add_to(tool);
   return tool.run(

@@ -20,6 +20,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/attached_diagnosis.hpp"
+#include "lib/core/child_process.hpp"
 #include "lib/core/cli_checks.hpp"
 #include "lib/core/log.hpp"
 #include "lib/core/shell_completion.hpp"
@@ -123,22 +125,62 @@ void ToolRunner::enable_json_file(const std::string& aliases) {
       ->check(WritableFile());
 }
 
-void ToolRunner::enable_diagnose(Diagnoser diagnoser) {
-  diagnoser_ = std::move(diagnoser);
+void ToolRunner::enable_diagnose() {
   app_->add_flag("--diagnose", diagnose_,
-                 "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis in-process");
+                 "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis (by "
+                 "diag-bind installed beside this program)");
+  diagnose_enabled_ = true;
 }
 
+std::filesystem::path ToolRunner::sibling_path(const std::string& tool) const {
+  std::error_code unreadable;
+  return std::filesystem::read_symlink("/proc/self/exe", unreadable).parent_path() / sibling(tool);
+}
+
+namespace {
+
+// Why a diagnoser run gave no answer, "" when it did; its stderr's first line is what it
+// said of a failure (attached_diagnosis.hpp).
+std::string unanswered(const ChildOutcome& outcome, const std::filesystem::path& program, std::chrono::seconds bound) {
+  if (!outcome.start_error.empty()) {
+    return fmt::format("--diagnose runs {}, which could not start: {}", program.string(), outcome.start_error);
+  }
+  if (outcome.timed_out) return fmt::format("{} took longer than {} s and was ended", program.string(), bound.count());
+  if (outcome.exit_code != 0) {
+    const auto said = outcome.err.substr(0, outcome.err.find('\n'));
+    return said.empty()
+               ? fmt::format("{} ended with exit {}, signal {}", program.string(), outcome.exit_code, outcome.signal)
+               : said;
+  }
+  return {};
+}
+
+}  // namespace
+
 void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
-  if (!diagnose_ || !diagnoser_ ||
+  if (!diagnose_enabled_ || !diagnose_ ||
       !(explained_by_diag_bind(error.call(), error.errnum()) || explained_by_diag_connect(error))) {
     return;
   }
-  try {
-    report.add(AttachedDiagnosis(diagnoser_(error, common_.timeout(), diagnosis_text_)));
-  } catch (const std::exception& failure) {
-    diagnosis_text_ = std::string("diagnosis failed: ") + failure.what() + "\n";
+  // Every wait of the diagnosis is bounded by --timeout; this bounds them all together.
+  const auto bound = std::chrono::duration_cast<std::chrono::seconds>(common_.timeout() * 6) + std::chrono::seconds(10);
+  const auto program = sibling_path("diag-bind");
+  std::vector<std::string> argv{program.string()};
+  std::ranges::move(attached_diagnosis_arguments(error, common_.timeout()), std::back_inserter(argv));
+  const auto outcome = ChildProcess(argv).finish(Clock::now() + bound, -1);
+  auto failure = unanswered(outcome, program, bound);
+  if (failure.empty()) {
+    try {
+      auto answer = read_attached_diagnosis_answer(outcome.out);
+      report.add(AttachedDiagnosis(std::move(answer.diagnosis)));
+      // What the diagnoser logged on the way comes first, as it would have in-process.
+      diagnosis_text_ = outcome.err + answer.text;
+      return;
+    } catch (const ProtocolError& unreadable) {
+      failure = unreadable.what();
+    }
   }
+  diagnosis_text_ = "diagnosis failed: " + failure + "\n";
 }
 
 namespace {

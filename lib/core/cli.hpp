@@ -3,6 +3,7 @@
 // tool body, renders its report (text or JSON) and maps errors to exit codes.
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -73,15 +74,10 @@ class ToolRunner {
   ToolRunner(const ToolRunner&) = delete;
   ToolRunner& operator=(const ToolRunner&) = delete;
 
-  // Runs the diagnoser for a failed call (diag-bind's for an address or device failure,
-  // diag-connect's for a failure to reach the peer) and returns its JSON, with a human
-  // verdict in `text`. Kept as a hook so this library needs no RDMA code
-  // (lib/probe/host_probe.hpp has one).
-  using Diagnoser =
-      std::function<nlohmann::json(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text)>;
-  // Adds --diagnose: when a failure is one diag-bind or diag-connect explains, the
-  // diagnosis runs in-process and lands in the report ("diagnosis") and on stderr.
-  void enable_diagnose(Diagnoser diagnoser);
+  // Adds --diagnose: when a failure is one diag-bind or diag-connect explains, diag-bind
+  // installed beside this program diagnoses it (lib/core/attached_diagnosis.hpp), and the
+  // diagnosis lands in the report ("diagnosis") and on stderr.
+  void enable_diagnose();
 
   // Adds --json-file FILE: the JSON report is also written there, on failure too.
   // `aliases`: more names for it, in CLI11's form (",--out_json_file").
@@ -116,6 +112,9 @@ class ToolRunner {
   // rdmakit-rdma_smoke): what hints name and what a tool that starts its siblings runs.
   // Known once run() has begun (in `validate` and `body`).
   std::string sibling(const std::string& tool) const { return prefix_ + tool; }
+  // Where that sibling is: beside this program's executable, never on PATH (rdmacm-utils
+  // installs stock tools of the same names).
+  std::filesystem::path sibling_path(const std::string& tool) const;
 
   // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
   // with a report to fill in (its tool and arguments already set), then renders it. Returns the process exit code.
@@ -156,8 +155,8 @@ class ToolRunner {
   std::string prefix_;   // "rdmakit-" from the package, or "" (program_prefix)
   std::unique_ptr<CLI::App> app_;
   CommonOptions common_;
-  Diagnoser diagnoser_;
-  bool diagnose_ = false;
+  bool diagnose_enabled_ = false;  // enable_diagnose() was called
+  bool diagnose_ = false;          // --diagnose was given
   std::string diagnosis_text_;
   std::string json_file_;
   Job* job_ = nullptr;

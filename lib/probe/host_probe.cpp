@@ -17,6 +17,7 @@
 #include <bit>
 #include <cerrno>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -24,8 +25,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "lib/core/attached_diagnosis.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/file_descriptor.hpp"
+#include "lib/core/log.hpp"
 #include "lib/core/process_limits.hpp"
 #include "lib/diag/gid_table.hpp"
 #include "lib/diag/sysfs.hpp"
@@ -441,6 +444,24 @@ nlohmann::json diagnose_for_tool(const RdmaError& error, std::chrono::millisecon
   const auto diagnosis = diagnose_address(error.address(), options);
   text = render_verdict(diagnosis.verdict);
   return to_json(diagnosis);
+}
+
+std::optional<int> answer_attached_diagnosis(int argc, const char* const* argv) {
+  try {
+    const auto request = attached_diagnosis_request(argc, argv);
+    if (!request) return std::nullopt;
+    setup_logging("diag-bind", spdlog::level::warn);
+    AttachedDiagnosisAnswer answer;
+    answer.diagnosis = diagnose_for_tool(request->error, request->timeout, answer.text);
+    std::cout << attached_diagnosis_answer(answer) << std::flush;
+    return 0;
+  } catch (const UsageError& error) {
+    std::cerr << error.what() << '\n';
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << error.what() << '\n';
+    return 1;
+  }
 }
 
 }  // namespace rdmakit::diag

@@ -82,8 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint32_t max_size = tool_name == "udaddy" ? 65536 : 1u << 30;
 
   ToolRunner tool(tool_name, "fuzzing");
-  tool.enable_diagnose(
-      [](const rdmakit::RdmaError&, std::chrono::milliseconds, std::string&) { return nlohmann::json(); });
+  tool.enable_diagnose();
   tool.enable_json_file();
   ConnectionFlags flags;
   flags.port = 7471;

@@ -198,6 +198,20 @@ ROWS
   note "$n runs without a device: exit 77 each"
 }
 
+# Each tool links only the libraries it uses: the ones that measure carry none of the
+# diagnosers' (their --diagnose runs diag-bind), the daemons' or rdma_smoke's.
+case_tools_link_what_they_use() {
+  local tool needed
+  for tool in rping udaddy ucmatose mckey rdma_server rdma_client send_bw; do
+    needed=$(readelf -d "$BIN/$tool" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+    [[ -n $needed ]] || fail "$tool: readelf -d lists no shared library"
+    if grep -Eq 'lib(nftables|cap|crypto|ssl|microhttpd|mpi|pugixml)\.' <<< "$needed"; then
+      fail "$tool links $needed"
+    fi
+  done
+  note "rping: $(readelf -d "$BIN/rping" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
+}
+
 # The package installs the tools as rdmakit-<tool>: every message names the program as
 # invoked, and a hint names the sibling under the same prefix (rdmakit-diag-bind), never the
 # stock program a host with rdmacm-utils has under the plain name. Skipped with a device (the
@@ -219,6 +233,11 @@ case_renamed_tool() {
   expect_jq '.tool == "rping" and (.errors[0].hint | contains("rdmakit-diag-bind"))' nodevice.out
   if grep -q "[^-]diag-bind\|'diag-bind" "$T/nodevice.err"; then fail "a hint names diag-bind without the prefix"; fi
   note "$(grep hint "$T/nodevice.err")"
+  # --diagnose runs the diag-bind beside the program, under its prefix; here there is none.
+  run lone 20 "$T/rdmakit-rping" -c -a 10.0.0.1 --diagnose
+  expect_rc 77 "rdmakit-rping --diagnose without its diag-bind"
+  expect_grep "^diagnosis failed: --diagnose runs $T/rdmakit-diag-bind, which could not start: " lone.err
+  note "$(grep '^diagnosis failed' "$T/lone.err")"
   # A report's own words too: rdma_mesh's culprit says what to run next, in the text and the JSON.
   if [[ -x $BIN/rdma_mesh ]]; then
     cp "$BIN/rdma_mesh" "$T/rdmakit-rdma_mesh"

@@ -10,7 +10,6 @@
 #include <pugixml.hpp>
 
 #include "lib/core/error.hpp"
-#include "lib/smoke/child.hpp"
 #include "lib/smoke/plan.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/smoke/run.hpp"
@@ -94,32 +93,6 @@ TEST(SmokePlan, RefusesUnknownToolsAnEmptySelectionAndNoAddress) {
   const auto cases = plan_cases(no_address);
   ASSERT_EQ(cases.size(), 1U);
   EXPECT_EQ(cases[0].client.args, (std::vector<std::string>{"--json", "--timeout", "5"}));
-}
-
-TEST(SmokeChild, CollectsOutputAndTheExitCode) {
-  ChildProcess child({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"});
-  ASSERT_TRUE(child.started());
-  const auto outcome = child.finish(Clock::now() + std::chrono::seconds(20), -1);
-  EXPECT_EQ(outcome.exit_code, 3);
-  EXPECT_EQ(outcome.out, "out\n");
-  EXPECT_EQ(outcome.err, "err\n");
-  EXPECT_FALSE(outcome.timed_out);
-}
-
-TEST(SmokeChild, EndsWhatOutlivesItsDeadline) {
-  ChildProcess child({"/bin/sh", "-c", "echo started; exec sleep 30"});
-  const auto outcome = child.finish(Clock::now() + std::chrono::milliseconds(300), -1);
-  EXPECT_TRUE(outcome.timed_out);
-  EXPECT_EQ(outcome.signal, SIGTERM);
-  EXPECT_EQ(outcome.out, "started\n");
-  EXPECT_LT(outcome.seconds, 10);
-}
-
-TEST(SmokeChild, AProgramThatIsNotThereIsAnOutcomeNotAnException) {
-  ChildProcess child({"/nonexistent/rping"});
-  EXPECT_FALSE(child.started());
-  const auto outcome = child.finish(Clock::now() + std::chrono::seconds(1), -1);
-  EXPECT_NE(outcome.start_error.find("/nonexistent/rping"), std::string::npos);
 }
 
 ToolRun run_with(int exit_code, const std::string& out, const std::string& err = {}) {

@@ -9,7 +9,7 @@
 
 #include "lib/core/wait.hpp"
 
-namespace rdmakit::smoke {
+namespace rdmakit {
 
 struct ChildOutcome {
   int exit_code = -1;        // -1 when a signal ended it or it never started
@@ -56,4 +56,4 @@ class ChildProcess {
   ChildOutcome outcome_;
 };
 
-}  // namespace rdmakit::smoke
+}  // namespace rdmakit

@@ -1,4 +1,4 @@
-#include "lib/smoke/child.hpp"
+#include "lib/core/child_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,7 +12,7 @@
 #include <cstring>
 #include <thread>
 
-namespace rdmakit::smoke {
+namespace rdmakit {
 
 namespace {
 
@@ -173,4 +173,4 @@ ChildOutcome ChildProcess::end() {
   return outcome_;
 }
 
-}  // namespace rdmakit::smoke
+}  // namespace rdmakit

@@ -461,15 +461,22 @@ $with_tsan && queues+=(build-tsan/integration-reports)
 stage "report schemas of the builds' cases (checked here)" report_schemas "${queues[@]}" || true
 
 # package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
-# (tests/ci/run-github-step.sh), on the tested build: scripts/package.sh --print-deb builds
-# and checks both .debs; its $GITHUB_OUTPUT must be deb=<the tools' .deb>.
+# (tests/ci/run-github-step.sh), on the tested build: scripts/package.sh --print-debs builds
+# and checks every .deb; its $GITHUB_OUTPUT must be debs=<the tool packages' .debs>, rdmakit's
+# first, rdmakit-smoke's among them (what that workflow runs).
 package_step() {
-  local outputs=$root/build/package-step-output deb
+  local outputs=$root/build/package-step-output deb debs
   RDMAKIT_PACKAGE_DIR="$root/build" tests/ci/run-github-step.sh --outputs "$outputs" \
     doc/ci/github-rdma-smoke.yml rdma-smoke package || return
-  deb=$(sed -n 's/^deb=//p' "$outputs")
-  [[ $(wc -l < "$outputs") -eq 1 && $deb == "$root"/build/rdmakit_*.deb && -f $deb ]] ||
-    { echo "package step: \$GITHUB_OUTPUT holds '$(cat "$outputs")', not deb=$root/build/rdmakit_<version>.deb"; return 1; }
+  read -r -a debs <<< "$(sed -n 's/^debs=//p' "$outputs")"
+  local wrong=$(($(wc -l < "$outputs") != 1 || ${#debs[@]} < 4))
+  [[ ${debs[0]:-} == "$root"/build/rdmakit_*.deb ]] || wrong=1
+  [[ " ${debs[*]:-} " == *" $root/build/rdmakit-smoke_"* ]] || wrong=1
+  for deb in "${debs[@]}"; do
+    [[ $deb == "$root"/build/rdmakit*_*.deb && $deb != */rdmakit-rxe-vm_* && -f $deb ]] || wrong=1
+  done
+  ((wrong == 0)) ||
+    { echo "package step: \$GITHUB_OUTPUT holds '$(cat "$outputs")', not debs=$root/build/rdmakit_<version>.deb ..."; return 1; }
 }
 package_name="Debian packages from the tested build, checked (doc/ci's GitHub package step)"
 
@@ -491,12 +498,12 @@ tidy_join
 # After everything that runs from build/bin has ended (above).
 stage "$package_name" package_step || true
 
-# installed_smoke: the two packages installed, and from a fresh folder outside the build
-# the installed VM runner runs the installed smoke test; both removed again after.
+# installed_smoke: every package installed, and from a fresh folder outside the build the
+# installed VM runner runs the installed smoke test; all removed again after.
 installed_smoke() {
-  local debs folder rc=0
-  mapfile -t debs < <(ls "$root"/build/rdmakit_*.deb "$root"/build/rdmakit-rxe-vm_*.deb)
-  [[ ${#debs[@]} -eq 2 ]] || { echo "installed smoke: expected the two .debs in build/"; return 1; }
+  local debs folder rc=0 names
+  mapfile -t debs < <(ls "$root"/build/rdmakit_*.deb "$root"/build/rdmakit-*_*.deb)
+  [[ ${#debs[@]} -ge 5 ]] || { echo "installed smoke: expected the packages' .debs in build/, found ${debs[*]}"; return 1; }
   local as_root=()
   [[ $(id -u) -eq 0 ]] || as_root=(sudo)
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${debs[@]}" > \
@@ -505,7 +512,8 @@ installed_smoke() {
   rm -rf "$folder" && mkdir -p "$folder"
   (cd "$folder" && rdmakit-rxe-vm --timeout 600 -- rdmakit-rdma_smoke --quick --junit rdma-smoke.xml) || rc=$?
   [[ $rc -ne 0 ]] || xmllint --noout --schema "$root/tests/schema/junit.xsd" "$folder/rdma-smoke.xml" || rc=1
-  "${as_root[@]}" dpkg -r rdmakit-rxe-vm rdmakit > /dev/null || rc=1
+  mapfile -t names < <(for deb in "${debs[@]}"; do dpkg-deb -f "$deb" Package; done)
+  "${as_root[@]}" dpkg -r "${names[@]}" > /dev/null || rc=1
   return "$rc"
 }
 stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true

@@ -143,7 +143,10 @@ namespace {
 // said of a failure (attached_diagnosis.hpp).
 std::string unanswered(const ChildOutcome& outcome, const std::filesystem::path& program, std::chrono::seconds bound) {
   if (!outcome.start_error.empty()) {
-    return fmt::format("--diagnose runs {}, which could not start: {}", program.string(), outcome.start_error);
+    return fmt::format(
+        "--diagnose runs {}, which could not start: {} (diag-bind comes with the package "
+        "rdmakit-diag)",
+        program.string(), outcome.start_error);
   }
   if (outcome.timed_out) return fmt::format("{} took longer than {} s and was ended", program.string(), bound.count());
   if (outcome.exit_code != 0) {

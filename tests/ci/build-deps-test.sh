@@ -14,6 +14,8 @@ fail() {
   failures=$((failures + 1))
 }
 mapfile -t build < <("$root/scripts/install-deps.sh" --print-build)
+declare -A in_build=()
+for package in "${build[@]}"; do in_build[$package]=1; done
 
 # owner FILE_PATTERN: the package that ships a file matching FILE_PATTERN, arch stripped.
 owner() { dpkg -S "$1" 2> /dev/null | grep -v '^linux-' | head -1 | cut -d: -f1; }
@@ -21,7 +23,7 @@ needs() {
   local what=$1 package=$2
   if [[ -z $package ]]; then
     fail "$what: no installed package ships it (is it installed? scripts/install-deps.sh)"
-  elif ! printf '%s\n' "${build[@]}" | grep -qxF "$package"; then
+  elif [[ -z ${in_build[$package]:-} ]]; then
     fail "$what comes from $package, which install-deps.sh --build does not install"
   else
     echo "ok: $what: $package"

@@ -129,7 +129,6 @@ void ToolRunner::enable_diagnose() {
   app_->add_flag("--diagnose", diagnose_,
                  "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis (by "
                  "diag-bind installed beside this program)");
-  diagnose_enabled_ = true;
 }
 
 std::filesystem::path ToolRunner::sibling_path(const std::string& tool) const {
@@ -161,8 +160,7 @@ std::string unanswered(const ChildOutcome& outcome, const std::filesystem::path&
 }  // namespace
 
 void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
-  if (!diagnose_enabled_ || !diagnose_ ||
-      !(explained_by_diag_bind(error.call(), error.errnum()) || explained_by_diag_connect(error))) {
+  if (!diagnose_ || !(explained_by_diag_bind(error.call(), error.errnum()) || explained_by_diag_connect(error))) {
     return;
   }
   // Every wait of the diagnosis is bounded by --timeout; this bounds them all together.

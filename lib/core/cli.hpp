@@ -155,8 +155,7 @@ class ToolRunner {
   std::string prefix_;   // "rdmakit-" from the package, or "" (program_prefix)
   std::unique_ptr<CLI::App> app_;
   CommonOptions common_;
-  bool diagnose_enabled_ = false;  // enable_diagnose() was called
-  bool diagnose_ = false;          // --diagnose was given
+  bool diagnose_ = false;  // --diagnose was given (only enable_diagnose() adds it)
   std::string diagnosis_text_;
   std::string json_file_;
   Job* job_ = nullptr;

@@ -37,7 +37,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/copyright.in ${PROJECT_BINARY_DIR}/co
 install(FILES ${PROJECT_BINARY_DIR}/copyright DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/rdmakit)
 # Every package carries it, in its own folder (Debian policy).
 set(RDMAKIT_PACKAGES diag smoke pingmesh)
-if(TARGET rdmakit::mpi)
+if(TARGET rdmakit::mesh_mpi)
   list(APPEND RDMAKIT_PACKAGES mesh)
 endif()
 foreach(component IN LISTS RDMAKIT_PACKAGES)

@@ -7,11 +7,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/core/cli.hpp"
 #include "lib/diag/gid_table.hpp"
+#include "lib/diag/host_probe.hpp"
 #include "lib/diag/sysfs.hpp"
-#include "lib/probe/host_probe.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/tool/cli.hpp"
 
 namespace {
 
@@ -82,7 +82,7 @@ void report_gids(const Options& o, const std::optional<rdmakit::diag::Replay>& r
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Another tool's --diagnose, passed on to this program (lib/core/attached_diagnosis.hpp).
+  // Another tool's --diagnose, passed on to this program (lib/tool/attached_diagnosis.hpp).
   if (const auto answered = rdmakit::diag::answer_attached_diagnosis(argc, argv)) return *answered;
   rdmakit::ToolRunner runner("diag-bind", "Explain why an RDMA address bind or resolution fails on this host");
   // Nothing connects or is measured; the address diagnosed is the report's "address".

@@ -5,8 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/core/cli.hpp"
-#include "lib/probe/connect_session.hpp"
+#include "lib/diag/connect_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner runner("diag-connect", "Explain why two hosts cannot talk over rdma_cm, with both sides' views");

@@ -2,10 +2,10 @@
 // the group on its own UD QP; a receiver counts datagrams, a sender (-s) sends them. Join
 // latency is measured per connection, MULTICAST_ERROR and ADDR_CHANGE events are reported,
 // and a receiver whose datagrams are lost stops at the timeout with the counts so far.
-// The session lives in lib/bench/mckey_session.
+// The session lives in lib/cm_tools/mckey_session.
 
-#include "lib/bench/mckey_session.hpp"
-#include "lib/core/cli.hpp"
+#include "lib/cm_tools/mckey_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("mckey", "rdma_cm multicast sender/receiver (interoperates with rdma-core mckey)");

@@ -2,10 +2,10 @@
 // rdma_create_ep, rdma_reg_msgs, rdma_post_recv, rdma_connect, rdma_post_send, the send and
 // receive completions, rdma_disconnect), interoperable with rdma-core's rdma_server, with
 // every wait bounded, per-step timings and round-trip times. The session lives in
-// lib/bench/rdma_client_server_session.
+// lib/cm_tools/rdma_client_server_session.
 
-#include "lib/bench/rdma_client_server_session.hpp"
-#include "lib/core/cli.hpp"
+#include "lib/cm_tools/rdma_client_server_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rdma_client", "Synchronous rdma_cm client (interoperates with rdma-core rdma_server)");

@@ -1,6 +1,6 @@
 // rdma_mesh: every link of a cluster measured over rdma_cm, all pairs, round by round,
 // started by mpirun or srun. MPI starts the ranks, exchanges their addresses and results
-// and keeps the rounds in step; the measurements are send_bw's (lib/bench/rdma_mesh_session).
+// and keeps the rounds in step; the measurements are send_bw's (lib/mesh/rdma_mesh_session).
 
 #include <string_view>
 
@@ -8,11 +8,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/bench/mesh_options.hpp"
-#include "lib/core/cli.hpp"
-#include "lib/core/wait.hpp"
-#include "lib/mpi/mpi_job.hpp"
-#include "lib/probe/local_node.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/mesh/local_node.hpp"
+#include "lib/mesh/mesh_options.hpp"
+#include "lib/mesh/mpi_job.hpp"
+#include "lib/tool/cli.hpp"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // rdma_pingmesh: every path from this node to its pinglist's peers probed all the time over
 // one UD QP, with each window's loss, network round trip and responder delay, and a state
 // per path (ok, lossy, slow, down) for monitoring: JSON lines, OpenMetrics, a log line a
-// change. The session lives in lib/bench/pingmesh_session.
+// change. The session lives in lib/pingmesh/pingmesh_session.
 
-#include "lib/bench/pingmesh_session.hpp"
-#include "lib/core/cli.hpp"
-#include "lib/probe/connect_probe.hpp"
+#include "lib/diag/connect_probe.hpp"
+#include "lib/pingmesh/pingmesh_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rdma_pingmesh", "Probe every RDMA path to the pinglist's peers, all the time");

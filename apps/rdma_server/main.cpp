@@ -2,10 +2,10 @@
 // (rdma_getaddrinfo with RAI_PASSIVE, rdma_create_ep, rdma_listen, rdma_get_request,
 // rdma_reg_msgs, rdma_post_recv, rdma_accept, rdma_post_send, the receive and send
 // completions, rdma_disconnect), interoperable with rdma-core's rdma_client. The session
-// lives in lib/bench/rdma_client_server_session.
+// lives in lib/cm_tools/rdma_client_server_session.
 
-#include "lib/bench/rdma_client_server_session.hpp"
-#include "lib/core/cli.hpp"
+#include "lib/cm_tools/rdma_client_server_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rdma_server", "Synchronous rdma_cm server (interoperates with rdma-core rdma_client)");

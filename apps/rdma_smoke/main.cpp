@@ -3,7 +3,7 @@
 // (--serve on one, --peer on the other), each case bounded in time; the results come as a
 // table, a JSON report and JUnit XML for CI test reporters. The session lives in
 // lib/smoke/smoke_session; this file hands it the host's side (addresses, listeners,
-// routes), which needs the RDMA and probe layers that lib/smoke does not include.
+// routes), which needs the RDMA and diag folders that lib/smoke does not include.
 
 #include <sys/types.h>
 
@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/cli.hpp"
 #include "lib/diag/address_choice.hpp"
-#include "lib/probe/host_probe.hpp"
-#include "lib/probe/host_view.hpp"
+#include "lib/diag/host_probe.hpp"
+#include "lib/diag/host_view.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/smoke/smoke_session.hpp"
+#include "lib/tool/cli.hpp"
 
 namespace {
 

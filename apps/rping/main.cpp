@@ -1,8 +1,8 @@
 // rping: RDMA ping over rdma_cm, wire-compatible with rdma-core's rping, with timings,
-// latency statistics and a JSON report. The session lives in lib/bench/rping_session.
+// latency statistics and a JSON report. The session lives in lib/cm_tools/rping_session.
 
-#include "lib/bench/rping_session.hpp"
-#include "lib/core/cli.hpp"
+#include "lib/cm_tools/rping_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("rping", "RDMA ping over rdma_cm (interoperates with rdma-core rping)");

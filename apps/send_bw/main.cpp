@@ -2,8 +2,8 @@
 // The client's rdma_connect carries a versioned hello (test, operation, largest message,
 // depth, queue pairs) and the server's rdma_accept answers with its buffer; then the client
 // measures SEND, RDMA WRITE, RDMA READ or atomics at one size (-s) or a sweep (-a). The
-// flags, their checks and the run live in lib/bench/bw_options, the flows in
-// lib/bench/send_bw_session, the loops in lib/bench/loops; this file parses and runs.
+// flags, their checks and the run live in lib/send_bw/bw_options, the flows in
+// lib/send_bw/send_bw_session, the loops in lib/send_bw/loops; this file parses and runs.
 
 #include <string>
 #include <vector>
@@ -12,8 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/bench/bw_options.hpp"
-#include "lib/bench/perftest_flags.hpp"
+#include "lib/send_bw/bw_options.hpp"
+#include "lib/send_bw/perftest_flags.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("send_bw",

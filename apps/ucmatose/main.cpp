@@ -2,10 +2,10 @@
 // channel, interoperable with rdma-core's ucmatose (the server sends first, the client
 // answers, the server disconnects). Reports a cmtime-style table of every CM step across
 // connections and the connection setup rate.
-// The session lives in lib/bench/ucmatose_session.
+// The session lives in lib/cm_tools/ucmatose_session.
 
-#include "lib/bench/ucmatose_session.hpp"
-#include "lib/core/cli.hpp"
+#include "lib/cm_tools/ucmatose_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("ucmatose",

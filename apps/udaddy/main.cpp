@@ -3,10 +3,10 @@
 // QP number and Q_Key from ESTABLISHED, and sends; the server answers each connection to
 // the address and QP number carried by its first datagram. A lost datagram ends the run
 // at the timeout with the counts so far instead of hanging.
-// The session lives in lib/bench/udaddy_session.
+// The session lives in lib/cm_tools/udaddy_session.
 
-#include "lib/bench/udaddy_session.hpp"
-#include "lib/core/cli.hpp"
+#include "lib/cm_tools/udaddy_session.hpp"
+#include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
   rdmakit::ToolRunner tool("udaddy", "UD datagrams over rdma_cm (interoperates with rdma-core udaddy)");

@@ -2,7 +2,7 @@
 // The connect diagnoser (diag-connect): both hosts' views of the path between them, the
 // record of a real connection attempt from the client side, and the pure function that
 // turns them into a verdict. Nothing here touches a device or the network: the live facts
-// come from lib/probe/ (host_view, connect_probe, connect_agent), the test facts from
+// come from the live host (host_view, connect_probe, connect_agent), the test facts from
 // fixtures (tests/fixtures/connect/*.json, read with from_json).
 
 #include <cstddef>
@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/error.hpp"
-#include "lib/core/gid.hpp"
-#include "lib/core/step.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/step.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
 

@@ -18,9 +18,9 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/gid.hpp"
 #include "lib/diag/connect_facts.hpp"
 #include "lib/diag/host_queries.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
 

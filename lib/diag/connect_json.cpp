@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/untrusted_json.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/untrusted_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 
 namespace rdmakit::diag {
@@ -357,7 +357,7 @@ Value read_document(const nlohmann::json& document) {
   return value;
 }
 
-// Deeper than any real view: refused before parsing (lib/core/untrusted_json).
+// Deeper than any real view: refused before parsing (lib/base/untrusted_json).
 constexpr std::size_t max_answer_depth = 32;
 
 }  // namespace

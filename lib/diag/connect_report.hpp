@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 
 namespace rdmakit::diag {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/host_queries.hpp"
 

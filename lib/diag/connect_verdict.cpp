@@ -43,8 +43,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/connect_facts.hpp"
 #include "lib/diag/host_queries.hpp"

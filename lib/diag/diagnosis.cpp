@@ -41,8 +41,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/host_queries.hpp"
 #include "lib/diag/rule_table.hpp"
 

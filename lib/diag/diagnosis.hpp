@@ -1,7 +1,7 @@
 #pragma once
 // The bind diagnoser: a model of what the host looks like to the kernel and to user space,
 // the record of a real bind/resolve attempt, and the pure function that turns both into a
-// verdict. Nothing here touches a device: the live facts come from lib/probe/host_probe.hpp, the
+// verdict. Nothing here touches a device: the live facts come from lib/diag/host_probe.hpp, the
 // test facts from fixture trees (lib/diag/sysfs.hpp reads any root).
 
 #include <cstdint>
@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/error.hpp"
-#include "lib/core/gid.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/text_file.hpp"
+#include "lib/base/text_file.hpp"
 #include "lib/diag/host_queries.hpp"
 
 namespace rdmakit::diag {

@@ -1,6 +1,6 @@
 #pragma once
 // diag-bind --gids: every port's GID table as show_gids prints it, and for an address the
-// index each index-taking stack should be given (lib/core/gid.hpp advise_gid decides; this
+// index each index-taking stack should be given (lib/rdma/gid.hpp advise_gid decides; this
 // lays it out). Pure: everything comes from an Inventory, so fixtures feed it as the live
 // host does.
 
@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/gid.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
 

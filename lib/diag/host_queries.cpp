@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
 
 namespace rdmakit::diag {
 

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "lib/core/gid.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
 

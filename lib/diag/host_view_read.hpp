@@ -2,7 +2,7 @@
 // One host's view for diag-connect (lib/diag/connect_diagnosis.hpp), built from what this
 // layer can read without an RDMA library: diag-bind's inventory, the procfs, sysfs and
 // configfs files beside it, and nftables' JSON ruleset. The roots are parameters so that
-// tests point them at fixture trees; lib/probe/host_view.hpp reads the live host with them.
+// tests point them at fixture trees; lib/diag/host_view.hpp reads the live host with them.
 
 #include <filesystem>
 

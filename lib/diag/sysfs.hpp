@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "lib/core/text_file.hpp"  // read_first_line, for the readers of sysfs here
+#include "lib/base/text_file.hpp"  // read_first_line, for the readers of sysfs here
 #include "lib/diag/diagnosis.hpp"
 
 namespace rdmakit::diag {

@@ -2,7 +2,7 @@
 
 #include <netdb.h>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/rdma/cm.hpp"
 
 namespace rdmakit {

@@ -14,8 +14,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "lib/core/error.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/rdma/refusal.hpp"
 
 namespace rdmakit {
 
@@ -255,7 +255,7 @@ RdmaError event_failure(const rdma_cm_event& event, const char* call, std::strin
 std::optional<PeerGate::Slot> admit_request(PeerGate& gate, rdma_cm_id* id) {
   auto admission = gate.admit(rdma_get_peer_addr(id), Clock::now());
   if (admission.admitted()) return std::move(admission.slot);
-  const auto refusal = bw::encode_refusal(admission.reason);
+  const auto refusal = encode_refusal(admission.reason);
   if (rdma_reject(id, refusal.data(), static_cast<std::uint8_t>(refusal.size())) != 0) {
     spdlog::debug("rdma_reject: {}", std::strerror(errno));
   }
@@ -264,7 +264,7 @@ std::optional<PeerGate::Slot> admit_request(PeerGate& gate, rdma_cm_id* id) {
 
 std::optional<std::string> refusal_reason(const rdma_cm_event& event) {
   if (event.param.conn.private_data == nullptr) return std::nullopt;
-  return bw::decode_refusal(
+  return decode_refusal(
       {static_cast<const std::uint8_t*>(event.param.conn.private_data), event.param.conn.private_data_len});
 }
 

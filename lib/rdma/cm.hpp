@@ -13,10 +13,10 @@
 #include <string>
 #include <utility>
 
-#include "lib/core/error.hpp"
-#include "lib/core/peer_gate.hpp"
-#include "lib/core/wait.hpp"
-#include "lib/wire/cm_flow.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/peer_gate.hpp"
+#include "lib/rdma/cm_flow.hpp"
 
 namespace rdmakit {
 
@@ -91,7 +91,7 @@ using CmEventPtr = std::unique_ptr<rdma_cm_event, CmEventAck>;
 
 CmEvent classify(rdma_cm_event_type type);
 
-// Feeds one event to the transition table (lib/wire/cm_flow.hpp) and moves `state` on: the
+// Feeds one event to the transition table (lib/rdma/cm_flow.hpp) and moves `state` on: the
 // one way every holder of a cm_id follows rdma_cm(7)'s flow. Logs the step at debug level.
 CmTransition advance(CmState& state, const rdma_cm_event& event);
 
@@ -129,7 +129,7 @@ CmEventPtr next_cm_event(rdma_event_channel* channel, Clock::time_point deadline
                          const std::string& awaiting);
 
 // Reads one event if one is already queued (channel must be non-blocking).
-// The gate of an rdma_cm listener (lib/core/peer_gate): admits the requesting peer of `id`,
+// The gate of an rdma_cm listener (lib/net/peer_gate): admits the requesting peer of `id`,
 // or rejects the request with the reason in its private data (send_bw's Refusal, which
 // every client of ours prints) and returns nullopt; the caller then destroys `id`.
 std::optional<PeerGate::Slot> admit_request(PeerGate& gate, rdma_cm_id* id);

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/core/error.hpp"
-#include "lib/measure/work_id.hpp"
-#include "lib/rdma/device_caps.hpp"
+#include "lib/base/error.hpp"
+#include "lib/rdma/device_query.hpp"
+#include "lib/rdma/work_id.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {

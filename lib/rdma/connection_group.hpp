@@ -21,10 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/peer_gate.hpp"
-#include "lib/core/report.hpp"
-#include "lib/core/stats.hpp"
-#include "lib/core/wait.hpp"
+#include "lib/base/report.hpp"
+#include "lib/base/stats.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/peer_gate.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/cq_waiter.hpp"
@@ -47,7 +47,7 @@ struct GroupOptions {
   // forever, like a server waiting for its clients); once it arrives, the timeout applies again.
   std::optional<std::chrono::milliseconds> accept_timeout;
   std::optional<std::chrono::milliseconds> first_message_timeout;
-  // Passive side: who may connect (lib/core/peer_gate); a refused request is rejected with
+  // Passive side: who may connect (lib/net/peer_gate); a refused request is rejected with
   // the reason and does not count towards `connections`.
   std::shared_ptr<PeerGate> gate;
 };

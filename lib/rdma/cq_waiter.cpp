@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <stdexcept>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit {
 

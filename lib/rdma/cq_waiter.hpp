@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "lib/core/wait.hpp"
+#include "lib/base/wait.hpp"
 
 namespace rdmakit {
 

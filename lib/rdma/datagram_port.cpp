@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/core/error.hpp"
-#include "lib/measure/work_id.hpp"
-#include "lib/rdma/device_caps.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/rdma/device_query.hpp"
+#include "lib/rdma/refusal.hpp"
+#include "lib/rdma/work_id.hpp"
 
 namespace rdmakit {
 
@@ -357,7 +357,7 @@ void DatagramPort::accept_request(rdma_cm_event& event, const Admission& admit, 
   const auto source = address_of(rdma_get_peer_addr(event.id)).host_string();
   if (const auto refusal = admit(source)) {
     ++refused;
-    const auto reason = bw::encode_refusal(*refusal);
+    const auto reason = encode_refusal(*refusal);
     if (rdma_reject(event.id, reason.data(), static_cast<std::uint8_t>(reason.size())) != 0) {
       spdlog::debug("rdma_reject {}: {}", source, std::strerror(errno));
     }

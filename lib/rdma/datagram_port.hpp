@@ -22,12 +22,12 @@
 #include <utility>
 #include <vector>
 
-#include "lib/core/wait.hpp"
-#include "lib/measure/completion_clock.hpp"
-#include "lib/measure/work_id.hpp"
+#include "lib/base/wait.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/rdma/completion_clock.hpp"
 #include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"
+#include "lib/rdma/work_id.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/core/error.hpp"
-#include "lib/measure/work_id.hpp"
-#include "lib/rdma/device_caps.hpp"
+#include "lib/base/error.hpp"
+#include "lib/rdma/device_query.hpp"
+#include "lib/rdma/work_id.hpp"
 #include "lib/rdma/work_request.hpp"
 
 namespace rdmakit {
@@ -17,7 +17,7 @@ namespace rdmakit {
 namespace {
 
 // An error completion's opcode field is undefined: the kind comes from the id
-// (lib/measure/work_id.hpp); the caller's id is its sequence.
+// (lib/rdma/work_id.hpp); the caller's id is its sequence.
 WorkId work_id(WorkKind kind, std::uint64_t wr_id) {
   return WorkId{.kind = kind, .owner = 0, .sequence = static_cast<std::uint32_t>(wr_id)};
 }

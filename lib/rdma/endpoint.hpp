@@ -17,11 +17,11 @@
 #include <span>
 #include <vector>
 
-#include "lib/core/device_caps.hpp"
-#include "lib/core/report.hpp"
-#include "lib/core/wait.hpp"
+#include "lib/base/report.hpp"
+#include "lib/base/wait.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/cq_waiter.hpp"
+#include "lib/rdma/device_caps.hpp"
 #include "lib/rdma/verbs.hpp"
 
 namespace rdmakit {
@@ -73,7 +73,7 @@ class Endpoint {
   RegisteredBuffer& add_buffer(std::size_t size, int access);
 
   // Signalled requests; `wr_id` is the caller's id, kept modulo 2^32 as the sequence of the
-  // id scheme (lib/measure/work_id.hpp) and given back as next_completion()'s wr_id.
+  // id scheme (lib/rdma/work_id.hpp) and given back as next_completion()'s wr_id.
   void post_receive(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
   void post_send(const RegisteredBuffer& buffer, std::size_t length, std::uint64_t wr_id);
   void post_rdma(ibv_wr_opcode opcode, const RegisteredBuffer& local, std::size_t length, std::uint64_t remote_address,
@@ -129,7 +129,7 @@ class Endpoint {
   // Non-blocking: applies queued CM events; true while the connection is up.
   bool poll_connected();
   // The CM event channel's descriptor, readable while events wait for poll_connected(): for
-  // a loop that sleeps until the connection changes (lib/bench's -e loops).
+  // a loop that sleeps until the connection changes (send_bw's -e loops).
   int cm_fd() const noexcept { return channel_->fd(); }
 
  private:
@@ -189,7 +189,7 @@ class Listener {
   // an endpoint with its own event channel, and creates its resources. With a gate, a
   // request the gate refuses is rejected with the reason and the wait goes on.
   std::unique_ptr<Endpoint> next_request(std::optional<Clock::time_point> deadline);
-  // Asks `gate` (lib/core/peer_gate) about every request from now on.
+  // Asks `gate` (lib/net/peer_gate) about every request from now on.
   void admit_through(std::shared_ptr<PeerGate> gate) { gate_ = std::move(gate); }
 
   std::string local_address() const;

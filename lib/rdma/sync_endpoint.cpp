@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/cq_waiter.hpp"
 #include "lib/rdma/verbs.hpp"

@@ -16,10 +16,10 @@
 #include <optional>
 #include <string>
 
-#include "lib/core/peer_gate.hpp"
-#include "lib/core/wait.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/peer_gate.hpp"
 #include "lib/rdma/addressing.hpp"
-#include "lib/wire/cm_flow.hpp"
+#include "lib/rdma/cm_flow.hpp"
 
 namespace rdmakit {
 
@@ -49,7 +49,7 @@ class SyncEndpoint {
   rdma_cm_id* operator->() const noexcept { return id_; }
 
   void listen(int backlog);
-  // Asks `gate` (lib/core/peer_gate) about every request get_request() takes from now on.
+  // Asks `gate` (lib/net/peer_gate) about every request get_request() takes from now on.
   void admit_through(std::shared_ptr<PeerGate> gate) { gate_ = std::move(gate); }
   // The next request the gate admits (one it refuses is rejected with the reason).
   SyncEndpoint get_request(const Bounds& bounds);

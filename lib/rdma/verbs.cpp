@@ -16,8 +16,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/core/device_caps.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
+#include "lib/rdma/device_caps.hpp"
 
 namespace rdmakit {
 

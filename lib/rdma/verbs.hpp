@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/error.hpp"
-#include "lib/core/gid.hpp"
+#include "lib/base/error.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit {
 

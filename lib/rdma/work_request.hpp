@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "lib/measure/work_id.hpp"
+#include "lib/rdma/work_id.hpp"
 
 namespace rdmakit {
 

@@ -20,12 +20,12 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/file_descriptor.hpp"
-#include "lib/core/untrusted_json.hpp"
-#include "lib/core/wait.hpp"
-#include "lib/wire/key_handshake.hpp"
-#include "lib/wire/sealed_frames.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/file_descriptor.hpp"
+#include "lib/base/untrusted_json.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/key_handshake.hpp"
+#include "lib/net/sealed_frames.hpp"
 
 namespace rdmakit::smoke {
 

@@ -1,7 +1,7 @@
 #pragma once
 // rdma_smoke across two hosts: `--serve` runs each case's servers on its host when the peer
 // asks, `--peer` runs the clients against it. They talk over one TCP connection in JSON
-// objects, one a frame (lib/wire/sealed_frames.hpp); the serving side runs only the cases
+// objects, one a frame (lib/net/sealed_frames.hpp); the serving side runs only the cases
 // of its own plan, never a command it is sent.
 
 #include <chrono>
@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/peer_gate.hpp"
-#include "lib/core/shared_key.hpp"
+#include "lib/net/peer_gate.hpp"
+#include "lib/net/sealed_frames.hpp"
+#include "lib/net/shared_key.hpp"
 #include "lib/smoke/run.hpp"
-#include "lib/wire/sealed_frames.hpp"
 
 namespace rdmakit::smoke {
 
@@ -23,10 +23,10 @@ inline constexpr std::uint16_t default_control_port = 7473;
 // A control message larger than this is refused: the largest is the servers' runs of one
 // case, their reports and the ends of their stderr.
 inline constexpr std::size_t max_control_bytes = 8 << 20;
-// And nested no deeper than this (lib/core/untrusted_json): a message of runs, each with a
+// And nested no deeper than this (lib/base/untrusted_json): a message of runs, each with a
 // tool's report, is 3 levels and the report; the deepest report is 11.
 inline constexpr std::size_t max_control_depth = 32;
-// How long each side gives the other for the key handshake (lib/wire/key_handshake) once
+// How long each side gives the other for the key handshake (lib/net/key_handshake) once
 // connected: three messages of at most 72 bytes.
 inline constexpr std::chrono::seconds handshake_timeout{10};
 // The handshakes the serving side makes at once while it waits for its peer, and from one
@@ -35,7 +35,7 @@ inline constexpr std::size_t handshake_seats = 16;
 inline constexpr std::size_t handshake_seats_per_peer = 4;
 inline constexpr int handshake_backlog = 64;
 
-// One TCP connection carrying JSON objects, one a frame (lib/wire/sealed_frames.hpp: tagged
+// One TCP connection carrying JSON objects, one a frame (lib/net/sealed_frames.hpp: tagged
 // with the key handshake's message keys when it was keyed); every read has a deadline.
 class ControlChannel {
  public:
@@ -50,7 +50,7 @@ class ControlChannel {
   // the key handshake with `key` (nullptr: none) within handshake_timeout, the handshakes
   // made side by side (handshake_seats); a peer refused by it is told why, said through
   // `refused` in one line and closed, and the next one awaited until the deadline. A peer `gate` refuses
-  // (lib/core/peer_gate: logged there) is closed before the handshake, and the next one awaited.
+  // (lib/net/peer_gate: logged there) is closed before the handshake, and the next one awaited.
   static ControlChannel accept_one(const std::string& bind, std::uint16_t port, Clock::time_point deadline, int stop_fd,
                                    const std::function<void(const std::string&)>& listening,
                                    const SharedKey* key = nullptr,

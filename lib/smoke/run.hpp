@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/child_process.hpp"
+#include "lib/base/child_process.hpp"
 #include "lib/smoke/plan.hpp"
 
 namespace rdmakit::smoke {

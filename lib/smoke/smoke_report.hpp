@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
 #include "lib/smoke/run.hpp"
 
 namespace rdmakit::smoke {

@@ -11,16 +11,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "lib/core/cli_checks.hpp"
-#include "lib/core/error.hpp"
-#include "lib/core/host_name.hpp"
-#include "lib/core/shared_key.hpp"
-#include "lib/core/text_file.hpp"
-#include "lib/core/wait.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/host_name.hpp"
+#include "lib/base/text_file.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/key_handshake.hpp"
+#include "lib/net/shared_key.hpp"
 #include "lib/smoke/plan.hpp"
 #include "lib/smoke/run.hpp"
 #include "lib/smoke/smoke_report.hpp"
-#include "lib/wire/key_handshake.hpp"
+#include "lib/tool/cli_checks.hpp"
 
 namespace rdmakit::smoke {
 

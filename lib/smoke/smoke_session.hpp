@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/cli.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
 #include "lib/smoke/remote.hpp"
+#include "lib/tool/cli.hpp"
 
 namespace rdmakit::smoke {
 

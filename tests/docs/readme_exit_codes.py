@@ -2,7 +2,7 @@
 """readme_exit_codes.py [SOURCE_DIR]: the README's exit-code table against the code and man page.
 
 The codes must be the same three times: the README's table (section "Exit codes"), the
-ExitCode enum in lib/core/error.hpp, and the EXIT STATUS table of man/rdmakit.7. Each code's
+ExitCode enum in lib/base/error.hpp, and the EXIT STATUS table of man/rdmakit.7. Each code's
 meaning in the README must be the man page's text, word for word once troff's escapes and
 Markdown's code and bold marks are taken out. Exit 0 when all agree, 1 with each difference.
 """
@@ -54,7 +54,7 @@ def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     source = os.path.abspath(argv[0] if argv else os.path.join(here, "..", ".."))
     readme_path = os.path.join(source, "README.md")
-    enum_path = os.path.join(source, "lib", "core", "error.hpp")
+    enum_path = os.path.join(source, "lib", "base", "error.hpp")
     man_path = os.path.join(source, "man", "rdmakit.7")
     try:
         readme = readme_codes(readme_path)
@@ -66,9 +66,9 @@ def main(argv):
 
     problems = []
     if set(readme) != enum:
-        problems.append(f"README.md lists codes {sorted(readme)}, lib/core/error.hpp's ExitCode {sorted(enum)}")
+        problems.append(f"README.md lists codes {sorted(readme)}, lib/base/error.hpp's ExitCode {sorted(enum)}")
     if set(man) != enum:
-        problems.append(f"man/rdmakit.7 lists codes {sorted(man)}, lib/core/error.hpp's ExitCode {sorted(enum)}")
+        problems.append(f"man/rdmakit.7 lists codes {sorted(man)}, lib/base/error.hpp's ExitCode {sorted(enum)}")
     for code in sorted(set(readme) & set(man)):
         if readme[code] != man[code]:
             problems.append(f"exit {code}: README.md says '{readme[code]}', man/rdmakit.7 says '{man[code]}'")
@@ -76,7 +76,7 @@ def main(argv):
         print(problem, file=sys.stderr)
     if problems:
         return 1
-    print(f"exit codes {sorted(enum)} agree in README.md, lib/core/error.hpp and man/rdmakit.7")
+    print(f"exit codes {sorted(enum)} agree in README.md, lib/base/error.hpp and man/rdmakit.7")
     return 0
 
 

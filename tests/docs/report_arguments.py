@@ -28,7 +28,7 @@ END = '.\\" END arguments'
 # The tools in the order of rdmakit(7)'s TOOLS.
 TOOLS = ["rping", "diag-bind", "diag-connect", "rdma_server", "rdma_client", "udaddy", "ucmatose", "mckey",
          "send_bw", "rdma_mesh", "rdma_smoke", "rdma_pingmesh"]
-# Left out of "arguments" (lib/core/option_walk.hpp arguments_of).
+# Left out of "arguments" (lib/tool/option_walk.hpp arguments_of).
 NOT_ARGUMENTS = {"-h", "--help", "--version"}
 
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 
 namespace {

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/wire/agent_protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/diag/agent_protocol.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

@@ -9,8 +9,8 @@
 #include <span>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/send_bw/bw_messages.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;
@@ -33,6 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(bw::decode_answer(bytes.first(bw::answer_size)) == answer);
   FUZZ_CHECK(!fuzz::accepts([&] { bw::decode_answer(bytes.first(bw::answer_size - 1)); }));
   FUZZ_CHECK(!fuzz::accepts([&] { bw::decode_hello(bytes); }));
-  FUZZ_CHECK(!bw::decode_refusal(bytes).has_value());
+  FUZZ_CHECK(!decode_refusal(bytes).has_value());
   return 0;
 }

@@ -9,8 +9,8 @@
 #include <span>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/send_bw/bw_messages.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

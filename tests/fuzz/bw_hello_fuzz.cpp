@@ -10,8 +10,8 @@
 #include <span>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/send_bw/bw_messages.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;
@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     answer_accepted = false;
   }
   FUZZ_CHECK(!answer_accepted);
-  FUZZ_CHECK(!bw::decode_refusal(bytes).has_value());
+  FUZZ_CHECK(!decode_refusal(bytes).has_value());
   FUZZ_CHECK(!bw::to_string(hello.operation).empty() && bw::to_string(hello.operation) != "unknown");
   return 0;
 }

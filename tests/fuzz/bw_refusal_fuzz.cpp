@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/rdma/refusal.hpp"
 
 namespace {
 
@@ -32,14 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace rdmakit;
   const std::span<const std::uint8_t> bytes(data, size);
 
-  if (const auto text = bw::decode_refusal(bytes)) {
+  if (const auto text = decode_refusal(bytes)) {
     FUZZ_CHECK(size >= 7);
-    FUZZ_CHECK(text->size() <= bw::max_refusal_text);
+    FUZZ_CHECK(text->size() <= max_refusal_text);
     FUZZ_CHECK(text->size() <= size - 7 && text->size() <= bytes[6]);
     FUZZ_CHECK(printable(*text));
     FUZZ_CHECK(*text == shown(bytes.subspan(7, text->size())));
     // Re-sent by a server, the shown text survives unchanged.
-    FUZZ_CHECK(bw::decode_refusal(bw::encode_refusal(*text)) == *text);
+    FUZZ_CHECK(decode_refusal(encode_refusal(*text)) == *text);
   } else {
     FUZZ_CHECK(size < 7 || bytes[0] != 0x52 || bytes[1] != 0x4b || bytes[2] != 0x42 || bytes[3] != 0x57 ||
                bytes[5] != 3);
@@ -48,10 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The input as a server's reason: cut to max_refusal_text, within the 148 bytes an IB CM
   // REJ carries, and shown as sent where printable.
   const auto reason = fuzz::as_text(data, size);
-  const auto encoded = bw::encode_refusal(reason);
-  const auto kept = std::min(size, bw::max_refusal_text);
+  const auto encoded = encode_refusal(reason);
+  const auto kept = std::min(size, max_refusal_text);
   FUZZ_CHECK(encoded.size() == 7 + kept && encoded.size() <= 148);
-  const auto decoded = bw::decode_refusal(encoded);
+  const auto decoded = decode_refusal(encoded);
   FUZZ_CHECK(decoded.has_value() && *decoded == shown(bytes.first(kept)));
   return 0;
 }

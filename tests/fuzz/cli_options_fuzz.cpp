@@ -1,12 +1,12 @@
 // Option handling as udaddy and ucmatose run it: ToolRunner's app with the common options
 // (--json, --timeout, --log-level, -d, --version, --diagnose, --json-file) and the shared
-// connection flags of lib/bench/group_session (-s -b -f -c -C -S -t --accept-timeout), parsed by
+// connection flags of lib/cm_tools/group_session (-s -b -f -c -C -S -t --accept-timeout), parsed by
 // CLI11, then CommonOptions::check() and the address-format check, as ToolRunner::run()
 // does before any RDMA call. What is accepted must be in range for the code that uses
 // it; what is rejected must still make a usage report that can be printed as JSON.
 //
 // Input: argv, one argument per line; the first names the tool (udaddy: -S up to 65536,
-// anything else ucmatose's limits). Each tool's own options (lib/bench/*_session) are not here.
+// anything else ucmatose's limits). Each tool's own options (lib/*/*_session) are not here.
 
 #include <cmath>
 #include <cstddef>
@@ -17,12 +17,12 @@
 #include <CLI/CLI.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/bench/group_session.hpp"
-#include "lib/core/cli.hpp"
-#include "lib/core/error.hpp"
-#include "lib/core/log.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
+#include "lib/base/report.hpp"
+#include "lib/cm_tools/group_session.hpp"
 #include "lib/rdma/connection_group.hpp"
+#include "lib/tool/cli.hpp"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/diag/sysfs.hpp"
 

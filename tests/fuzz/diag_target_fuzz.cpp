@@ -14,7 +14,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/diag/diagnosis.hpp"
 
 namespace {

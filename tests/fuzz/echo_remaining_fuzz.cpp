@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "fuzz_support.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/cm_tools/messages.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

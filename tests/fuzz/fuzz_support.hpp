@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 // abort() rather than an exception: a target must never be able to swallow its own
 // verdict, and libFuzzer saves the input for any deadly signal.

@@ -1,4 +1,4 @@
-// The side channels' key handshake (lib/wire/key_handshake): each side decodes what the
+// The side channels' key handshake (lib/net/key_handshake): each side decodes what the
 // other sent before it knows who that is. The input is one message's bytes, given to all
 // three decoders; an answer that decodes is judged by a keyed server and an unkeyed one.
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/wire/key_handshake.hpp"
+#include "lib/base/error.hpp"
+#include "lib/net/key_handshake.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

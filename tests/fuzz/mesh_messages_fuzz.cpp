@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/bench/mesh_messages.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
+#include "lib/mesh/mesh_messages.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/measure/mesh_report_read.hpp"
+#include "lib/base/error.hpp"
+#include "lib/mesh/mesh_report_read.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/measure/pinglist.hpp"
+#include "lib/base/error.hpp"
+#include "lib/pingmesh/pinglist.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit;

@@ -8,9 +8,9 @@
 #include <span>
 
 #include "fuzz_support.hpp"
-#include "lib/measure/completion_clock.hpp"
-#include "lib/measure/pingmesh_path.hpp"
-#include "lib/wire/pingmesh_probe.hpp"
+#include "lib/pingmesh/pingmesh_path.hpp"
+#include "lib/pingmesh/pingmesh_probe.hpp"
+#include "lib/rdma/completion_clock.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rdmakit::pingmesh;

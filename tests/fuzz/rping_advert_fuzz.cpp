@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/cm_tools/messages.hpp"
 
 namespace {
 

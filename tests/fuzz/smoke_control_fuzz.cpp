@@ -1,5 +1,5 @@
-// rdma_smoke's control connection: each side reads frames (lib/wire/sealed_frames) from the
-// other, parses each as JSON (lib/core/untrusted_json) and reads the serving side's plan or a
+// rdma_smoke's control connection: each side reads frames (lib/net/sealed_frames) from the
+// other, parses each as JSON (lib/base/untrusted_json) and reads the serving side's plan or a
 // side's runs from it (lib/smoke/remote). The input is the byte stream as it arrives.
 //
 // Invariants: a frame reader takes no frame over its limit and nothing a keyed writer did not
@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/core/untrusted_json.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/untrusted_json.hpp"
+#include "lib/net/sealed_frames.hpp"
 #include "lib/smoke/remote.hpp"
-#include "lib/wire/sealed_frames.hpp"
 
 namespace {
 

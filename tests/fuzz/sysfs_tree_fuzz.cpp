@@ -23,7 +23,7 @@
 #include <system_error>
 
 #include "fuzz_support.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/diag/sysfs.hpp"
 

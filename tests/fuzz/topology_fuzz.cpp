@@ -9,9 +9,9 @@
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "lib/core/error.hpp"
-#include "lib/measure/hostlist.hpp"
-#include "lib/measure/topology.hpp"
+#include "lib/base/error.hpp"
+#include "lib/topology/hostlist.hpp"
+#include "lib/topology/topology.hpp"
 
 namespace {
 

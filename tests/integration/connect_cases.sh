@@ -105,9 +105,9 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[3], int(sys.argv[1]))); s.listen(1)
 print("ready", flush=True)
 c, _ = s.accept()
-# The key handshake of an agent without --key-file (lib/wire/key_handshake.hpp): hello,
+# The key handshake of an agent without --key-file (lib/net/key_handshake.hpp): hello,
 # the 72-byte answer of the client, verdict "accepted"; then the request, and the answer as
-# one untagged frame (lib/wire/sealed_frames.hpp): a 4-byte length, then the bytes.
+# one untagged frame (lib/net/sealed_frames.hpp): a 4-byte length, then the bytes.
 head = bytes.fromhex("52444b480201") + bytes(2)
 frame = lambda payload: struct.pack(">I", len(payload)) + payload
 c.sendall(head + bytes(32)); got = b""
@@ -181,7 +181,7 @@ cap_field() {
 # Started as root, the agent keeps CAP_NET_ADMIN only (bit 12): the client still gets its
 # firewall (the ruleset is read over netlink, which asks for that capability; the view keeps
 # rules that touch RoCE v2's port, so the case adds an accept on it) and a probe connection
-# works: the drop came before rdma_cm was opened (lib/probe/privileges.hpp says why).
+# works: the drop came before rdma_cm was opened (lib/diag/privileges.hpp says why).
 case_connect_agent_privileges() {
   require_device
   require_root

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A side-channel client that speaks the key handshake (lib/wire/key_handshake.hpp) well or
+"""A side-channel client that speaks the key handshake (lib/net/key_handshake.hpp) well or
 badly, for the integration cases: key_handshake.py HOST PORT SERVICE MODE [ARG] [SEND].
-SEND goes as one frame (lib/wire/sealed_frames.hpp), tagged when the handshake was keyed.
+SEND goes as one frame (lib/net/sealed_frames.hpp), tagged when the handshake was keyed.
 
 SERVICE: agent or smoke. MODE:
   good KEYFILE [SEND]   the handshake with the key, then SEND (a line) and what comes back

@@ -31,12 +31,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "lib/core/error.hpp"
-#include "lib/core/log.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/log.hpp"
+#include "lib/cm_tools/messages.hpp"
+#include "lib/pingmesh/pingmesh_probe.hpp"
 #include "lib/rdma/datagram_port.hpp"
 #include "lib/rdma/endpoint.hpp"
-#include "lib/wire/pingmesh_probe.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/send_bw/bw_messages.hpp"
 
 namespace {
 
@@ -109,7 +110,7 @@ class CraftedPeer {
     auto options = options_;
     options.private_data = std::move(private_data);
     options.explain_rejection = [&refusal](std::span<const std::uint8_t> data) {
-      refusal = bw::decode_refusal(data).value_or("rejected without a send_bw reason");
+      refusal = rdmakit::decode_refusal(data).value_or("rejected without a send_bw reason");
     };
     const auto source = o_.bind.empty() ? std::nullopt : std::optional(rdmakit::parse_address(o_.bind, 0));
     auto endpoint =
@@ -279,7 +280,7 @@ void bw_bad_reply_rkey(CraftedPeer& peer) {
   });
   if (!endpoint) throw PeerFailure("the server refused the hello: " + peer.result().detail);
   const auto answer = bw::decode_answer(endpoint->peer_private_data());
-  // Announce the size (a zero-length SEND with the size as immediate), as lib/bench does.
+  // Announce the size (a zero-length SEND with the size as immediate), as send_bw does.
   post_send_with_imm(*endpoint, bw::encode_size_announcement(size));
   peer.await(*endpoint, IBV_WC_RECV);
   // The tag in the last byte is what the server answers.

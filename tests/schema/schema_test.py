@@ -145,7 +145,7 @@ class Schemas(unittest.TestCase):
             self.assertEqual(unclosed, [], path.name)
 
     def test_reports_carry_only_their_tools_groups(self):
-        # lib/core/report.hpp ReportGroups, as each tool declares them (ToolRunner::report_groups).
+        # lib/base/report.hpp ReportGroups, as each tool declares them (ToolRunner::report_groups).
         every = {"schema_version", "tool", "role", "arguments", "outcome", "exit_code", "duration_s", "errors"}
         connection = {"local_address", "peer_address", "cm_timings_ms", "timings_ms"}
         measurement = {"iterations", "bytes", "rtt_us"}
@@ -177,7 +177,7 @@ class Schemas(unittest.TestCase):
                 self.assertRefused(tool, dict(sample, outcome="failed", exit_code=0, errors=[{"message": "x"}]))
 
     def test_accept_group_reports(self):
-        # lib/bench/group_report.cpp fill_report(): a ucmatose server that ran to the end.
+        # lib/cm_tools/group_report.cpp fill_report(): a ucmatose server that ran to the end.
         ucmatose = {
             "role": "server", "outcome": "completed", "exit_code": 0, "errors": [],
             "local_address": "10.55.0.1:7471", "peer_address": "",
@@ -332,7 +332,7 @@ class Schemas(unittest.TestCase):
                        "p99.9": 40.0, "max": 40.0}}
         self.assertAccepted("rdma_client", shape("rdma_client", completed))
         self.assertRefused("rdma_client", shape("rdma_client", dict(completed, errors=[{"message": "x"}])))
-        # One step vocabulary (lib/core/step.hpp): an old spelling, or another step among the CM ones, is refused.
+        # One step vocabulary (lib/base/step.hpp): an old spelling, or another step among the CM ones, is refused.
         for cm in ({"addr_resolve": 1.0}, {"reg_msgs": 0.1}):
             self.assertRefused("rdma_client", shape("rdma_client", dict(completed, cm_timings_ms=cm)))
         self.assertRefused("rdma_client", shape("rdma_client", dict(completed, timings_ms={"connect": 1.0})))

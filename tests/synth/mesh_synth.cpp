@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "lib/measure/mesh_plan.hpp"
+#include "lib/mesh/mesh_plan.hpp"
 
 namespace rdmakit::synth {
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "lib/measure/mesh_culprits.hpp"
-#include "lib/measure/mesh_matrix.hpp"
-#include "lib/measure/topology.hpp"
+#include "lib/mesh/mesh_culprits.hpp"
+#include "lib/mesh/mesh_matrix.hpp"
+#include "lib/topology/topology.hpp"
 
 namespace rdmakit::synth {
 
@@ -46,7 +46,7 @@ struct SynthSpec {
   std::string test = "bw";  // "bw" or "lat"
 };
 
-// The culprit locate_culprits should name for the planted fault (lib/measure/mesh_culprits.hpp
+// The culprit locate_culprits should name for the planted fault (lib/mesh/mesh_culprits.hpp
 // Culprit.name's forms).
 struct Expected {
   mesh::CulpritKind kind = mesh::CulpritKind::node;

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "lib/measure/mesh_culprits.hpp"
+#include "lib/mesh/mesh_culprits.hpp"
 #include "tests/synth/mesh_synth.hpp"
 
 namespace rdmakit::synth {

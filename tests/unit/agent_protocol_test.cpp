@@ -1,6 +1,6 @@
 // diag-connect's agent protocol: the client's request line, the probe's CM hello and the
-// agent's offer (lib/wire/agent_protocol.hpp), as each side reads what the other sent.
-#include "lib/wire/agent_protocol.hpp"
+// agent's offer (lib/diag/agent_protocol.hpp), as each side reads what the other sent.
+#include "lib/diag/agent_protocol.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit::agent {
 namespace {

@@ -1,4 +1,4 @@
-#include "lib/wire/big_endian.hpp"
+#include "lib/base/big_endian.hpp"
 
 #include <gtest/gtest.h>
 

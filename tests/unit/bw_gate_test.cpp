@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "lib/bench/bw_gate.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
+#include "lib/send_bw/bw_gate.hpp"
 
 namespace rdmakit {
 namespace {

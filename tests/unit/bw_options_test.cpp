@@ -1,4 +1,4 @@
-// send_bw's option checks (lib/bench/bw_options): combinations refused before anything is
+// send_bw's option checks (lib/send_bw/bw_options): combinations refused before anything is
 // opened, and the settings the options make.
 
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/bench/bw_options.hpp"
-#include "lib/bench/perftest_flags.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
+#include "lib/send_bw/bw_options.hpp"
+#include "lib/send_bw/perftest_flags.hpp"
 
 namespace rdmakit {
 namespace {

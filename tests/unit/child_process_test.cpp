@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/attached_diagnosis.hpp"
-#include "lib/core/child_process.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/child_process.hpp"
+#include "lib/base/error.hpp"
+#include "lib/tool/attached_diagnosis.hpp"
 
 namespace rdmakit {
 namespace {

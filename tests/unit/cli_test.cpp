@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "lib/core/cli.hpp"
-#include "lib/core/cli_checks.hpp"
-#include "lib/core/log.hpp"
+#include "lib/base/log.hpp"
+#include "lib/tool/cli.hpp"
+#include "lib/tool/cli_checks.hpp"
 
 namespace rdmakit {
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "lib/rdma/cm.hpp"
-#include "lib/wire/cm_flow.hpp"
+#include "lib/rdma/cm_flow.hpp"
 
 namespace rdmakit {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "tests/unit/refusal.hpp"
 

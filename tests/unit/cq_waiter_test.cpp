@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/wait.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/wait.hpp"
 #include "lib/rdma/cq_waiter.hpp"
 
 namespace rdmakit {

@@ -1,13 +1,13 @@
-#include "lib/core/device_caps.hpp"
+#include "lib/rdma/device_caps.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "lib/bench/lane.hpp"
-#include "lib/bench/loops.hpp"
-#include "lib/measure/completion_clock.hpp"
+#include "lib/rdma/completion_clock.hpp"
+#include "lib/send_bw/lane.hpp"
+#include "lib/send_bw/loops.hpp"
 
 namespace rdmakit {
 namespace {

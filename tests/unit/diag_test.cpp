@@ -15,7 +15,7 @@
 #include <string>
 #include <utility>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/diag/sysfs.hpp"
 

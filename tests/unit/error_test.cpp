@@ -2,8 +2,8 @@
 
 #include <cerrno>
 
-#include "lib/core/error.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
 
 namespace rdmakit {
 namespace {

@@ -1,6 +1,6 @@
 // send_bw -x: which indexes are warned about, and which entry the warning names instead.
 
-#include "lib/bench/gid_index_check.hpp"
+#include "lib/send_bw/gid_index_check.hpp"
 
 #include <gtest/gtest.h>
 

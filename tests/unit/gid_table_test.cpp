@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/diag/gid_table.hpp"
 #include "lib/diag/host_queries.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // GID tables the GID tests share: the guest's rxe0 and a ConnectX-style port.
 
-#include "lib/core/gid.hpp"
+#include "lib/rdma/gid.hpp"
 
 namespace rdmakit::test {
 

@@ -1,6 +1,6 @@
 // Which GID index the index-taking stacks should get, and what is wrong with the one they have.
 
-#include "lib/core/gid.hpp"
+#include "lib/rdma/gid.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// What a job's processes must agree on before they measure together (lib/core/job).
+// What a job's processes must agree on before they measure together (lib/tool/job).
 
-#include "lib/core/job.hpp"
+#include "lib/tool/job.hpp"
 
 #include <gtest/gtest.h>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit {
 namespace {

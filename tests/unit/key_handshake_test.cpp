@@ -1,4 +1,4 @@
-// The side channels' key handshake (lib/wire/key_handshake): its codecs, the proofs against
+// The side channels' key handshake (lib/net/key_handshake): its codecs, the proofs against
 // values Python's hmac module computes, the server's decision, and whole handshakes over a
 // socket pair, refused ones included (wrong key, no key, replay, truncated, too slow).
 
@@ -19,10 +19,10 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/shared_key.hpp"
-#include "lib/core/wait.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/key_handshake.hpp"
+#include "lib/net/shared_key.hpp"
 #include "lib/smoke/remote.hpp"
-#include "lib/wire/key_handshake.hpp"
 #include "socket_pair.hpp"
 
 namespace rdmakit::handshake {

@@ -1,7 +1,7 @@
-// The layer rules of lib/README.md, checked against every include in lib/: a folder
-// includes only itself and the folders its row allows, and only RDMA folders include the
-// RDMA libraries' headers. The rules are read from the README's table, so the document and
-// the check cannot drift apart.
+// The rules of lib/README.md, checked against every include in lib/: a folder includes only
+// itself and the folders its row allows, and only the files its row names touch the RDMA
+// libraries, by their headers or by including a file that does. The rules are read from the
+// README's table, so the document and the check cannot drift apart.
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@ const fs::path kLib = fs::path(RDMAKIT_SOURCE_DIR) / "lib";
 
 struct LayerRule {
   std::set<std::string> may_include;
-  bool rdma = false;
+  std::set<std::string> rdma_files;  // stems: "cm" stands for cm.hpp and cm.cpp
 };
 
 std::string trim(const std::string& text) {
@@ -31,20 +31,26 @@ std::string trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
-// Rows of the form "| `name/` | a, b | yes | ... |".
+std::set<std::string> comma_list(const std::string& text) {
+  std::set<std::string> names;
+  std::stringstream list(text);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (!trim(name).empty()) names.insert(trim(name));
+  }
+  return names;
+}
+
+// Rows of the form "| `name/` | a, b | no | ... |" or "| `name/` | a, b | file, file | ... |".
 std::map<std::string, LayerRule> read_rules() {
   std::ifstream readme(kLib / "README.md");
   std::map<std::string, LayerRule> rules;
-  const std::regex row(R"(^\|\s*`([a-z_]+)/`\s*\|([^|]*)\|\s*(yes|no)\s*\|)");
+  const std::regex row(R"(^\|\s*`([a-z_]+)/`\s*\|([^|]*)\|([^|]*)\|)");
   for (std::string line; std::getline(readme, line);) {
     std::smatch match;
     if (!std::regex_search(line, match, row)) continue;
     LayerRule rule;
-    rule.rdma = match[3] == "yes";
-    std::stringstream allowed(match[2].str());
-    for (std::string name; std::getline(allowed, name, ',');) {
-      if (!trim(name).empty()) rule.may_include.insert(trim(name));
-    }
+    rule.may_include = comma_list(match[2].str());
+    if (trim(match[3].str()) != "no") rule.rdma_files = comma_list(match[3].str());
     rules[match[1]] = rule;
   }
   return rules;
@@ -111,12 +117,36 @@ TEST(Layers, NoFolderIncludesOneItsRowDoesNotAllow) {
             << name << "/" << where << " includes " << include.target << ": " << name << "/ may not include " << folder
             << "/ (lib/README.md)";
       } else {
-        const bool rdma_header = include.target.starts_with("infiniband/") || include.target.starts_with("rdma/");
-        EXPECT_TRUE(rule.rdma || !rdma_header) << name << "/" << where << " includes " << include.target << ", but "
-                                               << name << "/ is a layer without the RDMA libraries";
         EXPECT_FALSE(include.quoted) << name << "/" << where << " includes \"" << include.target
                                      << "\": our own headers are named from the root, lib/<folder>/…";
       }
+    }
+  }
+}
+
+// "No libibverbs here", file by file: a file its row does not name includes neither an RDMA
+// library's header nor a file that a row names.
+TEST(Layers, OnlyTheFilesNamedTouchTheRdmaLibraries) {
+  const auto rules = read_rules();
+  ASSERT_FALSE(rules.empty());
+  std::set<std::string> rdma_headers;  // "lib/rdma/verbs.hpp"
+  for (const auto& [name, rule] : rules) {
+    for (const auto& file : rule.rdma_files) {
+      EXPECT_TRUE(fs::exists(kLib / name / (file + ".hpp")) || fs::exists(kLib / name / (file + ".cpp")))
+          << name << "/'s row names " << file << ", which is no file there";
+      rdma_headers.insert("lib/" + name + "/" + file + ".hpp");
+    }
+  }
+  for (const auto& [name, rule] : rules) {
+    for (const auto& include : includes_in(kLib / name)) {
+      const auto stem = include.file.stem().string();
+      if (rule.rdma_files.contains(stem)) continue;
+      const bool rdma_library =
+          !include.quoted && (include.target.starts_with("infiniband/") || include.target.starts_with("rdma/"));
+      const bool through_ours = include.quoted && rdma_headers.contains(include.target);
+      EXPECT_FALSE(rdma_library || through_ours)
+          << name << "/" << include.file.filename().string() << ":" << include.line << " includes " << include.target
+          << ", but lib/README.md does not name " << stem << " among " << name << "/'s files that touch RDMA";
     }
   }
 }

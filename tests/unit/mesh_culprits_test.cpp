@@ -1,4 +1,4 @@
-#include "lib/measure/mesh_culprits.hpp"
+#include "lib/mesh/mesh_culprits.hpp"
 
 #include <gtest/gtest.h>
 

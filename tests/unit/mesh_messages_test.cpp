@@ -1,12 +1,12 @@
-// rdma_mesh's messages between ranks (lib/bench/mesh_messages): read back as sent, and each
+// rdma_mesh's messages between ranks (lib/mesh/mesh_messages): read back as sent, and each
 // way another rank's message can be wrong refused with ProtocolError naming that rank.
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "lib/bench/mesh_messages.hpp"
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
+#include "lib/mesh/mesh_messages.hpp"
 #include "tests/unit/refusal.hpp"
 
 namespace rdmakit::mesh {

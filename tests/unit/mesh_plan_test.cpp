@@ -1,4 +1,4 @@
-#include "lib/measure/mesh_plan.hpp"
+#include "lib/mesh/mesh_plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit::mesh {
 namespace {

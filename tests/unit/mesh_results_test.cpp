@@ -1,4 +1,4 @@
-// rdma_mesh's stored analysis (lib/bench/mesh_results): made once per round, and the
+// rdma_mesh's stored analysis (lib/mesh/mesh_results): made once per round, and the
 // report's pairs, summary, text and exit code all read it, so they agree at every round.
 
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-#include "lib/bench/rdma_mesh_session.hpp"
+#include "lib/mesh/rdma_mesh_session.hpp"
 
 namespace rdmakit::mesh {
 namespace {

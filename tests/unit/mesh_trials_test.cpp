@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "lib/measure/mesh_report_read.hpp"
-#include "lib/measure/topology.hpp"
+#include "lib/mesh/mesh_report_read.hpp"
+#include "lib/topology/topology.hpp"
 #include "tests/synth/mesh_synth.hpp"
 #include "tests/synth/mesh_trials.hpp"
 
@@ -131,7 +131,7 @@ TEST(MeshSynth, TopologyConfReadsBack) {
   EXPECT_EQ(read.switch_hops("node0001", "node1024"), 5);  // leaf, spine01, core, spine04, leaf
 }
 
-// The report mesh_synth writes reads back (lib/measure/mesh_report_read) as the matrix it
+// The report mesh_synth writes reads back (lib/mesh/mesh_report_read) as the matrix it
 // was written from: the benchmark times --analyse on what the generator meant.
 TEST(MeshSynth, ReportReadsBackAsItsMatrix) {
   auto spec = spec_of(FaultKind::failed_node);

@@ -1,5 +1,5 @@
 // rdma_pingmesh's /metrics endpoint over loopback: what it answers, and the bounds a scraper
-// meets before and while it is served (lib/core/metrics_endpoint.hpp).
+// meets before and while it is served (lib/net/metrics_endpoint.hpp).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,10 +13,10 @@
 
 #include <gtest/gtest.h>
 
-#include "lib/core/error.hpp"
-#include "lib/core/file_descriptor.hpp"
-#include "lib/core/metrics_endpoint.hpp"
-#include "lib/core/peer_gate.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/file_descriptor.hpp"
+#include "lib/net/metrics_endpoint.hpp"
+#include "lib/net/peer_gate.hpp"
 
 namespace rdmakit {
 namespace {

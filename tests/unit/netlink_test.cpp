@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/probe/host_view.hpp"
-#include "lib/probe/netlink.hpp"
+#include "lib/diag/host_view.hpp"
+#include "lib/diag/netlink.hpp"
 
 namespace rdmakit::diag {
 namespace {

@@ -1,4 +1,4 @@
-#include "lib/core/openmetrics.hpp"
+#include "lib/net/openmetrics.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "lib/measure/pacing.hpp"
+#include "lib/send_bw/pacing.hpp"
 
 #include <gtest/gtest.h>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit {
 namespace {

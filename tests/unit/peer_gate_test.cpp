@@ -1,6 +1,6 @@
 #include <CLI/CLI.hpp>
 
-#include "lib/core/peer_gate.hpp"
+#include "lib/net/peer_gate.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,7 +14,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit {
 namespace {

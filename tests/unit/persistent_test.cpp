@@ -1,4 +1,4 @@
-#include "lib/core/persistent.hpp"
+#include "lib/tool/persistent.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "lib/core/log.hpp"
+#include "lib/base/log.hpp"
 
 namespace rdmakit {
 namespace {

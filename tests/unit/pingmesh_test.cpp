@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/error.hpp"
-#include "lib/measure/completion_clock.hpp"
-#include "lib/measure/pinglist.hpp"
-#include "lib/measure/pingmesh_path.hpp"
-#include "lib/measure/pingmesh_report.hpp"
-#include "lib/measure/topology.hpp"
-#include "lib/wire/pingmesh_probe.hpp"
+#include "lib/base/error.hpp"
+#include "lib/pingmesh/pinglist.hpp"
+#include "lib/pingmesh/pingmesh_path.hpp"
+#include "lib/pingmesh/pingmesh_probe.hpp"
+#include "lib/pingmesh/pingmesh_report.hpp"
+#include "lib/rdma/completion_clock.hpp"
+#include "lib/topology/topology.hpp"
 
 namespace rdmakit::pingmesh {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "tests/unit/file_tree.hpp"
 
-#include "lib/core/error.hpp"
-#include "lib/measure/placement.hpp"
+#include "lib/base/error.hpp"
+#include "lib/send_bw/placement.hpp"
 
 namespace rdmakit {
 namespace {

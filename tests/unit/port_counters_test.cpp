@@ -6,7 +6,7 @@
 
 #include "tests/unit/file_tree.hpp"
 
-#include "lib/measure/port_counters.hpp"
+#include "lib/send_bw/port_counters.hpp"
 
 namespace rdmakit {
 namespace {

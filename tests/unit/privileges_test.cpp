@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/probe/privileges.hpp"
+#include "lib/diag/privileges.hpp"
 
 namespace rdmakit::diag {
 namespace {

@@ -1,4 +1,4 @@
-// The keyed probe's ticket (lib/wire/probe_ticket): good once, at one agent address and port,
+// The keyed probe's ticket (lib/diag/probe_ticket): good once, at one agent address and port,
 // from one client address, within the window of the agent's clock, from the key; every other
 // ticket refused in the words the agent's reject carries.
 
@@ -7,8 +7,8 @@
 #include <chrono>
 #include <string>
 
-#include "lib/wire/hmac_sha256.hpp"
-#include "lib/wire/probe_ticket.hpp"
+#include "lib/diag/probe_ticket.hpp"
+#include "lib/net/hmac_sha256.hpp"
 
 namespace rdmakit::agent {
 namespace {
@@ -96,7 +96,7 @@ TEST(ProbeTicket, TagIsTheDocumentedHmac) {
   message.push_back(7471 >> 8);
   message.push_back(7471 & 0xff);
   address({10, 55, 0, 2});
-  const auto whole = wire::hmac_sha256(key.bytes, message);
+  const auto whole = net::hmac_sha256(key.bytes, message);
   EXPECT_TRUE(std::equal(whole.begin(), whole.begin() + 16, ticket.begin() + 16));
   std::uint64_t dated_ms = 0;
   for (std::size_t i = 0; i < 8; ++i) dated_ms = dated_ms << 8 | ticket[i];

@@ -4,8 +4,9 @@
 #include <cstring>
 #include <vector>
 
-#include "lib/core/error.hpp"
-#include "lib/wire/protocol.hpp"
+#include "lib/base/error.hpp"
+#include "lib/cm_tools/messages.hpp"
+#include "lib/send_bw/bw_messages.hpp"
 
 namespace rdmakit::rping {
 namespace {

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 
 namespace rdmakit::test {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "lib/core/persistent.hpp"
-#include "lib/core/report.hpp"
+#include "lib/base/report.hpp"
+#include "lib/tool/persistent.hpp"
 
 namespace rdmakit {
 namespace {

@@ -1,4 +1,4 @@
-// The frames after the key handshake (lib/wire/sealed_frames): the message keys and tags
+// The frames after the key handshake (lib/net/sealed_frames): the message keys and tags
 // against values Python's hmac module computes (RFC 5869 HKDF by hand), frames that round
 // trip, and each way a host on the path could tamper with them: a changed byte, a replayed,
 // dropped or reordered frame, a frame sent back the other way, an oversized length.
@@ -14,10 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "lib/core/shared_key.hpp"
-#include "lib/core/wait.hpp"
-#include "lib/wire/key_handshake.hpp"
-#include "lib/wire/sealed_frames.hpp"
+#include "lib/base/wait.hpp"
+#include "lib/net/key_handshake.hpp"
+#include "lib/net/sealed_frames.hpp"
+#include "lib/net/shared_key.hpp"
 #include "socket_pair.hpp"
 
 namespace rdmakit::sealed {

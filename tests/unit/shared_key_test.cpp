@@ -1,4 +1,4 @@
-// --key-file's reader (lib/core/shared_key): which files it takes and what it says of the rest.
+// --key-file's reader (lib/net/shared_key): which files it takes and what it says of the rest.
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "lib/core/error.hpp"
-#include "lib/core/shared_key.hpp"
+#include "lib/base/error.hpp"
+#include "lib/net/shared_key.hpp"
 
 namespace rdmakit {
 namespace {

@@ -1,6 +1,6 @@
 #include <CLI/CLI.hpp>
 
-#include "lib/core/shell_completion.hpp"
+#include "lib/tool/shell_completion.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/cli.hpp"
+#include "lib/tool/cli.hpp"
 
 namespace rdmakit {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <pugixml.hpp>
 
-#include "lib/core/error.hpp"
+#include "lib/base/error.hpp"
 #include "lib/smoke/plan.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/smoke/run.hpp"

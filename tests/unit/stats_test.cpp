@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "lib/core/stats.hpp"
+#include "lib/base/stats.hpp"
 
 using namespace std::chrono_literals;
 

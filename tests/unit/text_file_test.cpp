@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lib/core/text_file.hpp"
+#include "lib/base/text_file.hpp"
 #include "tests/unit/file_tree.hpp"
 
 namespace rdmakit {

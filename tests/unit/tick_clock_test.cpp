@@ -1,10 +1,10 @@
-// lib/measure/tick_clock: ticks become the time steady_clock saw pass.
+// lib/send_bw/tick_clock: ticks become the time steady_clock saw pass.
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "lib/measure/tick_clock.hpp"
+#include "lib/send_bw/tick_clock.hpp"
 
 namespace rdmakit {
 namespace {

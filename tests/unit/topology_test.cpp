@@ -1,4 +1,4 @@
-#include "lib/measure/topology.hpp"
+#include "lib/topology/topology.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/core/error.hpp"
-#include "lib/measure/hostlist.hpp"
+#include "lib/base/error.hpp"
+#include "lib/topology/hostlist.hpp"
 #include "tests/unit/file_tree.hpp"
 
 namespace rdmakit::mesh {

@@ -1,12 +1,12 @@
-// JSON a peer sent (lib/core/untrusted_json): nesting counted outside strings, refused past
+// JSON a peer sent (lib/base/untrusted_json): nesting counted outside strings, refused past
 // the reader's depth before parsing, and nlohmann's error words kept.
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "lib/core/error.hpp"
-#include "lib/core/untrusted_json.hpp"
+#include "lib/base/error.hpp"
+#include "lib/base/untrusted_json.hpp"
 
 namespace rdmakit {
 namespace {

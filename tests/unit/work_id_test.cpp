@@ -1,4 +1,4 @@
-#include "lib/measure/work_id.hpp"
+#include "lib/rdma/work_id.hpp"
 
 #include <gtest/gtest.h>
 

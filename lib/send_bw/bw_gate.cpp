@@ -1,0 +1,204 @@
+#include "lib/send_bw/bw_gate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lib/base/error.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+// A report larger than this is no send_bw report (a sweep's is a few tens of KiB).
+constexpr std::streamsize max_baseline_bytes = 64 << 20;
+
+// What a baseline row must carry: at one size the message rate follows the bandwidth, so
+// the bandwidth alone is compared.
+std::vector<const char*> compared_figures(bool latency) {
+  if (latency) return {"t_median_us", "t_p99_us"};
+  return {"bw_average_mib_per_s"};
+}
+
+bool is_latency(const std::string& test) {
+  return test == "lat";
+}
+
+nlohmann::json parse_file(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("--baseline: cannot read {}", file));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.tellp() > max_baseline_bytes) throw UsageError(fmt::format("--baseline: {} is too large", file));
+  auto document = nlohmann::json::parse(text.str(), nullptr, false);
+  if (document.is_discarded() || !document.is_object()) {
+    throw UsageError(fmt::format("--baseline: {} is not a JSON report (send_bw --json)", file));
+  }
+  return document;
+}
+
+std::string string_in(const nlohmann::json& object, const char* key) {
+  const auto found = object.find(key);
+  return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+void check_rows(const std::string& file, const nlohmann::json& rows, bool latency) {
+  if (!rows.is_array() || rows.empty()) {
+    throw UsageError(fmt::format("--baseline: {} has no rows (a send_bw client's report has them)", file));
+  }
+  for (const auto& row : rows) {
+    const bool has_bytes = row.is_object() && row.contains("bytes") && row["bytes"].is_number_unsigned();
+    const auto figures = compared_figures(latency);
+    const bool has_figures = has_bytes && std::ranges::all_of(figures, [&row](const char* figure) {
+                               return row.contains(figure) && row[figure].is_number();
+                             });
+    if (!has_figures) {
+      throw UsageError(fmt::format("--baseline: a row of {} lacks bytes or {}", file,
+                                   latency ? "t_median_us and t_p99_us" : "bw_average_mib_per_s"));
+    }
+  }
+}
+
+// The baseline's row of `bytes`, counted as compared; nullptr without a baseline or, counted
+// as unmatched, when it has no such row.
+const nlohmann::json* matched_row(GateResult& gate, std::uint32_t bytes) {
+  if (!gate.baseline) return nullptr;
+  for (const auto& row : gate.baseline->rows) {
+    if (row["bytes"].get<std::uint64_t>() == bytes) {
+      ++gate.rows_compared;
+      return &row;
+    }
+  }
+  gate.rows_unmatched.push_back(bytes);
+  return nullptr;
+}
+
+// Bandwidth must not fall below (1 - tolerance) of the baseline's, latency not rise above
+// (1 + tolerance) of it.
+void compare(std::uint32_t bytes, const char* figure, double measured, double old, bool higher_is_better,
+             double tolerance, std::vector<Shortfall>& shortfalls) {
+  const double limit = higher_is_better ? old * (1 - tolerance) : old * (1 + tolerance);
+  const bool short_of = higher_is_better ? measured < limit : measured > limit;
+  if (short_of) {
+    shortfalls.push_back(
+        {.bytes = bytes, .figure = figure, .measured = measured, .limit = limit, .by = "--baseline", .baseline = old});
+  }
+}
+
+void hold(std::uint32_t bytes, const char* figure, double measured, const std::optional<double>& limit,
+          bool higher_is_better, const char* flag, std::vector<Shortfall>& shortfalls) {
+  if (!limit) return;
+  if (higher_is_better ? measured < *limit : measured > *limit) {
+    shortfalls.push_back(
+        {.bytes = bytes, .figure = figure, .measured = measured, .limit = *limit, .by = flag, .baseline = 0});
+  }
+}
+
+nlohmann::json to_json(const Shortfall& s) {
+  nlohmann::json item = {
+      {"bytes", s.bytes}, {"figure", s.figure}, {"measured", s.measured}, {"limit", s.limit}, {"by", s.by}};
+  if (s.by == "--baseline") item["baseline"] = s.baseline;
+  return item;
+}
+
+std::string line_of(const Shortfall& s, double tolerance) {
+  const bool latency = s.figure.starts_with("t_");
+  std::string source = s.by;
+  if (s.by == "--baseline") {
+    source = fmt::format("the baseline's {:.4g} {} {:g}%", s.baseline, latency ? "plus" : "less", tolerance * 100);
+  }
+  return fmt::format("{} B: {} {:.4g} {} {:.4g} ({})", s.bytes, s.figure, s.measured, latency ? "above" : "below",
+                     s.limit, source);
+}
+
+}  // namespace
+
+Baseline read_baseline(const std::string& file) {
+  const auto document = parse_file(file);
+  if (string_in(document, "tool") != "send_bw") {
+    throw UsageError(fmt::format("--baseline: {} is not a send_bw report", file));
+  }
+  const auto test = document.contains("test") && document["test"].is_object() ? document["test"] : nlohmann::json();
+  Baseline baseline{.file = file,
+                    .test = string_in(test, "test"),
+                    .operation = string_in(test, "operation"),
+                    .rows = document.value("rows", nlohmann::json())};
+  if (baseline.test != "bw" && baseline.test != "lat") {
+    throw UsageError(fmt::format("--baseline: {} is not a send_bw client's report (no test that ran)", file));
+  }
+  check_rows(file, baseline.rows, is_latency(baseline.test));
+  return baseline;
+}
+
+void check_baseline_matches(const Baseline& baseline, bw::Test test, bw::Operation operation) {
+  if (baseline.test != bw::to_string(test) || baseline.operation != bw::to_string(operation)) {
+    throw UsageError(fmt::format("--baseline: {} measured --test {} --op {}, this run --test {} --op {}", baseline.file,
+                                 baseline.test, baseline.operation, bw::to_string(test), bw::to_string(operation)));
+  }
+}
+
+GateResult check_rows(const BwResults& results, const RowLimits& limits, const std::optional<Baseline>& baseline,
+                      double tolerance) {
+  GateResult gate;
+  gate.limits = limits;
+  gate.baseline = baseline;
+  gate.tolerance = tolerance;
+  auto& out = gate.shortfalls;
+  for (const auto& row : results.bandwidth) {
+    hold(row.size, "bw_average_mib_per_s", row.average_mib_per_s, limits.min_bw_mib_per_s, true, "--expect-bw", out);
+    hold(row.size, "message_rate_mpps", row.message_rate_mpps, limits.min_rate_mpps, true, "--expect-rate", out);
+    const auto* old = matched_row(gate, row.size);
+    if (old == nullptr) continue;
+    compare(row.size, "bw_average_mib_per_s", row.average_mib_per_s, (*old)["bw_average_mib_per_s"].get<double>(), true,
+            tolerance, out);
+  }
+  for (const auto& row : results.latency) {
+    hold(row.size, "t_p99_us", row.summary.p99_us, limits.max_lat_p99_us, false, "--expect-lat-p99", out);
+    const auto* old = matched_row(gate, row.size);
+    if (old == nullptr) continue;
+    compare(row.size, "t_median_us", row.summary.p50_us, (*old)["t_median_us"].get<double>(), false, tolerance, out);
+    compare(row.size, "t_p99_us", row.summary.p99_us, (*old)["t_p99_us"].get<double>(), false, tolerance, out);
+  }
+  return gate;
+}
+
+std::string GateResult::summary() const {
+  if (shortfalls.empty()) return {};
+  const auto more = shortfalls.size() - 1;
+  return line_of(shortfalls.front(), tolerance) + (more == 0 ? "" : fmt::format(" (and {} more)", more));
+}
+
+void GateResult::add_to(nlohmann::json& document) const {
+  nlohmann::json expect = nlohmann::json::object();
+  if (limits.min_bw_mib_per_s) expect["bw_average_mib_per_s"] = *limits.min_bw_mib_per_s;
+  if (limits.min_rate_mpps) expect["message_rate_mpps"] = *limits.min_rate_mpps;
+  if (limits.max_lat_p99_us) expect["t_p99_us"] = *limits.max_lat_p99_us;
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& s : shortfalls) failed.push_back(to_json(s));
+  nlohmann::json gate = {{"passed", passed()}, {"expect", expect}, {"shortfalls", failed}, {"baseline", nullptr}};
+  if (baseline) {
+    gate["baseline"] = {{"file", baseline->file},
+                        {"tolerance", tolerance},
+                        {"rows_compared", rows_compared},
+                        {"rows_unmatched", rows_unmatched}};
+  }
+  document["gate"] = std::move(gate);
+}
+
+std::string GateResult::text() const {
+  std::string text;
+  if (baseline) {
+    text +=
+        fmt::format("baseline {}: {} row(s) compared within {:g}%{}\n", baseline->file, rows_compared, tolerance * 100,
+                    rows_unmatched.empty() ? "" : fmt::format(", {} without a row there", rows_unmatched.size()));
+  }
+  if (shortfalls.empty()) return text + "gate: passed\n";
+  text += fmt::format("gate: {} figure(s) fell short\n", shortfalls.size());
+  for (const auto& s : shortfalls) text += "  " + line_of(s, tolerance) + "\n";
+  return text;
+}
+
+}  // namespace rdmakit

@@ -1,0 +1,45 @@
+#pragma once
+// How a tool's --diagnose reaches the diagnosers: it runs diag-bind, installed beside it, as
+//   diag-bind --attached-diagnosis CALL SUBJECT ERRNUM ADDRESS TIMEOUT_MS
+// with the failed call's fields, and diag-bind answers on stdout with one JSON object: the
+// diagnosis the tool attaches to its report ("diagnosis") and the verdict as the tool prints
+// it ("text"). Running the sibling, as rdma_smoke does, keeps the diagnosers' libraries
+// (libnftables, libcap, libcrypto) out of the tools that only measure, and out of their
+// package. Both ends of that exchange are here, so that they cannot drift apart.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/base/error.hpp"
+
+namespace rdmakit {
+
+inline constexpr const char* attached_diagnosis_flag = "--attached-diagnosis";
+
+// The failure a tool asks its sibling to diagnose, and the bound on the diagnosis's waits.
+struct DiagnosisRequest {
+  RdmaError error;
+  std::chrono::milliseconds timeout;
+};
+
+// The sibling's argument list after the program's path, for `error` and `timeout`.
+std::vector<std::string> attached_diagnosis_arguments(const RdmaError& error, std::chrono::milliseconds timeout);
+
+// The request in a program's arguments when argv[1] is attached_diagnosis_flag; nullopt
+// when it is not. Throws UsageError when it is, with the wrong arguments after it.
+std::optional<DiagnosisRequest> attached_diagnosis_request(int argc, const char* const* argv);
+
+// The sibling's answer: what it prints, and what the tool reads back from it. The answer is
+// checked as any other program's output would be; it throws ProtocolError when it is not one.
+struct AttachedDiagnosisAnswer {
+  nlohmann::json diagnosis;
+  std::string text;
+};
+std::string attached_diagnosis_answer(const AttachedDiagnosisAnswer& answer);
+AttachedDiagnosisAnswer read_attached_diagnosis_answer(const std::string& output);
+
+}  // namespace rdmakit

@@ -1,7 +1,9 @@
 #pragma once
 // What the connect verdict's rules share, internal to lib/diag/: the facts of one case,
 // gathered once, and the helpers that word a verdict. lib/diag/connect_verdict.cpp holds the
-// table and most rules; lib/diag/connect_gid.cpp the --gid-index rules.
+// table and most rules; lib/diag/connect_gid.cpp the --gid-index rules,
+// lib/diag/connect_infiniband.cpp the subnet manager's and lib/diag/connect_firewall.cpp the
+// kernel's drops.
 
 #include <cstdint>
 #include <string>
@@ -61,6 +63,13 @@ struct Facts {
 bool in_subnet(const std::string& address, const std::string& with_prefix);
 
 bool ok(const ConnectStep* step);
+// The step failed or timed out.
+bool ended_badly(const ConnectStep* step);
+// No answer at all from the server's RDMA CM: the REQ (or its reply) was lost.
+bool unanswered(const ConnectStep* connect);
+// A data check failed or timed out.
+bool data_failed(const ConnectAttempt& attempt);
+bool is_iwarp(const ViewPortRef& ref);
 // Resolution and connect passed and no data check failed.
 bool worked(const Facts& f);
 std::string step_text(const ConnectStep& step);
@@ -76,5 +85,23 @@ bool gid_index_differs(const Facts& f);
 ConnectVerdict gid_link_local_verdict(const Facts& f);
 ConnectVerdict gid_index_mismatch_verdict(const Facts& f);
 void add_gid_warnings(const Facts& f, ConnectVerdict& v);
+
+// What the kernel drops on the way: a firewall, a strict reverse-path filter
+// (lib/diag/connect_firewall.cpp).
+bool firewall_blocks(const Facts& f);
+ConnectVerdict firewall_roce(const Facts& f);
+bool reverse_path_filtered(const Facts& f);
+ConnectVerdict rp_filter(const Facts& f);
+// What each side's firewall drops, a line per side ("client: ..."), for the warnings of a
+// verdict that is not firewall_roce.
+std::vector<std::string> firewall_blocks_seen(const Facts& f);
+
+// The InfiniBand rules: the subnet manager's part (lib/diag/connect_infiniband.cpp).
+bool side_lacks_subnet_manager(const Facts& f);
+ConnectVerdict no_subnet_manager_verdict(const Facts& f);
+bool partitions_differ(const Facts& f);
+ConnectVerdict pkey_mismatch_verdict(const Facts& f);
+bool path_record_refused(const Facts& f);
+ConnectVerdict no_path_record_verdict(const Facts& f);
 
 }  // namespace rdmakit::diag

@@ -126,6 +126,8 @@ std::string roce_version(const std::string& mode) {
   return {};
 }
 
+}  // namespace
+
 // ---- The facts of one case: lib/diag/connect_facts.hpp ----
 
 bool ended_badly(const ConnectStep* step) {
@@ -143,6 +145,8 @@ bool data_failed(const ConnectAttempt& attempt) {
   return std::ranges::any_of(
       attempt.data, [](const DataCheck& check) { return check.status == "failed" || check.status == "timeout"; });
 }
+
+namespace {
 
 // A REJ with "invalid service ID": nothing listens on that service (port and port space).
 bool no_service(const ConnectAttempt& attempt) {
@@ -229,12 +233,16 @@ ConnectVerdict host_cause(const Facts& f) {
   return found(host->cause, host->summary, std::move(evidence), host->fix, "client", host->next);
 }
 
-// ---- The rules, in the order they are tried ----
+}  // namespace
 
 bool is_iwarp(const ViewPortRef& ref) {
   if (ref.device != nullptr && ref.device->driver == "siw") return true;
   return ref.port != nullptr && is_iwarp_port(*ref.port);
 }
+
+namespace {
+
+// ---- The rules, in the order they are tried ----
 
 ConnectVerdict works(const Facts& f) {
   const auto& a = f.attempt;
@@ -352,166 +360,6 @@ ConnectVerdict source_not_rdma(const Facts& f) {
                fmt::format("ip route add {}/32 dev {} src {}", a.target, rdma_netdev->name, address), "client",
                fmt::format("that route sends {} through {}; or bind the client to {} instead", a.target,
                            rdma_netdev->name, address));
-}
-
-// ---- InfiniBand: the subnet manager's part ----
-
-// One side's IPoIB netdev and the IB port it runs on (a P_Key child's is its parent's).
-struct IbSide {
-  const char* host = "";  // "client" or "server"
-  const ViewNetdev* netdev = nullptr;
-  ViewPortRef port;
-};
-
-ViewPortRef ib_port_of(const HostView& view, const ViewNetdev* netdev, ViewPortRef fallback) {
-  if (netdev != nullptr) {
-    if (const auto port = ipoib_port(view, *netdev); port.port != nullptr) return port;
-  }
-  return fallback.port != nullptr && fallback.port->link_layer == "InfiniBand" ? fallback : ViewPortRef{};
-}
-
-std::vector<IbSide> ib_sides(const Facts& f) {
-  std::vector<IbSide> sides;
-  // Before address resolution worked, the route names the netdev the client sends from.
-  const auto* client = netdev_named(f.local, f.client_netdev());
-  if (client == nullptr && f.local.route) client = netdev_named(f.local, f.local.route->netdev);
-  if (auto port = ib_port_of(f.local, client, f.client_port()); port.port != nullptr)
-    sides.push_back({"client", client, port});
-  if (f.peer != nullptr) {
-    const auto* owner = f.peer_owner();
-    if (auto port = ib_port_of(f.peer->view, owner, f.peer_port()); port.port != nullptr)
-      sides.push_back({"server", owner, port});
-  }
-  return sides;
-}
-
-std::optional<IbSide> side_without_subnet_manager(const Facts& f) {
-  for (const auto& side : ib_sides(f)) {
-    if (awaits_subnet_manager(*side.port.port, "")) return side;
-  }
-  return std::nullopt;
-}
-
-bool without_subnet_manager(const Facts& f) {
-  return !worked(f) && side_without_subnet_manager(f).has_value();
-}
-
-ConnectVerdict no_subnet_manager(const Facts& f) {
-  const auto side = *side_without_subnet_manager(f);
-  const auto& [device, port] = side.port;
-  return found("no_subnet_manager",
-               fmt::format("the {}'s {} port {} is {} with LID {} and SM LID {}: no subnet manager has configured "
-                           "this InfiniBand port, so nothing reaches it",
-                           side.host, device->name, port->number, port->state, port->lid, port->sm_lid),
-               {fmt::format("{}: {} port {}: {}, LID {}, SM LID {}", side.host, device->name, port->number, port->state,
-                            port->lid, port->sm_lid)},
-               "", side.host, subnet_manager_next_step(device->name, port->number) + " (on the " + side.host + ")");
-}
-
-struct PartitionProblem {
-  std::string summary;
-  std::vector<std::string> evidence;
-  std::string host;
-  std::string next;
-};
-
-std::string partition_evidence(const IbSide& side) {
-  return fmt::format("{}: {} has P_Key {}; {} port {} holds P_Keys {}", side.host, side.netdev->name,
-                     pkey_text(side.netdev->pkey), side.port.device->name, side.port.port->number,
-                     pkeys_text(side.port.port->pkeys));
-}
-
-std::string partition_next(const IbSide& side, int partition) {
-  const auto& gids = side.port.port->gids;
-  return std::string(side.host) + ": " +
-         partition_next_step(gids.empty() ? std::string() : port_guid_of(gids.front().gid), partition);
-}
-
-// Both ends on IPoIB: each port a member of its netdev's partition, the partitions the same,
-// and not both limited members (they cannot talk to each other).
-std::optional<PartitionProblem> partition_problem(const Facts& f) {
-  std::vector<IbSide> sides;
-  for (const auto& side : ib_sides(f)) {
-    if (side.netdev != nullptr && side.netdev->pkey >= 0) sides.push_back(side);
-  }
-  for (const auto& side : sides) {
-    const auto& pkeys = side.port.port->pkeys;
-    if (pkeys.empty() || membership(pkeys, side.netdev->pkey)) continue;
-    const auto partition = partition_of(side.netdev->pkey);
-    return PartitionProblem{
-        fmt::format("the {}'s {} is the IPoIB interface of P_Key {}, but {} port {} is no member of partition {}: "
-                    "the subnet manager left it out, so {} has no carrier and rdma_cm finds no P_Key index",
-                    side.host, side.netdev->name, pkey_text(side.netdev->pkey), side.port.device->name,
-                    side.port.port->number, pkey_text(partition), side.netdev->name),
-        {partition_evidence(side)},
-        side.host,
-        partition_next(side, partition)};
-  }
-  if (sides.size() != 2) return std::nullopt;
-  const auto& client = sides[0];
-  const auto& server = sides[1];
-  const auto evidence = std::vector<std::string>{partition_evidence(client), partition_evidence(server)};
-  if (partition_of(client.netdev->pkey) != partition_of(server.netdev->pkey)) {
-    return PartitionProblem{
-        fmt::format("the client's {} is in partition {} and the server's {} in partition {}: IPoIB and rdma_cm reach "
-                    "only within one partition",
-                    client.netdev->name, pkey_text(partition_of(client.netdev->pkey)), server.netdev->name,
-                    pkey_text(partition_of(server.netdev->pkey))),
-        evidence, "client",
-        fmt::format("connect from an address on the client's interface of P_Key {} (create it with 'echo {} > "
-                    "/sys/class/net/{}/create_child' if there is none)",
-                    pkey_text(server.netdev->pkey), pkey_text(server.netdev->pkey | 0x8000),
-                    client.netdev->name.substr(0, client.netdev->name.find('.')))};
-  }
-  const auto full = [](const IbSide& side) {
-    const auto entry = membership(side.port.port->pkeys, side.netdev->pkey);
-    return full_member(entry.value_or(side.netdev->pkey));
-  };
-  if (!full(client) && !full(server)) {
-    const auto partition = partition_of(client.netdev->pkey);
-    return PartitionProblem{fmt::format("both ports are limited members of partition {}: two limited members cannot "
-                                        "talk to each other, one end must be a full member",
-                                        pkey_text(partition)),
-                            evidence, "server", partition_next(server, partition)};
-  }
-  return std::nullopt;
-}
-
-bool partitions_differ(const Facts& f) {
-  return !worked(f) && partition_problem(f).has_value();
-}
-
-ConnectVerdict pkey_mismatch(const Facts& f) {
-  auto problem = *partition_problem(f);
-  return found("pkey_mismatch", std::move(problem.summary), std::move(problem.evidence), "", problem.host,
-               std::move(problem.next));
-}
-
-// On InfiniBand, route resolution is a path record query to the subnet administrator.
-bool path_record_failed(const Facts& f) {
-  const auto client = f.client_port();
-  return ok(f.resolve_addr) && f.resolve_route != nullptr && !ok(f.resolve_route) && client.port != nullptr &&
-         client.port->link_layer == "InfiniBand";
-}
-
-ConnectVerdict no_path_record(const Facts& f) {
-  const auto& step = *f.resolve_route;
-  const bool silent = step.status == "timeout" || step.errnum == ETIMEDOUT;
-  const auto client = f.client_port();
-  return found(
-      "no_path_record",
-      fmt::format("{} resolves, but {}: on InfiniBand the route is a path record from the subnet administrator, and {}",
-                  f.attempt.target, silent ? "no path record came back" : "the path record query failed",
-                  silent ? "it did not answer (the subnet manager is down or unreachable, or drops this port's "
-                           "queries)"
-                         : "it knows no path to that destination (another subnet, or no partition in common)"),
-      {"client: " + step_text(step),
-       fmt::format("client: {} port {}: {}, LID {}, SM LID {}", client.device->name, client.port->number,
-                   client.port->state, client.port->lid, client.port->sm_lid)},
-      "", "client",
-      fmt::format("check the subnet manager: 'sminfo' (infiniband-diags) on the client shows whether one answers "
-                  "at SM LID {}, and 'ibstat {} {}' the port's state; the SM's log says why it refused the path to {}",
-                  client.port->sm_lid, client.device->name, client.port->number, f.attempt.target));
 }
 
 bool unreachable_errno(int errnum) {
@@ -781,116 +629,6 @@ ConnectVerdict peer_port_down(const Facts& f) {
       fmt::format("on the server: 'ip link show {}' and 'ethtool {}' (cable, switch port)", owner->name, owner->name));
 }
 
-struct Block {
-  std::string evidence;
-  std::string fix;
-};
-
-// The first thing in the ruleset that stops RoCE v2 (UDP 4791).
-std::optional<Block> blocking(const Firewall& firewall) {
-  if (!firewall.readable) return std::nullopt;
-  for (const auto& rule : firewall.rules) {
-    if ((rule.verdict == "drop" || rule.verdict == "reject") && rule.hook != "forward") {
-      return Block{
-          fmt::format("nftables {} {} {} handle {}: {}", rule.family, rule.table, rule.chain, rule.handle, rule.text),
-          fmt::format("nft delete rule {} {} {} handle {}", rule.family, rule.table, rule.chain, rule.handle)};
-    }
-  }
-  for (const auto& chain : firewall.drop_policy_chains) {
-    const bool accepted = std::ranges::any_of(firewall.rules, [&chain](const FirewallRule& rule) {
-      return rule.verdict == "accept" && fmt::format("{} {} {}", rule.family, rule.table, rule.chain) == chain;
-    });
-    if (!accepted) {
-      return Block{fmt::format("nftables chain {} has policy drop and accepts no UDP 4791", chain),
-                   fmt::format("nft insert rule {} udp dport 4791 accept", chain)};
-    }
-  }
-  return std::nullopt;
-}
-
-// A firewall rule stops RoCE only where the kernel sees it (rxe, siw): a hardware NIC's RoCE
-// traffic never meets nftables, so its host's rules are no cause.
-// Rules on UDP 4791 touch RoCE v2 only where the host's stack carries it: not on a hardware
-// NIC, and not on iWARP, whose traffic is TCP (siw's too).
-std::optional<Block> server_block(const Facts& f) {
-  if (f.peer == nullptr || !kernel_sees_roce(f.peer_port().device) || is_iwarp(f.peer_port())) return std::nullopt;
-  return blocking(f.peer->view.firewall);
-}
-std::optional<Block> client_block(const Facts& f) {
-  if (!kernel_sees_roce(f.client_port().device) || is_iwarp(f.client_port())) return std::nullopt;
-  return blocking(f.local.firewall);
-}
-
-bool firewall_blocks(const Facts& f) {
-  if (!unanswered(f.connect) && !data_failed(f.attempt)) return false;
-  return server_block(f) || client_block(f);
-}
-
-ConnectVerdict firewall_roce(const Facts& f) {
-  const auto peer_block = server_block(f);
-  const bool on_server = peer_block.has_value();
-  const auto block = on_server ? *peer_block : *client_block(f);
-  std::vector<std::string> evidence{std::string(on_server ? "server: " : "client: ") + block.evidence};
-  if (f.connect != nullptr) evidence.push_back("client: " + step_text(*f.connect));
-  return found("firewall_roce",
-               fmt::format("the {}'s firewall drops RoCE v2 (UDP 4791)", on_server ? "server" : "client"),
-               std::move(evidence), block.fix, on_server ? "server" : "client");
-}
-
-std::string rp_filter_fix(const std::string& netdev) {
-  return fmt::format("sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.{}.rp_filter=2", netdev);
-}
-
-// Packets for `arrival` come in on it; strict reverse-path filtering drops them when the route
-// back to their source leaves by another netdev.
-bool strict_reverse_path(const HostView& view, const ViewNetdev* arrival) {
-  if (arrival == nullptr || !view.route || view.route->netdev.empty() || view.route->netdev == arrival->name) {
-    return false;
-  }
-  return std::max(view.rp_filter_all, arrival->rp_filter) == 1;
-}
-
-// The side whose filter drops the packets: the server's first, as its agent saw it.
-struct ReversePath {
-  const HostView* view;
-  const ViewNetdev* arrival;
-  std::string side;
-  std::string arrival_address;
-};
-
-// Like the firewall, rp_filter drops only the RoCE packets the kernel sees.
-std::optional<ReversePath> dropping_reverse_path(const Facts& f) {
-  if (f.peer != nullptr && kernel_sees_roce(f.peer_port().device) &&
-      strict_reverse_path(f.peer->view, f.peer_owner())) {
-    return ReversePath{&f.peer->view, f.peer_owner(), "server", f.attempt.target};
-  }
-  const auto* arrival = netdev_named(f.local, f.client_netdev());
-  if (kernel_sees_roce(f.client_port().device) && strict_reverse_path(f.local, arrival)) {
-    return ReversePath{&f.local, arrival, "client", f.attempt.source_address};
-  }
-  return std::nullopt;
-}
-
-bool reverse_path_filtered(const Facts& f) {
-  return dropping_reverse_path(f).has_value();
-}
-
-ConnectVerdict rp_filter(const Facts& f) {
-  const auto path = *dropping_reverse_path(f);
-  const auto& view = *path.view;
-  const auto* arrival = path.arrival;
-  const auto& side = path.side;
-  const auto& arrival_address = path.arrival_address;
-  return found(
-      "rp_filter",
-      fmt::format("the {}'s strict rp_filter drops what arrives on {}: the route back to {} leaves by {}", side,
-                  arrival->name, view.route->destination, view.route->netdev),
-      {fmt::format("{}: packets for {} arrive on {}; ip route get {}: dev {}", side, arrival_address, arrival->name,
-                   view.route->destination, view.route->netdev),
-       fmt::format("{}: rp_filter all={}, {}={}: strict", side, view.rp_filter_all, arrival->name, arrival->rp_filter)},
-      rp_filter_fix(arrival->name), side);
-}
-
 struct RoceModes {
   ViewPortRef client;
   ViewPortRef server;
@@ -1109,8 +847,7 @@ void add_warnings(const Facts& f, ConnectVerdict& v) {
   if (const auto modes = differing_roce_modes(f)) {
     add("roce_mode_mismatch", "default RoCE mode differs: " + roce_mode_difference(*modes));
   }
-  if (const auto block = client_block(f)) add("firewall_roce", "client: " + block->evidence);
-  if (const auto block = server_block(f)) add("firewall_roce", "server: " + block->evidence);
+  for (const auto& block : firewall_blocks_seen(f)) add("firewall_roce", block);
   add_gid_warnings(f, v);
 }
 
@@ -1124,11 +861,11 @@ constexpr ConnectRule connect_rules[] = {
     {"ok", worked, works},
     {"host_cause", host_stops_rdma, host_cause},
     {"source_not_rdma", sends_off_rdma, source_not_rdma},
-    {"no_subnet_manager", without_subnet_manager, no_subnet_manager},
-    {"pkey_mismatch", partitions_differ, pkey_mismatch},
+    {"no_subnet_manager", side_lacks_subnet_manager, no_subnet_manager_verdict},
+    {"pkey_mismatch", partitions_differ, pkey_mismatch_verdict},
     {"no_route", unreachable, no_route},
     {"neighbour_unresolved", resolution_unanswered, neighbour_unresolved},
-    {"no_path_record", path_record_failed, no_path_record},
+    {"no_path_record", path_record_refused, no_path_record_verdict},
     {"neighbour_wrong", static_neighbour_wrong, neighbour_wrong},
     {"wrong_port_space", other_port_space, wrong_port_space},
     {"no_listener", nothing_listens, no_listener},

@@ -24,18 +24,13 @@
 
 #include "lib/diag/diagnosis.hpp"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +38,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
+#include "lib/diag/bind_remedies.hpp"
 #include "lib/diag/host_queries.hpp"
 #include "lib/diag/rule_table.hpp"
 
@@ -51,20 +47,6 @@ namespace rdmakit::diag {
 namespace {
 
 // ---- Verdicts and remedies ----
-
-// What the operator does about a verdict: a command that fixes it here, and/or the next step.
-struct Remedy {
-  std::string fix;
-  std::string next;
-};
-
-Remedy command(std::string fix, std::string next = {}) {
-  return Remedy{std::move(fix), std::move(next)};
-}
-
-Remedy next_step(std::string next) {
-  return Remedy{{}, std::move(next)};
-}
 
 Verdict verdict(std::string cause, ExitCode exit_code, std::string summary, Remedy remedy = {}) {
   Verdict v;
@@ -82,158 +64,6 @@ Verdict unknown(std::string summary) {
       std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data",
       next_step("compare 'rdma link show' and 'ibv_devinfo' (the kernel's and libibverbs' views) with the "
                 "inventory above, and rerun with --log-level debug"));
-}
-
-// A loopback address's way out: one of the addresses RDMA serves here, checked the same way.
-std::string loopback_instead(const Inventory& inventory) {
-  const auto addresses = rdma_addresses(inventory);
-  if (addresses.empty()) return "use an address on an RDMA netdev";
-  return "use an address RDMA serves here instead, such as " + addresses.front();
-}
-
-// On a host with a NIC, its driver is the answer; soft-RoCE is for testing.
-constexpr std::string_view nic_driver_instead =
-    "with an RDMA NIC, load its driver instead of rdma_rxe (mlx5_ib, irdma, bnxt_re, ...)";
-
-// No device at all: load the modules and make a soft-RoCE device where this kernel has them,
-// or say that it has none (a kernel without RDMA, as in many containers and cloud images).
-Remedy no_device_remedy(const Inventory& inventory) {
-  const auto& modules = inventory.kernel_modules;
-  if (modules.known && !modules.has("rdma_rxe")) {
-    return next_step(
-        fmt::format("this kernel ({}) has no rdma_rxe module under /lib/modules/{}: in a container, load "
-                    "the RDMA modules on the host; otherwise boot a kernel with RDMA (Debian's "
-                    "linux-image-amd64 has rdma_rxe), or run the tools under soft-RoCE in a VM "
-                    "(rdmakit-rxe-vm, package rdmakit-rxe-vm)",
-                    modules.release, modules.release));
-  }
-  const auto* candidate = rxe_candidate(inventory);
-  if (candidate == nullptr) {
-    return command("modprobe -a ib_uverbs rdma_ucm rdma_rxe",
-                   fmt::format("{}; soft-RoCE needs an Ethernet netdev that is up with an address, then: rdma link "
-                               "add rxe0 type rxe netdev NETDEV",
-                               nic_driver_instead));
-  }
-  return command("modprobe -a ib_uverbs rdma_ucm rdma_rxe && " + rxe_link_command(candidate->name),
-                 std::string(nic_driver_instead));
-}
-
-// ulimit raises the soft limit as far as the hard one; beyond it, only the limits files do.
-Remedy memlock_remedy(const Memlock& m) {
-  constexpr std::string_view lasting =
-      "to keep it: memlock in /etc/security/limits.conf for a login, LimitMEMLOCK=infinity for a service";
-  if (!m.hard_bytes) return command("ulimit -l unlimited", std::string(lasting));
-  if (*m.hard_bytes >= recommended_memlock) {
-    return command(fmt::format("ulimit -l {}", *m.hard_bytes / 1024), std::string(lasting));
-  }
-  return next_step(
-      fmt::format("the hard limit is {} too: raise it as root, memlock in /etc/security/limits.conf for a "
-                  "login, LimitMEMLOCK=infinity for a service",
-                  human_bytes(*m.hard_bytes)));
-}
-
-bool module_loaded(const Inventory& inventory, std::string_view module) {
-  return std::ranges::find(inventory.modules, module) != inventory.modules.end();
-}
-
-// Soft-RoCE on an Ethernet netdev; for any other, an address on an RDMA netdev.
-// A NIC whose RDMA device shares the netdev's PCI function but has no RoCE GID at all: RoCE
-// is switched off there (mlx5's devlink enable_roce), and a soft-RoCE device is not the fix.
-// (A device with RoCE GIDs on other netdevs of its function, such as switchdev representors,
-// is not this.)
-std::optional<Remedy> roce_disabled_remedy(const Inventory& inventory, const Netdev& netdev) {
-  if (netdev.bus_device.empty()) return std::nullopt;
-  for (const auto& device : inventory.kernel_devices) {
-    const bool roce_gids = std::ranges::any_of(device.ports, [](const KernelPort& port) {
-      return std::ranges::any_of(port.gids, [](const GidEntry& gid) { return !gid.netdev.empty(); });
-    });
-    if (device.bus_device != netdev.bus_device || roce_gids) continue;
-    const auto pci = "pci/" + netdev.bus_device;
-    return next_step(
-        device.driver == "mlx5_core"
-            ? fmt::format("{} and {} are one NIC (PCI {}), and {} has no RoCE GID on {}: RoCE is disabled there. "
-                          "'devlink dev param show {} name enable_roce'; to enable it, 'devlink dev param set {} name "
-                          "enable_roce value true cmode driverinit' and 'devlink dev reload {}'",
-                          netdev.name, device.name, netdev.bus_device, device.name, netdev.name, pci, pci, pci)
-            : fmt::format("{} and {} are one NIC (PCI {}), and {} has no RoCE GID on {}: RoCE is off on it; see "
-                          "how driver {} enables it",
-                          netdev.name, device.name, netdev.bus_device, device.name, netdev.name, device.driver));
-  }
-  return std::nullopt;
-}
-
-// EFA is driven through libfabric, not rdma_cm: its GIDs are on no netdev, and no address binds.
-std::optional<Remedy> efa_remedy(const Inventory& inventory, const Netdev& netdev) {
-  for (const auto& device : inventory.kernel_devices) {
-    if (device.driver != "efa") continue;
-    return next_step(fmt::format(
-        "{} is EFA, which rdma_cm does not drive (no RoCE or InfiniBand addressing): test it with libfabric "
-        "(fi_pingpong -p efa); to try the rdma_cm tools on {}, a soft-RoCE device: {}",
-        device.name, netdev.name, rxe_link_command(netdev.name)));
-  }
-  return std::nullopt;
-}
-
-Remedy rxe_remedy(const Inventory& inventory, const Netdev& netdev) {
-  if (auto disabled = roce_disabled_remedy(inventory, netdev)) return *disabled;
-  if (auto efa = efa_remedy(inventory, netdev)) return *efa;
-  if (netdev.type != "ether") return next_step("use an address on a netdev that belongs to an RDMA device");
-  const bool load = inventory.kernel_modules.has("rdma_rxe") && !module_loaded(inventory, "rdma_rxe");
-  return command((load ? "modprobe rdma_rxe && " : "") + rxe_link_command(netdev.name),
-                 "that makes a soft-RoCE device on " + netdev.name +
-                     "; on a RoCE NIC, use an address on the netdev of its port instead");
-}
-
-// ---- What user space cannot reach: the uverbs nodes of the kernel's devices ----
-
-struct UverbsReach {
-  std::vector<std::string> hidden;        // one line per device user space cannot reach
-  std::vector<std::string> absent_nodes;  // in this mount namespace: a container's
-  std::vector<std::string> closed_nodes;  // there, but not for this user
-  bool without_uverbs = false;            // a device has no uverbs device at all
-};
-
-const DeviceNode* node_at(const Inventory& inventory, const std::string& path) {
-  const auto node = std::ranges::find(inventory.uverbs_nodes, path, &DeviceNode::path);
-  return node == inventory.uverbs_nodes.end() ? nullptr : &*node;
-}
-
-UverbsReach uverbs_reach(const Inventory& inventory) {
-  UverbsReach reach;
-  for (const auto& device : inventory.kernel_devices) {
-    if (device.uverbs.empty()) {
-      reach.hidden.push_back(device.name + " has no uverbs device (is ib_uverbs loaded?)");
-      reach.without_uverbs = true;
-      continue;
-    }
-    const auto path = "/dev/infiniband/" + device.uverbs;
-    const auto* node = node_at(inventory, path);
-    if (node == nullptr || !node->exists) {
-      reach.hidden.push_back(device.name + ": " + path + " does not exist in this mount namespace");
-      reach.absent_nodes.push_back(path);
-    } else if (node->access_errno != 0) {
-      reach.hidden.push_back(device.name + ": " + path + " is not accessible (" + errno_name(node->access_errno) + ")");
-      reach.closed_nodes.push_back(path);
-    }
-  }
-  return reach;
-}
-
-Remedy uverbs_remedy(const UverbsReach& reach) {
-  Remedy remedy;
-  if (reach.without_uverbs) {
-    remedy.fix = "modprobe ib_uverbs";
-  } else if (!reach.closed_nodes.empty()) {
-    remedy.fix = "chmod 666 " + join(reach.closed_nodes, " ");
-    remedy.next = "rdma-core's udev rules give these nodes that mode; or run as a user allowed to open them";
-  }
-  if (!reach.absent_nodes.empty()) {
-    std::string devices;
-    for (const auto& node : reach.absent_nodes) devices += " --device " + node;
-    remedy.next =
-        "in a container, pass the host's nodes in (docker run --device /dev/infiniband/rdma_cm" + devices + " ...)";
-  }
-  return remedy;
 }
 
 // ---- The facts of one diagnosis, gathered once ----
@@ -904,75 +734,6 @@ int gid_table_len(const Inventory& inventory, const KernelDevice& device, int po
   return it == user->ports.end() ? 0 : it->gid_table_len;
 }
 
-// The address as the netdev holds it, with its prefix length ("10.58.2.10/16").
-std::string with_prefix(const Netdev& netdev, const std::string& address) {
-  const auto wanted = canonical(address);
-  const auto it = std::ranges::find_if(
-      netdev.addresses, [&wanted](const std::string& own) { return canonical(without_prefix(own)) == wanted; });
-  return it == netdev.addresses.end() ? address : *it;
-}
-
-std::optional<std::pair<std::uint32_t, int>> ipv4_with_length(const std::string& text) {
-  const auto slash = text.find('/');
-  in_addr address{};
-  int length = -1;
-  if (slash == std::string::npos || inet_pton(AF_INET, text.substr(0, slash).c_str(), &address) != 1) return {};
-  const auto* end = text.data() + text.size();
-  if (std::from_chars(text.data() + slash + 1, end, length).ptr != end || length < 0 || length > 32) return {};
-  return std::pair{ntohl(address.s_addr), length};
-}
-
-// An IPv4 address listed first of its subnet on the netdev, with others of the subnet after it:
-// the kernel's primary, and deleting it deletes those secondaries too (unless
-// promote_secondaries is set), so deleting and re-adding it is no fix.
-bool takes_secondaries(const Netdev& netdev, const std::string& address) {
-  const auto own = ipv4_with_length(with_prefix(netdev, address));
-  if (!own) return false;
-  const std::uint32_t mask = own->second == 0 ? 0 : ~std::uint32_t{0} << (32 - own->second);
-  bool seen = false;
-  for (const auto& other : netdev.addresses) {
-    const auto each = ipv4_with_length(other);
-    if (!each || each->second != own->second || (each->first & mask) != (own->first & mask)) continue;
-    if (each->first == own->first) {
-      seen = true;
-    } else {
-      return seen;
-    }
-  }
-  return false;
-}
-
-enum class Room { none, some, unknown };
-
-// The kernel adds a GID when an address is added: re-adding the address is the fix where the
-// table has room and the delete takes nothing else with it.
-Remedy gid_missing_remedy(const Netdev& netdev, const std::string& address, const std::string& device, Room room) {
-  const auto readd =
-      fmt::format("ip addr del {0} dev {1} && ip addr add {0} dev {1}", with_prefix(netdev, address), netdev.name);
-  const auto free_entries = fmt::format(
-      "remove the addresses of {0} that RDMA does not need (each takes one entry per RoCE type; 'ip -br addr show dev "
-      "{0}' lists them) with ip addr del ADDRESS/LEN dev {0} (not the first of a subnet: that deletes the rest of it)",
-      netdev.name);
-  const auto primary =
-      takes_secondaries(netdev, address)
-          ? fmt::format(
-                " ({} is the first address of its subnet on {}: deleting it deletes the others of the subnet "
-                "unless net.ipv4.conf.{}.promote_secondaries=1)",
-                address, netdev.name, netdev.name)
-          : std::string();
-  if (room == Room::some && primary.empty()) {
-    return command(readd, "connections over " + address + " drop meanwhile");
-  }
-  if (room == Room::none) {
-    return next_step(fmt::format("free entries: {}, then re-add {} so the kernel gives it a GID: {}{}", free_entries,
-                                 address, readd, primary));
-  }
-  return next_step(
-      fmt::format("re-add {} so the kernel gives it a GID: {}{}; if the table is full ('ibv_devinfo -v "
-                  "-d {}' shows gid_tbl_len), first {}",
-                  address, readd, primary, device, free_entries));
-}
-
 Verdict gid_missing(const BindFacts& f) {
   const auto ref = ports_missing_gid(f).front();
   const auto& device = *ref.device;
@@ -1000,31 +761,6 @@ Verdict gid_missing(const BindFacts& f) {
   v.next = remedy.next;
   v.details.push_back(fmt::format("{} has {} address(es)", netdev.name, netdev.addresses.size()));
   return v;
-}
-
-// ---- Warnings, whatever the verdict ----
-
-void add_warnings(const Inventory& inventory, Verdict& v) {
-  const auto& m = inventory.memlock;
-  if (m.soft_bytes && *m.soft_bytes < recommended_memlock && !m.cap_ipc_lock) {
-    v.warnings.push_back(
-        fmt::format("locked-memory limit is {}: registrations beyond it fail (send_bw sweeps need "
-                    "about {}); raise it with ulimit -l",
-                    human_bytes(*m.soft_bytes), human_bytes(recommended_memlock)));
-  }
-  for (const auto& device : inventory.kernel_devices) {
-    if (!user_view_of(inventory, device) && !inventory.user_devices.empty()) {
-      v.warnings.push_back(device.name + " is in the kernel but not in libibverbs' list");
-    }
-  }
-  for (const auto& user : inventory.user_devices) {
-    for (const auto& device : inventory.kernel_devices) {
-      if (user.node_guid == device.node_guid && user.index && device.index && *user.index != *device.index) {
-        v.warnings.push_back(fmt::format("{}: user-space index {} differs from the kernel's {}", device.name,
-                                         *user.index, *device.index));
-      }
-    }
-  }
 }
 
 // ---- The rules, in the order they are tried ----

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,42 @@ void fail_poll(int returned) {
 void fail_post(int returned, std::uint32_t size) {
   // The subject is built only here, on failure: post() is in the measured loop.
   check_returned(returned, "ibv_post_send", fmt::format("{} bytes", size));
+}
+
+ibv_wr_opcode opcode_of(bw::Operation operation, const AtomicCounters* atomics) {
+  switch (operation) {
+    case bw::Operation::write: return IBV_WR_RDMA_WRITE;
+    case bw::Operation::read: return IBV_WR_RDMA_READ;
+    case bw::Operation::atomic:
+      if (atomics == nullptr) throw std::logic_error("--op atomic without its counters");
+      return atomics->kind == AtomicKind::fetch_add ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
+    case bw::Operation::send: break;
+  }
+  return IBV_WR_SEND;
+}
+
+AtomicOperands atomic_operands(ibv_wr_opcode opcode, std::uint64_t count) {
+  if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) return {.compare_add = 1, .swap = 0};
+  return {.compare_add = count, .swap = count + 1};
+}
+
+std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, DatagramTally& tally) {
+  if (wc.byte_len < grh_bytes) {
+    throw ProtocolError(fmt::format("a {}-byte datagram is shorter than its GRH", wc.byte_len));
+  }
+  const std::uint32_t size = wc.byte_len - grh_bytes;
+  if (loop::is_datagram_counts(wc)) {
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(lane.receive_address);
+    tally.end.emplace(bytes + grh_bytes, bytes + grh_bytes + size);
+    tally.end_completion = wc;
+    tally.end_grh = loop::received_grh(lane);
+    return std::nullopt;
+  }
+  if (tally.received.empty() || tally.received.back().size != size) {
+    tally.received.push_back({.size = size, .count = 0});
+  }
+  ++tally.received.back().count;
+  return size;
 }
 
 }  // namespace rdmakit::loop

@@ -176,4 +176,18 @@ class SpinGuard {
   std::uint32_t busy_spins_ = 0;
 };
 
+// The work request opcode of a test's operation; an atomic's comes from its counters.
+ibv_wr_opcode opcode_of(bw::Operation operation, const AtomicCounters* atomics);
+
+// What an atomic on a counter that holds `count` adds or compares, and what it swaps in.
+struct AtomicOperands {
+  std::uint64_t compare_add;
+  std::uint64_t swap;
+};
+AtomicOperands atomic_operands(ibv_wr_opcode opcode, std::uint64_t count);
+
+// A datagram that arrived on `lane`: its size, counted in the tally; none for the client's
+// end-of-stream message, which the tally keeps (with what the reply needs) instead.
+std::optional<std::uint32_t> take_datagram(const Lane& lane, const ibv_wc& wc, DatagramTally& tally);
+
 }  // namespace rdmakit::loop

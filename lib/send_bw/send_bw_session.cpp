@@ -15,6 +15,7 @@
 #include "lib/base/process_limits.hpp"
 #include "lib/rdma/device_query.hpp"
 #include "lib/rdma/endpoint.hpp"
+#include "lib/send_bw/device_needs.hpp"
 #include "lib/send_bw/gid_index_check.hpp"
 #include "lib/send_bw/port_counters.hpp"
 
@@ -26,66 +27,6 @@ namespace {
 constexpr std::uint32_t latency_receives = 16;
 // Sends a latency test may have unaccounted for (the loops signal one in 16).
 constexpr std::uint32_t latency_send_depth = 64;
-
-struct Limits {
-  std::string device;  // -d, checked
-  std::uint32_t send_depth = 0;
-  std::uint32_t recv_depth = 0;
-  // A one-sided bandwidth client's heartbeat (sends_heartbeats): a send slot beyond -t.
-  std::uint32_t heartbeat_slots = 0;
-  std::uint32_t largest = 1;
-  std::optional<ibv_mtu> mtu;
-  bool atomics = false;   // --op atomic: the device must do them
-  bool datagram = false;  // -c UD: `largest` must fit one packet
-};
-
-// Why a device with these attributes cannot serve atomics, if it cannot.
-std::optional<std::string> atomics_missing(const ibv_device_attr& device, const std::string& name) {
-  if (device.atomic_cap == IBV_ATOMIC_NONE) return fmt::format("{} does not do atomics (atomic_cap none)", name);
-  return std::nullopt;
-}
-
-// What the device cannot do is a usage error naming the device's own number.
-void check_device_limits(ibv_context* context, std::uint8_t port, const Limits& limits) {
-  ibv_device_attr device{};
-  check_returned(ibv_query_device(context, &device), "ibv_query_device", ibv_get_device_name(context->device));
-  ibv_port_attr port_attributes{};
-  check_returned(ibv_query_port(context, port, &port_attributes), "ibv_query_port",
-                 ibv_get_device_name(context->device));
-  const std::string name = ibv_get_device_name(context->device);
-  if (!limits.device.empty() && limits.device != name) {
-    throw UsageError(fmt::format("-d {}: the address is served by {}", limits.device, name));
-  }
-  const auto depth = std::max(limits.send_depth, limits.recv_depth);
-  if (std::max(limits.send_depth + limits.heartbeat_slots, limits.recv_depth) >
-      static_cast<std::uint32_t>(device.max_qp_wr)) {
-    throw UsageError(
-        fmt::format("-t {} is above {}'s maximum queue depth {}{}", depth, name, device.max_qp_wr,
-                    limits.heartbeat_slots > 0 ? ", less the heartbeat's send slot of a one-sided test" : ""));
-  }
-  // One CQ takes the send and the receive completions.
-  const auto entries = limits.send_depth + limits.heartbeat_slots + limits.recv_depth;
-  if (entries > static_cast<std::uint32_t>(device.max_cqe)) {
-    throw UsageError(fmt::format("-t {} needs {} completion queue entries; {} allows at most {}", depth, entries, name,
-                                 device.max_cqe));
-  }
-  if (limits.largest > port_attributes.max_msg_sz) {
-    throw UsageError(
-        fmt::format("-s {} is above {}'s maximum message size {}", limits.largest, name, port_attributes.max_msg_sz));
-  }
-  if (limits.atomics) {
-    if (const auto missing = atomics_missing(device, name)) throw Unsupported("--op atomic: " + *missing);
-  }
-  if (limits.datagram && limits.largest > mtu_bytes(port_attributes.active_mtu)) {
-    throw UsageError(
-        fmt::format("-c UD: -s {} is above the active MTU of {} port {} ({} bytes); a datagram is one packet",
-                    limits.largest, name, port, mtu_bytes(port_attributes.active_mtu)));
-  }
-  if (limits.mtu && *limits.mtu > port_attributes.active_mtu) {
-    throw UsageError(fmt::format("-m {} is above the active MTU of {} port {} ({} bytes)", mtu_bytes(*limits.mtu), name,
-                                 port, mtu_bytes(port_attributes.active_mtu)));
-  }
-}
 
 // The local address to bind, and what is wrong with the -x entry it came from, if anything.
 struct LocalAddress {
@@ -135,7 +76,7 @@ std::optional<SocketAddress> client_source(const BwSettings& s, const SocketAddr
 
 // What both sides share. The queue depths are those the device is checked against, before
 // anything is made on it.
-EndpointOptions endpoint_options(const BwSettings& s, const Limits& limits) {
+EndpointOptions endpoint_options(const BwSettings& s, const BwDeviceNeeds& limits) {
   EndpointOptions options;
   options.send_depth = limits.send_depth + limits.heartbeat_slots;
   options.recv_depth = limits.recv_depth;
@@ -555,16 +496,16 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   // size is that MTU; one size given must fit it.
   const bool datagram_sweep = s.datagram && sizes.size() > 1;
   const bool size_from_mtu = s.datagram && sizes.empty();
-  auto options = endpoint_options(s, Limits{.device = s.device,
-                                            .send_depth = latency ? latency_send_depth : s.depth,
-                                            .recv_depth = client_receives(s),
-                                            .heartbeat_slots = sends_heartbeats(s) ? 1U : 0U,
-                                            .largest = size_from_mtu    ? 1
-                                                       : datagram_sweep ? sizes.front()
-                                                                        : sizes.back(),
-                                            .mtu = s.mtu,
-                                            .atomics = s.operation == bw::Operation::atomic,
-                                            .datagram = s.datagram});
+  auto options = endpoint_options(s, BwDeviceNeeds{.device = s.device,
+                                                   .send_depth = latency ? latency_send_depth : s.depth,
+                                                   .recv_depth = client_receives(s),
+                                                   .heartbeat_slots = sends_heartbeats(s) ? 1U : 0U,
+                                                   .largest = size_from_mtu    ? 1
+                                                              : datagram_sweep ? sizes.front()
+                                                                               : sizes.back(),
+                                                   .mtu = s.mtu,
+                                                   .atomics = s.operation == bw::Operation::atomic,
+                                                   .datagram = s.datagram});
   // A latency test also sends its size messages inline where there is no immediate data
   // (iWARP): control messages, whatever -I says of the measured ones.
   options.max_inline_data = std::max(bw::carries_payload(s.operation) ? s.inline_size : 0U,
@@ -896,11 +837,12 @@ void serve_bw_clients(Listener& listener, const BwSettings& s, Report& report, B
 BwServer::BwServer(const BwSettings& s, Report& report) : settings_(s) {
   if (!settings_.max_memory) settings_.max_memory = pinnable_bytes().value_or(default_max_memory);
   // Reflected messages (bidirectional) or answers and announcements (latency, whatever -t says).
-  auto options = endpoint_options(s, Limits{.device = s.device,
-                                            .send_depth = std::max(s.depth, latency_send_depth),
-                                            .recv_depth = std::max({s.depth, latency_receives, bw::stream_credits}),
-                                            .largest = 1,
-                                            .mtu = std::nullopt});
+  auto options =
+      endpoint_options(s, BwDeviceNeeds{.device = s.device,
+                                        .send_depth = std::max(s.depth, latency_send_depth),
+                                        .recv_depth = std::max({s.depth, latency_receives, bw::stream_credits}),
+                                        .largest = 1,
+                                        .mtu = std::nullopt});
   // iWARP's credit messages go inline (bw::credit_message_bytes), whatever -I says.
   options.max_inline_data = std::max(s.inline_size, static_cast<std::uint32_t>(bw::credit_message_bytes));
   options.self_managed_qp = !s.datagram;  // so the client's -m can set the path MTU

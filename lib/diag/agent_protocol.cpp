@@ -1,8 +1,5 @@
 #include "lib/diag/agent_protocol.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -15,6 +12,7 @@
 #include "lib/base/big_endian.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/untrusted_json.hpp"
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit::agent {
 
@@ -47,8 +45,7 @@ bool host_like(std::string_view text) {
 }
 
 bool numeric_address(const std::string& text) {
-  std::array<unsigned char, sizeof(in6_addr)> bytes{};
-  return inet_pton(AF_INET, text.c_str(), bytes.data()) == 1 || inet_pton(AF_INET6, text.c_str(), bytes.data()) == 1;
+  return IpAddress::parse(text).has_value();
 }
 
 }  // namespace

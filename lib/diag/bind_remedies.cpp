@@ -1,10 +1,6 @@
 #include "lib/diag/bind_remedies.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -13,6 +9,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/diag/host_queries.hpp"
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit::diag {
 
@@ -73,28 +70,29 @@ std::string with_prefix(const Netdev& netdev, const std::string& address) {
   return it == netdev.addresses.end() ? address : *it;
 }
 
-std::optional<std::pair<std::uint32_t, int>> ipv4_with_length(const std::string& text) {
-  const auto slash = text.find('/');
-  in_addr address{};
-  int length = -1;
-  if (slash == std::string::npos || inet_pton(AF_INET, text.substr(0, slash).c_str(), &address) != 1) return {};
-  const auto* end = text.data() + text.size();
-  if (std::from_chars(text.data() + slash + 1, end, length).ptr != end || length < 0 || length > 32) return {};
-  return std::pair{ntohl(address.s_addr), length};
+// An IPv4 address with its prefix length as the netdev lists it ("10.58.2.10/16").
+struct Ipv4Interface {
+  IpAddress address;
+  Cidr subnet;
+};
+std::optional<Ipv4Interface> ipv4_interface(const std::string& text) {
+  const auto subnet = Cidr::read(text);
+  const auto address = IpAddress::parse(without_prefix(text));
+  if (!subnet || !address || address->family != AF_INET) return std::nullopt;
+  return Ipv4Interface{*address, *subnet};
 }
 
 // An IPv4 address listed first of its subnet on the netdev, with others of the subnet after it:
 // the kernel's primary, and deleting it deletes those secondaries too (unless
 // promote_secondaries is set), so deleting and re-adding it is no fix.
 bool takes_secondaries(const Netdev& netdev, const std::string& address) {
-  const auto own = ipv4_with_length(with_prefix(netdev, address));
+  const auto own = ipv4_interface(with_prefix(netdev, address));
   if (!own) return false;
-  const std::uint32_t mask = own->second == 0 ? 0 : ~std::uint32_t{0} << (32 - own->second);
   bool seen = false;
   for (const auto& other : netdev.addresses) {
-    const auto each = ipv4_with_length(other);
-    if (!each || each->second != own->second || (each->first & mask) != (own->first & mask)) continue;
-    if (each->first == own->first) {
+    const auto each = ipv4_interface(other);
+    if (!each || each->subnet != own->subnet) continue;
+    if (each->address == own->address) {
       seen = true;
     } else {
       return seen;

@@ -2,14 +2,9 @@
 // NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX), checked on both hosts, and the warnings about GID
 // indexes on a connection that worked. The table that orders them: lib/diag/connect_verdict.cpp.
 
-#include <arpa/inet.h>
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +15,7 @@
 
 #include "lib/diag/connect_facts.hpp"
 #include "lib/diag/host_queries.hpp"
+#include "lib/net/ip_address.hpp"
 #include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
@@ -27,28 +23,9 @@ namespace rdmakit::diag {
 bool in_subnet(const std::string& address, const std::string& with_prefix) {
   const auto slash = with_prefix.find('/');
   if (slash == std::string::npos) return false;
-  std::array<unsigned char, 16> want{};
-  std::array<unsigned char, 16> net{};
-  const auto bare = canonical(address);
-  const auto own = canonical(with_prefix.substr(0, slash));
-  const int family = bare.find(':') == std::string::npos ? AF_INET : AF_INET6;
-  if (inet_pton(family, bare.c_str(), want.data()) != 1 || inet_pton(family, own.c_str(), net.data()) != 1) {
-    return false;
-  }
-  int bits = 0;
-  try {
-    bits = std::stoi(with_prefix.substr(slash + 1));
-  } catch (const std::exception&) {
-    return false;
-  }
-  const int width = family == AF_INET ? 32 : 128;
-  if (bits < 0 || bits > width) return false;
-  for (int bit = 0; bit < bits; ++bit) {
-    const auto byte = static_cast<std::size_t>(bit / 8);
-    const auto mask = static_cast<unsigned char>(0x80U >> static_cast<unsigned>(bit % 8));
-    if ((want.at(byte) & mask) != (net.at(byte) & mask)) return false;
-  }
-  return true;
+  const auto subnet = Cidr::read(strip_scope(with_prefix.substr(0, slash)) + with_prefix.substr(slash));
+  const auto parsed = IpAddress::parse(strip_scope(address));
+  return subnet && parsed && subnet->contains(*parsed);
 }
 
 namespace {

@@ -20,37 +20,9 @@
 
 #include "lib/base/cli_declarations.hpp"
 #include "lib/base/report.hpp"
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit {
-
-// An IPv4 or IPv6 address; an IPv4-mapped IPv6 address (::ffff:10.0.0.1) is the IPv4 one.
-struct IpAddress {
-  int family = AF_UNSPEC;  // AF_INET or AF_INET6
-  std::array<std::uint8_t, 16> bytes{};
-
-  static std::optional<IpAddress> parse(std::string_view text);
-  static std::optional<IpAddress> of(const sockaddr* address);
-  std::size_t size() const { return family == AF_INET ? 4 : 16; }
-  bool is_wildcard() const;
-  std::string to_string() const;
-  friend bool operator==(const IpAddress&, const IpAddress&) = default;
-};
-
-// A network: an address with its prefix length, the host bits cleared.
-class Cidr {
- public:
-  Cidr(const IpAddress& address, unsigned prefix);
-  // "10.0.0.0/24", "fd00::/64", a bare address (/32, /128); throws UsageError naming `flag`
-  // and the text.
-  static Cidr parse(std::string_view text, std::string_view flag);
-  bool contains(const IpAddress& address) const;
-  std::string to_string() const;
-  friend bool operator==(const Cidr&, const Cidr&) = default;
-
- private:
-  IpAddress network_;
-  unsigned prefix_;
-};
 
 // The networks a listener answers; empty: every address.
 class AllowList {

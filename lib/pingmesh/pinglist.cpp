@@ -1,7 +1,5 @@
 #include "lib/pingmesh/pinglist.hpp"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <array>
 #include <map>
@@ -10,6 +8,7 @@
 
 #include "lib/base/config_lines.hpp"
 #include "lib/base/error.hpp"
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit::pingmesh {
 namespace {
@@ -17,9 +16,7 @@ namespace {
 constexpr std::size_t max_name_length = 64;
 
 bool is_address(std::string_view word) {
-  const std::string text(word);
-  std::array<unsigned char, 16> bytes{};
-  return inet_pton(AF_INET, text.c_str(), bytes.data()) == 1 || inet_pton(AF_INET6, text.c_str(), bytes.data()) == 1;
+  return IpAddress::parse(word).has_value();
 }
 
 bool is_name(std::string_view word) {

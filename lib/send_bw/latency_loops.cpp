@@ -21,16 +21,8 @@
 
 namespace rdmakit {
 
-using loop::atomic_operands;
-using loop::AtomicOperands;
-using loop::fail_completion;
-using loop::opcode_of;
-using loop::poll_batch;
-using loop::poll_lane;
-using loop::post;
-using loop::receive_work;
-using loop::SpinGuard;
-using loop::take_datagram;
+// The loops' shared polling, posting and idle checks (lib/send_bw/loop_support).
+using namespace loop;
 
 namespace {
 

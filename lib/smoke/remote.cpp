@@ -333,9 +333,7 @@ PeerPlan plan_from_request(const nlohmann::json& request, const std::string& add
   if (!plan.run_forward && !plan.run_reverse) throw ProtocolError("neither direction is asked for");
   // The address this side's clients go to in the reverse cases: only ever a numeric one.
   o.local_address = typed<std::string>(request, "peer_address");
-  std::array<unsigned char, sizeof(in6_addr)> parsed{};
-  if (inet_pton(AF_INET, o.local_address.c_str(), parsed.data()) != 1 &&
-      inet_pton(AF_INET6, o.local_address.c_str(), parsed.data()) != 1) {
+  if (!IpAddress::parse(o.local_address)) {
     throw ProtocolError("'peer_address' is not a numeric address");
   }
   if (control_peer && IpAddress::parse(o.local_address) != control_peer) {

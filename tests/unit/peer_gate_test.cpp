@@ -86,6 +86,20 @@ TEST(Cidr, ParseErrorsNameTheFlagAndText) {
   }
 }
 
+// A netdev's address as the host lists it: the subnet, or nothing for anything else.
+TEST(Cidr, ReadsAnInterfaceAddress) {
+  const auto v4 = Cidr::read("10.58.2.10/16");
+  ASSERT_TRUE(v4.has_value());
+  EXPECT_EQ(v4->to_string(), "10.58.0.0/16");
+  EXPECT_EQ(v4->prefix(), 16U);
+  EXPECT_TRUE(v4->contains(ip("10.58.200.1")));
+  EXPECT_FALSE(v4->contains(ip("10.59.0.1")));
+  EXPECT_EQ(Cidr::read("fd00::2/64")->to_string(), "fd00::/64");
+  for (const auto* bad : {"10.58.2.10", "10.58.2.10/", "10.58.2.10/33", "10.58.2.10/16x", "host/8", ""}) {
+    EXPECT_FALSE(Cidr::read(bad).has_value()) << bad;
+  }
+}
+
 TEST(AllowList, CommaListsAndRepeats) {
   const auto list = AllowList::parse({"10.0.0.0/24, 192.0.2.7", "fd00::/8"}, "--allow");
   ASSERT_EQ(list.cidrs().size(), 3U);

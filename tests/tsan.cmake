@@ -20,7 +20,9 @@ set_tests_properties(reports.reports_match_schemas PROPERTIES FIXTURES_CLEANUP r
 # Each case has its own block of 100 ports, above those of tests/CMakeLists.txt's cases and
 # below the kernel's ephemeral range (32768), where the TCP side channels listen too.
 set(port_base 30000)
-foreach(case IN ITEMS tsan_echo_clients tsan_rping_clients tsan_send_bw_queue tsan_agent tsan_smoke_serve)
+include(${CMAKE_CURRENT_SOURCE_DIR}/cases.cmake)
+rdmakit_read_cases()
+foreach(case IN LISTS rdmakit_cases_tsan)
   math(EXPR port_base "${port_base} + 100")
   add_test(NAME tsan.${case} COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/integration/run-case.sh ${case}
                                      ${PROJECT_BINARY_DIR}/bin ${PROJECT_BINARY_DIR}/tests/bin)

@@ -32,6 +32,7 @@ expect_refused_line() {
   [[ $lines -eq 1 ]] || fail "$1: $lines refusal lines for $RXE_ADDR2, expected 1: $(head -c 600 "$T/$1")"
 }
 
+# ctest: integration
 case_allow_rping() {
   require_device
   next_port
@@ -51,6 +52,7 @@ case_allow_rping() {
   expect_schema rping server.out
 }
 
+# ctest: integration
 case_allow_echo() {
   require_device
   next_port
@@ -71,6 +73,7 @@ case_allow_echo() {
   expect_schema rdma_server server.out
 }
 
+# ctest: integration
 case_allow_send_bw() {
   require_device
   next_port
@@ -88,6 +91,7 @@ case_allow_send_bw() {
   expect_schema send_bw server.out
 }
 
+# ctest: integration
 case_allow_group() {
   require_device
   next_port
@@ -106,6 +110,7 @@ case_allow_group() {
   expect_schema ucmatose server.out
 }
 
+# ctest: integration
 case_allow_agent() {
   require_device
   next_port
@@ -145,6 +150,7 @@ for _ in range(6):
   expect_schema diag-connect agent.out
 }
 
+# ctest: integration
 case_allow_smoke() {
   require_device
   next_port

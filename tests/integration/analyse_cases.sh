@@ -10,6 +10,7 @@ analyse_synth() {
     > "$T/$name.planted" || fail "mesh_synth --fault $fault"
 }
 
+# ctest: nodevice
 case_mesh_analyse() {
   local repo=$here/../.. sample
   sample=$repo/tests/schema/samples/rdma_mesh-rxe-5-ranks-outliers.json
@@ -68,6 +69,7 @@ case_mesh_analyse() {
 }
 
 # Bad input to --analyse and --topology: one line naming the file, exit 2.
+# ctest: nodevice
 case_mesh_analyse_bad_input() {
   local repo=$here/../.. sample
   sample=$repo/tests/schema/samples/rdma_mesh-rxe-5-ranks-outliers.json

@@ -62,6 +62,7 @@ attack_cell() {
   note "$name: $(cat "$T/$name.attack"); scrape $code; RSS $ATTACK_BASE_RSS -> $peak KiB"
 }
 
+# ctest: integration
 case_metrics_attacks() {
   require_device
   local a=10.55.0.1 b=10.55.0.2
@@ -118,6 +119,7 @@ case_metrics_attacks() {
 # rdma_cm events: six silent connections filled its accept queue and a keyed client's connect
 # step took 5854 ms. Now each client has a thread (16 at once, 4 from one address; the rest
 # closed unread) and the probes' events wait for none of them.
+# ctest: integration
 case_agent_attacks() {
   require_device
   start_local_agent
@@ -180,6 +182,7 @@ serve() {
   wait_for_line "serving_$1.err" "control port" 20
 }
 
+# ctest: integration
 case_smoke_serve_attacks() {
   require_device
   head -c 32 /dev/urandom | base64 > "$T/key"
@@ -260,6 +263,7 @@ pinged() {
   PINGED_MS=$(((${EPOCHREALTIME/./} - started) / 1000))
 }
 
+# ctest: integration
 case_persistent_attacks() {
   require_device
   local port baseline peak=0 rss k

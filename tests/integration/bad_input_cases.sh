@@ -41,6 +41,9 @@ expect_usage_errors() {
   note "$n bad invocations: exit 2, one line on stderr each"
 }
 
+# about 150 tool starts, the ASan build's too: at nice 19 beside two busy guests they took 182 s
+# (CI at 0929e51)
+# ctest: nodevice timeout=480
 case_all_tools_bad_flags() {
   # Device-free: must hold on any host (it runs on the build host, label nodevice). No name here may
   # need DNS to fail (the VM reaches no DNS server: "try again" is a run failure, exit 1);
@@ -168,6 +171,7 @@ ROWS
 # A host without RDMA (the build host, label nodevice): every tool exits 77, the code a CI
 # reads as "skipped", whichever call it makes first, server and client; -x fails in
 # ibv_get_device_list rather than in librdmacm. Skipped where the host has a device.
+# ctest: nodevice skip_77
 case_all_tools_no_device() {
   require_no_device
   local line tool n=0
@@ -200,6 +204,7 @@ ROWS
 
 # Each tool links only the libraries it uses: the ones that measure carry none of the
 # diagnosers' (their --diagnose runs diag-bind), the daemons' or rdma_smoke's.
+# ctest: nodevice
 case_tools_link_what_they_use() {
   local tool needed
   for tool in rping udaddy ucmatose mckey rdma_server rdma_client send_bw; do
@@ -216,6 +221,7 @@ case_tools_link_what_they_use() {
 # invoked, and a hint names the sibling under the same prefix (rdmakit-diag-bind), never the
 # stock program a host with rdmacm-utils has under the plain name. Skipped with a device (the
 # no-device hint is the one checked).
+# ctest: nodevice skip_77
 case_renamed_tool() {
   require_no_device
   cp "$BIN/rping" "$T/rdmakit-rping"
@@ -253,6 +259,7 @@ case_renamed_tool() {
 
 # A host without RDMA: diag-bind, diag-connect and a tool's --diagnose give one verdict, the
 # host's (diag-connect asks diag-bind's questions first). Skipped with a device.
+# ctest: nodevice skip_77
 case_one_verdict_per_host() {
   require_no_device
   local address=192.0.2.77 causes
@@ -270,6 +277,7 @@ case_one_verdict_per_host() {
 # What only the device can refuse: a device name, a GID index, the device's limits. All are
 # checked before connecting (an unknown -d even before the address resolves), so nobody
 # needs to listen on the port.
+# ctest: integration quick
 case_all_tools_device_limits() {
   require_device
   next_port

@@ -44,6 +44,7 @@ stop_local_agent() {
   expect_rc 0 "the agent, stopped with SIGTERM"
 }
 
+# ctest: integration
 case_connect_self() {
   require_device
   start_local_agent
@@ -79,6 +80,7 @@ case_connect_self() {
   finish stock_server 10
 }
 
+# ctest: integration
 case_connect_no_listener() {
   require_device
   next_port
@@ -123,6 +125,7 @@ c.close()' "$port" "$kind" "$RXE_ADDR"
   wait_for_line "$name.out" ready 20
 }
 
+# ctest: integration sanitized
 case_connect_bad_agent() {
   require_device
   local kind
@@ -140,6 +143,7 @@ case_connect_bad_agent() {
   done
 }
 
+# ctest: integration sanitized
 case_connect_agent_safety() {
   require_device
   start_local_agent
@@ -182,6 +186,7 @@ cap_field() {
 # firewall (the ruleset is read over netlink, which asks for that capability; the view keeps
 # rules that touch RoCE v2's port, so the case adds an accept on it) and a probe connection
 # works: the drop came before rdma_cm was opened (lib/diag/privileges.hpp says why).
+# ctest: integration
 case_connect_agent_privileges() {
   require_device
   require_root
@@ -228,6 +233,7 @@ case_connect_agent_privileges() {
   expect_jq '.agent.answers >= 1 and .agent.connections >= 1' agent.out
 }
 
+# ctest: nodevice
 case_connect_bad_flags() {
   local args
   for args in "nohost.invalid" "10.0.0.1 -p 0" "10.0.0.1 -p 70000" "10.0.0.1 --ps sdp" "--serve 10.0.0.1" \
@@ -243,6 +249,7 @@ case_connect_bad_flags() {
 
 # Every fixture, hand-made or captured, replays to the cause it is named after (a file
 # "CAUSE.json" or "CAUSE-variant.json").
+# ctest: nodevice
 case_connect_replay() {
   local fixture cause
   for fixture in "$here/../fixtures/connect"/*.json "$here/../fixtures/connect/captured"/*.json; do
@@ -355,6 +362,7 @@ fix_here() {
   note "$1: fixed on the client with: $fix"
 }
 
+# ctest: pair
 case_pair_connect() {
   require_peer
   local agent=(--agent "$PEER_MGMT_ADDR" --timeout 3)
@@ -491,6 +499,7 @@ exec rdma link add rxe1 type rxe netdev "$WIRE_NETDEV"'
 # QP and holds nothing after it: before, each SIDR request took one of --max-connections'
 # probe slots, with an RC QP, for the connection lifetime (30 s), so the fifth in a row was
 # rejected as busy.
+# ctest: integration
 case_connect_agent_udp() {
   require_device
   next_port

@@ -240,7 +240,11 @@ echo-server-short|peer sent a 2-byte message
 EOF
 }
 
+# ctest: integration sanitized_only
 case_crafted_send_bw_server_side() { require_device; crafted_send_bw_server_side "$RXE_ADDR" "$RXE_ADDR"; }
+# ctest: integration sanitized_only
 case_crafted_send_bw_client_side() { require_device; crafted_send_bw_client_side "$RXE_ADDR" "$RXE_ADDR"; }
+# ctest: integration sanitized_only
 case_crafted_rping() { require_device; crafted_rping "$RXE_ADDR" "$RXE_ADDR"; }
+# ctest: integration sanitized_only
 case_crafted_echo() { require_device; crafted_echo "$RXE_ADDR" "$RXE_ADDR"; }

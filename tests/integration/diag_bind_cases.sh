@@ -29,6 +29,7 @@ wait_port_active() {
   fail "$RXE_DEV port 1 is not ACTIVE again"
 }
 
+# ctest: integration quick
 case_diag_bind_ok() {
   require_device
   diag ok "$RXE_ADDR"
@@ -48,6 +49,10 @@ case_diag_bind_ok() {
   expect_jq '.attempt.steps[-1].call == "rdma_resolve_route" and .attempt.steps[-1].errno_name == "ENODEV"' loopback.out
 }
 
+# alone: breaks the host on purpose (a link down, a device removed or added, the modes of
+# /dev/infiniband, the providers hidden, a full or link-local-only GID table, a VLAN on the RDMA
+# netdev) and repairs it
+# ctest: integration alone
 case_diag_bind_netdev_without_rdma() {
   require_device
   require_root
@@ -70,6 +75,7 @@ case_diag_bind_netdev_without_rdma() {
   expect_grep "need -d rxe_$netdev" fixed.text.out
 }
 
+# ctest: integration
 case_diag_bind_address_not_local() {
   require_device
   diag notmine "${RXE_ADDR%.*}.99"
@@ -79,6 +85,7 @@ case_diag_bind_address_not_local() {
   expect_cause noroute no_route 1
 }
 
+# ctest: integration alone
 case_diag_bind_netdev_down() {
   require_device
   require_root
@@ -97,6 +104,7 @@ case_diag_bind_netdev_down() {
   expect_cause up6 ok 0
 }
 
+# ctest: integration
 case_diag_bind_memlock() {
   require_device
   require_root
@@ -109,6 +117,7 @@ case_diag_bind_memlock() {
   expect_jq '.attempt.steps[-1].call == "ibv_reg_mr" and .attempt.steps[-1].errno_name == "ENOMEM"' memlock.out
 }
 
+# ctest: integration alone
 case_diag_bind_provider_missing() {
   require_device
   require_root
@@ -122,6 +131,7 @@ case_diag_bind_provider_missing() {
   expect_grep "librxe" noprovider.text.out
 }
 
+# ctest: integration alone
 case_diag_bind_no_device() {
   require_device
   require_root
@@ -138,6 +148,7 @@ case_diag_bind_no_device() {
   wait_port_active
 }
 
+# ctest: integration alone
 case_diag_bind_permissions() {
   require_device
   require_root
@@ -158,6 +169,7 @@ case_diag_bind_permissions() {
 # A route that leaves by a netdev whose RDMA port has only its link-local GID, from a source
 # on another netdev: the route is the operator's plan, so only a next step, applied here with
 # an address of ours.
+# ctest: integration alone
 case_diag_bind_gid_link_local() {
   require_device
   require_root
@@ -193,6 +205,7 @@ case_diag_bind_gid_link_local() {
 # A GID table that is full (1024 entries on soft-RoCE, one per address here: RoCE v2 only):
 # the addresses past its end have no GID. Freeing entries leaves room, and the printed fix
 # then re-adds one.
+# ctest: integration alone
 case_diag_bind_gid_missing() {
   require_device
   require_root
@@ -276,6 +289,7 @@ EOF
 # --gids: the table against sysfs and ibv_devinfo, with a VLAN netdev on the RDMA netdev (its
 # entries carry the VLAN id), and the index each stack should get: an address's own RoCE v2
 # entry, a remote one's route source's, none for an address without RDMA (exit 1).
+# ctest: integration alone
 case_diag_bind_gids() {
   require_device
   require_root
@@ -340,6 +354,7 @@ case_diag_bind_gids() {
   expect_grep "run 'diag-bind $PLAIN_ADDR'" plain.text.out
 }
 
+# ctest: integration sanitized quick
 case_diag_bind_from_tools() {
   require_device
   next_port
@@ -355,6 +370,7 @@ case_diag_bind_from_tools() {
   expect_jq '(has("diagnosis") | not) and (.errors[0].hint | contains("diag-bind"))' plain.out
 }
 
+# ctest: nodevice
 case_diag_bind_bad_flags() {
   local args
   for args in "--ps foo 10.55.0.1" "-p 70000 10.55.0.1" "--mr-size 0" "no.such.host.invalid" "10.55.0.1 extra" \

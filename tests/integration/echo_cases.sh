@@ -1,6 +1,7 @@
 # rdma_server / rdma_client cases: ours with ours, ours with the stock tools both ways, and
 # every way a peer can be missing ends within the timeout.
 
+# ctest: integration quick
 case_echo_self() {
   require_device
   next_port
@@ -34,6 +35,7 @@ case_echo_self() {
   expect_jq '.inline_send == false and .iterations.completed == 10' server2.out
 }
 
+# ctest: integration
 case_echo_stock_server() {
   require_device
   command -v rdma_server > /dev/null || { echo "SKIP: stock rdma_server missing"; exit 77; }
@@ -55,6 +57,7 @@ case_echo_stock_server() {
   expect_jq '.outcome == "peer_disconnected" and .iterations.completed == 1' more.out
 }
 
+# ctest: integration quick
 case_echo_stock_client() {
   require_device
   command -v rdma_client > /dev/null || { echo "SKIP: stock rdma_client missing"; exit 77; }
@@ -69,6 +72,7 @@ case_echo_stock_client() {
   expect_jq '.outcome == "completed" and .iterations.completed == 1' server.out
 }
 
+# ctest: integration
 case_echo_no_peer() {
   require_device
   next_port
@@ -95,6 +99,7 @@ case_echo_no_peer() {
   expect_jq '.errors[0].call == "rdma_create_ep" and .diagnosis.verdict.cause == "netdev_without_rdma"' nordma.out
 }
 
+# ctest: nodevice
 case_echo_bad_flags() {
   local args
   for args in "-p 0" "-p 70000" "-C 0" "-C x" "--timeout 0" "--bogus" "extra"; do
@@ -112,6 +117,7 @@ case_echo_bad_flags() {
 # rdma_server -P: clients one after another and at once, ours and stock, each its own record;
 # a client that leaves mid-exchange is its own failure, and --accept-timeout (idle) ends the
 # server normally.
+# ctest: integration sanitized
 case_echo_persistent() {
   require_device
   next_port

@@ -12,6 +12,7 @@ GROUP_JSON='(.steps | type == "array" and length > 0 and all(has("step") and has
 
 require_stock() { command -v "$1" > /dev/null || { echo "SKIP: stock $1 missing"; exit 77; }; }
 
+# ctest: integration sanitized quick
 case_udaddy_self() {
   require_device
   next_port
@@ -38,6 +39,8 @@ case_udaddy_self() {
   expect_grep "larger than the active MTU" mtu.err
 }
 
+# port_7174: the stock udaddy listens on that one port
+# ctest: integration port_7174
 case_udaddy_stock() {
   require_device
   require_stock udaddy
@@ -62,6 +65,7 @@ case_udaddy_stock() {
   expect_jq '.connections | all(.remote_qpn > 0)' server.out
 }
 
+# ctest: integration port_7174
 case_udaddy_lost() {
   require_device
   require_stock udaddy
@@ -101,6 +105,8 @@ ucmatose_setup() {
   expect_rc 0 "our ucmatose server -c $c"
 }
 
+# alone: compares setup cost per connection at -c 8 and -c 64
+# ctest: integration alone
 case_ucmatose_scaling() {
   require_device
   local c per_8 per_64 try ratios=()
@@ -134,6 +140,7 @@ case_ucmatose_scaling() {
   note "setup per connection, -c 64 over -c 8: ${ratios[*]}"
 }
 
+# ctest: integration quick
 case_ucmatose_stock() {
   require_device
   require_stock ucmatose
@@ -162,6 +169,7 @@ case_ucmatose_stock() {
   expect_jq '.connections | all(.rnr_nak_timer == 12)' server.out
 }
 
+# ctest: integration
 case_ucmatose_no_peer() {
   require_device
   next_port
@@ -188,6 +196,7 @@ case_ucmatose_no_peer() {
 # One connection of a group fails on purpose: the client asks for 4, the server takes 3 and
 # rejects the fourth. That connection ends alone; the other 3 carry their messages, the
 # report counts 3 ready and 1 failed (its step, call and errno) and the client exits 1.
+# ctest: integration sanitized
 case_ucmatose_one_rejected() {
   require_device
   next_port
@@ -212,6 +221,7 @@ case_ucmatose_one_rejected() {
   note "client: $(jq -r '.errors[0].message' "$T/client.out")"
 }
 
+# ctest: integration sanitized quick
 case_mckey_self() {
   require_device
   start receiver "$OURS_MCKEY" -m 239.1.7.1 -b "$RXE_ADDR" -c 2 --json --log-level info
@@ -246,6 +256,7 @@ case_mckey_self() {
   expect_jq '.messages.received == 10' receiver2.out
 }
 
+# ctest: integration
 case_mckey_stock() {
   require_device
   require_stock mckey
@@ -267,6 +278,7 @@ case_mckey_stock() {
   expect_jq '.outcome == "completed" and .messages.received == 10' receiver.out
 }
 
+# ctest: integration
 case_mckey_lost() {
   require_device
   # Nobody sends: the receiver gives up after --first-timeout with all 10 counted lost.
@@ -302,6 +314,7 @@ case_mckey_lost() {
   fi
 }
 
+# ctest: nodevice
 case_group_bad_flags() {
   local tool args
   for args in "udaddy --bogus" "udaddy -c 0" "udaddy -P tcp" "udaddy -P udp -p 0x2" "udaddy -f mac" "udaddy -S 0" \

@@ -35,6 +35,7 @@ expect_refused() {
   note "$name: verdict $VERDICT, closed after $CLOSED_AFTER s"
 }
 
+# ctest: integration
 case_key_agent() {
   require_device
   make_keys
@@ -96,6 +97,7 @@ case_key_agent() {
   note "$(grep -c 'handshake:' "$T/agent.err") refusals logged; $(jq -c .agent "$T/agent.out")"
 }
 
+# ctest: integration
 case_key_smoke() {
   require_device
   make_keys
@@ -164,6 +166,7 @@ relay() {
 # and then flips one bit of what follows: the agent's answer, the client's request, the smoke
 # peer's plan and the serving side's reply. Each is caught by the frames' MAC and named;
 # a faithful relay (the control) is served as usual, so the relay itself is not the cause.
+# ctest: integration
 case_key_tamper() {
   require_device
   make_keys

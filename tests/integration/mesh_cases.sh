@@ -47,6 +47,9 @@ expect_full_mesh() {
     and .finished" "$file"
 }
 
+# alone (every mesh_ case): four or five rdma_mesh ranks at once would take the guest's CPUs (and,
+# sanitized, its memory) from the cases beside them
+# ctest: integration alone
 case_mesh_ranks() {
   require_device
   require_mpirun
@@ -82,6 +85,7 @@ case_mesh_ranks() {
 
 # One rank on the netdev without RDMA: its pairs fail with the bind diagnosis's cause, the
 # others complete, rank 0 names it as a node problem, exit 1, within a bound.
+# ctest: integration alone
 case_mesh_unusable_rank() {
   require_device
   require_mpirun
@@ -180,6 +184,10 @@ slow_node_undo() {
   ip rule show | grep -q '^0:.*lookup local'
 }
 
+# long: four ranks in namespaces, one slowed by netem, named the culprit (37 s alone); the culprit
+# rules on a slow node run on synthetic meshes in MeshTrials.BadNodeNamed, the measurement end to
+# end in mesh_ranks
+# ctest: integration long alone
 case_mesh_slow_node() {
   require_device
   require_mpirun
@@ -235,6 +243,7 @@ case_mesh_slow_node() {
 # direction above the median, so some are always flagged; bandwidth's strictest threshold
 # (0.99) flagged none in one run, where four of the six directions came within 1% of each
 # other (47.09-47.54 MiB/s, 75f0906).
+# ctest: integration alone
 case_mesh_pairs_retest() {
   require_device
   require_mpirun
@@ -261,6 +270,9 @@ case_mesh_pairs_retest() {
 # once. Every pass after the first runs on fewer pairs than the one before, at most
 # --retest 3 passes. (Ranks slowed with SIGSTOP, 200 ms of every 210, were not told from
 # the TCG guest's noise: their links came out at half the others' pace, not a tenth.)
+# long: six ranks, retests of disjoint pairs in one round, 35-40 s alone; the retest plan is unit-
+# tested, --retest runs in mesh_pairs_retest
+# ctest: integration long alone
 case_mesh_retest_rounds() {
   require_device
   require_mpirun
@@ -292,6 +304,7 @@ case_mesh_retest_rounds() {
 # --quick: a health check between jobs, one round of disjoint pairs (rank r with r + N/2),
 # both directions, the analysis as after a full mesh. Four ranks: 2 pairs, 4 directions;
 # three: one pair, rank 2 in none, which the report and the text name.
+# ctest: integration alone
 case_mesh_quick() {
   require_device
   require_mpirun
@@ -317,6 +330,7 @@ case_mesh_quick() {
 
 # A rank killed mid-run ends the MPI job (MPI's model); the JSON file rank 0 rewrites after
 # every round keeps the rounds that finished.
+# ctest: integration alone
 case_mesh_rank_killed() {
   require_device
   require_mpirun
@@ -341,6 +355,9 @@ case_mesh_rank_killed() {
 # No device needed (the options are refused before any is opened): label nodevice. Bounded
 # at 120 s: at nice 19 beside the pair guests, Open MPI's start and teardown alone once took
 # 35 s, and the second run passed its old 60 s after both ranks had said their line.
+# two mpirun runs of up to 120 s each; its sanitized copy is left out of the suite: each rank's
+# Open MPI start under ASan cost it 48 CPU-s for option checks the plain build runs too
+# ctest: nodevice timeout=300 not_sanitized
 case_mesh_bad_flags() {
   require_mpirun
   run all 120 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" --threshold 2
@@ -368,6 +385,7 @@ case_mesh_bad_flags() {
 # Two guests (scripts/rxe-vm.sh --pair): mpirun on this one starts two ranks here and two
 # on the peer, through tests/integration/mpi-rsh-agent.sh in place of ssh; every rank on
 # the wire's device, so that the pairs across the guests cross the wire.
+# ctest: pair long
 case_pair_mesh() {
   require_peer
   require_mpirun
@@ -389,6 +407,7 @@ case_pair_mesh() {
 
 # On a host without RDMA (the build host): every rank says why, exit 77. No device needed:
 # label nodevice; skipped where the host has one.
+# ctest: nodevice skip_77 not_sanitized
 case_mesh_no_device() {
   require_mpirun
   if ls /sys/class/infiniband/ 2> /dev/null | grep -q .; then
@@ -404,6 +423,7 @@ case_mesh_no_device() {
 
 # The heatmap of a report (scripts/bench-plot.sh), from a sample with outliers and from one
 # with a rank that could not take part.
+# ctest: nodevice skip_77
 case_mesh_heatmap() {
   local root=$HARNESS_ROOT sample
   command -v gnuplot > /dev/null || { echo "SKIP: gnuplot missing (Debian package gnuplot-nox)"; exit 77; }
@@ -441,6 +461,7 @@ case_mesh_heatmap() {
 # disconnect that never comes, the direction is recorded failed, and the job goes on to
 # its end (exit 1) once the sender runs again. (Cutting the link instead, by taking the rxe
 # netdev down under traffic, left this kernel's rxe unable to connect for the cases after.)
+# ctest: integration alone
 case_mesh_peer_silent() {
   require_device
   require_mpirun
@@ -583,6 +604,7 @@ slurm_start() {
 # The job script we ship (doc/slurm/rdma_mesh.sbatch) under sbatch --wait on the guest's one
 # node: its srun starts four ranks, a full mesh, every rank's host the node name Slurm gave
 # it, and --topology the topology.conf beside slurm.conf.
+# ctest: integration alone
 case_mesh_slurm() {
   require_device
   require_mpirun
@@ -625,6 +647,7 @@ slurm_peer_stop() {
 # slurmctld and slurmd (nodeb) here, munged and slurmd (nodea) on the peer, the
 # configuration and munge key in the folder both guests share. srun starts two ranks on
 # each node, every rank on the wire's device: the report names each by its node.
+# ctest: pair
 case_pair_mesh_slurm() {
   require_peer
   require_mpirun

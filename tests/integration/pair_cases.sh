@@ -13,6 +13,7 @@ pair_server() {
   remote_wait_listening "$port"
 }
 
+# ctest: pair
 case_pair_interop() {
   require_peer
   local rping server client
@@ -158,6 +159,7 @@ kill_fault_server() { remote_signal "$FAULT_SERVER" KILL || fail "could not kill
 # Clearing IFF_UP through sysfs is `ip link set down` without starting a process.
 link_down_fault() { remote_fault write 0x1002 /sys/class/net/@WIRE_NETDEV@/flags || fail "could not drop the link"; }
 
+# ctest: pair
 case_pair_faults() {
   require_peer
   peer_clock
@@ -252,6 +254,7 @@ case_pair_faults() {
 # The crafted peer (tests/peer/crafted_peer.cpp) on the other host, across the wire: answers
 # and hellos that are garbage or of another version, lengths, addresses and rkeys outside
 # what was registered, silence (crafted_cases.sh, with its hooks pointed at the peer).
+# ctest: pair long
 case_pair_crafted() {
   require_peer
   peer_clock

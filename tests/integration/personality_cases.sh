@@ -28,6 +28,7 @@ personality_send_bw() {
 # cxgb4 (iWARP): 8 READs each way, no atomics, no UD, no immediate data, READ sinks that
 # need remote write. Before the capability model, send_bw failed at rdma_connect with
 # EINVAL in every mode.
+# ctest: integration
 case_personality_cxgb4() {
   require_device
   local op
@@ -93,6 +94,7 @@ case_personality_cxgb4() {
 
 # irdma: 48 inline bytes. Before, the send_bw server asked for 64 with no fallback and
 # refused every client (reject reason 28).
+# ctest: integration
 case_personality_irdma() {
   require_device
   personality_send_bw irdma server client -s 32 -n 2000
@@ -111,6 +113,7 @@ case_personality_irdma() {
 # InfiniBand inside a subnet: UD arrivals carry no GRH, so no source address. rdma_pingmesh
 # knows each peer it probes by the LID and QP number of its SIDR reply; before, every probe
 # and answer was dropped as unknown_peer and every path went down.
+# ctest: integration
 case_personality_no_grh() {
   require_device
   local a=10.55.0.1 b=10.55.0.2
@@ -139,6 +142,7 @@ case_personality_no_grh() {
 # stamps into nanoseconds, as mlx5 does. Read at the nominal rate, every responder delay
 # was 6.4 times too long and no round trip on the device's clock was left. The raw counter
 # wraps 3 s in, inside node-a's run.
+# ctest: integration
 case_personality_device_clock() {
   require_device
   local a=10.55.0.1 b=10.55.0.2 personality name
@@ -172,6 +176,10 @@ case_personality_device_clock() {
 # siw, soft-iWARP: Debian's kernels leave it out; scripts/build-siw.sh builds the kernel's own
 # source out of tree (build/siw/siw.ko). Loaded here on a dummy netdev of its own, it is a
 # second provider beside rxe, and a real iWARP one: RDMAP over the kernel's TCP.
+# long and alone: loads siw (Debian's linux-source, 140 MB, and about a minute to build) and adds
+# a second RDMA device, which cases that list every device would meet; cxgb4's limits on rxe run
+# in personality_cxgb4 in the full suite
+# ctest: integration long alone
 case_siw_tools() {
   require_device
   require_root
@@ -246,6 +254,7 @@ case_siw_tools() {
 # A responder that does its atomics big-endian (ConnectX-3's "reply BE"): every fetched
 # value and the counters read back arrive byte-swapped. send_bw learns the order from the
 # first value that tells and holds the run to it, instead of failing on the first fetch.
+# ctest: integration
 case_personality_be_atomics() {
   require_device
   personality_send_bw beatomics server client --op atomic -n 2000

@@ -59,6 +59,7 @@ pingmesh_changed_at() {
   echo "$at"
 }
 
+# ctest: integration sanitized
 case_pingmesh_two_nodes() {
   require_device
   local a=10.55.0.1 b=10.55.0.2
@@ -115,6 +116,7 @@ prometheus_query() {
 # node-a's textfile (it refused OpenMetrics: node_textfile_scrape_error 1, "unknown metric
 # type stateset"), and Debian's Prometheus scrapes node-b's /metrics (OpenMetrics, as it asks)
 # and node_exporter; both nodes' answered counts and path states arrive in Prometheus.
+# ctest: integration
 case_pingmesh_consumers() {
   require_device
   local a=10.55.0.1 b=10.55.0.2
@@ -169,6 +171,7 @@ case_pingmesh_consumers() {
 # ask for stamps, each answer is followed by its stamps, and the prober takes the round trip
 # from its completions less the responder's. Then a node without stamps as the peer: the
 # stamping prober waits for no stamps, the other asks for none.
+# ctest: integration sanitized
 case_pingmesh_host_stamps() {
   require_device
   local a=10.55.0.1 b=10.55.0.2
@@ -209,6 +212,7 @@ case_pingmesh_host_stamps() {
 
 # Garbage in the pinglist, datagrams that are not probes, a peer outside the pinglist: each
 # refused or counted as the man page says.
+# ctest: integration sanitized
 case_pingmesh_bad_input() {
   require_device
   next_port
@@ -299,6 +303,7 @@ pingmesh_drop_peer_roce() {
   restore "nft delete table inet rdmakit_pm 2> /dev/null || true"
 }
 
+# ctest: pair
 case_pair_pingmesh() {
   require_peer
   require_root
@@ -400,6 +405,7 @@ pingmesh_peer_second_node() {
 # dropped -> lossy with the loss measured; 20 ms added to the peer's sends -> slow against the
 # learned baseline; this node's wire netdev down -> every path down, the node reported, with
 # diag-connect's verdict attached.
+# ctest: pair long
 case_pair_pingmesh_faults() {
   require_peer
   require_root
@@ -498,6 +504,7 @@ case_pair_pingmesh_faults() {
 # goes in after seven; slow within two windows of it (label pair_long). Not 20 ms: in the
 # TCG guests a 10 s window's p99 is about 10 ms (idle vCPUs woken), so 3 x the baseline is
 # about 29 ms, and 20 ms more on a 3 ms median went slow in the third window, or flapped.
+# ctest: pair long
 case_pair_pingmesh_slow() {
   require_peer
   require_root
@@ -536,6 +543,7 @@ case_pair_pingmesh_slow() {
 
 # Ten minutes clean at the default rates and window: no state change after the first ok
 # (label pair_long).
+# ctest: pair long
 case_pair_pingmesh_clean() {
   require_peer
   next_port

@@ -21,6 +21,7 @@ send_bw_report_to() {
   RC=$client_rc
 }
 
+# ctest: integration
 case_reports_full_disk() {
   require_device
   require_root
@@ -65,6 +66,7 @@ case_reports_full_disk() {
   expect_jq '.outcome == "completed"' full/r.json
 }
 
+# ctest: integration
 case_reports_stop_signals() {
   require_device
   # SIGHUP (a closed terminal or ssh session): the waiting server stops with its report.

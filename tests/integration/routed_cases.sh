@@ -112,6 +112,7 @@ perftest_failure() {
   grep -hiE 'fail|error|unable|couldn' "$T/$1.err" "$T/$1.out" | head -3 | tr '\n' ' '
 }
 
+# ctest: pair
 case_pair_routed() {
   require_peer
   # The control, on the plain wire (one L2): there -x 0, the fe80 entries, works. The peer's

@@ -40,6 +40,7 @@ ping_pair() {
   fi
 }
 
+# ctest: integration quick
 case_rping_self() {
   require_device
   next_port
@@ -56,6 +57,7 @@ case_rping_self() {
   expect_jq ".local_address | startswith(\"$RXE_ADDR2:\")" source_client.out
 }
 
+# ctest: integration
 case_rping_stock_client() {
   require_device
   next_port
@@ -66,6 +68,7 @@ case_rping_stock_client() {
   expect_grep "10 of unlimited iterations" stockc_server.out
 }
 
+# ctest: integration quick
 case_rping_stock_server() {
   require_device
   next_port
@@ -76,6 +79,7 @@ case_rping_stock_server() {
   expect_grep "server ping data: rdma-ping-9: JKLMNOP" stocks_server.out
 }
 
+# ctest: integration
 case_rping_size_sweep() {
   require_device
   local size
@@ -98,6 +102,7 @@ case_rping_size_sweep() {
   done
 }
 
+# ctest: integration
 case_rping_persistent() {
   require_device
   next_port
@@ -136,6 +141,7 @@ case_rping_persistent() {
   expect_jq '.outcome == "completed" and (.errors | length == 0) and (.connections | length == 1)' idle.out
 }
 
+# ctest: integration
 case_rping_json() {
   require_device
   next_port
@@ -157,6 +163,7 @@ case_rping_json() {
   note "client report: $(jq -c '{outcome, iterations, rtt_us, cm_timings_ms}' "$T/json_client.out")"
 }
 
+# ctest: integration
 case_rping_ipv6() {
   require_device
   next_port
@@ -171,6 +178,7 @@ case_rping_ipv6() {
     "$OURS_RPING" -c -a "$RXE_ADDR6" -p "$PORT" -C 10 -V
 }
 
+# ctest: integration
 case_rping_self_qp() {
   require_device
   next_port
@@ -184,6 +192,7 @@ case_rping_self_qp() {
     "$OURS_RPING" -c -q -a "$RXE_ADDR" -p "$PORT" -C 10 -V
 }
 
+# ctest: nodevice
 case_rping_bad_flags() {
   local -a bad
   local i=0
@@ -217,6 +226,7 @@ FLAGS
   expect_jq '.outcome == "usage_error" and .exit_code == 2 and (.errors[0].message | contains("-a"))' badjson.out
 }
 
+# ctest: integration
 case_rping_wrong_address() {
   require_device
   next_port
@@ -246,6 +256,8 @@ case_rping_wrong_address() {
   note "silent peer: gave up after $(jq .duration_s "$T/silent.out") s (wall ${ELAPSED_MS} ms): $(head -1 "$T/silent.err")"
 }
 
+# alone: leaves connections in CM timewait (kill -9 of the server)
+# ctest: integration sanitized alone
 case_rping_server_killed() {
   require_device
   local server pid
@@ -294,6 +306,7 @@ case_rping_server_killed() {
   done
 }
 
+# ctest: integration sanitized
 case_rping_interrupt() {
   require_device
   next_port
@@ -329,6 +342,7 @@ case_rping_interrupt() {
   finish iserver2 10
 }
 
+# ctest: integration sanitized
 case_rping_oversized_advert() {
   require_device
   next_port

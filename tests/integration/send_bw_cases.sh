@@ -29,6 +29,7 @@ send_bw_pair_with() {
   expect_rc 0 "send_bw server ${server_flags[*]} for $*"
 }
 
+# ctest: integration sanitized quick
 case_send_bw_operations() {
   require_device
   local op mode
@@ -52,6 +53,7 @@ case_send_bw_operations() {
   expect_jq '.test.inline_bytes >= 0' client_send.out
 }
 
+# ctest: integration quick
 case_send_bw_sweep() {
   require_device
   send_bw_pair server client 120 -a -n 8 --warmup 1 -t 16 --json-file "$T/sweep.json"
@@ -69,6 +71,7 @@ case_send_bw_sweep() {
 # sweep is not silent until its end. -n 40 at -t 16 wraps the send queue at every size up
 # to 8 MiB, where a size change once lost a race; the sweep must complete. (-n 300 at -t 128,
 # 4.8 GB through a loaded guest, ran past the case's 180 s.)
+# ctest: integration
 case_send_bw_progress() {
   require_device
   local i rows=0 header seen_after
@@ -125,6 +128,7 @@ case_send_bw_progress() {
 }
 
 # Flags alone: refused before anything opens a device (label nodevice, on the build host).
+# ctest: nodevice
 case_send_bw_bad_flags() {
   local args
   for args in "-s 0" "-s 2147483648" "-a -s 64" "--op swap" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
@@ -141,6 +145,7 @@ case_send_bw_bad_flags() {
 # perftest's spellings: each one send_bw has is accepted (the run then ends for want of a
 # device: 77, not a usage error), each it has not is refused with one line naming the flag
 # and what to use; -c UD and --lat -c UD need no -s. On the build host (label nodevice).
+# ctest: nodevice skip_77
 case_send_bw_perftest_flags() {
   require_no_device
   local args n=0
@@ -173,6 +178,7 @@ case_send_bw_perftest_flags() {
 }
 
 # Limits only the device knows: checked after address resolution, before connecting.
+# ctest: integration
 case_send_bw_device_limits() {
   require_device
   next_port
@@ -194,6 +200,7 @@ case_send_bw_device_limits() {
   expect_jq '.errors[0].message | test("no RDMA device mlx5_9 \\(present: ")' wrong_device.out
 }
 
+# ctest: integration
 case_send_bw_no_peer() {
   require_device
   next_port
@@ -213,6 +220,7 @@ LAT_ROWS_CONSISTENT='.rows | length > 0 and all(.iterations > 0 and .t_min_us > 
   and .t_min_us <= .t_median_us and .t_median_us <= .t_p99_us and .t_p99_us <= .t_p999_us
   and .t_p999_us <= .t_max_us and .t_min_us <= .t_avg_us and .t_avg_us <= .t_max_us and .t_stdev_us >= 0)'
 
+# ctest: integration
 case_send_bw_latency() {
   require_device
   local op
@@ -237,6 +245,7 @@ case_send_bw_latency() {
   expect_jq '.duration_s < 10 and .test.duration_s == 1' timed.out
 }
 
+# ctest: integration
 case_send_bw_duration() {
   require_device
   send_bw_pair server client 60 -s 4096 -D 2
@@ -250,6 +259,7 @@ case_send_bw_duration() {
   note "-D 2: $(jq -c '.rows[0] | {seconds, iterations}' "$T/client.out")"
 }
 
+# ctest: integration
 case_send_bw_queue_pairs() {
   require_device
   send_bw_pair server client 60 -q 4 -s 65536 -n 500
@@ -265,6 +275,7 @@ case_send_bw_queue_pairs() {
   expect_jq '.rows[0].iterations == 2200 and .test.bidirectional' bidir_server.out
 }
 
+# ctest: integration
 case_send_bw_path() {
   require_device
   # Without -x, rdma_cm chooses the GID; the report says which, and -x of it gives the same.
@@ -288,6 +299,7 @@ case_send_bw_path() {
 # RoCE v2 entry to use instead: on the server (no peer) the first, RXE_ADDR's; on a client
 # of an IPv6 server, fd55::1's. -x of the advised entry has none; an empty one is an error
 # naming it.
+# ctest: integration
 case_send_bw_gid_link_local() {
   require_device
   local link_local
@@ -330,6 +342,7 @@ case_send_bw_gid_link_local() {
   note "-x 0 warned: $(jq -r '.warnings[0]' "$T/server.out")"
 }
 
+# ctest: integration
 case_send_bw_refused() {
   require_device
   # The server says why in rdma_reject's private data, and waits for the next client.
@@ -346,6 +359,7 @@ case_send_bw_refused() {
   expect_jq '(.refused | length == 1) and (.refused[0].reason | test("65536"))' server.out
 }
 
+# ctest: integration sanitized
 case_send_bw_interrupted() {
   require_device
   # Ctrl-C in the middle of a -D run: the client stops within a second or two and its report
@@ -411,6 +425,7 @@ case_send_bw_interrupted() {
 # send_bw -P: one test at a time, client after client, whatever each runs; clients arriving
 # while a test runs wait their turn; a refused client is not served and the server goes on;
 # idle for --accept-timeout, it ends normally.
+# ctest: integration sanitized
 case_send_bw_persistent() {
   require_device
   next_port
@@ -454,6 +469,7 @@ send_bw_gate_run() {
 
 # send_bw as a CI gate: fixed limits and a baseline report, each with a crafted bound that
 # must fail (exit 1, one line naming the row, the figure and the limit) and one that must pass.
+# ctest: integration
 case_send_bw_gate() {
   require_device
   send_bw_pair server_base base 60 -s 4096 -n 500
@@ -487,6 +503,7 @@ case_send_bw_gate() {
 
 # The connection's transport settings, read back from the QP (ibv_query_qp), and the port's
 # counters around each row.
+# ctest: integration
 case_send_bw_transport() {
   require_device
   send_bw_pair server client 60 -s 4096 -n 500 --tclass 96 --ack-timeout 14 --retry-count 3 --counters
@@ -535,6 +552,10 @@ case_send_bw_transport() {
 }
 
 # --interval: a timed run as a time series, every interval's messages adding up to the row.
+# alone: checks each 0.5 s interval of a paced run; beside busy cases its server was held up long
+# enough to run out of receives, and the completions that waited landed together in one short
+# interval (above 6 MiB/s in a 4 MiB/s run, twice in full suites)
+# ctest: integration alone
 case_send_bw_intervals() {
   require_device
   # --ack-timeout 14 (67 ms): a packet rxe drops under load is resent after that, not after
@@ -565,6 +586,7 @@ case_send_bw_intervals() {
 # -e: both sides asleep on their completion channels, for every loop that waits on a CQ
 # (bandwidth with several queue pairs and bidirectional, send and read latency); the rows
 # complete and each report says how it waited. Ctrl-C wakes a sleeping server at once.
+# ctest: integration
 case_send_bw_events() {
   require_device
   local name flags
@@ -603,6 +625,7 @@ case_send_bw_events() {
 # so each knows per size what was sent and what arrived (warm-up included); sizes go up to
 # the MTU (-a stops there, -s above it is a usage error once the device is known); a UD
 # client finds no RC server (another port space) and says so instead of hanging.
+# ctest: integration sanitized
 case_send_bw_ud() {
   require_device
   local name flags mtu
@@ -711,6 +734,7 @@ case_send_bw_ud() {
 
 # --op atomic: fetch-and-add and compare-and-swap, bandwidth on two queue pairs and latency;
 # the client reads each counter back at the end: it must hold every operation (warm-up too).
+# ctest: integration sanitized
 case_send_bw_atomics() {
   require_device
   local kind name
@@ -734,6 +758,7 @@ case_send_bw_atomics() {
 
 # --use-hugepages: both sides' buffers in huge pages once some are reserved (each report
 # says so); with none reserved the client fails with mmap's error and the hint to reserve.
+# ctest: integration
 case_send_bw_hugepages() {
   require_device
   local reserved
@@ -758,6 +783,7 @@ case_send_bw_hugepages() {
 # --pin-core: each side on its core (the guest's kernel shows the client's affinity while it
 # runs), where it ran in each report; rxe has no PCI function, so no device NUMA node and
 # no memory policy.
+# ctest: integration
 case_send_bw_pin_core() {
   require_device
   next_port
@@ -788,6 +814,9 @@ case_send_bw_pin_core() {
 # port; a client of ours stopped mid-run is dropped beside a busy one, where the counters
 # alone would have held it; real WRITE and READ runs of more than twice --timeout are served
 # to the end. Alone (RUN_SERIAL): another case's traffic on the port moves the counters.
+# alone: a WRITE/READ server tells a silent client from one at work by the port's counters, which
+# every other case's traffic moves too
+# ctest: integration alone
 case_send_bw_silent_one_sided() {
   require_device
   next_port

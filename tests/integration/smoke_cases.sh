@@ -18,6 +18,7 @@ smoke() {
   junit_valid "$name"
 }
 
+# ctest: integration quick
 case_smoke_all() {
   require_device
   next_port
@@ -48,6 +49,7 @@ case_smoke_all() {
 
 # Another process holds the port rping's case listens on: that case fails with rping's own
 # error, the others pass.
+# ctest: integration
 case_smoke_port_taken() {
   require_device
   next_port
@@ -86,6 +88,10 @@ delete_device_bounded() {
 
 # The host broken: the rxe netdev down (every case fails, diag-bind's verdict first), then the
 # device deleted (exit 77, the verdict in the report and the XML).
+# alone: takes the rxe netdev down and deletes the device, and repairs them; its own bounds (the
+# smoke runs, the device's deletion) add up to more than the common timeout, and it must end on
+# them so that its exit trap repairs the guest
+# ctest: integration alone timeout=400
 case_smoke_broken() {
   require_device
   require_root
@@ -119,6 +125,7 @@ case_smoke_broken() {
 # Two guests: rdma_smoke --serve on the peer, --peer here; every case across the wire in
 # both directions (forward: the client here, the servers there; reverse: the other way
 # round), and both sides' reports and XML.
+# ctest: pair
 case_pair_smoke() {
   require_peer
   next_port
@@ -146,6 +153,7 @@ case_pair_smoke() {
 # The serving side stopped in the middle of a run (both sides in this guest): the peer fails
 # the case it was on with why, keeps the cases before it, and exits 1; the serving side ends
 # its servers on SIGTERM.
+# ctest: integration
 case_smoke_peer_lost() {
   require_device
   next_port
@@ -164,6 +172,7 @@ case_smoke_peer_lost() {
 
 # No RDMA device at all (the build host, label nodevice): exit 77, diag-bind's verdict in the
 # report and in the JUnit XML.
+# ctest: nodevice
 case_smoke_no_device() {
   if ls /sys/class/infiniband/ 2> /dev/null | grep -q .; then
     echo "SKIP: this host has an RDMA device"

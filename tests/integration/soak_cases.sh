@@ -87,6 +87,7 @@ rping_misbehaves() {
   run stranger 10 rdma_client -s "$RXE_ADDR" -p "$PORT"
 }
 
+# ctest: soak
 case_rping_soak() {
   require_device
   next_port
@@ -107,6 +108,7 @@ echo_misbehaves() {
   run stranger 20 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -n 10 --timeout 3
 }
 
+# ctest: soak
 case_rdma_server_soak() {
   require_device
   next_port
@@ -126,6 +128,7 @@ send_bw_misbehaves() {
   run stranger 10 rdma_client -s "$RXE_ADDR" -p "$PORT"
 }
 
+# ctest: soak
 case_send_bw_soak() {
   require_device
   next_port

@@ -28,6 +28,7 @@ server_holds_no_qp() { ! rdma res show qp 2> /dev/null | grep -q " pid $1 "; }
 
 # rdma_server -P, a thread per client: 20 clients at once (4 of ours, 16 of the stock
 # rdma_client, which starts faster in the TCG guest), each served and passing.
+# ctest: tsan
 case_tsan_echo_clients() {
   require_device
   next_port
@@ -56,6 +57,7 @@ case_tsan_echo_clients() {
 }
 
 # rping -P, a thread per client as well, with its own exchange: 8 stock rping clients at once.
+# ctest: tsan
 case_tsan_rping_clients() {
   require_device
   next_port
@@ -78,6 +80,7 @@ case_tsan_rping_clients() {
 
 # send_bw -P: four clients started together; the server runs one test at a time and the
 # others wait their turn.
+# ctest: tsan
 case_tsan_send_bw_queue() {
   require_device
   next_port
@@ -100,6 +103,7 @@ case_tsan_send_bw_queue() {
 }
 
 # The diag-connect agent answering three clients that ask at once.
+# ctest: tsan
 case_tsan_agent() {
   require_device
   start_local_agent
@@ -121,6 +125,7 @@ case_tsan_agent() {
 
 # rdma_smoke --serve and --peer in one guest: rping and send_bw (a connected pair and a
 # measurement) in both directions, so each side runs servers and clients for the other.
+# ctest: tsan
 case_tsan_smoke_serve() {
   require_device
   next_port

@@ -18,6 +18,7 @@ memcheck_verdict() {
   note "memcheck $3: clean (exit $RC)"
 }
 
+# ctest: valgrind
 case_valgrind_tools() {
   require_device
   command -v valgrind > /dev/null || fail "valgrind is not installed (scripts/install-deps.sh installs it)"

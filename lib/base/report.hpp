@@ -55,6 +55,11 @@ class ReportSection {
   // Lines written after the text, whichever it is (the tool's own or the generic summary):
   // a count beside the results, as the refused peers of a server.
   virtual std::string note() const { return {}; }
+  // Whether this section's text and JSON name other tools as they were run already (rdma_smoke:
+  // its cases are the tools' names, its reasons the children's own words, which name their
+  // siblings as installed), so that the runner leaves them as they are instead of naming
+  // diag-bind and diag-connect under this program's prefix.
+  virtual bool names_tools_as_run() const { return false; }
   // A cause more precise than Outcome says (diag-bind's verdict), written as the
   // report's "outcome"; none leaves the report's own.
   virtual std::optional<std::string> outcome() const { return std::nullopt; }

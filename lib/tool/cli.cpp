@@ -355,9 +355,17 @@ void ToolRunner::json_lines() {
   app_->get_option("--json")->description("Write JSON lines on stdout as the run goes, its report as the last one");
 }
 
+namespace {
+
+bool names_tools_as_run(const Report& report) {
+  return std::ranges::any_of(report.sections, [](const auto& section) { return section->names_tools_as_run(); });
+}
+
+}  // namespace
+
 std::string ToolRunner::report_json(const Report& report) const {
   auto document = to_json(report);
-  with_sibling_names(document, "");
+  if (!names_tools_as_run(report)) with_sibling_names(document, "");
   return json_lines_ ? json_line(document) : json_text(document);
 }
 
@@ -381,7 +389,8 @@ void ToolRunner::render(const Report& report) const {
   if (common_.json) {
     std::cout << report_json(report) << '\n' << std::flush;
   } else {
-    std::cout << with_sibling_names(render_text(report)) << std::flush;
+    const auto text = render_text(report);
+    std::cout << (names_tools_as_run(report) ? text : with_sibling_names(text)) << std::flush;
   }
 }
 

@@ -25,6 +25,6 @@ int main(int argc, char** argv) {
                                                          std::string& text) {
           return rdmakit::diag::diagnose_connect_failure(address, port, timeout, text, "udp");
         };
-        rdmakit::run_pingmesh(options, tool.common(), tool.sibling("rdma_pingmesh"), diagnose_path, report);
+        rdmakit::run_pingmesh(options, tool.common(), tool.names().sibling("rdma_pingmesh"), diagnose_path, report);
       });
 }

@@ -35,7 +35,7 @@ constexpr GateFlags smoke_gate{.local_default = true, .cap = false, .rate = fals
 // stock tools of the same names.
 fs::path tools_dir(const SmokeOptions& o) {
   if (!o.tools_dir.empty()) return o.tools_dir;
-  return fs::read_symlink("/proc/self/exe").parent_path();
+  return ProgramNames::directory();
 }
 
 void write_junit(const std::string& file, const std::string& xml) {
@@ -269,7 +269,7 @@ void SmokeOptions::check(const ToolRunner& runner, const SmokeHost& host) const 
     (void)read_shared_key(key_file);
   }
   const auto dir = smoke::tools_dir(*this);
-  if (!fs::exists(dir / runner.sibling("rping"))) {
+  if (!fs::exists(dir / runner.names().sibling("rping"))) {
     throw UsageError("no rdmakit tools in " + dir.string() + " (--tools-dir)");
   }
 }
@@ -279,12 +279,12 @@ void run_smoke(const SmokeOptions& options, const ToolRunner& runner, const Smok
   const auto started = Clock::now();
   const auto dir = tools_dir(options);
   const RunEnvironment environment{
-      .program = [&dir, &runner](const std::string& tool) { return (dir / runner.sibling(tool)).string(); },
+      .program = [&dir, &runner](const std::string& tool) { return (dir / runner.names().sibling(tool)).string(); },
       .listening = host.listening,
       .stop_fd = stop.fd()};
   SmokeRun run;
-  const auto peer_lost =
-      run_cases(options, host, runner.common().timeout_s, environment, runner.sibling("rdma_smoke"), run, report);
+  const auto peer_lost = run_cases(options, host, runner.common().timeout_s, environment,
+                                   runner.names().sibling("rdma_smoke"), run, report);
   // diag-bind alone, where there is nothing to test, checks the host with no address.
   for (const auto& c : run.cases) {
     if (!c.address.empty() && std::ranges::find(run.addresses, c.address) == run.addresses.end()) {

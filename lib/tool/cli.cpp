@@ -108,8 +108,8 @@ std::optional<std::chrono::milliseconds> ServerOptions::accept_timeout() const {
 }
 
 ToolRunner::ToolRunner(std::string name, std::string description, const std::string& debug_flag)
-    : name_(std::move(name)), invoked_(name_), app_(std::make_unique<CLI::App>(std::move(description), name_)) {
-  app_->set_version_flag("--version", std::string(name_ + " (rdmakit) 0.1.0"));
+    : names_(std::move(name)), app_(std::make_unique<CLI::App>(std::move(description), names_.tool())) {
+  app_->set_version_flag("--version", std::string(names_.tool() + " (rdmakit) 0.1.0"));
   common_.add_to(*app_, debug_flag);
 }
 
@@ -129,11 +129,6 @@ void ToolRunner::enable_diagnose() {
   app_->add_flag("--diagnose", diagnose_,
                  "On an address, device or connection failure, run diag-bind's or diag-connect's diagnosis (by "
                  "diag-bind installed beside this program)");
-}
-
-std::filesystem::path ToolRunner::sibling_path(const std::string& tool) const {
-  std::error_code unreadable;
-  return std::filesystem::read_symlink("/proc/self/exe", unreadable).parent_path() / sibling(tool);
 }
 
 namespace {
@@ -165,7 +160,7 @@ void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
   }
   // Every wait of the diagnosis is bounded by --timeout; this bounds them all together.
   const auto bound = std::chrono::duration_cast<std::chrono::seconds>(common_.timeout() * 6) + std::chrono::seconds(10);
-  const auto program = sibling_path("diag-bind");
+  const auto program = names_.sibling_path("diag-bind");
   std::vector<std::string> argv{program.string()};
   std::ranges::move(attached_diagnosis_arguments(error, common_.timeout()), std::back_inserter(argv));
   const auto outcome = ChildProcess(argv).finish(Clock::now() + bound, -1);
@@ -258,72 +253,14 @@ std::string unexpected_arguments(int argc, char** argv, std::vector<std::string>
 }  // namespace
 
 std::string ToolRunner::speaker() const {
-  return job_ == nullptr ? invoked_ : fmt::format("{}[{}]", invoked_, job_->rank());
-}
-
-std::string program_prefix(const std::string& tool, const std::string& executable, const std::string& invoked) {
-  for (const auto& path : {executable, invoked}) {
-    const auto file = std::filesystem::path(path).filename().string();
-    if (!tool.empty() && file.ends_with(tool)) return file.substr(0, file.size() - tool.size());
-  }
-  return {};
+  return job_ == nullptr ? names_.invoked() : fmt::format("{}[{}]", names_.invoked(), job_->rank());
 }
 
 void ToolRunner::take_invoked_name(int argc, char** argv) {
-  if (argc < 1 || argv[0] == nullptr || *argv[0] == '\0') return;
-  invoked_ = std::filesystem::path(argv[0]).filename().string();
-  std::error_code unreadable;  // no /proc: argv[0] alone says it
-  prefix_ = program_prefix(name_, std::filesystem::read_symlink("/proc/self/exe", unreadable).string(), argv[0]);
-  app_->name(invoked_);
-  app_->set_version_flag("--version", invoked_ + " (rdmakit) 0.1.0");
-}
-
-namespace {
-
-// Whether a sibling's name at [at, end) of `text` stands as a word a person would type: after
-// the start, a space, a quote or a bracket ("run diag-bind on node08", "'diag-connect
-// --serve'", "(diag-bind 10.0.0.1)"), and not followed by more of a name. Not inside a path
-// (doc/schema/diag-bind.schema.json) or a longer name (rdmakit-diag-bind).
-bool names_a_sibling(std::string_view text, std::size_t at, std::size_t end) {
-  constexpr std::string_view before = " \t\n'\"`(";
-  if (at > 0 && before.find(text[at - 1]) == std::string_view::npos) return false;
-  if (end == text.size()) return true;
-  const auto after = static_cast<unsigned char>(text[end]);
-  if (std::isalnum(after) != 0 || after == '-' || after == '_' || after == '/') return false;
-  return !(after == '.' && end + 1 < text.size() && std::isalnum(static_cast<unsigned char>(text[end + 1])) != 0);
-}
-
-}  // namespace
-
-std::string ToolRunner::with_sibling_names(const std::string& text) const {
-  if (prefix_.empty()) return text;
-  std::string named;
-  named.reserve(text.size());
-  for (std::size_t at = 0; at < text.size();) {
-    bool renamed = false;
-    for (const std::string_view sibling : {"diag-bind", "diag-connect"}) {
-      if (text.compare(at, sibling.size(), sibling) == 0 && names_a_sibling(text, at, at + sibling.size())) {
-        named += prefix_;
-        named += sibling;
-        at += sibling.size();
-        renamed = true;
-        break;
-      }
-    }
-    if (!renamed) named += text[at++];
-  }
-  return named;
-}
-
-void ToolRunner::with_sibling_names(nlohmann::json& value, std::string_view key) const {
-  if (prefix_.empty()) return;
-  if (value.is_string() && key != "tool") {
-    value = with_sibling_names(value.get<std::string>());
-  } else if (value.is_object()) {
-    for (auto item = value.begin(); item != value.end(); ++item) with_sibling_names(item.value(), item.key());
-  } else if (value.is_array()) {
-    for (auto& item : value) with_sibling_names(item, key);
-  }
+  if (argc < 1) return;
+  names_.take_invoked(argv[0]);
+  app_->name(names_.invoked());
+  app_->set_version_flag("--version", names_.invoked() + " (rdmakit) 0.1.0");
 }
 
 std::optional<std::string> ToolRunner::agree_on_options(std::optional<std::string> refusal) {
@@ -338,10 +275,10 @@ std::optional<std::string> ToolRunner::agree_on_options(std::optional<std::strin
 int ToolRunner::usage_error(const std::string& message) {
   // One line, so scripts and people see what is wrong without scrolling past help text.
   // One write: the processes of a job share a terminal, and unbuffered pieces interleave.
-  std::cerr << fmt::format("{}: {} (see '{} --help')\n", speaker(), message, invoked_) << std::flush;
+  std::cerr << fmt::format("{}: {} (see '{} --help')\n", speaker(), message, names_.invoked()) << std::flush;
   if (common_.json && prints_report()) {
     Report report;
-    report.tool = name_;
+    report.tool = names_.tool();
     report.groups = groups_;
     report.fail(ErrorRecord{.message = message, .call = {}, .errnum = 0, .hint = {}, .completion = {}},
                 ExitCode::usage);
@@ -365,7 +302,7 @@ bool names_tools_as_run(const Report& report) {
 
 std::string ToolRunner::report_json(const Report& report) const {
   auto document = to_json(report);
-  if (!names_tools_as_run(report)) with_sibling_names(document, "");
+  if (!names_tools_as_run(report)) names_.with_sibling_names(document, "");
   return json_lines_ ? json_line(document) : json_text(document);
 }
 
@@ -380,17 +317,17 @@ void ToolRunner::render(const Report& report) const {
   // What a person reads names the sibling tools as installed here (rdmakit-diag-bind), in
   // the text and in the JSON alike; the report's "tool" keys keep the tools' own names.
   for (const auto& error : report.errors) {
-    auto lines = fmt::format("{}: {}\n", speaker(), with_sibling_names(error.message));
-    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), with_sibling_names(error.hint));
+    auto lines = fmt::format("{}: {}\n", speaker(), names_.with_sibling_names(error.message));
+    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), names_.with_sibling_names(error.hint));
     std::cerr << lines << std::flush;
   }
-  std::cerr << with_sibling_names(diagnosis_text_);
+  std::cerr << names_.with_sibling_names(diagnosis_text_);
   if (!prints_report()) return;
   if (common_.json) {
     std::cout << report_json(report) << '\n' << std::flush;
   } else {
     const auto text = render_text(report);
-    std::cout << (names_tools_as_run(report) ? text : with_sibling_names(text)) << std::flush;
+    std::cout << (names_tools_as_run(report) ? text : names_.with_sibling_names(text)) << std::flush;
   }
 }
 
@@ -415,7 +352,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   signal(SIGPIPE, SIG_IGN);
   // Looked for before parsing: the build generates completions by running each tool, and
   // that must work whatever else the command line would require or refuse.
-  if (const auto program = completion_request(argc, argv, name_)) {
+  if (const auto program = completion_request(argc, argv, names_.tool())) {
     try {
       std::cout << bash_completion(*app_, *program) << std::flush;
     } catch (const std::invalid_argument& error) {
@@ -453,7 +390,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
   setup_logging(speaker(), level);
 
   Report report;
-  report.tool = name_;
+  report.tool = names_.tool();
   report.groups = groups_;
   report.arguments = arguments_of(*app_, argument_keys_);
   const auto started = std::chrono::steady_clock::now();
@@ -461,7 +398,7 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
     body(report);
   } catch (const RdmaError& error) {
     auto record = record_of(error);
-    record.hint = with_sibling_names(record.hint);
+    record.hint = names_.with_sibling_names(record.hint);
     report.fail(std::move(record), exit_code_for(error));
     diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {

@@ -17,6 +17,7 @@
 #include "lib/net/peer_gate.hpp"
 #include "lib/tool/job.hpp"
 #include "lib/tool/option_walk.hpp"
+#include "lib/tool/program_names.hpp"
 
 namespace rdmakit {
 
@@ -58,12 +59,6 @@ struct ServerOptions {
   // The wait for a client, none for 0.
   std::optional<std::chrono::milliseconds> accept_timeout() const;
 };
-
-// The packager's prefix of a tool's program ("rdmakit-" for rdmakit-rping), "" for none:
-// what the executable's file name has before `tool`, else what the name it was invoked by
-// has, else "". The file comes first because it is what the package installed beside its
-// siblings, whatever a symlink or argv[0] calls it.
-std::string program_prefix(const std::string& tool, const std::string& executable, const std::string& invoked);
 
 class ToolRunner {
  public:
@@ -108,13 +103,9 @@ class ToolRunner {
 
   CLI::App& app() { return *app_; }
   const CommonOptions& common() const { return common_; }
-  // A sibling tool's program name under this program's prefix ("rdmakit-rping" beside
-  // rdmakit-rdma_smoke): what hints name and what a tool that starts its siblings runs.
-  // Known once run() has begun (in `validate` and `body`).
-  std::string sibling(const std::string& tool) const { return prefix_ + tool; }
-  // Where that sibling is: beside this program's executable, never on PATH (rdmacm-utils
-  // installs stock tools of the same names).
-  std::filesystem::path sibling_path(const std::string& tool) const;
+  // What this program is called and its siblings are: known once run() has begun (in
+  // `validate` and `body`).
+  const ProgramNames& names() const { return names_; }
 
   // Parses argv, calls `validate` (may throw UsageError), sets up logging, calls `body`
   // with a report to fill in (its tool and arguments already set), then renders it. Returns the process exit code.
@@ -129,15 +120,7 @@ class ToolRunner {
   std::optional<std::string> agree_on_options(std::optional<std::string> refusal);
   // The tool's name, with the rank in a job: "rdma_mesh[3]".
   std::string speaker() const;
-  // `text` with the sibling tools it names ("run diag-bind on node08", 'diag-connect
-  // --serve') under this program's prefix: rdmakit-rping's hints name rdmakit-diag-bind,
-  // which is what the package installs.
-  std::string with_sibling_names(const std::string& text) const;
-  // The same for every string of a JSON report but those under a "tool" key (the tools' own
-  // names, which the schemas fix).
-  void with_sibling_names(nlohmann::json& value, std::string_view key) const;
-  // invoked_ from argv[0] (the usage line and --version name the program so), prefix_ by
-  // program_prefix.
+  // names_ from argv[0] (the usage line and --version name the program so).
   void take_invoked_name(int argc, char** argv);
   bool prints_report() const { return job_ == nullptr || job_->rank() == 0; }
   std::string report_json(const Report& report) const;
@@ -150,9 +133,7 @@ class ToolRunner {
   int delivered(ExitCode code) const;
   void diagnose_failure(const RdmaError& error, Report& report);
 
-  std::string name_;     // the tool's own name: the report's "tool"
-  std::string invoked_;  // argv[0]'s base name, as the user typed it: what messages say
-  std::string prefix_;   // "rdmakit-" from the package, or "" (program_prefix)
+  ProgramNames names_;
   std::unique_ptr<CLI::App> app_;
   CommonOptions common_;
   bool diagnose_ = false;  // --diagnose was given (only enable_diagnose() adds it)

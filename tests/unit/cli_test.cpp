@@ -233,8 +233,8 @@ TEST(ToolRunner, NamesSiblingsUnderItsPrefix) {
     std::string in_body;
     testing::internal::CaptureStdout();
     tool.run(
-        static_cast<int>(argv.size()), argv.data(), [&] { in_validate = tool.sibling("rping"); },
-        [&](Report&) { in_body = tool.sibling("rping"); });
+        static_cast<int>(argv.size()), argv.data(), [&] { in_validate = tool.names().sibling("rping"); },
+        [&](Report&) { in_body = tool.names().sibling("rping"); });
     testing::internal::GetCapturedStdout();
     EXPECT_EQ(in_validate, expected) << invoked;
     EXPECT_EQ(in_body, expected) << invoked;

@@ -10,7 +10,8 @@
 #                     libcrypto; what the tools' --diagnose runs, so rdmakit recommends it
 #   rdmakit-smoke     rdma_smoke, which runs the tools and diag-bind: pugixml
 #   rdmakit-pingmesh  rdma_pingmesh (and its unit): libmicrohttpd
-#   rdmakit-mesh      rdma_mesh, where CMake found MPI: Open MPI
+#   rdmakit-mesh      rdma_mesh, where CMake found MPI: Open MPI (and none of rdmakit-diag's
+#                     libraries: its ranks read the host as diag-bind does)
 #   rdmakit-rxe-vm    the soft-RoCE VM runner: qemu and a kernel image
 
 rdmakit_install_man_page(${PROJECT_SOURCE_DIR}/man/rdmakit.7 rdmakit 7)

@@ -92,8 +92,14 @@ declare -A units=(
   [rdmakit-diag]="rdmakit-diag-connect-agent.service=diag-connect --serve"
   [rdmakit-pingmesh]="rdmakit-rdma_pingmesh.service=rdma_pingmesh --pinglist"
 )
-# What only the other packages' programs need: never a dependency of rdmakit's.
+# What only the other packages' programs need: never a dependency of rdmakit's; and what
+# rdmakit-mesh's ranks do not need (they read the host as diag-bind does, not as
+# diag-connect's agent).
 others_libraries="libssl3 libcap2 libnftables1 libmicrohttpd12 libopenmpi3 libpugixml1v5"
+declare -A lacks=(
+  [rdmakit]=$others_libraries
+  [rdmakit-mesh]="libssl3 libcap2 libnftables1 libmicrohttpd12 libpugixml1v5"
+)
 packages=(rdmakit rdmakit-diag rdmakit-smoke rdmakit-pingmesh)
 if [[ -x $dir/bin/rdma_mesh ]]; then
   packages+=(rdmakit-mesh)
@@ -132,11 +138,9 @@ for package in "${packages[@]}"; do
       [[ $depends == *"$need (= $version)"* ]] || fail "$package's Depends does not want $need at $version: '$depends'"
     fi
   done
-  if [[ $package == rdmakit ]]; then
-    for library in $others_libraries; do
-      ! names "$depends" "$library" || fail "rdmakit depends on $library, which only the other packages' programs need"
-    done
-  fi
+  for library in ${lacks[$package]:-}; do
+    ! names "$depends" "$library" || fail "$package depends on $library, which only the other packages' programs need"
+  done
   echo "package: $package: Depends: $depends" >&2
 
   # Contents: paths without the leading "./"; directories end in "/".

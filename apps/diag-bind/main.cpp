@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lib/diag/attached_answer.hpp"
 #include "lib/diag/gid_table.hpp"
 #include "lib/diag/host_probe.hpp"
 #include "lib/diag/sysfs.hpp"

@@ -29,10 +29,9 @@
 #include "lib/base/file_descriptor.hpp"
 #include "lib/base/log.hpp"
 #include "lib/base/process_limits.hpp"
-#include "lib/diag/connect_probe.hpp"
 #include "lib/diag/gid_table.hpp"
-#include "lib/diag/host_view.hpp"
 #include "lib/diag/netlink.hpp"
+#include "lib/diag/routes.hpp"
 #include "lib/diag/sysfs.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -429,39 +428,6 @@ Diagnosis diagnose_address(const std::string& address, const ProbeOptions& optio
   d.attempt = run_attempt(d.target, options);
   d.verdict = diagnose(d.target, d.inventory, d.attempt);
   return d;
-}
-
-}  // namespace rdmakit::diag
-
-namespace rdmakit::diag {
-
-nlohmann::json diagnose_for_tool(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text) {
-  if (!explained_by_diag_bind(error.call(), error.errnum()) && explained_by_diag_connect(error)) {
-    return diagnose_connect_failure(error.address(), port_in_subject(error.subject()), timeout, text);
-  }
-  ProbeOptions options;
-  options.limits.timeout = timeout;
-  const auto diagnosis = diagnose_address(error.address(), options);
-  text = render_verdict(diagnosis.verdict);
-  return to_json(diagnosis);
-}
-
-std::optional<int> answer_attached_diagnosis(int argc, const char* const* argv) {
-  try {
-    const auto request = attached_diagnosis_request(argc, argv);
-    if (!request) return std::nullopt;
-    setup_logging("diag-bind", spdlog::level::warn);
-    AttachedDiagnosisAnswer answer;
-    answer.diagnosis = diagnose_for_tool(request->error, request->timeout, answer.text);
-    std::cout << attached_diagnosis_answer(answer) << std::flush;
-    return 0;
-  } catch (const UsageError& error) {
-    std::cerr << error.what() << '\n';
-    return 2;
-  } catch (const std::exception& error) {
-    std::cerr << error.what() << '\n';
-    return 1;
-  }
 }
 
 }  // namespace rdmakit::diag

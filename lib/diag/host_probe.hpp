@@ -38,14 +38,4 @@ std::string source_toward(const std::string& numeric_host);
 // host name; an unresolvable one becomes a verdict, not an exception.
 Diagnosis diagnose_address(const std::string& address, const ProbeOptions& options);
 
-// The diagnosis of a tool's --diagnose (ToolRunner::enable_diagnose): diag-bind's for an
-// address or device failure, diag-connect's (lib/diag/connect_probe.hpp) for a failure to
-// reach the peer; returns its JSON, with the human verdict in `text`.
-nlohmann::json diagnose_for_tool(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text);
-
-// diag-bind's side of that exchange (lib/tool/attached_diagnosis.hpp): when argv asks for
-// it, the diagnosis printed as the answer, and the exit status (0 answered, 1 the diagnosis
-// failed, its reason on stderr, 2 a malformed request); nullopt when argv does not ask.
-std::optional<int> answer_attached_diagnosis(int argc, const char* const* argv);
-
 }  // namespace rdmakit::diag

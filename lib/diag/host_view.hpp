@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/diag/connect_diagnosis.hpp"
+#include "lib/diag/routes.hpp"
 
 namespace rdmakit::diag {
 
@@ -25,15 +26,6 @@ struct HostViewOptions {
 // what it cannot read: that stays unknown (-1, "", listeners_known false, firewall not
 // readable with the reason).
 HostView read_host_view(const HostViewOptions& options);
-
-// What `ip route get DESTINATION [from SOURCE]` answers, for numeric IPv4 or IPv6
-// addresses; SOURCE "" lets the kernel choose. No route: netdev "" and the errno (a
-// destination that is not numeric: EINVAL).
-RouteInfo route_to(const std::string& destination, const std::string& source);
-
-// The kernel's neighbour entry for a numeric address on `netdev` ("" for any netdev);
-// state "none" when there is none.
-Neighbour neighbour_of(const std::string& address, const std::string& netdev);
 
 // The rdma_cm ids in LISTEN state on every RDMA device, from RDMA netlink's per-device
 // cm_id dumps. A listener on a wildcard address shows once per device (the kernel listens

@@ -214,6 +214,14 @@ case_tools_link_what_they_use() {
       fail "$tool links $needed"
     fi
   done
+  # rdma_mesh's ranks read the host as diag-bind does, not as diag-connect's agent and probe
+  # do: Open MPI, but neither libnftables, libcap nor libcrypto.
+  if [[ -x $BIN/rdma_mesh ]]; then
+    needed=$(readelf -d "$BIN/rdma_mesh" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+    if grep -Eq 'lib(nftables|cap|crypto|ssl|microhttpd|pugixml)\.' <<< "$needed"; then
+      fail "rdma_mesh links $needed"
+    fi
+  fi
   note "rping: $(readelf -d "$BIN/rping" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -126,13 +127,38 @@ struct HostView {
 
 // ---- The client's attempt ----
 
+// How a step of the attempt or a data check ended: skipped when an earlier one failed,
+// interrupted by Ctrl-C or SIGTERM. The names are the report's (connect_status.cpp holds the
+// one table; the schema's enum is checked against it).
+enum class StepStatus { ok, failed, timeout, skipped, interrupted };
+std::string_view to_string(StepStatus status);
+std::optional<StepStatus> step_status_named(std::string_view name);
+std::span<const std::string_view> step_status_names();
+
+// How the TCP side channel to the agent went (the schema's description says what each means).
+enum class AgentStatus {
+  ok,
+  refused,
+  timeout,
+  unreachable,
+  invalid,
+  unauthenticated,
+  tampered,
+  failed,
+  interrupted,
+  not_tried
+};
+std::string_view to_string(AgentStatus status);
+std::optional<AgentStatus> agent_status_named(std::string_view name);
+std::span<const std::string_view> agent_status_names();
+
 // One step of the attempt, timed: route (the kernel's source), resolve_addr, resolve_route,
 // connect, disconnect; agent (the TCP side channel) in captures of older versions.
 struct ConnectStep {
   rdmakit::Step name = rdmakit::Step::route;
-  std::string status;  // "ok", "failed", "timeout", "skipped"
-  int errnum = 0;      // the errno the call or its event reported, 0 when none
-  std::string event;   // the CM event that ended it ("RDMA_CM_EVENT_ADDR_ERROR"), "" when none
+  StepStatus status = StepStatus::ok;
+  int errnum = 0;     // the errno the call or its event reported, 0 when none
+  std::string event;  // the CM event that ended it ("RDMA_CM_EVENT_ADDR_ERROR"), "" when none
   std::string detail;
   double ms = 0;
 };
@@ -149,7 +175,7 @@ struct Rejection {
 struct DataCheck {
   std::string operation;  // "send", "write", "read"
   std::size_t bytes = 0;
-  std::string status;  // "ok", "failed", "timeout", "skipped"
+  StepStatus status = StepStatus::ok;
   std::string detail;  // the completion status ("transport retry counter exceeded"), or why skipped
   double us = 0;
 };
@@ -181,9 +207,7 @@ struct ConnectAttempt {
 // How the TCP side channel to the agent went.
 struct AgentContact {
   std::string address;  // where the agent was asked (host:port)
-  // "ok", "refused", "timeout", "unreachable", "invalid", "unauthenticated", "tampered", "failed",
-  // "interrupted", "not_tried"
-  std::string status = "not_tried";
+  AgentStatus status = AgentStatus::not_tried;
   std::string detail;  // why invalid (too large, not JSON, wrong member), or the errno text
   double ms = 0;
 };

@@ -35,7 +35,7 @@ struct Facts {
       : c(connect_case),
         attempt(connect_case.attempt),
         local(connect_case.local),
-        peer(connect_case.agent.status == "ok" && connect_case.peer ? &*connect_case.peer : nullptr),
+        peer(connect_case.agent.status == AgentStatus::ok && connect_case.peer ? &*connect_case.peer : nullptr),
         route(attempt.find(rdmakit::Step::route)),
         resolve_addr(attempt.find(rdmakit::Step::resolve_addr)),
         resolve_route(attempt.find(rdmakit::Step::resolve_route)),

@@ -163,7 +163,7 @@ bool path_record_refused(const Facts& f) {
 
 ConnectVerdict no_path_record_verdict(const Facts& f) {
   const auto& step = *f.resolve_route;
-  const bool silent = step.status == "timeout" || step.errnum == ETIMEDOUT;
+  const bool silent = step.status == StepStatus::timeout || step.errnum == ETIMEDOUT;
   const auto client = f.client_port();
   return found(
       "no_path_record",

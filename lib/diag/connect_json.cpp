@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "lib/base/error.hpp"
 #include "lib/base/untrusted_json.hpp"
@@ -237,6 +238,8 @@ nlohmann::json write(const Value& value) {
     return static_cast<int>(value);
   } else if constexpr (std::is_same_v<Value, rdmakit::Step>) {
     return step_name(value);
+  } else if constexpr (std::is_same_v<Value, StepStatus> || std::is_same_v<Value, AgentStatus>) {
+    return to_string(value);
   } else {
     return value;
   }
@@ -295,6 +298,23 @@ void read_step(const nlohmann::json& json, const std::string& path, rdmakit::Ste
   out = *step;
 }
 
+// A status is one of its table's names (connect_status.cpp).
+void read_status(const nlohmann::json& json, const std::string& path, StepStatus& out) {
+  std::string name;
+  read_text(json, path, name);
+  const auto status = step_status_named(name);
+  if (!status) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(step_status_names(), ", ")));
+  out = *status;
+}
+
+void read_status(const nlohmann::json& json, const std::string& path, AgentStatus& out) {
+  std::string name;
+  read_text(json, path, name);
+  const auto status = agent_status_named(name);
+  if (!status) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(agent_status_names(), ", ")));
+  out = *status;
+}
+
 template <typename Item>
 void read_list(const nlohmann::json& json, const std::string& path, std::vector<Item>& out) {
   if (!json.is_array()) reject(path, "expected an array");
@@ -329,6 +349,8 @@ void read(const nlohmann::json& json, const std::string& path, Value& out) {
     }
   } else if constexpr (std::is_same_v<Value, std::string>) {
     read_text(json, path, out);
+  } else if constexpr (std::is_same_v<Value, StepStatus> || std::is_same_v<Value, AgentStatus>) {
+    read_status(json, path, out);
   } else if constexpr (std::is_same_v<Value, bool>) {
     if (!json.is_boolean()) reject(path, "expected true or false");
     out = json.get<bool>();

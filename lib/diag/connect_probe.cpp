@@ -36,11 +36,11 @@ namespace rdmakit::diag {
 namespace {
 
 // The step `timer` times, ended now.
-ConnectStep done(const StepTimer& timer, std::string status, std::string detail = {}, int errnum = 0,
+ConnectStep done(const StepTimer& timer, StepStatus status, std::string detail = {}, int errnum = 0,
                  std::string event = {}) {
   ConnectStep step;
   step.name = timer.step();
-  step.status = std::move(status);
+  step.status = status;
   step.errnum = errnum;
   step.event = std::move(event);
   step.detail = std::move(detail);
@@ -51,7 +51,7 @@ ConnectStep done(const StepTimer& timer, std::string status, std::string detail 
 ConnectStep skipped(rdmakit::Step name, std::string why) {
   ConnectStep step;
   step.name = name;
-  step.status = "skipped";
+  step.status = StepStatus::skipped;
   step.detail = std::move(why);
   return step;
 }
@@ -107,7 +107,7 @@ int kernel_timeout_ms(const RunLimits& limits) {
 // The outcome of awaiting one CM event: the event, or why none came.
 struct Awaited {
   CmEventPtr event;
-  std::string status = "ok";  // "timeout", "interrupted"
+  StepStatus status = StepStatus::ok;  // or timeout, interrupted, failed
   std::string detail;
 };
 
@@ -118,7 +118,7 @@ Awaited await_event(EventChannel& channel, const RunLimits& limits, const std::s
     return awaited;
   } catch (const RunStopped& stopped) {
     Awaited awaited;
-    awaited.status = stopped.reason() == StopReason::timed_out ? "timeout" : "interrupted";
+    awaited.status = stopped.reason() == StopReason::timed_out ? StepStatus::timeout : StepStatus::interrupted;
     awaited.detail = stopped.what();
     return awaited;
   }
@@ -129,10 +129,11 @@ ConnectStep finish_step(const StepTimer& timer, const Awaited& awaited, rdma_cm_
   if (!awaited.event) return done(timer, awaited.status, awaited.detail);
   const auto& event = *awaited.event;
   const std::string name = rdma_event_str(event.event);
-  if (event.event == wanted) return done(timer, "ok", {}, 0, name);
+  if (event.event == wanted) return done(timer, StepStatus::ok, {}, 0, name);
   const int errnum = event.status < 0 ? -event.status : 0;
   // The errno speaks for itself in the report; a status that is none (a reject reason) is kept.
-  return done(timer, "failed", errnum != 0 ? std::string() : fmt::format("status {}", event.status), errnum, name);
+  return done(timer, StepStatus::failed, errnum != 0 ? std::string() : fmt::format("status {}", event.status), errnum,
+              name);
 }
 
 void record_source(const ConnectCase& connect_case, const rdma_cm_id* id, ConnectAttempt& attempt) {
@@ -163,24 +164,24 @@ DataCheck await_completion(ibv_cq* cq, DataCheck check, const RunLimits& limits,
     ibv_wc completion{};
     const int polled = ibv_poll_cq(cq, 1, &completion);
     if (polled < 0) {
-      check.status = "failed";
+      check.status = StepStatus::failed;
       check.detail = "ibv_poll_cq failed";
       return check;
     }
     if (polled == 1) {
       check.us = elapsed_ms(started) * 1000.0;
-      check.status = completion.status == IBV_WC_SUCCESS ? "ok" : "failed";
+      check.status = completion.status == IBV_WC_SUCCESS ? StepStatus::ok : StepStatus::failed;
       if (completion.status != IBV_WC_SUCCESS) check.detail = ibv_wc_status_str(completion.status);
       return check;
     }
     if (Clock::now() >= deadline) {
       check.us = elapsed_ms(started) * 1000.0;
-      check.status = "timeout";
+      check.status = StepStatus::timeout;
       check.detail = fmt::format("no completion within {} ms", limits.timeout.count());
       return check;
     }
     if (wait_readable({limits.stop_fd}, Clock::now() + std::chrono::microseconds(200)).has_value()) {
-      check.status = "interrupted";
+      check.status = StepStatus::interrupted;
       return check;
     }
   }
@@ -205,7 +206,7 @@ DataCheck transfer(CheckConnection& connection, const agent::Offer& offer, const
   ibv_send_wr* bad = nullptr;
   const auto started = Clock::now();
   if (const int rc = ibv_post_send(connection.id->qp, &request, &bad); rc != 0) {
-    check.status = "failed";
+    check.status = StepStatus::failed;
     check.detail = fmt::format("ibv_post_send: {}", std::strerror(rc));
     return check;
   }
@@ -229,14 +230,14 @@ std::vector<DataCheck> check_data(CheckConnection& connection, const agent::Offe
         DataCheck skipped_check;
         skipped_check.operation = operation;
         skipped_check.bytes = bytes;
-        skipped_check.status = "skipped";
+        skipped_check.status = StepStatus::skipped;
         skipped_check.detail = failed.empty() ? "the agent posted no more receives" : failed;
         checks.push_back(skipped_check);
         continue;
       }
       if (is_send) ++sends;
       checks.push_back(transfer(connection, offer, operation, bytes, limits));
-      if (checks.back().status != "ok") {
+      if (checks.back().status != StepStatus::ok) {
         failed = fmt::format("after the {} of {} bytes failed", operation, bytes);
       }
     }
@@ -247,7 +248,7 @@ std::vector<DataCheck> check_data(CheckConnection& connection, const agent::Offe
 void disconnect(CheckConnection& connection, EventChannel& channel, const RunLimits& limits, ConnectAttempt& attempt) {
   const StepTimer timer(rdmakit::Step::disconnect);
   if (rdma_disconnect(connection.id.get()) != 0) {
-    attempt.steps.push_back(done(timer, "failed", {}, errno));
+    attempt.steps.push_back(done(timer, StepStatus::failed, {}, errno));
     return;
   }
   const auto awaited = await_event(channel, limits, "the disconnect to complete");
@@ -255,7 +256,7 @@ void disconnect(CheckConnection& connection, EventChannel& channel, const RunLim
 }
 
 bool stopped(const ConnectAttempt& attempt) {
-  return attempt.steps.back().status != "ok";
+  return attempt.steps.back().status != StepStatus::ok;
 }
 
 // rdma_connect with the agent's hello, and the step it ends in; no event when it failed at once.
@@ -272,8 +273,8 @@ Awaited connect_step(CheckConnection& connection, EventChannel& channel, const C
   auto parameters = connection_parameters(offer_to_agent);
   const StepTimer timer(rdmakit::Step::connect);
   if (rdma_connect(connection.id.get(), &parameters) != 0) {
-    attempt.steps.push_back(done(timer, "failed", {}, errno));
-    return Awaited{.event = {}, .status = "failed", .detail = {}};
+    attempt.steps.push_back(done(timer, StepStatus::failed, {}, errno));
+    return Awaited{.event = {}, .status = StepStatus::failed, .detail = {}};
   }
   auto awaited = await_event(channel, options.limits, awaiting);
   attempt.steps.push_back(finish_step(timer, awaited, RDMA_CM_EVENT_ESTABLISHED));
@@ -362,7 +363,7 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   const StepTimer resolve_timer(rdmakit::Step::resolve_addr);
   if (rdma_resolve_addr(connection.id.get(), source ? source->get() : nullptr, const_cast<sockaddr*>(destination.get()),
                         kernel_timeout_ms(options.limits)) != 0) {
-    attempt.steps.push_back(done(resolve_timer, "failed", {}, errno));
+    attempt.steps.push_back(done(resolve_timer, StepStatus::failed, {}, errno));
     return;
   }
   const auto resolved = await_event(channel, options.limits, "address resolution");
@@ -374,7 +375,7 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   record_source(connect_case, connection.id.get(), attempt);
   const StepTimer route_timer(rdmakit::Step::resolve_route);
   if (rdma_resolve_route(connection.id.get(), kernel_timeout_ms(options.limits)) != 0) {
-    attempt.steps.push_back(done(route_timer, "failed", {}, errno));
+    attempt.steps.push_back(done(route_timer, StepStatus::failed, {}, errno));
     return;
   }
   const auto routed = await_event(channel, options.limits, "route resolution");
@@ -388,13 +389,13 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
 
 // ---- the side channel ----
 
-std::string contact_status(int errnum) {
+AgentStatus contact_status(int errnum) {
   switch (errnum) {
-    case ECONNREFUSED: return "refused";
-    case ETIMEDOUT: return "timeout";
+    case ECONNREFUSED: return AgentStatus::refused;
+    case ETIMEDOUT: return AgentStatus::timeout;
     case EHOSTUNREACH:
-    case ENETUNREACH: return "unreachable";
-    default: return "failed";
+    case ENETUNREACH: return AgentStatus::unreachable;
+    default: return AgentStatus::failed;
   }
 }
 
@@ -453,18 +454,18 @@ AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& so
   try {
     answer = parse_peer_answer(fetch_answer(agent, request, options.key ? &*options.key : nullptr,
                                             started + options.limits.timeout, options.limits.stop_fd));
-    contact.status = "ok";
+    contact.status = AgentStatus::ok;
   } catch (const std::system_error& failed) {
-    contact.status = failed.code().value() == EINTR ? "interrupted" : contact_status(failed.code().value());
+    contact.status = failed.code().value() == EINTR ? AgentStatus::interrupted : contact_status(failed.code().value());
     contact.detail = failed.what();
   } catch (const handshake::AuthenticationError& refused) {
-    contact.status = "unauthenticated";
+    contact.status = AgentStatus::unauthenticated;
     contact.detail = refused.what();
   } catch (const sealed::TamperedError& tampered) {
-    contact.status = "tampered";
+    contact.status = AgentStatus::tampered;
     contact.detail = tampered.what();
   } catch (const ProtocolError& invalid) {
-    contact.status = "invalid";
+    contact.status = AgentStatus::invalid;
     contact.detail = invalid.what();
   }
   contact.ms = elapsed_ms(started);
@@ -482,8 +483,8 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
   const StepTimer route_timer(rdmakit::Step::route);
   connect_case.local.route = route_to(options.target, options.bind);
   const auto& route = *connect_case.local.route;
-  attempt.steps.push_back(route.errnum == 0 ? done(route_timer, "ok", route_text(route))
-                                            : done(route_timer, "failed", {}, route.errnum));
+  attempt.steps.push_back(route.errnum == 0 ? done(route_timer, StepStatus::ok, route_text(route))
+                                            : done(route_timer, StepStatus::failed, {}, route.errnum));
   if (route.errnum == 0) {
     try {
       run_rdma_steps(connect_case, options);
@@ -493,7 +494,7 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
       ConnectStep step;
       step.name =
           attempt.find(rdmakit::Step::resolve_addr) == nullptr ? rdmakit::Step::resolve_addr : rdmakit::Step::connect;
-      step.status = "failed";
+      step.status = StepStatus::failed;
       step.errnum = failed.errnum();
       step.detail = failed.call();
       attempt.steps.push_back(step);
@@ -504,7 +505,7 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
   }
   const auto resolved = [&attempt](rdmakit::Step name) {
     const auto* step = attempt.find(name);
-    return step == nullptr || step->status == "ok" || step->status == "skipped";
+    return step == nullptr || step->status == StepStatus::ok || step->status == StepStatus::skipped;
   };
   if (!resolved(rdmakit::Step::resolve_addr) || !resolved(rdmakit::Step::resolve_route)) {
     // The same checks diag-bind makes, on the address this side binds or resolves.
@@ -515,7 +516,7 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
     connect_case.host = diagnose(target, collect_inventory(host_probe), run_attempt(target, host_probe));
   }
   const bool interrupted = std::any_of(attempt.steps.begin(), attempt.steps.end(),
-                                       [](const ConnectStep& step) { return step.status == "interrupted"; });
+                                       [](const ConnectStep& step) { return step.status == StepStatus::interrupted; });
   if (options.ask_agent && !interrupted) {
     const auto source = !attempt.source_address.empty() ? attempt.source_address
                         : !options.bind.empty()         ? options.bind

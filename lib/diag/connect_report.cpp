@@ -9,12 +9,12 @@ namespace {
 // The first part of the run that Ctrl-C cut short, if any.
 std::optional<std::string> interrupted_during(const ConnectCase& connect_case) {
   for (const auto& step : connect_case.attempt.steps) {
-    if (step.status == "interrupted") return std::string(step_name(step.name));
+    if (step.status == StepStatus::interrupted) return std::string(step_name(step.name));
   }
   for (const auto& check : connect_case.attempt.data) {
-    if (check.status == "interrupted") return "the data check (" + check.operation + ")";
+    if (check.status == StepStatus::interrupted) return "the data check (" + check.operation + ")";
   }
-  if (connect_case.agent.status == "interrupted") return std::string("the agent's answer");
+  if (connect_case.agent.status == AgentStatus::interrupted) return std::string("the agent's answer");
   return std::nullopt;
 }
 
@@ -42,7 +42,7 @@ void add_connect_result(ConnectCase connect_case, Report& report) {
   report.local_address = attempt.source_address.empty() ? attempt.bind : attempt.source_address;
   report.peer_address = attempt.target;
   for (const auto& step : attempt.steps) {
-    if (step.status != "skipped") report.add_timing(step.name, step.ms);
+    if (step.status != StepStatus::skipped) report.add_timing(step.name, step.ms);
   }
   auto verdict = diagnose_connect(connect_case);
   const auto cut_short = interrupted_during(connect_case);

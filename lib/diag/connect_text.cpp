@@ -27,7 +27,7 @@ void render_steps(const ConnectAttempt& a, std::ostringstream& out) {
                      a.bind.empty() ? "" : " from " + a.bind,
                      a.gid_index ? fmt::format(", GID index {} checked on both hosts", *a.gid_index) : "");
   for (const auto& step : a.steps) {
-    out << fmt::format("  {:<14} {:<8} {:>9.1f} ms  {}\n", step_name(step.name), step.status, step.ms,
+    out << fmt::format("  {:<14} {:<8} {:>9.1f} ms  {}\n", step_name(step.name), to_string(step.status), step.ms,
                        step_detail(step));
   }
   if (a.rejection) {
@@ -47,7 +47,7 @@ void render_source(const ConnectAttempt& a, std::ostringstream& out) {
 }
 
 void render_agent(const AgentContact& agent, std::ostringstream& out) {
-  out << fmt::format("agent {}: {}{}{}\n", agent.address.empty() ? "(none)" : agent.address, agent.status,
+  out << fmt::format("agent {}: {}{}{}\n", agent.address.empty() ? "(none)" : agent.address, to_string(agent.status),
                      agent.ms > 0 ? fmt::format(" ({:.1f} ms)", agent.ms) : "",
                      agent.detail.empty() ? "" : ": " + agent.detail);
 }
@@ -57,7 +57,7 @@ void render_data(const ConnectAttempt& a, std::ostringstream& out) {
   out << "data check\n";
   for (const auto& check : a.data) {
     out << fmt::format("  {:<6} {:>10} {:<8} {:>10.1f} us  {}\n", check.operation, human_bytes(check.bytes),
-                       check.status, check.us, check.detail);
+                       to_string(check.status), check.us, check.detail);
   }
 }
 

@@ -131,19 +131,20 @@ std::string roce_version(const std::string& mode) {
 // ---- The facts of one case: lib/diag/connect_facts.hpp ----
 
 bool ended_badly(const ConnectStep* step) {
-  return step != nullptr && (step->status == "failed" || step->status == "timeout");
+  return step != nullptr && (step->status == StepStatus::failed || step->status == StepStatus::timeout);
 }
 
 // No answer at all from the server's RDMA CM: the REQ (or its reply) was lost.
 bool unanswered(const ConnectStep* connect) {
   if (!ended_badly(connect)) return false;
-  return connect->status == "timeout" || connect->errnum == ETIMEDOUT ||
+  return connect->status == StepStatus::timeout || connect->errnum == ETIMEDOUT ||
          (connect->event == "RDMA_CM_EVENT_UNREACHABLE" && connect->errnum != ECONNREFUSED);
 }
 
 bool data_failed(const ConnectAttempt& attempt) {
-  return std::ranges::any_of(
-      attempt.data, [](const DataCheck& check) { return check.status == "failed" || check.status == "timeout"; });
+  return std::ranges::any_of(attempt.data, [](const DataCheck& check) {
+    return check.status == StepStatus::failed || check.status == StepStatus::timeout;
+  });
 }
 
 namespace {
@@ -170,11 +171,11 @@ ViewPortRef port_serving(const HostView& view, const std::string& address, const
 }
 
 bool ok(const ConnectStep* step) {
-  return step != nullptr && step->status == "ok";
+  return step != nullptr && step->status == StepStatus::ok;
 }
 
 std::string step_text(const ConnectStep& step) {
-  std::string text = fmt::format("{}: {}", step_name(step.name), step.status);
+  std::string text = fmt::format("{}: {}", step_name(step.name), to_string(step.status));
   if (step.errnum != 0) text += ", " + errno_text(step.errnum);
   if (!step.event.empty()) text += ", " + step.event;
   if (!step.detail.empty()) text += ", " + step.detail;
@@ -183,7 +184,7 @@ std::string step_text(const ConnectStep& step) {
 
 std::string agent_text(const AgentContact& agent) {
   return fmt::format("client: the agent at {} answered {}{}", agent.address.empty() ? "(not asked)" : agent.address,
-                     agent.status, agent.detail.empty() ? "" : ": " + agent.detail);
+                     to_string(agent.status), agent.detail.empty() ? "" : ": " + agent.detail);
 }
 
 ConnectVerdict found(std::string cause, std::string summary, std::vector<std::string> evidence, std::string fix,
@@ -438,7 +439,7 @@ std::string neighbour_text(const Neighbour& n) {
 bool resolution_unanswered(const Facts& f) {
   const auto* step = f.resolve_addr;
   if (!ended_badly(step)) return false;
-  const bool unanswered_resolution = step->status == "timeout" || step->errnum == ETIMEDOUT ||
+  const bool unanswered_resolution = step->status == StepStatus::timeout || step->errnum == ETIMEDOUT ||
                                      step->errnum == EHOSTUNREACH || step->event == "RDMA_CM_EVENT_ADDR_ERROR";
   const auto& n = f.local.neighbour;
   const bool unresolved = !n || n->state == "INCOMPLETE" || n->state == "FAILED" || n->state == "none";
@@ -718,9 +719,9 @@ bool large_transfers_die(const ConnectAttempt& a) {
   bool small_ok = false;
   bool large_failed = false;
   for (const auto& check : a.data) {
-    const bool failed = check.status == "failed" || check.status == "timeout";
+    const bool failed = check.status == StepStatus::failed || check.status == StepStatus::timeout;
     if (failed && check.bytes < threshold) return false;
-    small_ok = small_ok || (check.status == "ok" && check.bytes < threshold);
+    small_ok = small_ok || (check.status == StepStatus::ok && check.bytes < threshold);
     large_failed = large_failed || failed;
   }
   return small_ok && large_failed;
@@ -731,14 +732,15 @@ std::string data_pattern(const ConnectAttempt& a) {
   const DataCheck* passed = nullptr;
   const DataCheck* died = nullptr;
   for (const auto& check : a.data) {
-    if (check.status == "ok" && (passed == nullptr || check.bytes > passed->bytes)) passed = &check;
-    if (check.status != "ok" && check.status != "skipped" && (died == nullptr || check.bytes < died->bytes)) {
+    if (check.status == StepStatus::ok && (passed == nullptr || check.bytes > passed->bytes)) passed = &check;
+    if (check.status != StepStatus::ok && check.status != StepStatus::skipped &&
+        (died == nullptr || check.bytes < died->bytes)) {
       died = &check;
     }
   }
   if (passed == nullptr || died == nullptr) return "client: data check: nothing to compare";
   return fmt::format("client: data check: {} {} passed, {} {} {}{}", passed->operation, human_bytes(passed->bytes),
-                     died->operation, human_bytes(died->bytes), died->status,
+                     died->operation, human_bytes(died->bytes), to_string(died->status),
                      died->detail.empty() ? "" : " (" + died->detail + ")");
 }
 
@@ -812,9 +814,9 @@ ConnectVerdict unexplained(const Facts& f) {
   for (const auto& step : f.attempt.steps) v.evidence.push_back("client: " + step_text(step));
   if (f.attempt.rejection) v.evidence.push_back("client: " + rejection_text(*f.attempt.rejection));
   for (const auto& check : f.attempt.data) {
-    if (check.status != "ok") {
-      v.evidence.push_back(
-          fmt::format("client: data check {} {} B: {}, {}", check.operation, check.bytes, check.status, check.detail));
+    if (check.status != StepStatus::ok) {
+      v.evidence.push_back(fmt::format("client: data check {} {} B: {}, {}", check.operation, check.bytes,
+                                       to_string(check.status), check.detail));
     }
   }
   v.next = f.peer == nullptr

@@ -25,7 +25,7 @@ const diag::ConnectCase& client_case() {
     std::ifstream in(RDMAKIT_CONNECT_FIXTURES "/ok.json");
     auto c = diag::connect_case_from_json(nlohmann::json::parse(in));
     for (auto& step : c.attempt.steps) {
-      if (step.name == Step::connect) step.status = "timeout";
+      if (step.name == Step::connect) step.status = diag::StepStatus::timeout;
     }
     return c;
   }();
@@ -64,10 +64,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(answer.view.devices.size() <= diag::max_list_entries);
 
   auto c = client_case();
-  c.agent.status = "ok";
+  c.agent.status = diag::AgentStatus::ok;
   c.peer = std::move(answer);
   check_verdict(c);
-  c.agent.status = "invalid";  // the same case, the answer set aside
+  c.agent.status = diag::AgentStatus::invalid;  // the same case, the answer set aside
   check_verdict(c);
   return 0;
 }

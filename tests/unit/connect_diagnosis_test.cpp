@@ -10,7 +10,10 @@
 #include <functional>
 #include <ostream>
 #include <set>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -226,9 +229,45 @@ TEST(ConnectJson, KeysAreTheMemberNames) {
 TEST(ConnectJson, MissingMembersKeepTheirDefaults) {
   const auto c = connect_case_from_json(nlohmann::json::object());
   EXPECT_EQ(c.attempt.port_space, "tcp");
-  EXPECT_EQ(c.agent.status, "not_tried");
+  EXPECT_EQ(c.agent.status, AgentStatus::not_tried);
   EXPECT_FALSE(c.peer.has_value());
   EXPECT_EQ(host_view_from_json({{"host_name", "h"}}).rp_filter_all, -1);
+}
+
+// The report's statuses are the C++ tables (connect_status.cpp), name for name and in order:
+// every "status" enum of diag-connect's schema is one of them, and each is used.
+void collect_status_enums(const nlohmann::json& node, std::set<std::vector<std::string>>& found) {
+  if (node.is_object()) {
+    if (const auto properties = node.find("properties"); properties != node.end() && properties->is_object()) {
+      if (const auto status = properties->find("status"); status != properties->end() && status->contains("enum")) {
+        found.insert(status->at("enum").get<std::vector<std::string>>());
+      }
+    }
+    for (const auto& [key, value] : node.items()) collect_status_enums(value, found);
+  } else if (node.is_array()) {
+    for (const auto& value : node) collect_status_enums(value, found);
+  }
+}
+
+std::vector<std::string> names_of(std::span<const std::string_view> names) {
+  return {names.begin(), names.end()};
+}
+
+TEST(ConnectStatus, SchemaEnumsAreTheTables) {
+  std::ifstream in(fs::path(RDMAKIT_SOURCE_DIR) / "doc/schema/diag-connect.schema.json");
+  std::set<std::vector<std::string>> found;
+  collect_status_enums(nlohmann::json::parse(in), found);
+  EXPECT_EQ(found, (std::set{names_of(step_status_names()), names_of(agent_status_names())}));
+  for (const auto name : step_status_names()) EXPECT_EQ(to_string(*step_status_named(name)), name);
+  for (const auto name : agent_status_names()) EXPECT_EQ(to_string(*agent_status_named(name)), name);
+  EXPECT_FALSE(step_status_named("not_tried").has_value());
+  // A capture with a status outside the table is refused, naming where.
+  auto document = fixture_json("ok");
+  document["attempt"]["steps"][0]["status"] = "maybe";
+  EXPECT_THROW((void)connect_case_from_json(document), ProtocolError);
+  document = fixture_json("ok");
+  document["agent"]["status"] = "skipped";
+  EXPECT_THROW((void)connect_case_from_json(document), ProtocolError);
 }
 
 using test::refusal;
@@ -320,7 +359,7 @@ TEST(ConnectJson, PeerAnswerIsNeverTrusted) {
 ConnectCase timed_out(ConnectCase c) {
   for (auto& step : c.attempt.steps) {
     if (step.name == rdmakit::Step::connect) {
-      step.status = "timeout";
+      step.status = StepStatus::timeout;
       step.errnum = 110;
       step.event = "RDMA_CM_EVENT_UNREACHABLE";
     }
@@ -407,7 +446,7 @@ TEST(ConnectRules, DropPolicyWithoutAnAcceptIsAFirewallCause) {
 
 TEST(ConnectRules, TheClientsOwnFirewallToo) {
   auto c = timed_out(fixture("ok"));
-  c.agent.status = "timeout";
+  c.agent.status = AgentStatus::timeout;
   c.peer.reset();
   c.local.firewall.rules.push_back(udp_4791("output", 12, "reject"));
   const auto v = diagnose_connect(c);
@@ -576,12 +615,12 @@ TEST(ConnectRules, RoceV1OnTheClientIsFixedThere) {
 
 TEST(ConnectRules, LargeTransfersDyingWithoutAnAgentStillPointAtTheMtu) {
   auto c = fixture("mtu_mismatch");
-  c.agent.status = "timeout";
+  c.agent.status = AgentStatus::timeout;
   c.peer.reset();
   const auto v = diagnose_connect(c);
   EXPECT_EQ(v.cause, "mtu_mismatch");
   EXPECT_TRUE(v.fix.empty());
-  c.attempt.data[0].status = "failed";  // 64 B died too: not an MTU
+  c.attempt.data[0].status = StepStatus::failed;  // 64 B died too: not an MTU
   EXPECT_EQ(diagnose_connect(c).cause, "unknown");
 }
 
@@ -597,7 +636,7 @@ TEST(ConnectRules, AStaticNeighbourFirstAmongTheCandidates) {
   auto c = fixture("no_rdma_answer");
   c.local.neighbour->state = "PERMANENT";
   c.local.neighbour->lladdr = "52:54:00:57:00:01";
-  c.agent.status = "refused";
+  c.agent.status = AgentStatus::refused;
   // A static entry that the agent cannot confirm or deny: neighbour_wrong names it.
   EXPECT_EQ(diagnose_connect(c).cause, "neighbour_wrong");
 }
@@ -649,7 +688,7 @@ TEST(ConnectGid, ALinkLocalIndexAcrossARouter) {
 
 TEST(ConnectGid, WithoutTheAgentTheServersIndexIsUnknown) {
   auto c = fixture("gid_link_local");
-  c.agent.status = "timeout";
+  c.agent.status = AgentStatus::timeout;
   c.peer.reset();
   auto v = diagnose_connect(c);
   EXPECT_EQ(v.cause, "gid_link_local");
@@ -658,7 +697,7 @@ TEST(ConnectGid, WithoutTheAgentTheServersIndexIsUnknown) {
   EXPECT_NE(v.next.find("run diag-connect --serve on the server"), std::string::npos) << v.next;
 
   c = fixture("gid_index_mismatch");
-  c.agent.status = "refused";
+  c.agent.status = AgentStatus::refused;
   c.peer.reset();
   v = diagnose_connect(c);
   EXPECT_EQ(v.cause, "ok") << "the client's index 1 is its own address; the server's is unknown";

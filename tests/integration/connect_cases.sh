@@ -400,11 +400,16 @@ case_pair_connect() {
   # with an nftables rule dropping longer packets.
   remote_run mtu 20 bash -c 'ip link set dev "$WIRE_NETDEV" mtu 1000 && nft add table inet rdmakit_mtu \; add chain inet rdmakit_mtu input "{ type filter hook input priority 0; }" \; add rule inet rdmakit_mtu input ip length \> 1000 drop'
   [[ $RC -eq 0 ]] || fail "lowering the MTU on the peer: $(cat "$T/mtu.err")"
-  restore "remote_run mtu_undo 20 bash -c 'ip link set dev \"\$WIRE_NETDEV\" mtu 1500; nft delete table inet rdmakit_mtu'"
+  # Below 1280 the kernel takes IPv6 off the netdev, and raising the MTU again brings back the
+  # link-local address only: the undo, and the fix below, add the peer's own back, for the
+  # cases after this one that go over IPv6.
+  local readd6='ip -6 addr replace "$WIRE_ADDR6/64" dev "$WIRE_NETDEV" nodad'
+  restore "remote_run mtu_undo 20 bash -c 'ip link set dev \"\$WIRE_NETDEV\" mtu 1500; nft delete table inet rdmakit_mtu; $readd6'"
   connect mtu 60 "$PEER_ADDR" "${agent[@]}"
   expect_connect_cause mtu mtu_mismatch 1
   fix_on_peer mtu
-  remote_run mtu_emulation_off 20 nft delete table inet rdmakit_mtu
+  remote_run mtu_emulation_off 20 bash -c "nft delete table inet rdmakit_mtu && $readd6"
+  [[ $RC -eq 0 ]] || fail "the peer's IPv6 address back: $(cat "$T/mtu_emulation_off.err")"
   connect mtu_fixed 30 "$PEER_ADDR" "${agent[@]}"
   expect_connect_cause mtu_fixed ok 0
 

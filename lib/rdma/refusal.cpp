@@ -9,10 +9,7 @@ namespace rdmakit {
 
 namespace {
 
-// The header of every message of ours: magic, version, kind. The version is the one send_bw
-// speaks (lib/send_bw/bw_messages), which a refusal carries but is not read by: a refusal
-// reads the same in every version.
-constexpr std::uint8_t refusal_version = 2;
+// The header of every message of ours: magic, version, kind.
 constexpr std::uint8_t refusal_kind = 3;
 constexpr std::size_t refusal_header = 7;  // magic, version, kind, text length
 
@@ -22,7 +19,7 @@ std::vector<std::uint8_t> encode_refusal(std::string_view reason) {
   const auto text = reason.substr(0, max_refusal_text);
   std::vector<std::uint8_t> bytes(refusal_header + text.size());
   store_big_endian(bytes.data(), private_data_magic);
-  bytes[4] = refusal_version;
+  bytes[4] = private_data_version;
   bytes[5] = refusal_kind;
   bytes[6] = static_cast<std::uint8_t>(text.size());
   std::transform(text.begin(), text.end(), bytes.begin() + refusal_header,

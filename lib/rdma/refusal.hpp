@@ -16,7 +16,9 @@
 namespace rdmakit {
 
 inline constexpr std::uint32_t private_data_magic = 0x524b4257;  // "RKBW"
-inline constexpr std::size_t max_refusal_text = 100;             // an IB CM REJ carries 148 bytes
+// The version our messages carry (send_bw's protocol version; a refusal reads the same in all).
+inline constexpr std::uint8_t private_data_version = 2;
+inline constexpr std::size_t max_refusal_text = 100;  // an IB CM REJ carries 148 bytes
 
 // The text is cut to max_refusal_text bytes.
 std::vector<std::uint8_t> encode_refusal(std::string_view reason);

@@ -20,7 +20,7 @@
 namespace rdmakit::bw {
 
 inline constexpr std::uint32_t magic = private_data_magic;
-inline constexpr std::uint8_t version = 2;
+inline constexpr std::uint8_t version = private_data_version;
 inline constexpr std::size_t hello_size = 40;
 inline constexpr std::size_t answer_size = 24;
 inline constexpr const char* default_port = "18515";  // perftest's default port

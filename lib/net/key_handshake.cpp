@@ -241,10 +241,12 @@ std::string status_text(Status status, Service service) {
 }
 
 sealed::DirectionKeys serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline,
-                                      int stop_fd) {
+                                      int stop_fd, std::atomic<bool>* answered) {
   const Hello hello{.service = service, .key_required = key != nullptr, .nonce = fresh_nonce()};
   write_all(fd, encode(hello), deadline, stop_fd, "hello");
-  const auto answer = decode_answer(read_exactly(fd, answer_bytes, deadline, stop_fd, "answer"));
+  const auto answer_read = read_exactly(fd, answer_bytes, deadline, stop_fd, "answer");
+  if (answered != nullptr) *answered = true;
+  const auto answer = decode_answer(answer_read);
   if (answer.service != service) {
     throw AuthenticationError(
         fmt::format("an answer for {}, this is {}", service_name(answer.service), service_name(service)));

@@ -44,6 +44,7 @@
 // Version 2 is version 1 with the frames after it (version 1 sent JSON lines, unsealed).
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -135,9 +136,10 @@ std::string service_name(Service service);
 // has a key); throws
 // AuthenticationError saying why not (too slow, truncated, bad magic or version, no key,
 // wrong key), after telling the peer where the protocol allows it, and RunStopped when
-// `stop_fd` fires.
+// `stop_fd` fires. `answered`, when given, is set once the peer's answer is read: a server
+// that cuts handshakes short can tell a peer it judged from one it cut off.
 sealed::DirectionKeys serve_handshake(int fd, Service service, const SharedKey* key, Clock::time_point deadline,
-                                      int stop_fd);
+                                      int stop_fd, std::atomic<bool>* answered = nullptr);
 // The client's side, returning its message keys as serve_handshake does: throws AuthenticationError when the server
 // refused this side, when this side has a key and the server has none or cannot prove it holds the same one, or when
 // the server broke the protocol or missed the deadline; RunStopped when `stop_fd` fires.

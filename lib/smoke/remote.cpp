@@ -136,7 +136,7 @@ class ControlChannel::PendingHandshakes {
       try {
         // Its own bound, not the accept's: a peer that came just before the accept deadline still gets its time.
         pending.keys = handshake::serve_handshake(pending.channel.fd_, handshake::Service::smoke, key_,
-                                                  Clock::now() + handshake_timeout, stop_fd_);
+                                                  Clock::now() + handshake_timeout, stop_fd_, &pending.answered);
       } catch (const std::exception& why) {
         pending.refusal = why.what();
       }
@@ -168,6 +168,7 @@ class ControlChannel::PendingHandshakes {
       }
       it = pending_.erase(it);
     }
+    if (served) end_rest(refused);
     return served;
   }
 
@@ -178,9 +179,24 @@ class ControlChannel::PendingHandshakes {
     PeerGate::Slot seat;
     std::thread thread;
     std::atomic<bool> done{false};
+    std::atomic<bool> answered{false};
     std::optional<sealed::DirectionKeys> keys;
     std::string refusal;
   };
+
+  // Once a peer is served, the handshakes still under way are cut short. One whose peer had
+  // answered was judged (a wrong key is told to the peer before its thread says it is done)
+  // and is said; one still waiting for its peer's answer is ended unjudged.
+  void end_rest(const std::function<void(const std::string&)>& refused) {
+    for (const auto& pending : pending_) shutdown(pending->channel.fd_, SHUT_RDWR);
+    for (const auto& pending : pending_) {
+      pending->thread.join();
+      if (!refused || !pending->answered) continue;
+      refused(pending->keys ? fmt::format("refused {}: another peer was served first", pending->channel.peer())
+                            : fmt::format("refused {}: handshake: {}", pending->channel.peer(), pending->refusal));
+    }
+    pending_.clear();
+  }
 
   // Each handshake still under way is cut short (its socket shut down) and its thread joined.
   void end_all() {

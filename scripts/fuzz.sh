@@ -37,7 +37,11 @@ fi
 if grep -qs '^RDMAKIT_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
   # A build configured for fuzzing already (scripts/test.sh's build-asan, which also holds
   # the tools and tests): build the targets there, configured as they are.
-  echo "== reuse $build (RDMAKIT_FUZZ=ON)"
+  if grep -qs '^RDMAKIT_FUZZ_COVERAGE:BOOL=OFF' "$build/CMakeCache.txt"; then
+    echo "== reuse $build (RDMAKIT_FUZZ=ON, RDMAKIT_FUZZ_COVERAGE=OFF: coverage of each target's own code only, not rdmakit's libraries; for a guided run: scripts/fuzz.sh $seconds)"
+  else
+    echo "== reuse $build (RDMAKIT_FUZZ=ON)"
+  fi
 else
   echo "== configure $build (clang, RDMAKIT_FUZZ=ON)"
   CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DRDMAKIT_FUZZ=ON -DRDMAKIT_BUILD_TESTS=OFF >"$build.configure.log" 2>&1 || {

@@ -9,7 +9,8 @@
 #   rdmakit-diag      diag-bind and diag-connect (and the agent's unit): libnftables, libcap,
 #                     libcrypto; what the tools' --diagnose runs, so rdmakit recommends it
 #   rdmakit-smoke     rdma_smoke, which runs the tools and diag-bind: pugixml
-#   rdmakit-pingmesh  rdma_pingmesh (and its unit): libmicrohttpd
+#   rdmakit-pingmesh  rdma_pingmesh (and its unit): libmicrohttpd; a path gone bad is
+#                     diagnosed by rdmakit-diag's diag-bind, which it recommends
 #   rdmakit-mesh      rdma_mesh, where CMake found MPI: Open MPI (and none of rdmakit-diag's
 #                     libraries: its ranks read the host as diag-bind does)
 #   rdmakit-rxe-vm    the soft-RoCE VM runner: qemu and a kernel image
@@ -136,6 +137,7 @@ string(CONCAT CPACK_DEBIAN_SMOKE_DESCRIPTION
 
 set(CPACK_DEBIAN_PINGMESH_PACKAGE_NAME rdmakit-pingmesh)
 set(CPACK_DEBIAN_PINGMESH_PACKAGE_DEPENDS "rdmakit ${same_version}")
+set(CPACK_DEBIAN_PINGMESH_PACKAGE_RECOMMENDS rdmakit-diag)
 set(CPACK_DEBIAN_PINGMESH_PACKAGE_SUGGESTS prometheus-node-exporter)
 string(CONCAT CPACK_DEBIAN_PINGMESH_DESCRIPTION
   "Always-on RDMA path probes with OpenMetrics\n"

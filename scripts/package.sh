@@ -12,7 +12,8 @@
 # Checks: each package's Depends (from dpkg-shlibdeps, after ours) names the libraries its
 # programs need (rdmakit's none that only the others' need: no libssl3, libcap2,
 # libnftables1, libmicrohttpd12, libopenmpi3 or libpugixml1v5), and the packages of
-# ours it needs at this version; rdmakit Recommends rdma-core and rdmakit-diag (--diagnose).
+# ours it needs at this version; rdmakit Recommends rdma-core and rdmakit-diag (--diagnose),
+# rdmakit-pingmesh rdmakit-diag (a path's diagnosis).
 # Each holds its programs, their man pages and completions and its copyright file, and no
 # other program; rdmakit holds rdmakit.7 and every doc/schema/*.json; the agent's and
 # rdma_pingmesh's systemd units (ExecStart the packaged program, not enabled) are in
@@ -99,6 +100,7 @@ others_libraries="libssl3 libcap2 libnftables1 libmicrohttpd12 libopenmpi3 libpu
 declare -A lacks=(
   [rdmakit]=$others_libraries
   [rdmakit-mesh]="libssl3 libcap2 libnftables1 libmicrohttpd12 libpugixml1v5"
+  [rdmakit-pingmesh]="libssl3 libcap2 libnftables1 libopenmpi3 libpugixml1v5"
 )
 packages=(rdmakit rdmakit-diag rdmakit-smoke rdmakit-pingmesh)
 if [[ -x $dir/bin/rdma_mesh ]]; then
@@ -158,6 +160,10 @@ for package in "${packages[@]}"; do
       "usr/share/bash-completion/completions/$prefix$tool")
   done
   if [[ -n ${units[$package]:-} ]]; then expected+=("usr/lib/systemd/system/${units[$package]%%=*}"); fi
+  # rdma_pingmesh diagnoses a path gone bad by running diag-bind.
+  if [[ $package == rdmakit-pingmesh ]]; then
+    names "$(field Recommends)" rdmakit-diag || fail "rdmakit-pingmesh's Recommends lacks rdmakit-diag: '$(field Recommends)'"
+  fi
   if [[ $package == rdmakit ]]; then
     names "$(field Recommends)" rdma-core || fail "rdmakit's Recommends lacks rdma-core: '$(field Recommends)'"
     names "$(field Recommends)" rdmakit-diag || fail "rdmakit's Recommends lacks rdmakit-diag: '$(field Recommends)'"

@@ -3,8 +3,14 @@
 // per path (ok, lossy, slow, down) for monitoring: JSON lines, OpenMetrics, a log line a
 // change. The session lives in lib/pingmesh/pingmesh_session.
 
-#include "lib/diag/connect_probe.hpp"
+#include <cerrno>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
 #include "lib/pingmesh/pingmesh_session.hpp"
+#include "lib/tool/attached_diagnosis.hpp"
 #include "lib/tool/cli.hpp"
 
 int main(int argc, char** argv) {
@@ -17,13 +23,23 @@ int main(int argc, char** argv) {
   return tool.run(
       argc, argv, [&] { options.check(); },
       [&](rdmakit::Report& report) {
-        // diag-connect's probe of a path gone bad, in-process, as the probes go: a SIDR
+        // diag-connect's probe of a path gone bad, by diag-bind beside this program (as every
+        // tool's --diagnose, so that the diagnosers' libraries stay out of this one): a SIDR
         // exchange with the peer's rdma_pingmesh (its port, UDP port space), so that a peer
         // that is not running reads "nothing listens" there. The peer's diag-connect agent
         // is asked at its default port; the local facts stand without it.
-        const auto diagnose_path = [port = options.port](const std::string& address, std::chrono::milliseconds timeout,
-                                                         std::string& text) {
-          return rdmakit::diag::diagnose_connect_failure(address, port, timeout, text, "udp");
+        const auto diagnose_path = [port = options.port, diag_bind = tool.names().sibling_path("diag-bind")](
+                                       const std::string& address, std::chrono::milliseconds timeout,
+                                       std::string& text) {
+          const auto subject = address.find(':') != std::string::npos ? fmt::format("[{}]:{}", address, port)
+                                                                      : fmt::format("{}:{}", address, port);
+          auto outcome = rdmakit::ask_attached_diagnosis(
+              diag_bind, {.error = rdmakit::RdmaError("rdma_connect", subject, ETIMEDOUT, address),
+                          .timeout = timeout,
+                          .port_space = "udp"});
+          if (!outcome.answer) throw std::runtime_error(outcome.failure);
+          text = std::move(outcome.answer->text);
+          return std::move(outcome.answer->diagnosis);
         };
         rdmakit::run_pingmesh(options, tool.common(), tool.names().sibling("rdma_pingmesh"), diagnose_path, report);
       });

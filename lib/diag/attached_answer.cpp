@@ -12,12 +12,14 @@
 
 namespace rdmakit::diag {
 
-nlohmann::json diagnose_for_tool(const RdmaError& error, std::chrono::milliseconds timeout, std::string& text) {
+nlohmann::json diagnose_for_tool(const DiagnosisRequest& request, std::string& text) {
+  const auto& error = request.error;
   if (!explained_by_diag_bind(error.call(), error.errnum()) && explained_by_diag_connect(error)) {
-    return diagnose_connect_failure(error.address(), port_in_subject(error.subject()), timeout, text);
+    return diagnose_connect_failure(error.address(), port_in_subject(error.subject()), request.timeout, text,
+                                    request.port_space);
   }
   ProbeOptions options;
-  options.limits.timeout = timeout;
+  options.limits.timeout = request.timeout;
   const auto diagnosis = diagnose_address(error.address(), options);
   text = render_verdict(diagnosis.verdict);
   return to_json(diagnosis);
@@ -29,7 +31,7 @@ std::optional<int> answer_attached_diagnosis(int argc, const char* const* argv) 
     if (!request) return std::nullopt;
     setup_logging("diag-bind", spdlog::level::warn);
     AttachedDiagnosisAnswer answer;
-    answer.diagnosis = diagnose_for_tool(request->error, request->timeout, answer.text);
+    answer.diagnosis = diagnose_for_tool(*request, answer.text);
     std::cout << attached_diagnosis_answer(answer) << std::flush;
     return 0;
   } catch (const UsageError& error) {

@@ -47,8 +47,8 @@ struct PingmeshOptions {
   void check() const;
 };
 
-// diag-connect's diagnosis of the path to `address` (lib/probe, which this layer cannot
-// include: the app passes it in), bounded by `timeout`; its verdict in words in `text`.
+// diag-connect's diagnosis of the path to `address` (the app has diag-bind beside it run
+// it), bounded by `timeout`; its verdict in words in `text`.
 using PathDiagnoser =
     std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout, std::string& text)>;
 

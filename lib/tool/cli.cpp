@@ -131,52 +131,18 @@ void ToolRunner::enable_diagnose() {
                  "diag-bind installed beside this program)");
 }
 
-namespace {
-
-// Why a diagnoser run gave no answer, "" when it did; its stderr's first line is what it
-// said of a failure (attached_diagnosis.hpp).
-std::string unanswered(const ChildOutcome& outcome, const std::filesystem::path& program, std::chrono::seconds bound) {
-  if (!outcome.start_error.empty()) {
-    return fmt::format(
-        "--diagnose runs {}, which could not start: {} (diag-bind comes with the package "
-        "rdmakit-diag)",
-        program.string(), outcome.start_error);
-  }
-  if (outcome.timed_out) return fmt::format("{} took longer than {} s and was ended", program.string(), bound.count());
-  if (outcome.exit_code != 0) {
-    const auto said = outcome.err.substr(0, outcome.err.find('\n'));
-    return said.empty()
-               ? fmt::format("{} ended with exit {}, signal {}", program.string(), outcome.exit_code, outcome.signal)
-               : said;
-  }
-  return {};
-}
-
-}  // namespace
-
 void ToolRunner::diagnose_failure(const RdmaError& error, Report& report) {
   if (!diagnose_ || !(explained_by_diag_bind(error.call(), error.errnum()) || explained_by_diag_connect(error))) {
     return;
   }
-  // Every wait of the diagnosis is bounded by --timeout; this bounds them all together.
-  const auto bound = std::chrono::duration_cast<std::chrono::seconds>(common_.timeout() * 6) + std::chrono::seconds(10);
-  const auto program = names_.sibling_path("diag-bind");
-  std::vector<std::string> argv{program.string()};
-  std::ranges::move(attached_diagnosis_arguments(error, common_.timeout()), std::back_inserter(argv));
-  const auto outcome = ChildProcess(argv).finish(Clock::now() + bound, -1);
-  auto failure = unanswered(outcome, program, bound);
-  if (failure.empty()) {
-    try {
-      auto answer = read_attached_diagnosis_answer(outcome.out);
-      report.add(AttachedDiagnosis(std::move(answer.diagnosis)));
-      // What the diagnoser logged on the way comes first, as it would have in-process.
-      diagnosis_text_ = outcome.err + answer.text;
-      return;
-    } catch (const ProtocolError& unreadable) {
-      failure = unreadable.what();
-    }
+  auto outcome = ask_attached_diagnosis(names_.sibling_path("diag-bind"),
+                                        DiagnosisRequest{.error = error, .timeout = common_.timeout()});
+  if (!outcome.answer) {
+    diagnosis_text_ = "diagnosis failed: " + outcome.failure + "\n";
+    return;
   }
-  diagnosis_text_ = "diagnosis failed: " + failure + "\n";
+  report.add(AttachedDiagnosis(std::move(outcome.answer->diagnosis)));
+  diagnosis_text_ = std::move(outcome.answer->text);
 }
 
 namespace {

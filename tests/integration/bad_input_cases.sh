@@ -222,6 +222,12 @@ case_tools_link_what_they_use() {
       fail "rdma_mesh links $needed"
     fi
   fi
+  # rdma_pingmesh runs diag-bind for a path's diagnosis: libmicrohttpd for /metrics, none of
+  # the diagnosers' libraries.
+  needed=$(readelf -d "$BIN/rdma_pingmesh" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+  if grep -Eq 'lib(nftables|cap|crypto|ssl|mpi|pugixml)\.' <<< "$needed"; then
+    fail "rdma_pingmesh links $needed"
+  fi
   note "rping: $(readelf -d "$BIN/rping" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
 }
 

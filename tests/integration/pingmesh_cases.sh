@@ -323,6 +323,9 @@ case_pair_pingmesh() {
   remote_signal peer_mesh KILL
   local killed=${EPOCHREALTIME}
   pingmesh_wait_changes here down 1 15
+  # The diagnosis (diag-bind run beside, a process start in the guest) must meet the peer
+  # still dead: the restart waits for it.
+  wait_for_line here.out '"event":"diagnosis"' 30
   local restarted=${EPOCHREALTIME}
   remote_start peer_mesh2 "$OURS_PINGMESH" "${common[@]}" --name peer --duration 100
   pingmesh_wait_changes here ok 2 20

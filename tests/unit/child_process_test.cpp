@@ -43,11 +43,14 @@ TEST(ChildProcess, AProgramThatIsNotThereIsAnOutcomeNotAnException) {
 }
 
 // What a tool passes on reaches diag-bind whole: the failed call, its subject, its errno, the
-// address and the timeout, empty fields included.
+// address, the timeout and the port space, empty fields included.
 TEST(AttachedDiagnosis, TheRequestCarriesTheFailureWhole) {
   const RdmaError failure("rdma_resolve_addr", "10.0.0.9:7174", ETIMEDOUT, "10.0.0.9");
   std::vector<std::string> words{"diag-bind"};
-  for (auto& word : attached_diagnosis_arguments(failure, std::chrono::milliseconds(2500))) words.push_back(word);
+  for (auto& word : attached_diagnosis_arguments(
+           {.error = failure, .timeout = std::chrono::milliseconds(2500), .port_space = "udp"})) {
+    words.push_back(word);
+  }
   std::vector<const char*> argv;
   for (const auto& word : words) argv.push_back(word.c_str());
   const auto request = attached_diagnosis_request(static_cast<int>(argv.size()), argv.data());
@@ -57,17 +60,21 @@ TEST(AttachedDiagnosis, TheRequestCarriesTheFailureWhole) {
   EXPECT_EQ(request->error.errnum(), ETIMEDOUT);
   EXPECT_EQ(request->error.address(), "10.0.0.9");
   EXPECT_EQ(request->timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(request->port_space, "udp");
   EXPECT_EQ(explained_by_diag_connect(request->error), explained_by_diag_connect(failure));
 
   const RdmaError no_address("rdma_create_event_channel", "", ENODEV);
   words = {"diag-bind"};
-  for (auto& word : attached_diagnosis_arguments(no_address, std::chrono::milliseconds(5000))) words.push_back(word);
+  for (auto& word : attached_diagnosis_arguments({.error = no_address, .timeout = std::chrono::milliseconds(5000)})) {
+    words.push_back(word);
+  }
   argv.clear();
   for (const auto& word : words) argv.push_back(word.c_str());
   const auto bare = attached_diagnosis_request(static_cast<int>(argv.size()), argv.data());
   ASSERT_TRUE(bare.has_value());
   EXPECT_EQ(bare->error.address(), "");
   EXPECT_EQ(bare->error.errnum(), ENODEV);
+  EXPECT_EQ(bare->port_space, "tcp");
 }
 
 TEST(AttachedDiagnosis, OnlyTheFlagAsksAndAMalformedRequestIsAUsageError) {
@@ -81,6 +88,13 @@ TEST(AttachedDiagnosis, OnlyTheFlagAsksAndAMalformedRequestIsAUsageError) {
   EXPECT_THROW(attached_diagnosis_request(7, bad_errno), UsageError);
   const char* negative[] = {"diag-bind", attached_diagnosis_flag, "rdma_bind_addr", "", "19", "", "-1"};
   EXPECT_THROW(attached_diagnosis_request(7, negative), UsageError);
+  // Without a port space the request is tcp's (what a tool of the same version before sent);
+  // one that rdma_cm has no diagnosis for is refused.
+  const char* tcp[] = {"diag-bind", attached_diagnosis_flag, "rdma_connect", "10.0.0.9:7174", "110", "10.0.0.9", "100"};
+  EXPECT_EQ(attached_diagnosis_request(7, tcp)->port_space, "tcp");
+  const char* ib[] = {"diag-bind", attached_diagnosis_flag, "rdma_connect", "10.0.0.9:7174", "110", "10.0.0.9", "100",
+                      "ib"};
+  EXPECT_THROW(attached_diagnosis_request(8, ib), UsageError);
 }
 
 TEST(AttachedDiagnosis, TheAnswerReadsBackAsWritten) {

@@ -35,7 +35,7 @@ crafted() {
 crafted_done() {
   local name=$1 ours=${RC:-0}
   "$CRAFTED_FINISH" "$name" 70
-  [[ $RC -eq 0 ]] || fail "crafted peer $name: exit $RC (our tool: exit $ours)"
+  [[ $RC -eq 0 ]] || fail "crafted peer $name: exit $RC (our tool: exit $ours); it said: $(tail -n 5 "$T/$name.err" 2> /dev/null)"
   read -r MISDEED_US CRAFTED_MODE CRAFTED_END <<< "$(jq -r '"\(.misdeed_at_us) \(.mode) \(.peer)"' "$T/$name.out")"
   [[ $MISDEED_US =~ ^[0-9]+$ ]] || fail "crafted peer $name did not do its misdeed"
   MISDEED_US=$((MISDEED_US - CRAFTED_CLOCK_AHEAD_US))

@@ -111,8 +111,15 @@ void keep_rnr_naks_short(ibv_qp* qp) {
   if (qp->qp_type != IBV_QPT_RC) return;
   ibv_qp_attr attributes{};
   attributes.min_rnr_timer = rnr_nak_timer;
-  check_returned(ibv_modify_qp(qp, &attributes, IBV_QP_MIN_RNR_TIMER), "ibv_modify_qp",
-                 fmt::format("RNR NAK timer {}", rnr_nak_timer));
+  const int failed = ibv_modify_qp(qp, &attributes, IBV_QP_MIN_RNR_TIMER);
+  if (failed == 0) return;
+  // A peer that misbehaves at once (a READ past our buffer as soon as it is connected) can
+  // put the QP in the error state before this change: then the change is refused (EINVAL)
+  // and the completions that follow say what went wrong, not this.
+  ibv_qp_attr now{};
+  ibv_qp_init_attr init{};
+  if (ibv_query_qp(qp, &now, IBV_QP_STATE, &init) == 0 && now.qp_state == IBV_QPS_ERR) return;
+  check_returned(failed, "ibv_modify_qp", fmt::format("RNR NAK timer {}", rnr_nak_timer));
 }
 
 std::uint8_t rnr_nak_timer_of(ibv_qp* qp) {

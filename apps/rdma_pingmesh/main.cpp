@@ -7,9 +7,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "lib/pingmesh/pingmesh_session.hpp"
+#include "lib/rdma/cm.hpp"
 #include "lib/tool/attached_diagnosis.hpp"
 #include "lib/tool/cli.hpp"
 
@@ -31,8 +30,7 @@ int main(int argc, char** argv) {
         const auto diagnose_path = [port = options.port, diag_bind = tool.names().sibling_path("diag-bind")](
                                        const std::string& address, std::chrono::milliseconds timeout,
                                        std::string& text) {
-          const auto subject = address.find(':') != std::string::npos ? fmt::format("[{}]:{}", address, port)
-                                                                      : fmt::format("{}:{}", address, port);
+          const auto subject = rdmakit::parse_address(address, port).to_string();
           auto outcome = rdmakit::ask_attached_diagnosis(
               diag_bind, {.error = rdmakit::RdmaError("rdma_connect", subject, ETIMEDOUT, address),
                           .timeout = timeout,

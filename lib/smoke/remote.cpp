@@ -168,7 +168,7 @@ class ControlChannel::PendingHandshakes {
       }
       it = pending_.erase(it);
     }
-    if (served) end_rest(refused);
+    if (served) end_all(refused);
     return served;
   }
 
@@ -184,10 +184,11 @@ class ControlChannel::PendingHandshakes {
     std::string refusal;
   };
 
-  // Once a peer is served, the handshakes still under way are cut short. One whose peer had
-  // answered was judged (a wrong key is told to the peer before its thread says it is done)
-  // and is said; one still waiting for its peer's answer is ended unjudged.
-  void end_rest(const std::function<void(const std::string&)>& refused) {
+  // Each handshake still under way is cut short (its socket shut down) and its thread joined.
+  // Once a peer is served, `refused` says those whose peer had answered: they were judged (a
+  // wrong key is told to the peer before its thread says it is done); one still waiting for
+  // its peer's answer is ended unjudged.
+  void end_all(const std::function<void(const std::string&)>& refused = {}) {
     for (const auto& pending : pending_) shutdown(pending->channel.fd_, SHUT_RDWR);
     for (const auto& pending : pending_) {
       pending->thread.join();
@@ -195,13 +196,6 @@ class ControlChannel::PendingHandshakes {
       refused(pending->keys ? fmt::format("refused {}: another peer was served first", pending->channel.peer())
                             : fmt::format("refused {}: handshake: {}", pending->channel.peer(), pending->refusal));
     }
-    pending_.clear();
-  }
-
-  // Each handshake still under way is cut short (its socket shut down) and its thread joined.
-  void end_all() {
-    for (const auto& pending : pending_) shutdown(pending->channel.fd_, SHUT_RDWR);
-    for (const auto& pending : pending_) pending->thread.join();
     pending_.clear();
   }
 

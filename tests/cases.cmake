@@ -15,7 +15,8 @@
 #            port_7174       shares the one port the stock udaddy listens on
 #            skip_77         77 is a skip (device-free, but only where there is no device)
 #            not_sanitized   its sanitized copy is left out of the suite (nodevice_long)
-#            timeout=N       seconds, instead of its kind's
+#            timeout=N       seconds, instead of its kind's (not nodevice: the device-free
+#                            cases share RDMAKIT_DEVICE_FREE_TIMEOUT, tests/CMakeLists.txt)
 #
 # Sets rdmakit_cases_<KIND> (the names, in the files' order) and rdmakit_case_<NAME> (its
 # traits) in the caller's scope.

@@ -352,12 +352,12 @@ case_mesh_rank_killed() {
 }
 
 # Bad options on one rank or all: exit 2 on every rank with one line each, nothing hangs.
-# No device needed (the options are refused before any is opened): label nodevice. Bounded
-# at 120 s: at nice 19 beside the pair guests, Open MPI's start and teardown alone once took
-# 35 s, and the second run passed its old 60 s after both ranks had said their line.
+# No device needed (the options are refused before any is opened): label nodevice. Each mpirun
+# is bounded at 120 s: at nice 19 beside the pair guests, Open MPI's start and teardown alone
+# once took 35 s, and the second run passed its old 60 s after both ranks had said their line.
 # two mpirun runs of up to 120 s each; its sanitized copy is left out of the suite: each rank's
 # Open MPI start under ASan cost it 48 CPU-s for option checks the plain build runs too
-# ctest: nodevice timeout=300 not_sanitized
+# ctest: nodevice not_sanitized
 case_mesh_bad_flags() {
   require_mpirun
   run all 120 "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" --threshold 2

@@ -8,7 +8,8 @@
 #                     libibverbs, spdlog and fmt only
 #   rdmakit-diag      diag-bind and diag-connect (and the agent's unit): libnftables, libcap,
 #                     libcrypto; what the tools' --diagnose runs, so rdmakit recommends it
-#   rdmakit-smoke     rdma_smoke, which runs the tools and diag-bind: pugixml
+#   rdmakit-smoke     rdma_smoke, which runs the tools and diag-bind: pugixml, libcrypto
+#                     (--serve's keyed handshake), none of diag-connect's libnftables, libcap
 #   rdmakit-pingmesh  rdma_pingmesh (and its unit): libmicrohttpd; a path gone bad is
 #                     diagnosed by rdmakit-diag's diag-bind, which it recommends
 #   rdmakit-mesh      rdma_mesh, where CMake found MPI: Open MPI (and none of rdmakit-diag's

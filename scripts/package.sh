@@ -94,13 +94,14 @@ declare -A units=(
   [rdmakit-pingmesh]="rdmakit-rdma_pingmesh.service=rdma_pingmesh --pinglist"
 )
 # What only the other packages' programs need: never a dependency of rdmakit's; and what
-# rdmakit-mesh's ranks do not need (they read the host as diag-bind does, not as
-# diag-connect's agent).
+# rdmakit-mesh's ranks and rdma_smoke do not need (they read the host as diag-bind does, not
+# as diag-connect's agent; rdma_smoke runs diag-bind, which rdmakit-diag brings).
 others_libraries="libssl3 libcap2 libnftables1 libmicrohttpd12 libopenmpi3 libpugixml1v5"
 declare -A lacks=(
   [rdmakit]=$others_libraries
   [rdmakit-mesh]="libssl3 libcap2 libnftables1 libmicrohttpd12 libpugixml1v5"
   [rdmakit-pingmesh]="libssl3 libcap2 libnftables1 libopenmpi3 libpugixml1v5"
+  [rdmakit-smoke]="libcap2 libnftables1 libmicrohttpd12 libopenmpi3"
 )
 packages=(rdmakit rdmakit-diag rdmakit-smoke rdmakit-pingmesh)
 if [[ -x $dir/bin/rdma_mesh ]]; then

@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "lib/diag/address_choice.hpp"
+#include "lib/diag/cm_listeners.hpp"
 #include "lib/diag/host_probe.hpp"
-#include "lib/diag/host_view.hpp"
+#include "lib/diag/routes.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/smoke/smoke_session.hpp"
 #include "lib/tool/cli.hpp"

@@ -1,10 +1,8 @@
 #pragma once
 // One host's view for diag-connect, read live: diag-bind's inventory mapped into the view
 // (lib/diag/host_view_read.hpp), the files beside sysfs, the nftables ruleset (through
-// libnftables, where the build found it), rdma_cm's listeners (RDMA netlink's cm_id dump),
+// libnftables, where the build found it), rdma_cm's listeners (lib/diag/cm_listeners.hpp),
 // and the kernel's route and neighbour entry for an address (rtnetlink). Read-only.
-
-#include <linux/netlink.h>
 
 #include <filesystem>
 #include <string>
@@ -26,15 +24,6 @@ struct HostViewOptions {
 // what it cannot read: that stays unknown (-1, "", listeners_known false, firewall not
 // readable with the reason).
 HostView read_host_view(const HostViewOptions& options);
-
-// The rdma_cm ids in LISTEN state on every RDMA device, from RDMA netlink's per-device
-// cm_id dumps. A listener on a wildcard address shows once per device (the kernel listens
-// on each device for it); one bound to an address, on that address's device. False when
-// a dump could not be read (no RDMA core, a device without a netlink index, an error).
-bool read_cm_listeners(HostView& view);
-
-// The listening cm_ids in one message of that dump.
-std::vector<CmListener> listeners_in(const nlmsghdr& message);
 
 // The nftables ruleset's rules that touch UDP 4791 (lib/diag/host_view_read.hpp). Not
 // readable, with the reason, without permission (CAP_NET_ADMIN) or without libnftables.

@@ -228,6 +228,13 @@ case_tools_link_what_they_use() {
   if grep -Eq 'lib(nftables|cap|crypto|ssl|mpi|pugixml)\.' <<< "$needed"; then
     fail "rdma_pingmesh links $needed"
   fi
+  # rdma_smoke asks the kernel which rdma_cm ids listen (netlink) and reads the host as
+  # diag-bind does: libcrypto for --serve's keyed handshake, pugixml for JUnit, neither
+  # libnftables nor libcap (diag-connect's firewall reader and agent).
+  needed=$(readelf -d "$BIN/rdma_smoke" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+  if grep -Eq 'lib(nftables|cap|ssl|mpi|microhttpd)\.' <<< "$needed"; then
+    fail "rdma_smoke links $needed"
+  fi
   note "rping: $(readelf -d "$BIN/rping" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')"
 }
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/diag/host_view.hpp"
+#include "lib/diag/cm_listeners.hpp"
 #include "lib/diag/netlink.hpp"
 
 namespace rdmakit::diag {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/diag/causes.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/host_queries.hpp"
 
@@ -75,7 +76,7 @@ bool worked(const Facts& f);
 std::string step_text(const ConnectStep& step);
 std::string agent_text(const AgentContact& agent);
 // A verdict that names its cause (exit 1); fix_host only where there is a fix.
-ConnectVerdict found(std::string cause, std::string summary, std::vector<std::string> evidence, std::string fix = {},
+ConnectVerdict found(ConnectCause cause, std::string summary, std::vector<std::string> evidence, std::string fix = {},
                      std::string fix_host = {}, std::string next = {});
 
 // The --gid-index rules and the warnings about GID indexes on a connection that worked

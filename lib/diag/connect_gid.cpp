@@ -196,7 +196,7 @@ GidRemedy gid_remedy(const GidCheck& check, const std::string& target) {
                       c, s, settings_text(client), settings_text(server))};
 }
 
-ConnectVerdict gid_verdict(const std::string& cause, const std::string& summary, const GidCheck& check, const Facts& f,
+ConnectVerdict gid_verdict(ConnectCause cause, const std::string& summary, const GidCheck& check, const Facts& f,
                            std::vector<std::string> evidence) {
   evidence.push_back(side_entry_text(check.client, check.index));
   evidence.push_back(check.server ? side_entry_text(*check.server, check.index)
@@ -257,7 +257,7 @@ ConnectVerdict gid_index_mismatch_verdict(const Facts& f) {
 
 // Without --gid-index, on a connection that worked: what a stack left at its default would meet.
 void add_gid_warnings(const Facts& f, ConnectVerdict& v) {
-  if (v.cause != "ok") return;
+  if (v.cause != ConnectCause("ok").name()) return;
   if (f.attempt.gid_index) {
     if (f.peer == nullptr) {
       v.warnings.push_back(

@@ -187,10 +187,10 @@ std::string agent_text(const AgentContact& agent) {
                      to_string(agent.status), agent.detail.empty() ? "" : ": " + agent.detail);
 }
 
-ConnectVerdict found(std::string cause, std::string summary, std::vector<std::string> evidence, std::string fix,
+ConnectVerdict found(ConnectCause cause, std::string summary, std::vector<std::string> evidence, std::string fix,
                      std::string fix_host, std::string next) {
   ConnectVerdict v;
-  v.cause = std::move(cause);
+  v.cause = cause.name();
   v.exit_code = ExitCode::cause_found;
   v.summary = std::move(summary);
   v.evidence = std::move(evidence);
@@ -210,19 +210,12 @@ namespace {
 
 // ---- The host first: what diag-bind says about this host, where it stops RDMA here ----
 
-// diag-bind's causes that are this host's alone: no connection can work until they are fixed,
-// whatever the route or the server. netdev_without_rdma counts only for the host's own
-// address (for a remote one, the route is source_not_rdma's, told with the agent's view).
+// diag-bind's causes that are this host's alone (connect_host_causes). netdev_without_rdma
+// counts only for the host's own address (for a remote one, the route is source_not_rdma's,
+// told with the agent's view).
 bool host_stops_rdma(const Facts& f) {
   const auto& host = f.c.host;
-  if (!host || host->exit_code != ExitCode::cause_found) return false;
-  // gid_link_local and gid_missing: the local port has no GID the path can use, so the
-  // kernel refuses the resolve before anything reaches the peer.
-  static constexpr std::array<std::string_view, 13> host_causes = {
-      "no_rdma_device",     "provider_missing", "uverbs_unavailable",  "userspace_mismatch", "rdma_cm_missing",
-      "rdma_cm_permission", "loopback_address", "netdev_without_rdma", "gid_link_local",     "gid_missing",
-      "no_subnet_manager",  "pkey_mismatch",    "no_path_record"};
-  if (std::ranges::find(host_causes, host->cause) == host_causes.end()) return false;
+  if (!host || host->exit_code != ExitCode::cause_found || !listed_in<connect_host_causes>(host->cause)) return false;
   return host->cause != "netdev_without_rdma" || netdev_with_address(f.local, f.attempt.target) != nullptr;
 }
 
@@ -231,7 +224,8 @@ ConnectVerdict host_cause(const Facts& f) {
   std::vector<std::string> evidence;
   for (const auto& detail : host->details) evidence.push_back("client: " + detail);
   evidence.push_back("client: diag-bind's verdict on this host: " + host->cause);
-  return found(host->cause, host->summary, std::move(evidence), host->fix, "client", host->next);
+  // host_stops_rdma took only connect_host_causes, every one of them a diag-connect cause.
+  return found(*ConnectCause::named(host->cause), host->summary, std::move(evidence), host->fix, "client", host->next);
 }
 
 }  // namespace
@@ -248,7 +242,7 @@ namespace {
 ConnectVerdict works(const Facts& f) {
   const auto& a = f.attempt;
   ConnectVerdict v;
-  v.cause = "ok";
+  v.cause = ConnectCause("ok").name();
   v.exit_code = ExitCode::ok;
   std::size_t largest = 0;
   for (const auto& check : a.data) largest = std::max(largest, check.bytes);
@@ -783,12 +777,15 @@ ConnectVerdict no_rdma_answer(const Facts& f) {
   const auto& a = f.attempt;
   const auto& n = f.local.neighbour;
   std::vector<std::string> candidates;
-  if (n && n->state == "PERMANENT") candidates.emplace_back("neighbour_wrong");
+  const auto consider = [&candidates](ConnectCause cause) {
+    if (std::ranges::find(candidates, cause.name()) == candidates.end()) candidates.emplace_back(cause.name());
+  };
+  if (n && n->state == "PERMANENT") consider("neighbour_wrong");
   const auto client = f.client_port();
-  if (client.port != nullptr && roce_version(client.port->roce_mode) == "v1")
-    candidates.emplace_back("roce_mode_mismatch");
-  for (const char* cause : {"firewall_roce", "peer_not_rdma", "peer_port_down", "rp_filter", "roce_mode_mismatch"}) {
-    if (std::ranges::find(candidates, cause) == candidates.end()) candidates.emplace_back(cause);
+  if (client.port != nullptr && roce_version(client.port->roce_mode) == "v1") consider("roce_mode_mismatch");
+  for (const auto cause : std::array<ConnectCause, 5>{"firewall_roce", "peer_not_rdma", "peer_port_down", "rp_filter",
+                                                      "roce_mode_mismatch"}) {
+    consider(cause);
   }
   std::vector<std::string> evidence{"client: " + step_text(*f.resolve_addr), "client: " + step_text(*f.connect)};
   if (n) evidence.push_back("client: " + neighbour_text(*n));
@@ -807,7 +804,7 @@ ConnectVerdict no_rdma_answer(const Facts& f) {
 
 ConnectVerdict unexplained(const Facts& f) {
   ConnectVerdict v;
-  v.cause = "unknown";
+  v.cause = ConnectCause("unknown").name();
   v.exit_code = ExitCode::unexplained;
   v.summary = fmt::format("the connection to {}:{} failed and diag-connect cannot name the cause", f.attempt.target,
                           f.attempt.port);
@@ -835,15 +832,15 @@ ConnectVerdict unexplained(const Facts& f) {
     v.evidence.push_back(agent_text(f.c.agent));
   } else if (!f.peer->view.firewall.readable) {
     v.evidence.push_back("server: firewall not readable: " + f.peer->view.firewall.error);
-    v.candidates.emplace_back("firewall_roce");
+    v.candidates.emplace_back(ConnectCause("firewall_roce").name());
   }
   return v;
 }
 
 // Differences that did not decide this verdict, tagged with the cause they would be.
 void add_warnings(const Facts& f, ConnectVerdict& v) {
-  const auto add = [&v](const char* cause, const std::string& text) {
-    if (v.cause != cause) v.warnings.push_back(text);
+  const auto add = [&v](ConnectCause cause, const std::string& text) {
+    if (v.cause != cause.name()) v.warnings.push_back(text);
   };
   if (const auto pair = mtus(f); f.peer != nullptr && pair.differ()) add("mtu_mismatch", "MTU differs: " + pair.text());
   if (const auto modes = differing_roce_modes(f)) {

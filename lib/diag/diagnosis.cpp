@@ -39,6 +39,7 @@
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
 #include "lib/diag/bind_remedies.hpp"
+#include "lib/diag/causes.hpp"
 #include "lib/diag/host_queries.hpp"
 #include "lib/diag/rule_table.hpp"
 
@@ -48,9 +49,9 @@ namespace {
 
 // ---- Verdicts and remedies ----
 
-Verdict verdict(std::string cause, ExitCode exit_code, std::string summary, Remedy remedy = {}) {
+Verdict verdict(BindCause cause, ExitCode exit_code, std::string summary, Remedy remedy = {}) {
   Verdict v;
-  v.cause = std::move(cause);
+  v.cause = cause.name();
   v.exit_code = exit_code;
   v.summary = std::move(summary);
   v.fix = std::move(remedy.fix);

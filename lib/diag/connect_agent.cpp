@@ -28,6 +28,7 @@
 #include "lib/diag/probe_ticket.hpp"
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
+#include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 
 namespace rdmakit::diag {
@@ -140,10 +141,7 @@ class Agent {
 
   void open_rdma() {
     channel_ = std::make_unique<EventChannel>();
-    const rdma_port_space space = options_.port_space == "udp"  ? RDMA_PS_UDP
-                                  : options_.port_space == "ib" ? RDMA_PS_IB
-                                                                : RDMA_PS_TCP;
-    listener_ = CmId(*channel_, space);
+    listener_ = CmId(*channel_, parse_port_space(options_.port_space));
     // "::" takes IPv4 too (rdma_cm follows net.ipv6.bindv6only, 0 by default).
     auto address = parse_address(options_.bind.empty() ? "::" : options_.bind, options_.probe_port);
     cm_address_ = address.to_string();

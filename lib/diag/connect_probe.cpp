@@ -28,6 +28,7 @@
 #include "lib/diag/probe_ticket.hpp"
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
+#include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
 
@@ -54,12 +55,6 @@ ConnectStep skipped(rdmakit::Step name, std::string why) {
   step.status = StepStatus::skipped;
   step.detail = std::move(why);
   return step;
-}
-
-rdma_port_space port_space_named(const std::string& name) {
-  if (name == "udp") return RDMA_PS_UDP;
-  if (name == "ib") return RDMA_PS_IB;
-  return RDMA_PS_TCP;
 }
 
 std::string printable(std::span<const std::uint8_t> bytes) {
@@ -356,7 +351,7 @@ void run_rdma_steps(ConnectCase& connect_case, const ConnectProbeOptions& option
   auto& attempt = connect_case.attempt;
   EventChannel channel;
   CheckConnection connection;
-  connection.id = CmId(channel, port_space_named(options.port_space));
+  connection.id = CmId(channel, parse_port_space(options.port_space));
   const auto destination = numeric_address(options.target, options.port);
   std::optional<SocketAddress> source;
   if (!options.bind.empty()) source = numeric_address(options.bind, 0);

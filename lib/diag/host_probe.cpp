@@ -33,6 +33,7 @@
 #include "lib/diag/netlink.hpp"
 #include "lib/diag/routes.hpp"
 #include "lib/diag/sysfs.hpp"
+#include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
 #include "lib/tool/attached_diagnosis.hpp"
@@ -241,12 +242,6 @@ std::string route_source(const Target& target) {
   return source.host_string();
 }
 
-rdma_port_space port_space_of(const std::string& name) {
-  if (name == "udp") return RDMA_PS_UDP;
-  if (name == "ib") return RDMA_PS_IB;
-  return RDMA_PS_TCP;
-}
-
 std::string attached_device(rdma_cm_id* id) {
   return id->verbs != nullptr ? ibv_get_device_name(id->verbs->device) : "";
 }
@@ -353,7 +348,7 @@ Attempt run_attempt(const Target& target, const ProbeOptions& options) {
     record(attempt, error.call(), "", error.errnum());
     return attempt;
   }
-  const auto port_space = port_space_of(target.port_space);
+  const auto port_space = parse_port_space(target.port_space);
   const std::string ps_name = "RDMA_PS_" + std::string(target.port_space == "udp"  ? "UDP"
                                                        : target.port_space == "ib" ? "IB"
                                                                                    : "TCP");

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "lib/base/process_limits.hpp"
 #include "lib/diag/host_probe.hpp"
 #include "lib/diag/netlink.hpp"
 #include "lib/rdma/cm.hpp"

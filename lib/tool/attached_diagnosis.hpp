@@ -4,9 +4,10 @@
 // with the failed call's fields (PORT_SPACE: the rdma_cm port space a connect diagnosis
 // probes, tcp unless given; rdma_pingmesh's paths are udp), and diag-bind answers on stdout
 // with one JSON object: the diagnosis the tool attaches to its report ("diagnosis") and the
-// verdict as the tool prints it ("text"). Running the sibling, as rdma_smoke does, keeps the diagnosers' libraries
-// (libnftables, libcap, libcrypto) out of the tools that only measure, and out of their
-// package. Both ends of that exchange are here, so that they cannot drift apart.
+// verdict as the tool prints it ("text"). Running the sibling, as rdma_smoke does, keeps the
+// diagnosers' libraries (libnftables, libcap, libcrypto) out of the tools that only measure,
+// and out of their package. Both ends of that exchange are here, so that they cannot drift
+// apart.
 
 #include <chrono>
 #include <filesystem>

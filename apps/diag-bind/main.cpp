@@ -2,8 +2,6 @@
 // by putting the kernel's and user space's views of the RDMA devices side by side with a
 // real attempt, and naming the cause with the command that fixes it.
 
-#include <CLI/CLI.hpp>
-
 #include "lib/diag/attached_answer.hpp"
 #include "lib/diag/bind_session.hpp"
 #include "lib/tool/cli.hpp"
@@ -16,7 +14,7 @@ int main(int argc, char** argv) {
   runner.report_groups({.connection = false, .measurement = false});
   rdmakit::diag::BindOptions options;
   options.add_to(runner);
-  runner.app().footer(
+  runner.footer(
       "Exit status: 0 the address is usable, 1 a cause was found (see 'verdict'), 2 usage error, 3 the failure could "
       "not be explained (the raw data is printed). With --gids: 0 the table (and an index for the address), 1 the "
       "address has no GID, 77 no RDMA device.");

@@ -3,8 +3,6 @@
 // check) and comparing this host's view with the one the agent on the other host
 // (`diag-connect --serve`) answers over a TCP side channel.
 
-#include <CLI/CLI.hpp>
-
 #include "lib/diag/connect_session.hpp"
 #include "lib/tool/cli.hpp"
 
@@ -14,7 +12,7 @@ int main(int argc, char** argv) {
   runner.report_groups({.connection = true, .measurement = false});
   rdmakit::diag::ConnectOptions options;
   options.add_to(runner);
-  runner.app().footer(
+  runner.footer(
       "Exit status: 0 the connection and the data check work, 1 a cause was found (see 'verdict'), 2 usage error, 3 "
       "the failure could not be explained (the raw data is printed). The agent (--serve) exits 0 when stopped.");
   return runner.run(

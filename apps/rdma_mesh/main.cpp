@@ -6,8 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
-
 #include "lib/base/wait.hpp"
 #include "lib/mesh/local_node.hpp"
 #include "lib/mesh/mesh_options.hpp"

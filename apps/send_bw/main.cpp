@@ -10,8 +10,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <CLI/CLI.hpp>
-
 #include "lib/send_bw/bw_options.hpp"
 #include "lib/send_bw/perftest_flags.hpp"
 

@@ -115,6 +115,10 @@ ToolRunner::ToolRunner(std::string name, std::string description, const std::str
 
 ToolRunner::~ToolRunner() = default;
 
+void ToolRunner::footer(const std::string& text) {
+  app_->footer(text);
+}
+
 void ToolRunner::rename_argument(const std::string& long_name, std::string key) {
   argument_keys_[long_name] = std::move(key);
 }

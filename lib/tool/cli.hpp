@@ -89,6 +89,9 @@ class ToolRunner {
   // 2 and one line; only rank 0 prints the report, the others their errors.
   void join_job(Job& job) { job_ = &job; }
 
+  // The text --help ends with (the tool's exit statuses).
+  void footer(const std::string& text);
+
   // The report's "arguments" key for an option whose long name is not that key
   // (ToolRunner fills report.arguments from the options; see arguments_of).
   void rename_argument(const std::string& long_name, std::string key);

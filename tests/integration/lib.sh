@@ -154,6 +154,14 @@ expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, expected $1"; }
 expect_grep() { grep -q -- "$1" "$T/$2" || fail "'$1' not found in $2"; }
 expect_jq() { jq -e "$1" "$T/$2" > /dev/null || fail "$2 does not satisfy: $1"; }
 
+# expect_same_report A B: the reports in files A and B are the same but for their run time.
+# One comparison in jq: gojq has no -S, and a sorted copy of each written with it came out
+# empty, so that comparing the copies passed whatever the files held.
+expect_same_report() {
+  jq -e -n --slurpfile a "$T/$1" --slurpfile b "$T/$2" '($a[0] | del(.duration_s)) == ($b[0] | del(.duration_s))' \
+    > /dev/null || fail "$2 differs from $1"
+}
+
 # expect_wait_bounded FILE SECONDS: the report's run, less the steps it finished and timed
 # (cm_timings_ms and timings_ms: address lookup, resolve, connect, ...), took SECONDS at most.
 # What a timeout bounds is the wait that gave up; under ASan beside a busy guest the steps

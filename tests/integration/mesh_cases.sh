@@ -66,9 +66,7 @@ case_mesh_ranks() {
   expect_jq '.bytes == ([.pairs[] | select(.figures.bytes != null) | .figures.bytes] | add)' "mesh$ranks.out"
   expect_jq '.summary.bw.measured == (.pairs | length) and .summary.bw.failed == 0
     and .summary.bw.min <= .summary.bw.median and .summary.bw.median <= .summary.bw.max' "mesh$ranks.out"
-  jq -S 'del(.duration_s)' "$T/mesh$ranks.out" > "$T/stdout.sorted"
-  jq -S 'del(.duration_s)' "$T/mesh$ranks.file.json" > "$T/file.sorted"
-  cmp -s "$T/stdout.sorted" "$T/file.sorted" || fail "--json-file differs from the --json report"
+  expect_same_report "mesh$ranks.out" "mesh$ranks.file.json"
   expect_schema rdma_mesh "mesh$ranks.out"
   note "$ranks ranks: $(jq -c '.summary.bw | {min, median, max}' "$T/mesh$ranks.out"), ${ELAPSED_MS} ms"
   # Four ranks, every test: latency and connection set-up beside bandwidth, and the text.

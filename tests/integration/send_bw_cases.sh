@@ -60,9 +60,7 @@ case_send_bw_sweep() {
   expect_jq "$BW_ROWS_CONSISTENT" client.out
   expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)]' client.out
   expect_jq 'all(.rows[]; .iterations == 8)' client.out
-  jq -S 'del(.duration_s)' "$T/client.out" > "$T/stdout.sorted"
-  jq -S 'del(.duration_s)' "$T/sweep.json" > "$T/file.sorted"
-  cmp -s "$T/stdout.sorted" "$T/file.sorted" || fail "--json-file differs from the --json report"
+  expect_same_report "client.out" "sweep.json"
   expect_jq '[.rows[].bytes] == [range(1; 24) | pow(2; .)]' server.out
   note "sweep 8 MiB: $(jq -c '.rows[-1] | {bw_average_mib_per_s}' "$T/client.out")"
 }

@@ -4,7 +4,7 @@
 # LABEL_REGEX and JOBS cases at a time. With READY_FILE, the run first waits until that file
 # exists (the build is still being made, beside this: scripts/test.sh's build-tsan), 30
 # minutes at most; READY_FILE.failed says the build failed, and the run fails at once.
-# After each run it prints the run's slowest cases and one line
+# After each run it prints the run's slowest cases, its costliest in CPU, and one line
 #   stage-time: SECONDS STATUS NAME
 # which scripts/test.sh adds to its table of stage times. Exits 1 when any run failed.
 # Each run has a test tree of its own, BUILD_DIR/ctest-runs/NAME (a copy of the build's
@@ -34,13 +34,21 @@ for spec in "$@"; do
   rm -rf "$tree"
   (cd "$build" && find . -name CTestTestfile.cmake -not -path './ctest-runs/*' -not -path './_CPack_Packages/*') |
     while read -r file; do mkdir -p "$tree/${file%/*}" && cp "$build/$file" "$tree/$file"; done
-  ctest --test-dir "$tree" -L "$labels" -j "$jobs" --output-on-failure 2>&1 | tee "$log" || rc=1
+  cpu_file=$tree/case-cpu
+  RDMAKIT_CASE_CPU_FILE=$cpu_file ctest --test-dir "$tree" -L "$labels" -j "$jobs" --output-on-failure 2>&1 |
+    tee "$log" || rc=1
   # ctest's own exit status is lost in the pipe; its summary line says it.
   grep -q '^100% tests passed' "$log" || rc=1
   seconds=$((SECONDS - started))
   echo "-- $name: the slowest cases"
   sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *(\*\*\*)?([A-Za-z ]+[a-z]) +([0-9.]+) sec$/\4 \1 \3/p' "$log" |
     sort -rn | head -n 8 | awk '{printf "   %7.1f s  %s (%s)\n", $1, $2, $3}'
+  # What each case cost the guest's CPU (tests/integration/lib.sh's record_case_cpu): the
+  # figure to cut where the suite is over its budget.
+  if [[ -s $cpu_file ]]; then
+    echo "-- $name: the costliest cases in CPU (their processes, in the guest), of $(awk '{s += $2} END {printf "%.0f", s}' "$cpu_file") CPU-s in all"
+    sort -k2,2 -rn "$cpu_file" | head -n 8 | awk '{printf "   %7.1f CPU-s  %s\n", $2, $1}'
+  fi
   rm -f "$log"
   outcome=ok
   ((rc == 0)) || { outcome=FAILED; status=1; }

@@ -27,7 +27,28 @@ cleanup() {
   local pid i
   for pid in "${BACKGROUND[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   for ((i = ${#RESTORE[@]} - 1; i >= 0; i--)); do eval "${RESTORE[i]}" || echo "restore failed: ${RESTORE[i]}"; done
+  record_case_cpu
   rm -rf "$T"
+}
+
+# record_case_cpu: with RDMAKIT_CASE_CPU_FILE set (tests/integration/ctest-stages.sh), one
+# line "CASE CPU-SECONDS" for the case's processes, this shell and those it reaped (the
+# tools it killed, reaped here). The suite's budget is CPU: where cases run side by side in
+# the guest, a case's wall time says how long it waited, not what it cost the others.
+record_case_cpu() {
+  [[ -n ${RDMAKIT_CASE_CPU_FILE:-} ]] || return 0
+  ((${#BACKGROUND[@]} == 0)) || wait "${BACKGROUND[@]}" 2> /dev/null
+  # A builtin's output read back through a file: in a subshell, times would count the
+  # subshell's own.
+  times > "$T/.times" || return 0
+  local -a shell children
+  { read -r -a shell && read -r -a children; } < "$T/.times"
+  local total=0 t
+  for t in "${shell[@]}" "${children[@]}"; do
+    [[ $t =~ ^([0-9]+)m([0-9]+)\.([0-9]+)s$ ]] || continue
+    total=$((total + 10#${BASH_REMATCH[1]} * 60000 + 10#${BASH_REMATCH[2]} * 1000 + 10#${BASH_REMATCH[3]}))
+  done
+  printf '%s %d.%03d\n' "${CASE_NAME:-?}" $((total / 1000)) $((total % 1000)) >> "$RDMAKIT_CASE_CPU_FILE"
 }
 
 fail() {

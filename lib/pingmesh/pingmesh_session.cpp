@@ -4,19 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <random>
-#include <set>
+#include <span>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -27,12 +23,13 @@
 #include "lib/base/cpu_use.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/host_name.hpp"
-#include "lib/base/text_file.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/net/metrics_endpoint.hpp"
 #include "lib/pingmesh/pinglist.hpp"
+#include "lib/pingmesh/pingmesh_node.hpp"
 #include "lib/pingmesh/pingmesh_path.hpp"
 #include "lib/pingmesh/pingmesh_probe.hpp"
+#include "lib/pingmesh/pingmesh_publisher.hpp"
 #include "lib/pingmesh/pingmesh_report.hpp"
 #include "lib/rdma/datagram_port.hpp"
 #include "lib/tool/cli_checks.hpp"
@@ -136,37 +133,6 @@ std::optional<std::filesystem::file_time_type> modified(const std::string& path)
   return time;
 }
 
-// One path: to whom, how its probes fare, what its windows said, where to send.
-struct Path {
-  Path(Target target_in, std::uint64_t session, std::uint64_t answer_timeout_ns, const Thresholds& thresholds,
-       std::optional<CompletionClock> clock)
-      : target(std::move(target_in)), probes(session, answer_timeout_ns, clock), judge(thresholds) {}
-
-  Target target;
-  PathProbes probes;
-  PathJudge judge;
-  std::optional<DatagramAddress> to;
-  std::string resolve_error;
-  std::uint64_t next_probe_ns = 0;
-  std::uint64_t next_resolve_ns = 0;
-  PathSnapshot snapshot;
-};
-
-// A send whose completion this node needs, by its tag: a probe (its send completion's stamp
-// starts the round trip on the device clock), or an answer (its stamp ends the responder's
-// delay, which stamps then carry to the prober).
-struct ProbeSent {
-  std::string peer_address;
-  std::uint64_t sequence = 0;
-};
-struct AnswerSent {
-  ReplyRoute route;
-  ProbeMessage probe;
-  std::uint64_t probe_received_stamp = 0;
-};
-// At most this many sends tracked: a QP made again drops its sends uncompleted.
-constexpr std::size_t max_tracked_sends = 1024;
-
 // The report's section: the node and every path's totals and last state.
 class PingmeshSummary final : public ReportSection {
  public:
@@ -219,6 +185,30 @@ class PingmeshSummary final : public ReportSection {
   std::uint64_t scrapes_refused_;                    // from outside --metrics-allow
 };
 
+// lib/rdma's datagram port as the node sends and resolves through it.
+class DatagramProbePort {
+ public:
+  using Address = DatagramAddress;
+  using Route = ReplyRoute;
+  using Arrival = DatagramArrival;
+  using Resolution = rdmakit::Resolution;
+
+  explicit DatagramProbePort(DatagramPort& port) : port_(port) {}
+  std::optional<CompletionClock> completion_clock() const { return port_.completion_clock(); }
+  void resolve(const std::string& key, const std::string& address) { port_.resolve(key, address); }
+  bool resolving(const std::string& key) const { return port_.resolving(key); }
+  bool send(std::span<const std::uint8_t> bytes, const Address& to, std::uint64_t tag) {
+    return port_.send(bytes, to, tag);
+  }
+  Address reply_to(const Route& route) { return port_.reply_to(route); }
+  std::uint64_t failed() const { return port_.failed(); }
+
+ private:
+  DatagramPort& port_;
+};
+
+// The daemon: the node over the datagram port, woken by the port, the windows, the
+// pinglist's changes and SIGHUP; its lines, diagnoses and metrics.
 class Pingmesh {
  public:
   Pingmesh(const PingmeshOptions& options, const CommonOptions& common, std::string program,
@@ -228,18 +218,12 @@ class Pingmesh {
         program_(std::move(program)),
         diagnose_(diagnose),
         stop_fd_(stop_fd),
-        reload_(reload),
-        random_(std::random_device{}()) {
-    std::random_device seed;
-    session_ = (std::uint64_t{seed()} << 32) | seed();
-    thresholds_.lossy_ratio = options_.loss_percent / 100;
-    thresholds_.slow_factor = options_.slow_factor;
-    if (options_.p99_limit_ms > 0) thresholds_.p99_limit_s = options_.p99_limit_ms / 1000;
-    node_.node = options_.node_name.empty() ? host_name() : options_.node_name;
-    node_.window_s = options_.window_s;
+        reload_(reload) {
     if (!options_.topology.empty()) topology_ = mesh::read_topology(options_.topology);
-    load_pinglist();
-    node_.address = options_.bind.empty() ? own_pinglist_address() : options_.bind;
+    auto peers = read_pinglist(options_.pinglist);
+    pinglist_time_ = modified(options_.pinglist);
+    const auto name = options_.node_name.empty() ? host_name() : options_.node_name;
+    const auto address = options_.bind.empty() ? own_pinglist_address(peers, name) : options_.bind;
     // Before the QP: a port taken ends the run with a usage error before any probing.
     if (!options_.metrics.empty()) {
       const auto where = parse_listen_address(options_.metrics);
@@ -247,8 +231,9 @@ class Pingmesh {
           where, options_.metrics_allow.empty() ? local_subnets(where.host, interface_addresses())
                                                 : AllowList::parse(options_.metrics_allow, "--metrics-allow"));
     }
+    publisher_ = std::make_unique<Publisher>(options_.prom_file, endpoint_.get());
     port_ = std::make_unique<DatagramPort>(DatagramPortOptions{
-        .bind_address = node_.address,
+        .bind_address = address,
         .port = options_.port,
         .receive_slots = 512,
         .send_slots = 256,
@@ -257,8 +242,9 @@ class Pingmesh {
         .stop_fd = stop_fd_,
         .wake_fd = reload_.fd(),
         .host_stamps = options_.host_stamps});
-    node_.address = port_->local_address();
-    node_.clock = clock_name(port_->stamp_source());
+    probe_port_ = std::make_unique<DatagramProbePort>(*port_);
+    node_ = std::make_unique<Node<DatagramProbePort>>(node_settings(name), *probe_port_, monotonic_ns, node_events());
+    node_->take_peers(std::move(peers));
     plan();
   }
 
@@ -267,26 +253,29 @@ class Pingmesh {
     const auto started_ns = monotonic_ns();
     const auto end_ns = options_.duration_s > 0 ? started_ns + static_cast<std::uint64_t>(options_.duration_s * 1e9)
                                                 : std::numeric_limits<std::uint64_t>::max();
-    next_window_ns_ = started_ns + window_ns;
-    spdlog::info("{}: probing {} peers from {} port {}, answering {}; round trips on the {} clock", node_.node,
-                 paths_.size(), node_.address, options_.port, options_.answer_any ? "anyone" : "the pinglist's peers",
-                 node_.clock);
+    auto next_window_ns = started_ns + window_ns;
+    spdlog::info("{}: probing {} peers from {} port {}, answering {}; round trips on the {} clock", node_->node().node,
+                 node_->path_count(), node_->node().address, options_.port,
+                 options_.answer_any ? "anyone" : "the pinglist's peers", node_->node().clock);
     bool stopped = false;
     for (;;) {
       auto now_ns = monotonic_ns();
       if (now_ns >= end_ns) break;
-      take_cm_events(now_ns);
-      port_->drain([&](const DatagramArrival& arrival) { on_arrival(arrival); },
-                   [&](std::uint64_t tag, std::optional<std::uint64_t> stamp) { on_sent(tag, stamp); });
+      std::uint64_t refused = 0;
+      auto resolutions =
+          port_->take_cm_events([this](const std::string& source) { return node_->admission(source); }, refused);
+      node_->take_resolutions(resolutions, refused, now_ns);
+      port_->drain([&](const DatagramArrival& arrival) { node_->on_arrival(arrival); },
+                   [&](std::uint64_t tag, std::optional<std::uint64_t> stamp) { node_->on_sent(tag, stamp); });
       if (reload_.take() && reload_pinglist("reread on SIGHUP")) plan();
       now_ns = monotonic_ns();
-      resolve_due(now_ns);
-      send_due(now_ns);
-      if (now_ns >= next_window_ns_) {
+      node_->resolve_due(now_ns);
+      node_->send_due(now_ns);
+      if (now_ns >= next_window_ns) {
         close_window(now_ns);
-        next_window_ns_ = std::max(next_window_ns_ + window_ns, now_ns + window_ns / 2);
+        next_window_ns = std::max(next_window_ns + window_ns, now_ns + window_ns / 2);
       }
-      auto wake_ns = std::min({next_due_ns(), next_window_ns_, end_ns});
+      auto wake_ns = std::min({node_->next_due_ns(), next_window_ns, end_ns});
       if (port_->resolving_any()) wake_ns = std::min(wake_ns, now_ns + resolve_poll_ns);
       const auto until = Clock::now() + std::chrono::nanoseconds(wake_ns > now_ns ? wake_ns - now_ns : 0);
       if (port_->sleep(until) == Woken::stopped) {
@@ -299,11 +288,10 @@ class Pingmesh {
     finish(report);
     // As every rdmakit tool that runs until stopped: interrupted, exit 130 or 143 (the unit
     // counts those as a clean stop), with the report of what ran.
-    if (stopped) report.stop(StopReason::interrupted, fmt::format("stopped after {} windows", windows_));
+    if (stopped) report.stop(StopReason::interrupted, fmt::format("stopped after {} windows", node_->windows()));
     // A textfile that could not be written at the end is what node_exporter still reads.
-    if (prom_file_failure_) {
-      report.fail_afterwards(
-          ErrorRecord{.message = *prom_file_failure_, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
+    if (const auto& failure = publisher_->prom_file_failure()) {
+      report.fail_afterwards(ErrorRecord{.message = *failure, .call = {}, .errnum = 0, .hint = {}, .completion = {}});
     }
   }
 
@@ -312,248 +300,60 @@ class Pingmesh {
   static constexpr std::uint64_t resolve_poll_ns = 200'000'000;
   static constexpr auto diagnosis_interval = std::chrono::minutes(10);
 
-  void load_pinglist() {
-    peers_ = read_pinglist(options_.pinglist);
-    pinglist_time_ = modified(options_.pinglist);
-    known_.clear();
-    for (const auto& peer : peers_) known_.insert(peer.address);
+  NodeSettings node_settings(const std::string& name) const {
+    std::random_device seed;
+    NodeSettings settings{.node = name,
+                          .address = port_->local_address(),
+                          .clock = clock_name(port_->stamp_source()),
+                          .window_s = options_.window_s,
+                          .answer_timeout_s = options_.answer_timeout_s,
+                          .answer_any = options_.answer_any,
+                          .rates = {.in_leaf_per_s = options_.rate_per_s,
+                                    .across_per_s = options_.rate_across_per_s,
+                                    .sample_per_leaf = options_.sample_per_leaf,
+                                    .cap_per_s = options_.rate_cap_per_s},
+                          .thresholds = {},
+                          .session = (std::uint64_t{seed()} << 32) | seed(),
+                          .seed = (std::uint64_t{seed()} << 32) | seed()};
+    settings.thresholds.lossy_ratio = options_.loss_percent / 100;
+    settings.thresholds.slow_factor = options_.slow_factor;
+    if (options_.p99_limit_ms > 0) settings.thresholds.p99_limit_s = options_.p99_limit_ms / 1000;
+    return settings;
   }
 
-  std::string own_pinglist_address() const {
-    for (const auto& peer : peers_) {
-      if (peer.name == node_.node) return peer.address;
+  NodeEvents node_events() {
+    return {.state_changed = [this](const PathSnapshot* path, PathState from, PathState to, const std::string& why,
+                                    double time) { state_change(path, from, to, why, time); },
+            .window_closed =
+                [this](const PathSnapshot& path, double time) {
+                  if (common_.json) print_line(window_line(node_->node(), path, time));
+                },
+            .went_bad = [this](const Peer& peer) { diagnose(peer); }};
+  }
+
+  std::string own_pinglist_address(const std::vector<Peer>& peers, const std::string& name) const {
+    for (const auto& peer : peers) {
+      if (peer.name == name) return peer.address;
     }
     throw UsageError(
         fmt::format("{} does not name this node ({}): give --bind ADDRESS, or --name as the pinglist has it",
-                    options_.pinglist, node_.node));
+                    options_.pinglist, name));
   }
 
   // This round's targets; paths that stay keep their probes and states.
   void plan() {
-    const Rates rates{.in_leaf_per_s = options_.rate_per_s,
-                      .across_per_s = options_.rate_across_per_s,
-                      .sample_per_leaf = options_.sample_per_leaf,
-                      .cap_per_s = options_.rate_cap_per_s};
-    const auto planned = plan_targets(peers_, topology_, node_.node, node_.address, rates, round_);
-    if (planned.scale < 1 && !cap_said_) {
-      spdlog::warn("--rate-cap {}/s scales every rate by {:.3f}", options_.rate_cap_per_s, planned.scale);
+    const auto scale = node_->plan(topology_);
+    if (scale < 1 && !cap_said_) {
+      spdlog::warn("--rate-cap {}/s scales every rate by {:.3f}", options_.rate_cap_per_s, scale);
       cap_said_ = true;
-    }
-    std::map<std::string, std::unique_ptr<Path>> next;
-    const auto answer_timeout_ns = static_cast<std::uint64_t>(options_.answer_timeout_s * 1e9);
-    for (const auto& target : planned.targets) {
-      auto found = paths_.find(target.peer.address);
-      if (found != paths_.end()) {
-        found->second->target = target;
-        next.emplace(target.peer.address, std::move(found->second));
-      } else {
-        auto path = std::make_unique<Path>(target, session_, answer_timeout_ns, thresholds_, port_->completion_clock());
-        path->snapshot.peer = target.peer;
-        path->snapshot.same_leaf = target.same_leaf;
-        path->next_probe_ns = monotonic_ns() + jittered_interval_ns(target.rate_per_s);
-        next.emplace(target.peer.address, std::move(path));
-      }
-    }
-    paths_ = std::move(next);
-  }
-
-  // 1/rate, give or take 10%, so that nodes started together do not probe in step.
-  std::uint64_t jittered_interval_ns(double rate_per_s) {
-    std::uniform_real_distribution<double> jitter(0.9, 1.1);
-    return static_cast<std::uint64_t>(1e9 / rate_per_s * jitter(random_));
-  }
-
-  std::optional<std::string> admission(const std::string& source) const {
-    if (options_.answer_any || known_.contains(source)) return std::nullopt;
-    return fmt::format("{} is not in {}'s pinglist", source, node_.node);
-  }
-
-  void take_cm_events(std::uint64_t now_ns) {
-    std::uint64_t refused = 0;
-    for (auto& resolution :
-         port_->take_cm_events([this](const std::string& source) { return admission(source); }, refused)) {
-      auto found = paths_.find(resolution.key);
-      if (found == paths_.end()) continue;
-      auto& path = *found->second;
-      if (resolution.address) {
-        path.to = resolution.address;
-        if (!path.resolve_error.empty()) spdlog::info("{}: resolved again", path.target.peer.name);
-        path.resolve_error.clear();
-      } else {
-        if (path.resolve_error != resolution.error) spdlog::info("{}: {}", path.target.peer.name, resolution.error);
-        path.resolve_error = resolution.error;
-        path.next_resolve_ns = now_ns + static_cast<std::uint64_t>(options_.window_s * 1e9);
-      }
-    }
-    if (refused > 0) node_.ignored["unknown_peer_request"] += refused;
-  }
-
-  void resolve_due(std::uint64_t now_ns) {
-    for (auto& [address, path] : paths_) {
-      if (path->to && path->judge.state() != PathState::down) continue;
-      if (now_ns < path->next_resolve_ns || port_->resolving(address)) continue;
-      // A down path is looked up again once a window: its peer may have restarted with a
-      // new QP, which only a new SIDR exchange tells.
-      path->next_resolve_ns = now_ns + static_cast<std::uint64_t>(options_.window_s * 1e9);
-      try {
-        port_->resolve(address, address);
-      } catch (const RdmaError& error) {
-        path->resolve_error = error.what();
-      }
-    }
-  }
-
-  void send_due(std::uint64_t now_ns) {
-    for (auto& [address, path] : paths_) {
-      if (!path->to || now_ns < path->next_probe_ns) continue;
-      const auto interval = jittered_interval_ns(path->target.rate_per_s);
-      // A loop that fell behind (a stopped process, a busy host) starts again from now
-      // rather than sending the missed probes in a burst.
-      path->next_probe_ns = std::max(path->next_probe_ns + interval, now_ns + interval / 2);
-      const auto sent_ns = monotonic_ns();
-      const auto ticket = path->probes.next_probe(sent_ns);
-      const bool stamped = port_->completion_clock().has_value();
-      const auto bytes = encode(ProbeMessage{.kind = ProbeKind::probe,
-                                             .wants_stamps = stamped,
-                                             .session = ticket.session,
-                                             .sequence = ticket.sequence,
-                                             .prober_sent_ns = ticket.sent_ns,
-                                             .responder_received_ns = 0,
-                                             .responder_sent_ns = 0});
-      const auto tag = stamped ? track_send(ProbeSent{.peer_address = address, .sequence = ticket.sequence}) : 0;
-      if (!port_->send(bytes, *path->to, tag)) {
-        ++node_.ignored["send_queue_full"];
-        tracked_sends_.erase(tag);
-      }
-    }
-  }
-
-  // A tag for a send whose completion this node needs (its stamp), kept till it completes.
-  std::uint64_t track_send(std::variant<ProbeSent, AnswerSent> what) {
-    if (tracked_sends_.size() >= max_tracked_sends) tracked_sends_.erase(tracked_sends_.begin());
-    const auto tag = next_tag_++;
-    tracked_sends_.emplace(tag, std::move(what));
-    return tag;
-  }
-
-  // A tagged send completed, stamped `stamp` (none: it failed).
-  void on_sent(std::uint64_t tag, std::optional<std::uint64_t> stamp) {
-    const auto found = tracked_sends_.find(tag);
-    if (found == tracked_sends_.end()) return;
-    const auto what = std::move(found->second);
-    tracked_sends_.erase(found);
-    if (!stamp) return;
-    if (const auto* probe = std::get_if<ProbeSent>(&what)) {
-      if (const auto path = paths_.find(probe->peer_address); path != paths_.end()) {
-        path->second->probes.probe_left(probe->sequence, *stamp);
-      }
-      return;
-    }
-    const auto& answer = std::get<AnswerSent>(what);
-    const auto delay_ns = port_->completion_clock()->ns_between(answer.probe_received_stamp, *stamp);
-    if (delay_ns >= max_responder_delay_ns) return;
-    try {
-      if (!port_->send(encode(stamps_for(answer.probe, delay_ns)), port_->reply_to(answer.route))) {
-        ++node_.ignored["send_queue_full"];
-      }
-    } catch (const RdmaError& error) {
-      spdlog::debug("no stamps to {}: {}", answer.route.source, error.what());
-      ++node_.ignored["no_way_back"];
-    }
-  }
-
-  std::uint64_t next_due_ns() const {
-    auto due = std::numeric_limits<std::uint64_t>::max();
-    for (const auto& [address, path] : paths_) {
-      if (path->to) due = std::min(due, path->next_probe_ns);
-    }
-    return due;
-  }
-
-  void on_arrival(const DatagramArrival& arrival) {
-    const auto decoded = decode_probe(arrival.bytes);
-    if (decoded.outcome != ProbeDecode::ok) {
-      ++node_.ignored[std::string(to_string(decoded.outcome))];
-      return;
-    }
-    const auto& message = decoded.message;
-    if (arrival.source.empty()) {
-      // No address in front of it (IB without a GRH) from a peer this node has not resolved:
-      // nobody it could answer or match. A peer it probes is known by its LID and QP.
-      ++node_.ignored["unknown_peer"];
-      return;
-    }
-    if (message.kind == ProbeKind::probe) {
-      if (admission(arrival.source)) {
-        spdlog::debug("a probe from {} (QP {}), not in the pinglist", arrival.source, arrival.source_qp);
-        ++node_.ignored["unknown_peer"];
-        return;
-      }
-      std::optional<DatagramAddress> back;
-      auto route = arrival.route();
-      try {
-        back = port_->reply_to(route);
-      } catch (const RdmaError& error) {
-        // No route to the sender this moment (this node's netdev coming back up): the
-        // prober counts the probe lost, this node counts why.
-        spdlog::debug("no answer to {}: {}", arrival.source, error.what());
-        ++node_.ignored["no_way_back"];
-        return;
-      }
-      const auto answer = encode(answer_to(message, arrival.received_ns, monotonic_ns()));
-      const bool stamps = message.wants_stamps && arrival.completion_stamp;
-      const auto tag =
-          stamps ? track_send(AnswerSent{
-                       .route = std::move(route), .probe = message, .probe_received_stamp = *arrival.completion_stamp})
-                 : 0;
-      if (!port_->send(answer, *back, tag)) {
-        ++node_.ignored["send_queue_full"];
-        tracked_sends_.erase(tag);
-      }
-      return;
-    }
-    auto found = paths_.find(arrival.source);
-    if (found == paths_.end()) {
-      spdlog::debug("an answer from {} (QP {}), no path of this node's", arrival.source, arrival.source_qp);
-      ++node_.ignored["unknown_peer"];
-      return;
-    }
-    const AnswerFields fields{.session = message.session,
-                              .sequence = message.sequence,
-                              .echoed_sent_ns = message.prober_sent_ns,
-                              .responder_delay_ns = message.responder_delay_ns()};
-    auto& probes = found->second->probes;
-    if (message.kind == ProbeKind::answer) {
-      probes.take_answer(fields, arrival.received_ns, arrival.completion_stamp);
-    } else if (!port_->completion_clock() || !probes.take_stamps(fields)) {
-      // Stamps this node did not ask for, or of no answer of this run's.
-      ++node_.ignored["stamps_unmatched"];
     }
   }
 
   void close_window(std::uint64_t now_ns) {
-    ++windows_;
-    const auto time = unix_seconds();
-    std::vector<PathState> states;
-    for (auto& [address, path] : paths_) {
-      close_path(*path, now_ns, time);
-      // The node is judged on the paths that have worked: a peer that never answered (not
-      // started yet, not listening) says nothing of this node.
-      if (path->snapshot.answered_total > 0) states.push_back(path->snapshot.verdict.state);
-    }
-    const bool at_fault = node_at_fault(states);
-    if (at_fault != node_.node_at_fault) {
-      state_change(nullptr, at_fault ? PathState::ok : PathState::down, at_fault ? PathState::down : PathState::ok,
-                   at_fault ? "every path of this node went bad in the same window: its NIC, link or netdev"
-                            : "the node's paths are no longer all bad",
-                   time);
-    }
-    node_.node_at_fault = at_fault;
-    if (port_->failed() > 0) node_.ignored["send_failed"] = port_->failed();
+    node_->close_window(now_ns, unix_seconds());
     take_diagnosis();
-    node_.cpu_seconds = cpu_.used().user_s + cpu_.used().system_s;
-    publish_metrics();
-    ++round_;
+    node_->set_cpu_seconds(cpu_.used().user_s + cpu_.used().system_s);
+    publisher_->publish(node_->snapshot());
     // With a topology the sample under the other leaves rotates every window.
     bool replan = !topology_.empty();
     if (const auto time_now = modified(options_.pinglist); time_now && time_now != pinglist_time_) {
@@ -562,40 +362,13 @@ class Pingmesh {
     if (replan) plan();
   }
 
-  // One path's window: its figures added to its totals, its verdict, a change said.
-  void close_path(Path& path, std::uint64_t now_ns, double time) {
-    auto& snapshot = path.snapshot;
-    const auto figures = path.probes.close_window(now_ns);
-    const auto before = path.judge.state();
-    auto verdict = path.judge.judge(figures);
-    if (!path.to && figures.sent == 0 && before == PathState::unknown && windows_ > 1) {
-      // Never resolved: nothing was sent, so the path's window judges nothing. It is down.
-      verdict = {.state = PathState::down, .why = path.resolve_error.empty() ? "not resolved yet" : path.resolve_error};
-    }
-    if (verdict.state == PathState::down) path.probes.outage_began();
-    snapshot.sent_total += figures.sent;
-    snapshot.answered_total += figures.answered;
-    snapshot.lost_total += figures.lost;
-    snapshot.late_total += figures.late;
-    snapshot.unexpected_total += figures.unexpected;
-    snapshot.device_samples_total += figures.device_samples;
-    snapshot.stamps_missing_total += figures.stamps_missing;
-    snapshot.last_window = figures;
-    const auto previous = snapshot.verdict.state;
-    snapshot.verdict = verdict;
-    if (verdict.state != previous) {
-      ++snapshot.state_changes_total;
-      state_change(&snapshot, previous, verdict.state, verdict.why, time);
-      if (is_bad(verdict.state)) diagnose(snapshot.peer);
-    }
-    if (common_.json) print_line(window_line(node_, snapshot, time));
-  }
-
   // True when the changed pinglist was taken.
   bool reload_pinglist(std::string_view why) {
     try {
-      load_pinglist();
-      spdlog::warn("{} {}: {} peers", options_.pinglist, why, peers_.size());
+      auto peers = read_pinglist(options_.pinglist);
+      pinglist_time_ = modified(options_.pinglist);
+      spdlog::warn("{} {}: {} peers", options_.pinglist, why, peers.size());
+      node_->take_peers(std::move(peers));
       return true;
     } catch (const UsageError& error) {
       // A half-written or broken file keeps the last good list; said once per change.
@@ -606,11 +379,12 @@ class Pingmesh {
   }
 
   void state_change(const PathSnapshot* path, PathState from, PathState to, const std::string& why, double time) {
+    const auto& node = node_->node();
     const auto who = path != nullptr ? fmt::format("{} ({})", path->peer.name, path->peer.address) : "node";
-    std::cerr << fmt::format("{}: {} -> {}: {} -> {}: {}\n", program_, node_.node, who, to_string(from), to_string(to),
+    std::cerr << fmt::format("{}: {} -> {}: {} -> {}: {}\n", program_, node.node, who, to_string(from), to_string(to),
                              why)
               << std::flush;
-    if (common_.json) print_line(state_line(node_, path, from, to, why, time));
+    if (common_.json) print_line(state_line(node, path, from, to, why, time));
   }
 
   // diag-connect's probe of the path to `peer`, on a thread of its own so that probing and
@@ -638,12 +412,13 @@ class Pingmesh {
   void take_diagnosis() {
     if (!diagnosis_.valid() || diagnosis_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
     auto [json, text] = diagnosis_.get();
-    std::cerr << fmt::format("{}: {}: diag-connect {}: {}", program_, node_.node, diagnosis_peer_.address, text)
+    const auto& node = node_->node();
+    std::cerr << fmt::format("{}: {}: diag-connect {}: {}", program_, node.node, diagnosis_peer_.address, text)
               << (text.ends_with('\n') ? "" : "\n") << std::flush;
     if (common_.json) {
       print_line({{"event", "diagnosis"},
                   {"time", unix_seconds()},
-                  {"node", node_.node},
+                  {"node", node.node},
                   {"peer", diagnosis_peer_.name},
                   {"address", diagnosis_peer_.address},
                   {"diagnosis", json}});
@@ -653,46 +428,19 @@ class Pingmesh {
 
   static void print_line(const nlohmann::json& line) { std::cout << json_line(line) << '\n' << std::flush; }
 
-  NodeSnapshot snapshot() const {
-    NodeSnapshot node = node_;
-    node.paths.clear();
-    for (const auto& [address, path] : paths_) node.paths.push_back(path->snapshot);
-    return node;
-  }
-
-  void publish_metrics() const {
-    if (options_.prom_file.empty() && !endpoint_) return;
-    const auto families = metrics_families(snapshot());
-    if (endpoint_) endpoint_->publish(families);
-    // node_exporter's textfile collector reads the Prometheus text format, not OpenMetrics.
-    if (!options_.prom_file.empty())
-      write_prom_file(openmetrics::render(textfile_families(families), openmetrics::Format::prometheus_text));
-  }
-
-  void write_prom_file(const std::string& text) const {
-    // node_exporter reads the file whenever it is scraped: a new file renamed over the old
-    // one is never seen half written, and one that cannot be written leaves the old one.
-    // Said when it starts failing and when it writes again, not once a window.
-    auto failed = write_file_whole(options_.prom_file, text);
-    if (failed && !prom_file_failure_) spdlog::error("{}; tried again every window", *failed);
-    if (!failed && prom_file_failure_) spdlog::info("{} written again", options_.prom_file);
-    prom_file_failure_ = std::move(failed);
-  }
-
   void finish(Report& report) {
-    node_.cpu_seconds = cpu_.used().user_s + cpu_.used().system_s;
-    auto node = snapshot();
+    node_->set_cpu_seconds(cpu_.used().user_s + cpu_.used().system_s);
+    auto node = node_->snapshot();
     std::uint64_t answered = 0;
     for (const auto& path : node.paths) answered += path.answered_total;
     report.iterations_completed = answered;
-    report.add(PingmeshSummary(node, windows_, diagnoses_, endpoint_ ? endpoint_->scrapes() : 0,
+    report.add(PingmeshSummary(node, node_->windows(), diagnoses_, endpoint_ ? endpoint_->scrapes() : 0,
                                endpoint_ ? endpoint_->refused() : 0));
   }
 
   const PingmeshOptions& options_;
   const CommonOptions& common_;
   std::string program_;  // as installed (rdmakit-rdma_pingmesh): what the log lines say
-  mutable std::optional<std::string> prom_file_failure_;  // the last write's, while it fails
   PathDiagnoser diagnose_;
   int stop_fd_;
   const ReloadSignal& reload_;
@@ -700,22 +448,14 @@ class Pingmesh {
   Peer diagnosis_peer_;
   std::map<std::string, Clock::time_point> diagnosed_at_;
   std::map<std::string, nlohmann::json> diagnoses_;
-  std::uint64_t session_ = 0;
-  std::mt19937_64 random_;
-  Thresholds thresholds_;
   mesh::Topology topology_;
-  std::vector<Peer> peers_;
-  std::set<std::string> known_;
   std::optional<std::filesystem::file_time_type> pinglist_time_;
-  NodeSnapshot node_;
+  // Declaration order is teardown order reversed: the node before the port it sends on.
   std::unique_ptr<MetricsEndpoint> endpoint_;
+  std::unique_ptr<Publisher> publisher_;
   std::unique_ptr<DatagramPort> port_;
-  std::map<std::string, std::unique_ptr<Path>> paths_;
-  std::map<std::uint64_t, std::variant<ProbeSent, AnswerSent>> tracked_sends_;  // by tag
-  std::uint64_t next_tag_ = 1;                                                  // 0 tags nothing
-  std::uint64_t next_window_ns_ = 0;
-  std::uint64_t windows_ = 0;
-  std::uint64_t round_ = 0;
+  std::unique_ptr<DatagramProbePort> probe_port_;
+  std::unique_ptr<Node<DatagramProbePort>> node_;
   bool cap_said_ = false;
   CpuClock cpu_;
 };

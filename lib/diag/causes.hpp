@@ -102,6 +102,8 @@ class Cause {
     return Cause(*entry, Listed{});
   }
   std::string_view name() const { return name_; }
+  // Against another cause, or a literal the table lists (checked at compile time).
+  bool operator==(const Cause&) const = default;
 
  private:
   struct Listed {};

@@ -237,7 +237,7 @@ struct ConnectCase {
 };
 
 struct ConnectVerdict {
-  std::string cause;                           // stable code (man/diag-connect.1): "ok", "no_listener", ...
+  ConnectCause cause = "unknown";              // stable code (man/diag-connect.1): "ok", "no_listener", ...
   ExitCode exit_code = ExitCode::unexplained;  // ok 0, cause_found 1, unexplained 3
   std::string summary;                         // one line
   std::vector<std::string> evidence;           // the facts that name the cause, both sides'

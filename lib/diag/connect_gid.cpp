@@ -257,7 +257,7 @@ ConnectVerdict gid_index_mismatch_verdict(const Facts& f) {
 
 // Without --gid-index, on a connection that worked: what a stack left at its default would meet.
 void add_gid_warnings(const Facts& f, ConnectVerdict& v) {
-  if (v.cause != ConnectCause("ok").name()) return;
+  if (v.cause != "ok") return;
   if (f.attempt.gid_index) {
     if (f.peer == nullptr) {
       v.warnings.push_back(

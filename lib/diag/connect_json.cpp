@@ -223,6 +223,11 @@ template <typename Item>
 struct IsOptional<std::optional<Item>> : std::true_type {};
 
 template <typename Value>
+struct IsCause : std::false_type {};
+template <const auto& table>
+struct IsCause<Cause<table>> : std::true_type {};
+
+template <typename Value>
 nlohmann::json write(const Value& value) {
   if constexpr (Described<Value>) {
     nlohmann::json object = nlohmann::json::object();
@@ -236,6 +241,8 @@ nlohmann::json write(const Value& value) {
     return value ? write(*value) : nlohmann::json(nullptr);
   } else if constexpr (std::is_same_v<Value, ExitCode>) {
     return static_cast<int>(value);
+  } else if constexpr (IsCause<Value>::value) {
+    return value.name();
   } else if constexpr (std::is_same_v<Value, rdmakit::Step>) {
     return step_name(value);
   } else if constexpr (std::is_same_v<Value, StepStatus> || std::is_same_v<Value, AgentStatus>) {
@@ -315,6 +322,16 @@ void read_status(const nlohmann::json& json, const std::string& path, AgentStatu
   out = *status;
 }
 
+// A cause is one its diagnoser's table lists (causes.hpp).
+template <const auto& table>
+void read_cause(const nlohmann::json& json, const std::string& path, Cause<table>& out) {
+  std::string name;
+  read_text(json, path, name);
+  const auto cause = Cause<table>::named(name);
+  if (!cause) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(table, ", ")));
+  out = *cause;
+}
+
 template <typename Item>
 void read_list(const nlohmann::json& json, const std::string& path, std::vector<Item>& out) {
   if (!json.is_array()) reject(path, "expected an array");
@@ -351,6 +368,8 @@ void read(const nlohmann::json& json, const std::string& path, Value& out) {
     read_text(json, path, out);
   } else if constexpr (std::is_same_v<Value, StepStatus> || std::is_same_v<Value, AgentStatus>) {
     read_status(json, path, out);
+  } else if constexpr (IsCause<Value>::value) {
+    read_cause(json, path, out);
   } else if constexpr (std::is_same_v<Value, bool>) {
     if (!json.is_boolean()) reject(path, "expected true or false");
     out = json.get<bool>();

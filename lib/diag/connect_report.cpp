@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include <fmt/format.h>
+
 namespace rdmakit::diag {
 
 namespace {
@@ -26,7 +28,7 @@ void ConnectResult::add_to(nlohmann::json& document) const {
 }
 
 std::string render_connect_verdict(const ConnectVerdict& verdict) {
-  std::string text = "diag-connect: " + verdict.cause + ": " + verdict.summary + "\n";
+  std::string text = fmt::format("diag-connect: {}: {}\n", verdict.cause.name(), verdict.summary);
   for (const auto& line : verdict.evidence) text += "  " + line + "\n";
   text += render_remedy(verdict);
   if (!verdict.candidates.empty()) {

@@ -18,7 +18,7 @@ class ConnectResult final : public ReportSection {
   void add_to(nlohmann::json& document) const override;
   std::string text() const override { return render_connect_text(case_, verdict_); }
   std::optional<std::string> outcome() const override {
-    return interrupted_ ? std::nullopt : std::optional<std::string>(verdict_.cause);
+    return interrupted_ ? std::nullopt : std::optional<std::string>(verdict_.cause.name());
   }
 
  private:

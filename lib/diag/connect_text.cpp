@@ -81,7 +81,7 @@ std::string render_connect_text(const ConnectCase& connect_case, const ConnectVe
   render_source(connect_case.attempt, out);
   render_agent(connect_case.agent, out);
   render_data(connect_case.attempt, out);
-  out << fmt::format("verdict: {}: {} (exit {})\n", v.cause, v.summary, static_cast<int>(v.exit_code));
+  out << fmt::format("verdict: {}: {} (exit {})\n", v.cause.name(), v.summary, static_cast<int>(v.exit_code));
   for (const auto& line : v.evidence) out << "  " << line << "\n";
   out << render_remedy(v);
   if (!v.candidates.empty()) out << "  candidates: " << join(v.candidates) << "\n";

@@ -190,7 +190,7 @@ std::string agent_text(const AgentContact& agent) {
 ConnectVerdict found(ConnectCause cause, std::string summary, std::vector<std::string> evidence, std::string fix,
                      std::string fix_host, std::string next) {
   ConnectVerdict v;
-  v.cause = cause.name();
+  v.cause = cause;
   v.exit_code = ExitCode::cause_found;
   v.summary = std::move(summary);
   v.evidence = std::move(evidence);
@@ -215,7 +215,9 @@ namespace {
 // told with the agent's view).
 bool host_stops_rdma(const Facts& f) {
   const auto& host = f.c.host;
-  if (!host || host->exit_code != ExitCode::cause_found || !listed_in<connect_host_causes>(host->cause)) return false;
+  if (!host || host->exit_code != ExitCode::cause_found || !listed_in<connect_host_causes>(host->cause.name())) {
+    return false;
+  }
   return host->cause != "netdev_without_rdma" || netdev_with_address(f.local, f.attempt.target) != nullptr;
 }
 
@@ -223,9 +225,10 @@ ConnectVerdict host_cause(const Facts& f) {
   const auto& host = f.c.host;
   std::vector<std::string> evidence;
   for (const auto& detail : host->details) evidence.push_back("client: " + detail);
-  evidence.push_back("client: diag-bind's verdict on this host: " + host->cause);
+  evidence.push_back("client: diag-bind's verdict on this host: " + std::string(host->cause.name()));
   // host_stops_rdma took only connect_host_causes, every one of them a diag-connect cause.
-  return found(*ConnectCause::named(host->cause), host->summary, std::move(evidence), host->fix, "client", host->next);
+  return found(*ConnectCause::named(host->cause.name()), host->summary, std::move(evidence), host->fix, "client",
+               host->next);
 }
 
 }  // namespace
@@ -242,7 +245,7 @@ namespace {
 ConnectVerdict works(const Facts& f) {
   const auto& a = f.attempt;
   ConnectVerdict v;
-  v.cause = ConnectCause("ok").name();
+  v.cause = "ok";
   v.exit_code = ExitCode::ok;
   std::size_t largest = 0;
   for (const auto& check : a.data) largest = std::max(largest, check.bytes);
@@ -804,7 +807,7 @@ ConnectVerdict no_rdma_answer(const Facts& f) {
 
 ConnectVerdict unexplained(const Facts& f) {
   ConnectVerdict v;
-  v.cause = ConnectCause("unknown").name();
+  v.cause = "unknown";
   v.exit_code = ExitCode::unexplained;
   v.summary = fmt::format("the connection to {}:{} failed and diag-connect cannot name the cause", f.attempt.target,
                           f.attempt.port);
@@ -840,7 +843,7 @@ ConnectVerdict unexplained(const Facts& f) {
 // Differences that did not decide this verdict, tagged with the cause they would be.
 void add_warnings(const Facts& f, ConnectVerdict& v) {
   const auto add = [&v](ConnectCause cause, const std::string& text) {
-    if (v.cause != cause.name()) v.warnings.push_back(text);
+    if (v.cause != cause) v.warnings.push_back(text);
   };
   if (const auto pair = mtus(f); f.peer != nullptr && pair.differ()) add("mtu_mismatch", "MTU differs: " + pair.text());
   if (const auto modes = differing_roce_modes(f)) {

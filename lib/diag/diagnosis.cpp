@@ -51,7 +51,7 @@ namespace {
 
 Verdict verdict(BindCause cause, ExitCode exit_code, std::string summary, Remedy remedy = {}) {
   Verdict v;
-  v.cause = cause.name();
+  v.cause = cause;
   v.exit_code = exit_code;
   v.summary = std::move(summary);
   v.fix = std::move(remedy.fix);

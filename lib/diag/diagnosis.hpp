@@ -16,6 +16,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
+#include "lib/diag/causes.hpp"
 #include "lib/rdma/gid.hpp"
 
 namespace rdmakit::diag {
@@ -158,7 +159,7 @@ struct Check {
 std::vector<Check> assess(const Inventory& inventory);
 
 struct Verdict {
-  std::string cause;                           // stable code, see man/diag-bind.1
+  BindCause cause = "unknown";                 // stable code, see man/diag-bind.1
   ExitCode exit_code = ExitCode::unexplained;  // ok: usable, cause_found: cause named
   std::string summary;
   // A command that fixes it on this host, names filled in; "" where none does, or where
@@ -221,7 +222,7 @@ class DiagnosisResult final : public ReportSection {
   explicit DiagnosisResult(Diagnosis diagnosis) : diagnosis_(std::move(diagnosis)) {}
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;
-  std::optional<std::string> outcome() const override { return diagnosis_.verdict.cause; }
+  std::optional<std::string> outcome() const override { return std::string(diagnosis_.verdict.cause.name()); }
 
  private:
   Diagnosis diagnosis_;

@@ -191,9 +191,9 @@ nlohmann::json to_json(const Attempt& attempt) {
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return {{"cause", v.cause},      {"exit_code", static_cast<int>(v.exit_code)},
-          {"summary", v.summary},  {"fix", v.fix},
-          {"next", v.next},        {"details", v.details},
+  return {{"cause", v.cause.name()}, {"exit_code", static_cast<int>(v.exit_code)},
+          {"summary", v.summary},    {"fix", v.fix},
+          {"next", v.next},          {"details", v.details},
           {"warnings", v.warnings}};
 }
 
@@ -371,7 +371,7 @@ const char* marker(const std::string& status) {
 
 std::string render_verdict(const Verdict& v) {
   std::ostringstream out;
-  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause, static_cast<int>(v.exit_code), v.summary);
+  out << fmt::format("verdict: {} (exit {})\n  {}\n", v.cause.name(), static_cast<int>(v.exit_code), v.summary);
   for (const auto& detail : v.details) out << "  " << detail << "\n";
   if (!v.fix.empty()) out << "  fix: " << v.fix << "\n";
   if (!v.next.empty()) out << "  next: " << v.next << "\n";

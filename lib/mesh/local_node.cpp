@@ -1,6 +1,9 @@
 #include "lib/mesh/local_node.hpp"
 
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lib/diag/address_choice.hpp"
 #include "lib/rdma/cm.hpp"
@@ -32,6 +35,21 @@ std::vector<GidPort> gid_table(const Inventory& inventory, const std::string& de
   return {};
 }
 
+// rdma_mesh's own verdict where a rank's host is fine but has no address to try: in
+// diag-bind's form, with a cause diag-bind never gives (it is always given an address), the
+// report schema's no_address_verdict.
+nlohmann::json no_address_verdict(const std::string& problem) {
+  auto verdict = to_json(Verdict{.cause = "unknown",
+                                 .exit_code = ExitCode::cause_found,
+                                 .summary = problem,
+                                 .fix = {},
+                                 .next = "give the address with --bind, or the netdev with --netdev",
+                                 .details = {},
+                                 .warnings = {}});
+  verdict["cause"] = "no_address";
+  return verdict;
+}
+
 }  // namespace
 
 mesh::Node describe_local_node(const std::string& bind, const std::string& netdev, const std::string& device,
@@ -46,16 +64,7 @@ mesh::Node describe_local_node(const std::string& bind, const std::string& netde
     // (devices fine, no address on them), the choice does.
     const auto target = make_target("", 0, "tcp");
     auto verdict = diagnose(target, inventory, run_attempt(target, options));
-    if (verdict.exit_code == ExitCode::ok) {
-      verdict = Verdict{.cause = "no_address",
-                        .exit_code = ExitCode::cause_found,
-                        .summary = choice.problem,
-                        .fix = {},
-                        .next = "give the address with --bind, or the netdev with --netdev",
-                        .details = {},
-                        .warnings = {}};
-    }
-    node.verdict = to_json(verdict);
+    node.verdict = verdict.exit_code == ExitCode::ok ? no_address_verdict(choice.problem) : to_json(verdict);
     return node;
   }
   const auto host = parse_address(choice.address, 0).host_string();

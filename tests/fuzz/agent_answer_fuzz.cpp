@@ -34,7 +34,7 @@ const diag::ConnectCase& client_case() {
 
 void check_verdict(const diag::ConnectCase& c) {
   const auto verdict = diag::diagnose_connect(c);
-  FUZZ_CHECK(!verdict.cause.empty() && !verdict.summary.empty());
+  FUZZ_CHECK(!verdict.summary.empty());  // its cause is one of its table's, by type
   FUZZ_CHECK(verdict.summary.find('\n') == std::string::npos);
   FUZZ_CHECK(verdict.exit_code == ExitCode::cause_found || verdict.exit_code == ExitCode::unexplained);
   FUZZ_CHECK((verdict.cause == "unknown") == (verdict.exit_code == ExitCode::unexplained));

@@ -109,7 +109,7 @@ TEST_P(ConnectFixture, NamesTheCause) {
   const auto& e = GetParam();
   const auto c = fixture(e.fixture);
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, e.cause) << v.summary;
+  EXPECT_EQ(v.cause.name(), e.cause) << v.summary;
   EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
   EXPECT_EQ(v.fix_host, e.fix_host);
   EXPECT_TRUE(mentions(v, e.must_mention)) << to_json(v).dump(2);
@@ -180,7 +180,7 @@ TEST_P(CapturedCase, GivesTheVerdictItGaveLive) {
   const auto c = connect_case_from_json(document);
   EXPECT_EQ(to_json(c), document);
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, e.cause) << to_json(v).dump(2);
+  EXPECT_EQ(v.cause.name(), e.cause) << to_json(v).dump(2);
   EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
   EXPECT_EQ(v.fix_host, e.fix_host);
   EXPECT_EQ(v.fix, e.fix);
@@ -380,14 +380,14 @@ ViewNetdev second_netdev(const std::string& address) {
 
 TEST(ConnectRules, StrictRpFilterWithAnAsymmetricRouteOnThePeer) {
   auto c = timed_out(fixture("ok"));
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown");
   auto& view = c.peer->view;
   view.netdevs.push_back(second_netdev("10.56.0.1/24"));
   view.route->netdev = "eth1";
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "loose (2) on eth0 lets it through";
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown") << "loose (2) on eth0 lets it through";
   view.netdevs[1].rp_filter = 1;
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "rp_filter");
+  EXPECT_EQ(v.cause.name(), "rp_filter");
   EXPECT_EQ(v.fix, "sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.eth0.rp_filter=2");
 }
 
@@ -397,10 +397,10 @@ TEST(ConnectRules, StrictRpFilterOnTheClient) {
   c.local.route->netdev = "eth1";
   c.local.devices.push_back(ViewDevice{.name = "rxe2", .netdev = "eth1", .ports = {}, .driver = "rdma_rxe"});
   c.local.rp_filter_all = 1;
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "the kernel takes max(all, eth0): 2 is loose";
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown") << "the kernel takes max(all, eth0): 2 is loose";
   c.local.netdevs[1].rp_filter = 0;
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "rp_filter");
+  EXPECT_EQ(v.cause.name(), "rp_filter");
   EXPECT_EQ(v.fix_host, "client");
 }
 
@@ -421,7 +421,7 @@ TEST(ConnectRules, DifferencesThatDidNotStopTheRunAreWarnings) {
   c.peer->view.netdevs[1].mtu = 9000;
   c.peer->view.firewall.rules.push_back(udp_4791("input", 9, "drop"));
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "ok");
+  EXPECT_EQ(v.cause.name(), "ok");
   EXPECT_EQ(v.exit_code, ExitCode::ok);
   ASSERT_EQ(v.warnings.size(), 3U);
   EXPECT_NE(v.warnings[0].find("MTU differs"), std::string::npos);
@@ -433,14 +433,14 @@ TEST(ConnectRules, DropPolicyWithoutAnAcceptIsAFirewallCause) {
   auto c = timed_out(fixture("ok"));
   c.peer->view.firewall.drop_policy_chains = {"inet filter input"};
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "firewall_roce");
+  EXPECT_EQ(v.cause.name(), "firewall_roce");
   EXPECT_EQ(v.fix, "nft insert rule inet filter input udp dport 4791 accept");
   c.peer->view.firewall.rules.push_back(udp_4791("input", 3, "accept"));
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown");
   c.peer->view.firewall.readable = false;
   c.peer->view.firewall.error = "no permission";
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_EQ(v.cause.name(), "unknown");
   EXPECT_EQ(v.candidates, std::vector<std::string>{"firewall_roce"});
 }
 
@@ -450,7 +450,7 @@ TEST(ConnectRules, TheClientsOwnFirewallToo) {
   c.peer.reset();
   c.local.firewall.rules.push_back(udp_4791("output", 12, "reject"));
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "firewall_roce");
+  EXPECT_EQ(v.cause.name(), "firewall_roce");
   EXPECT_EQ(v.fix, "nft delete rule inet filter output handle 12");
   EXPECT_EQ(v.fix_host, "client");
 }
@@ -461,20 +461,20 @@ TEST(ConnectRules, AHardwareNicsRoceNeverMeetsTheFirewallOrRpFilter) {
   auto c = timed_out(fixture("ok"));
   c.peer->view.firewall.drop_policy_chains = {"inet filter input"};
   c.local.firewall.rules.push_back(udp_4791("output", 12, "reject"));
-  ASSERT_EQ(diagnose_connect(c).cause, "firewall_roce");
+  ASSERT_EQ(diagnose_connect(c).cause.name(), "firewall_roce");
   for (auto* view : {&c.local, &c.peer->view}) {
     for (auto& device : view->devices) device.driver = "mlx5_core";
   }
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_EQ(v.cause.name(), "unknown");
   EXPECT_TRUE(v.warnings.empty());
   EXPECT_NE(v.next.find("switch ACLs, PFC and ECN settings"), std::string::npos) << v.next;
   // siw and rxe are software: their packets pass through the host's stack. But siw's are
   // TCP, which a rule on UDP 4791 never touches.
   c.peer->view.devices.front().driver = "siw";
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown");
   c.peer->view.devices.front().driver = "rdma_rxe";
-  EXPECT_EQ(diagnose_connect(c).cause, "firewall_roce");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "firewall_roce");
   EXPECT_EQ(diagnose_connect(c).fix_host, "server");
 }
 
@@ -483,13 +483,13 @@ TEST(ConnectRules, AHardwareNicsRoceNeverMeetsTheFirewallOrRpFilter) {
 TEST(ConnectRules, ALagsRoceOnAVlanNeverMeetsADropPolicy) {
   auto c = fixture("unknown-roce_bond_vlan_drop_policy");
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_EQ(v.cause.name(), "unknown");
   EXPECT_TRUE(v.warnings.empty()) << to_json(v).dump(2);
   EXPECT_TRUE(v.candidates.empty()) << to_json(v).dump(2);
   EXPECT_FALSE(mentions(v, "nftables")) << to_json(v).dump(2);
   for (auto* view : {&c.local, &c.peer->view}) view->devices.front().driver = "rdma_rxe";
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "firewall_roce");
+  EXPECT_EQ(v.cause.name(), "firewall_roce");
   EXPECT_EQ(v.fix, "nft insert rule inet filter input udp dport 4791 accept");
   EXPECT_EQ(v.fix_host, "server");
 }
@@ -500,7 +500,7 @@ TEST(ConnectRules, IwarpOnHardwareNeverMeetsTheFirewall) {
   auto c = timed_out(fixture("ok-iwarp_irdma"));
   c.peer->view.firewall.drop_policy_chains = {"inet filter input"};
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "unknown");
+  EXPECT_EQ(v.cause.name(), "unknown");
   EXPECT_TRUE(v.warnings.empty()) << to_json(v).dump(2);
 }
 
@@ -514,10 +514,10 @@ TEST(ConnectRules, AnIwarpConnectionIsNotWordedAsRoce) {
 TEST(ConnectRules, WrongNeighbourNeedsTheAgentsMacToDiffer) {
   auto c = timed_out(fixture("ok"));
   c.local.neighbour->state = "PERMANENT";
-  EXPECT_NE(diagnose_connect(c).cause, "neighbour_wrong") << "the entry holds the server's real MAC";
+  EXPECT_NE(diagnose_connect(c).cause.name(), "neighbour_wrong") << "the entry holds the server's real MAC";
   c.local.neighbour->lladdr = "52:54:00:57:00:99";
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "neighbour_wrong");
+  EXPECT_EQ(v.cause.name(), "neighbour_wrong");
   EXPECT_TRUE(mentions(v, "server: eth0 owns 10.57.0.1 with MAC 52:54:00:57:00:01"));
 }
 
@@ -525,15 +525,15 @@ TEST(ConnectRules, ListenersFromTheAgentWhenTheCmDumpIsUnreadable) {
   auto c = fixture("no_listener");
   c.peer->view.listeners_known = false;
   c.peer->view.listeners.clear();
-  EXPECT_EQ(diagnose_connect(c).cause, "no_listener");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "no_listener");
   c.peer->serving_port = 7473;
   c.peer->serving_port_space = "ib";
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "wrong_port_space");
+  EXPECT_EQ(v.cause.name(), "wrong_port_space");
   EXPECT_TRUE(v.fix.empty());
   EXPECT_NE(v.next.find("--ps ib"), std::string::npos) << v.next;
   c.peer->serving_port_space = "tcp";
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown") << "a listener there contradicts the REJ";
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown") << "a listener there contradicts the REJ";
 }
 
 // diag-bind's verdict on the host comes first where it is the host's alone, as diag-bind
@@ -548,27 +548,27 @@ TEST(ConnectRules, TheHostsOwnCauseIsTheVerdict) {
                    .details = {"no RDMA NIC driver is bound"},
                    .warnings = {}};
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "no_rdma_device");
+  EXPECT_EQ(v.cause.name(), "no_rdma_device");
   EXPECT_EQ(v.fix, c.host->fix);
   EXPECT_EQ(v.fix_host, "client");
   EXPECT_EQ(v.next, c.host->next);
   EXPECT_TRUE(mentions(v, "client: no RDMA NIC driver is bound"));
   // A netdev without RDMA on the way to a remote target is the route's: source_not_rdma.
   c.host->cause = "netdev_without_rdma";
-  EXPECT_EQ(diagnose_connect(c).cause, "source_not_rdma");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "source_not_rdma");
   // On the host's own address, it is the host's.
   c.attempt.target = "10.57.0.2";
-  EXPECT_EQ(diagnose_connect(c).cause, "netdev_without_rdma");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "netdev_without_rdma");
   // A port with no GID the path can use refuses the resolve on this host: diag-bind's verdict
   // (before this, a route out of a netdev with only link-local GIDs read as source_not_rdma).
   c.attempt.target = "10.70.0.9";
   for (const char* cause : {"gid_link_local", "gid_missing"}) {
-    c.host->cause = cause;
-    EXPECT_EQ(diagnose_connect(c).cause, cause);
+    c.host->cause = *BindCause::named(cause);
+    EXPECT_EQ(diagnose_connect(c).cause.name(), cause);
   }
   // What only the route or the server explains stays theirs.
   c.host->cause = "no_route";
-  EXPECT_NE(diagnose_connect(c).cause, "no_route");
+  EXPECT_NE(diagnose_connect(c).cause.name(), "no_route");
 }
 
 // A client whose NIC has RoCE switched off: diag-bind's verdict on the host knows it (the NIC's
@@ -577,7 +577,7 @@ TEST(ConnectRules, AClientNicWithRoceOffTakesDiagBindsRemedy) {
   auto c = fixture("source_not_rdma");
   c.local.devices.clear();
   const auto soft = diagnose_connect(c);
-  ASSERT_EQ(soft.cause, "source_not_rdma");
+  ASSERT_EQ(soft.cause.name(), "source_not_rdma");
   EXPECT_NE(soft.fix.find("type rxe"), std::string::npos) << soft.fix;
   c.host = Verdict{.cause = "netdev_without_rdma",
                    .exit_code = ExitCode::cause_found,
@@ -587,7 +587,7 @@ TEST(ConnectRules, AClientNicWithRoceOffTakesDiagBindsRemedy) {
                    .details = {"mlx5_0 shares eth0's PCI function 0000:3b:00.0 and has no RoCE GID"},
                    .warnings = {}};
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "source_not_rdma");
+  EXPECT_EQ(v.cause.name(), "source_not_rdma");
   EXPECT_EQ(v.fix, c.host->fix);
   EXPECT_EQ(v.next, c.host->next);
   EXPECT_TRUE(mentions(v, "RoCE switched off"));
@@ -598,7 +598,7 @@ TEST(ConnectRules, ResolveAddrEnodevAloneIsSourceNotRdma) {
   auto c = fixture("source_not_rdma");
   c.local.route.reset();
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "source_not_rdma");
+  EXPECT_EQ(v.cause.name(), "source_not_rdma");
   EXPECT_TRUE(mentions(v, "ENODEV"));
 }
 
@@ -606,7 +606,7 @@ TEST(ConnectRules, RoceV1OnTheClientIsFixedThere) {
   auto c = timed_out(fixture("ok"));
   c.local.devices[0].ports[0].roce_mode = "IB/RoCE v1";
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "roce_mode_mismatch");
+  EXPECT_EQ(v.cause.name(), "roce_mode_mismatch");
   EXPECT_EQ(v.fix_host, "client");
   EXPECT_EQ(v.fix,
             "mkdir -p /sys/kernel/config/rdma_cm/rxe1 && echo \"RoCE v2\" > "
@@ -618,17 +618,17 @@ TEST(ConnectRules, LargeTransfersDyingWithoutAnAgentStillPointAtTheMtu) {
   c.agent.status = AgentStatus::timeout;
   c.peer.reset();
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "mtu_mismatch");
+  EXPECT_EQ(v.cause.name(), "mtu_mismatch");
   EXPECT_TRUE(v.fix.empty());
   c.attempt.data[0].status = StepStatus::failed;  // 64 B died too: not an MTU
-  EXPECT_EQ(diagnose_connect(c).cause, "unknown");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "unknown");
 }
 
 TEST(ConnectRules, APortNotActiveBehindAnUpNetdev) {
   auto c = timed_out(fixture("ok"));
   c.peer->view.devices[0].ports[0].state = "DOWN";
   const auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "peer_port_down");
+  EXPECT_EQ(v.cause.name(), "peer_port_down");
   EXPECT_TRUE(mentions(v, "rxe0 port 1: DOWN"));
 }
 
@@ -638,7 +638,7 @@ TEST(ConnectRules, AStaticNeighbourFirstAmongTheCandidates) {
   c.local.neighbour->lladdr = "52:54:00:57:00:01";
   c.agent.status = AgentStatus::refused;
   // A static entry that the agent cannot confirm or deny: neighbour_wrong names it.
-  EXPECT_EQ(diagnose_connect(c).cause, "neighbour_wrong");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "neighbour_wrong");
 }
 
 // ---- --gid-index: the index another stack is given, on both hosts ----
@@ -646,7 +646,7 @@ TEST(ConnectRules, AStaticNeighbourFirstAmongTheCandidates) {
 TEST(ConnectGid, ALinkLocalIndexAcrossARouter) {
   auto c = fixture("gid_link_local");
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_EQ(v.exit_code, ExitCode::cause_found);
   EXPECT_EQ(v.summary,
             "GID index 0 is link-local on the client and the server and the path to 10.61.0.1 is routed: a stack "
@@ -668,7 +668,7 @@ TEST(ConnectGid, ALinkLocalIndexAcrossARouter) {
 
   // The advised index passes.
   c.attempt.gid_index = 1;
-  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "ok");
 
   // Where the hosts hold their addresses at different indexes, no one setting fixes it.
   c = fixture("gid_link_local");
@@ -677,7 +677,7 @@ TEST(ConnectGid, ALinkLocalIndexAcrossARouter) {
   gids[1].gid = "::ffff:10.61.0.9";
   gids.push_back(GidEntry{.index = 3, .gid = "::ffff:10.61.0.1", .type = "RoCE v2", .netdev = "eth0"});
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_TRUE(v.fix.empty());
   EXPECT_EQ(v.fix_host, "");
   EXPECT_NE(v.next.find("perftest -x 1 on the client, -x 3 on the server"), std::string::npos) << v.next;
@@ -691,7 +691,7 @@ TEST(ConnectGid, WithoutTheAgentTheServersIndexIsUnknown) {
   c.agent.status = AgentStatus::timeout;
   c.peer.reset();
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_TRUE(mentions(v, "server: index 0: unknown, the agent at 10.58.0.1:7472 answered timeout"));
   EXPECT_TRUE(v.fix.empty());
   EXPECT_NE(v.next.find("run diag-connect --serve on the server"), std::string::npos) << v.next;
@@ -700,19 +700,19 @@ TEST(ConnectGid, WithoutTheAgentTheServersIndexIsUnknown) {
   c.agent.status = AgentStatus::refused;
   c.peer.reset();
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "ok") << "the client's index 1 is its own address; the server's is unknown";
+  EXPECT_EQ(v.cause.name(), "ok") << "the client's index 1 is its own address; the server's is unknown";
   ASSERT_EQ(v.warnings.size(), 1U);
   EXPECT_NE(v.warnings[0].find("checked on the client only"), std::string::npos) << v.warnings[0];
   c.attempt.gid_index = 2;  // fd57::2 for an IPv4 path
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_EQ(v.cause.name(), "gid_index_mismatch");
   EXPECT_NE(v.next.find("diag-connect --serve"), std::string::npos) << v.next;
 }
 
 TEST(ConnectGid, AnIndexThatHoldsAnotherAddressOnTheServer) {
   auto c = fixture("gid_index_mismatch");
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_EQ(v.cause.name(), "gid_index_mismatch");
   EXPECT_EQ(v.summary,
             "GID index 1 does not fit both hosts: on the server, index 1 holds ::ffff:10.57.9.9, not 10.57.0.1, and "
             "10.57.9.9 is in no subnet of the client; a stack given index 1 on both fails, though rdma_cm connected");
@@ -733,27 +733,27 @@ TEST(ConnectGid, AnIndexThatHoldsAnotherAddressOnTheServer) {
 
   // Another address the client reaches on its link is as good as the path's own.
   c.local.netdevs[0].addresses.emplace_back("10.57.9.2/24");
-  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "ok");
 }
 
 TEST(ConnectGid, AnIndexOfAnotherTypeOrFamily) {
   auto c = fixture("gid_index_mismatch");
   c.attempt.gid_index = 2;  // fd57::2 and fd57::1: IPv6 entries for an IPv4 path, on both hosts
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_EQ(v.cause.name(), "gid_index_mismatch");
   EXPECT_TRUE(mentions(v, "on the client, index 2 is RoCE v2 fd57::2, an IPv6 address where 10.57.0.2 is IPv4"));
   c = fixture("ok");  // RoCE v1 and v2 entries, the same on both hosts
   c.attempt.gid_index = 3;
-  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "ok");
   c.attempt.gid_index = 2;
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "gid_index_mismatch");
+  EXPECT_EQ(v.cause.name(), "gid_index_mismatch");
   EXPECT_TRUE(mentions(v, "index 2 is RoCE v1 ::ffff:10.57.0.2, not RoCE v2"));
   EXPECT_EQ(v.fix, "export NCCL_IB_GID_INDEX=3 UCX_IB_GID_INDEX=3");
   EXPECT_EQ(v.fix_host, "both");
   // On one link, both link-local entries of one type reach each other: index 1 (RoCE v2) works.
   c.attempt.gid_index = 1;
-  EXPECT_EQ(diagnose_connect(c).cause, "ok");
+  EXPECT_EQ(diagnose_connect(c).cause.name(), "ok");
   c.attempt.gid_index = 9;
   EXPECT_TRUE(mentions(diagnose_connect(c), "index 9 of rxe1 port 1 is empty"));
 }
@@ -762,7 +762,7 @@ TEST(ConnectGid, WithoutAnIndexTheDefaultsAreWarnings) {
   auto c = fixture("gid_link_local");
   c.attempt.gid_index.reset();
   auto v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "ok");
+  EXPECT_EQ(v.cause.name(), "ok");
   ASSERT_EQ(v.warnings.size(), 1U);
   EXPECT_EQ(v.warnings[0],
             "the path is routed and GID index 0 is link-local (client: ip route get 10.61.0.1: via 10.57.0.254 dev "
@@ -770,7 +770,7 @@ TEST(ConnectGid, WithoutAnIndexTheDefaultsAreWarnings) {
   c = fixture("gid_index_mismatch");
   c.attempt.gid_index.reset();
   v = diagnose_connect(c);
-  EXPECT_EQ(v.cause, "ok");
+  EXPECT_EQ(v.cause.name(), "ok");
   ASSERT_EQ(v.warnings.size(), 1U);
   EXPECT_EQ(v.warnings[0],
             "one NCCL_IB_GID_INDEX for both hosts cannot be right: client 1, server 3 (perftest -x, "
@@ -780,7 +780,7 @@ TEST(ConnectGid, WithoutAnIndexTheDefaultsAreWarnings) {
 
 TEST(ConnectGid, OnlyWhereTheConnectionWorked) {
   auto c = timed_out(fixture("gid_link_local"));
-  EXPECT_NE(diagnose_connect(c).cause, "gid_link_local") << "a failed connect has its own cause";
+  EXPECT_NE(diagnose_connect(c).cause.name(), "gid_link_local") << "a failed connect has its own cause";
 }
 
 // ---- Text ----

@@ -119,7 +119,7 @@ class DiagFixture : public testing::TestWithParam<Expectation> {};
 TEST_P(DiagFixture, NamesTheCause) {
   const auto& e = GetParam();
   const auto v = diagnose_fixture(e.fixture);
-  EXPECT_EQ(v.cause, e.cause) << v.summary;
+  EXPECT_EQ(v.cause.name(), e.cause) << v.summary;
   EXPECT_EQ(static_cast<int>(v.exit_code), e.exit_code);
   EXPECT_TRUE(mentions(v, e.must_mention)) << "'" << e.must_mention << "' not in: " << render_verdict(v);
   if (v.exit_code == ExitCode::cause_found) {
@@ -149,7 +149,7 @@ TEST(DiagFixtures, EveryFixtureHasAnExpectation) {
 // address: no fix (the address is the fabric's plan), the steps to take as next.
 TEST(DiagGidVerdicts, LinkLocalRouteNamesTheNetdevThePortAndTheSource) {
   const auto v = diagnose_fixture("gid_link_local");
-  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_EQ(v.exit_code, ExitCode::cause_found);
   EXPECT_NE(v.summary.find("leaves by un0 (rxeu port 1)"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("link-local (fe80::"), std::string::npos) << v.summary;
@@ -163,7 +163,7 @@ TEST(DiagGidVerdicts, LinkLocalRouteNamesTheNetdevThePortAndTheSource) {
 
 TEST(DiagGidVerdicts, LinkLocalRouteOverIpv6TakesIpDash6) {
   const auto v = diagnose_fixture("gid_link_local_ipv6");
-  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_NE(v.next.find("ip -6 route replace PREFIX dev un0 src ADDRESS"), std::string::npos) << v.next;
 }
 
@@ -171,7 +171,7 @@ TEST(DiagGidVerdicts, LinkLocalRouteThroughAGatewayNamesIt) {
   auto l = load("gid_link_local");
   l.attempt.route_gateway = "10.70.0.254";
   const auto v = diagnose(l.target, l.inventory, l.attempt);
-  EXPECT_EQ(v.cause, "gid_link_local");
+  EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_NE(v.summary.find("leaves by un0 via 10.70.0.254"), std::string::npos) << v.summary;
   EXPECT_NE(v.next.find("PREFIX via 10.70.0.254 dev un0 src ADDRESS"), std::string::npos) << v.next;
 }
@@ -180,13 +180,13 @@ TEST(DiagGidVerdicts, LinkLocalRouteThroughAGatewayNamesIt) {
 TEST(DiagGidVerdicts, LinkLocalNeedsTheRoutesNetdev) {
   auto l = load("gid_link_local");
   l.attempt.route_netdev.clear();
-  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause, "netdev_without_rdma");
+  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause.name(), "netdev_without_rdma");
 }
 
 // rxeg on gm0 with 1040 addresses: the table's 1024 entries end before 10.60.4.41.
 TEST(DiagGidVerdicts, FullTableNamesItsFillAndFreeingAsNext) {
   const auto v = diagnose_fixture("gid_missing");
-  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_EQ(v.exit_code, ExitCode::cause_found);
   EXPECT_NE(v.summary.find("10.60.4.41 is on gm0, which carries rxeg port 1"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("no GID entry for it (::ffff:10.60.4.41)"), std::string::npos) << v.summary;
@@ -203,7 +203,7 @@ TEST(DiagGidVerdicts, TableWithRoomFixesByReaddingTheAddress) {
   ASSERT_EQ(l.inventory.kernel_devices.at(1).name, "rxeg");
   port.gids.resize(1000);
   const auto v = diagnose(l.target, l.inventory, l.attempt);
-  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_NE(v.summary.find("1000 of its 1024 GID entries are in use"), std::string::npos) << v.summary;
   EXPECT_EQ(v.fix, "ip addr del 10.60.4.41/16 dev gm0 && ip addr add 10.60.4.41/16 dev gm0");
 }
@@ -215,7 +215,7 @@ TEST(DiagGidVerdicts, UnknownTableLengthMakesTheReaddANextStep) {
     for (auto& port : device.ports) port.gid_table_len = 0;
   }
   const auto v = diagnose(l.target, l.inventory, l.attempt);
-  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_EQ(v.fix, "");
   EXPECT_NE(v.next.find("ibv_devinfo -v -d rxeg"), std::string::npos) << v.next;
 }
@@ -227,7 +227,7 @@ TEST(DiagGidVerdicts, ReaddingASubnetsPrimaryIsNoFix) {
   std::erase_if(port.gids, [](const GidEntry& entry) { return entry.gid == "::ffff:10.60.0.2"; });
   l.target = make_target("10.60.0.2", 0, "tcp");
   const auto v = diagnose(l.target, l.inventory, l.attempt);
-  EXPECT_EQ(v.cause, "gid_missing");
+  EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_EQ(v.fix, "");
   EXPECT_NE(v.next.find("net.ipv4.conf.gm0.promote_secondaries=1"), std::string::npos) << v.next;
 }
@@ -237,7 +237,7 @@ TEST(DiagGidVerdicts, AnAddressWithItsGidIsNotMissing) {
   auto l = load("gid_missing");
   auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
   port.gids.back().gid = "::ffff:10.60.4.41";
-  EXPECT_NE(diagnose(l.target, l.inventory, l.attempt).cause, "gid_missing");
+  EXPECT_NE(diagnose(l.target, l.inventory, l.attempt).cause.name(), "gid_missing");
 }
 
 TEST(DiagSysfs, ReadsDevicePortsAndGids) {
@@ -303,7 +303,7 @@ TEST(DiagGidVerdicts, AnotherPortDownIsNoCause) {
   const auto l = load("ok_iwarp_cxgb4");
   ASSERT_EQ(l.inventory.kernel_devices.at(0).ports.size(), 2u);
   EXPECT_EQ(l.inventory.kernel_devices[0].ports[1].state, "DOWN");
-  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause, "ok");
+  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause.name(), "ok");
 }
 
 // iWARP: rdma_cm binds an address to the port whose GID holds its netdev's MAC (the GID is the

@@ -50,7 +50,8 @@ std::vector<Named> every_verdict() {
     if (!entry.is_directory()) continue;
     auto replay = load_replay(entry.path());
     const auto v = diagnose(make_target(replay.address, 0, "tcp"), replay.inventory, replay.attempt);
-    verdicts.push_back({"diag/" + entry.path().filename().string(), v.cause, v.exit_code, v.fix, v.next});
+    verdicts.push_back(
+        {"diag/" + entry.path().filename().string(), std::string(v.cause.name()), v.exit_code, v.fix, v.next});
   }
   for (const auto& folder : {fs::path(RDMAKIT_CONNECT_FIXTURES), fs::path(RDMAKIT_CONNECT_FIXTURES) / "captured"}) {
     for (const auto& entry : fs::directory_iterator(folder)) {
@@ -59,8 +60,8 @@ std::vector<Named> every_verdict() {
       auto document = nlohmann::json::parse(in);
       document.erase("origin");
       const auto v = diagnose_connect(connect_case_from_json(document));
-      verdicts.push_back({"connect/" + fs::relative(entry.path(), RDMAKIT_CONNECT_FIXTURES).string(), v.cause,
-                          v.exit_code, v.fix, v.next});
+      verdicts.push_back({"connect/" + fs::relative(entry.path(), RDMAKIT_CONNECT_FIXTURES).string(),
+                          std::string(v.cause.name()), v.exit_code, v.fix, v.next});
     }
   }
   return verdicts;

@@ -150,10 +150,15 @@ struct Target {
 // Parses a numeric address (IPv4, IPv6, optional %scope); throws UsageError otherwise.
 Target make_target(const std::string& numeric_host, std::uint16_t port, const std::string& port_space);
 
+// How one area of the host looks: right, doubtful, broken, or only described.
+enum class CheckStatus : std::uint8_t { ok, warn, fail, info };
+// "ok", "warn", "fail", "info": the report's names (doc/schema/diag-bind.schema.json).
+std::string_view to_string(CheckStatus status);
+
 // Inventory line: one area of the host and whether it looks right.
 struct Check {
   std::string area;
-  std::string status;  // "ok", "warn", "fail", "info"
+  CheckStatus status = CheckStatus::info;
   std::string text;
 };
 std::vector<Check> assess(const Inventory& inventory);

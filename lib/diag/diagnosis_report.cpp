@@ -40,9 +40,9 @@ namespace {
 
 Check kernel_check(const Inventory& inv) {
   if (!inv.rdma_core_present) {
-    return {"kernel", "fail", "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"};
+    return {"kernel", CheckStatus::fail, "no /sys/class/infiniband: no RDMA core in this kernel or sysfs not mounted"};
   }
-  if (inv.kernel_devices.empty()) return {"kernel", "fail", "no RDMA devices"};
+  if (inv.kernel_devices.empty()) return {"kernel", CheckStatus::fail, "no RDMA devices"};
   std::vector<std::string> names;
   names.reserve(inv.kernel_devices.size());
   for (const auto& d : inv.kernel_devices) {
@@ -50,15 +50,16 @@ Check kernel_check(const Inventory& inv) {
                                 d.driver.empty() ? "?" : d.driver,
                                 d.parent_netdev.empty() ? "" : " on " + d.parent_netdev));
   }
-  return {"kernel", "ok", fmt::format("{} device(s): {}", names.size(), join(names))};
+  return {"kernel", CheckStatus::ok, fmt::format("{} device(s): {}", names.size(), join(names))};
 }
 
 Check user_space_check(const Inventory& inv) {
   if (inv.userspace_list_errno != 0) {
-    return {"user space", "fail", "ibv_get_device_list failed: " + errno_text(inv.userspace_list_errno)};
+    return {"user space", CheckStatus::fail, "ibv_get_device_list failed: " + errno_text(inv.userspace_list_errno)};
   }
   if (inv.user_devices.empty()) {
-    return {"user space", inv.kernel_devices.empty() ? "info" : "fail", "libibverbs lists no devices"};
+    return {"user space", inv.kernel_devices.empty() ? CheckStatus::info : CheckStatus::fail,
+            "libibverbs lists no devices"};
   }
   std::vector<std::string> names;
   bool all_open = true;
@@ -69,7 +70,7 @@ Check user_space_check(const Inventory& inv) {
   }
   const bool mismatch = std::ranges::any_of(inv.kernel_devices,
                                             [&inv](const KernelDevice& d) { return user_view_of(inv, d) == nullptr; });
-  return {"user space", mismatch || !all_open ? "fail" : "ok",
+  return {"user space", mismatch || !all_open ? CheckStatus::fail : CheckStatus::ok,
           fmt::format("libibverbs lists {}: {}", names.size(), join(names))};
 }
 
@@ -78,24 +79,25 @@ Check providers_check(const Inventory& inv) {
   for (const auto& d : inv.kernel_devices) {
     if (!has_provider(inv, d)) missing.push_back("lib" + provider_for(d.driver) + " for " + d.name);
   }
-  if (!missing.empty()) return {"providers", "fail", "missing: " + join(missing)};
-  return {"providers", "ok",
+  if (!missing.empty()) return {"providers", CheckStatus::fail, "missing: " + join(missing)};
+  return {"providers", CheckStatus::ok,
           fmt::format("{} provider(s) installed{}", inv.provider_drivers.size(),
                       inv.provider_dir.empty() ? "" : " in " + inv.provider_dir)};
 }
 
 Check rdma_cm_check(const Inventory& inv) {
   const auto& node = inv.rdma_cm;
-  if (!node.exists) return {"rdma_cm", "fail", node.path + " missing"};
+  if (!node.exists) return {"rdma_cm", CheckStatus::fail, node.path + " missing"};
   return {
-      "rdma_cm", node.access_errno == 0 ? "ok" : "fail",
+      "rdma_cm", node.access_errno == 0 ? CheckStatus::ok : CheckStatus::fail,
       fmt::format("{} {}{}", node.path, node.mode,
                   node.access_errno != 0 ? " not accessible: " + errno_name(node.access_errno) : " read/write for us")};
 }
 
 Check uverbs_check(const Inventory& inv) {
   if (inv.uverbs_nodes.empty()) {
-    return {"uverbs", inv.kernel_devices.empty() ? "info" : "fail", "no /dev/infiniband/uverbs* nodes"};
+    return {"uverbs", inv.kernel_devices.empty() ? CheckStatus::info : CheckStatus::fail,
+            "no /dev/infiniband/uverbs* nodes"};
   }
   std::vector<std::string> nodes;
   bool bad = false;
@@ -104,13 +106,13 @@ Check uverbs_check(const Inventory& inv) {
         fmt::format("{} {}{}", n.path, n.mode, n.access_errno != 0 ? " (" + errno_name(n.access_errno) + ")" : ""));
     bad = bad || n.access_errno != 0;
   }
-  return {"uverbs", bad ? "fail" : "ok", join(nodes)};
+  return {"uverbs", bad ? CheckStatus::fail : CheckStatus::ok, join(nodes)};
 }
 
 Check modules_check(const Inventory& inv) {
   const auto has = [&inv](const char* m) { return std::ranges::find(inv.modules, m) != inv.modules.end(); };
   const bool core = has("ib_core") && has("ib_uverbs") && has("rdma_cm") && has("rdma_ucm");
-  return {"modules", core ? "ok" : "warn",
+  return {"modules", core ? CheckStatus::ok : CheckStatus::warn,
           (inv.modules.empty() ? std::string("none loaded") : join(inv.modules, " ")) +
               (core ? "" : " (rdma_ucm is loaded on first use by librdmacm; ib_uverbs is needed for verbs)")};
 }
@@ -118,7 +120,7 @@ Check modules_check(const Inventory& inv) {
 Check memlock_check(const Inventory& inv) {
   const auto& m = inv.memlock;
   const bool low = m.soft_bytes && *m.soft_bytes < recommended_memlock && !m.cap_ipc_lock;
-  return {"memlock", low ? "warn" : "ok",
+  return {"memlock", low ? CheckStatus::warn : CheckStatus::ok,
           fmt::format("soft {}, hard {}{}", m.soft_bytes ? human_bytes(*m.soft_bytes) : "unlimited",
                       m.hard_bytes ? human_bytes(*m.hard_bytes) : "unlimited",
                       m.cap_ipc_lock ? " (CAP_IPC_LOCK: not enforced)" : "")};
@@ -132,10 +134,20 @@ Check netdevs_check(const Inventory& inv) {
     lines.push_back(fmt::format("{} {} {}{}{}", n.name, n.up ? "up" : "DOWN", n.operstate,
                                 n.addresses.empty() ? "" : " " + join(n.addresses, " "), rdma ? " [RDMA]" : ""));
   }
-  return {"netdevs", "info", join(lines, "; ")};
+  return {"netdevs", CheckStatus::info, join(lines, "; ")};
 }
 
 }  // namespace
+
+std::string_view to_string(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::ok: return "ok";
+    case CheckStatus::warn: return "warn";
+    case CheckStatus::fail: return "fail";
+    case CheckStatus::info: return "info";
+  }
+  return "info";
+}
 
 std::vector<Check> assess(const Inventory& inventory) {
   static constexpr Check (*areas[])(const Inventory&) = {kernel_check,  user_space_check, providers_check,
@@ -198,7 +210,7 @@ nlohmann::json to_json(const Verdict& v) {
 }
 
 nlohmann::json to_json(const Check& check) {
-  return {{"area", check.area}, {"status", check.status}, {"text", check.text}};
+  return {{"area", check.area}, {"status", to_string(check.status)}, {"text", check.text}};
 }
 
 nlohmann::json to_json(const Diagnosis& d) {
@@ -360,10 +372,13 @@ Replay load_replay(const std::filesystem::path& dir) {
 
 namespace {
 
-const char* marker(const std::string& status) {
-  if (status == "ok") return "ok  ";
-  if (status == "warn") return "WARN";
-  if (status == "fail") return "FAIL";
+const char* marker(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::ok: return "ok  ";
+    case CheckStatus::warn: return "WARN";
+    case CheckStatus::fail: return "FAIL";
+    case CheckStatus::info: return "    ";
+  }
   return "    ";
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/diag/causes.hpp"
+#include "lib/diag/diagnosis.hpp"
 
 namespace {
 
@@ -105,6 +106,17 @@ TEST(Causes, DiagConnectSchemaCauseIsItsTable) {
   auto outcomes = table_names(connect_causes);
   for (const char* other : {"completed", "usage_error", "failed", "interrupted"}) outcomes.emplace_back(other);
   EXPECT_EQ(document["properties"]["outcome"]["enum"].get<std::vector<std::string>>(), outcomes);
+}
+
+TEST(Causes, InventoryCheckStatusesAreTheSchemas) {
+  std::ifstream in(cause_docs_root / "doc" / "schema" / "common.schema.json");
+  const auto common = nlohmann::json::parse(in);
+  std::vector<std::string> names;
+  for (const auto status : {rdmakit::diag::CheckStatus::ok, rdmakit::diag::CheckStatus::warn,
+                            rdmakit::diag::CheckStatus::fail, rdmakit::diag::CheckStatus::info}) {
+    names.emplace_back(rdmakit::diag::to_string(status));
+  }
+  EXPECT_EQ(common["$defs"]["check"]["properties"]["status"]["enum"].get<std::vector<std::string>>(), names);
 }
 
 TEST(Causes, NamedFindsOnlyTheTablesEntries) {

@@ -426,14 +426,14 @@ TEST(DiagAssess, FlagsTheBrokenArea) {
   const auto l = load("provider_missing");
   bool providers_failed = false;
   for (const auto& check : assess(l.inventory)) {
-    if (check.area == "providers") providers_failed = check.status == "fail";
+    if (check.area == "providers") providers_failed = check.status == CheckStatus::fail;
   }
   EXPECT_TRUE(providers_failed);
 }
 
 TEST(DiagAssess, HealthyHostHasNoFailures) {
   for (const auto& check : assess(load("ok").inventory)) {
-    EXPECT_NE(check.status, "fail") << check.area << ": " << check.text;
+    EXPECT_NE(check.status, CheckStatus::fail) << check.area << ": " << check.text;
   }
 }
 

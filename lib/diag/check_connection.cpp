@@ -24,15 +24,12 @@ void CheckConnection::create(std::uint16_t receive_count, ibv_qp_type qp_type) {
   cq = std::make_unique<CompletionQueue>(verbs, depth, *completion_channel);
   constexpr int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   buffer = std::make_unique<RegisteredBuffer>(pd->get(), agent::check_buffer_bytes, access);
-  ibv_qp_init_attr attributes{};
-  attributes.send_cq = cq->get();
-  attributes.recv_cq = cq->get();
-  attributes.qp_type = qp_type;
-  attributes.sq_sig_all = 1;
-  attributes.cap.max_send_wr = send_depth;
-  attributes.cap.max_recv_wr = receive_count > 0 ? receive_count : 1;
-  attributes.cap.max_send_sge = 1;
-  attributes.cap.max_recv_sge = 1;
+  auto attributes = qp_attributes({.type = qp_type,
+                                   .send_depth = send_depth,
+                                   .receive_depth = receive_count > 0 ? receive_count : 1U,
+                                   .signal_every_send = true,
+                                   .inline_bytes = 0},
+                                  cq->get());
   check_errno(rdma_create_qp(id.get(), pd->get(), &attributes), "rdma_create_qp", "diag-connect");
   for (std::uint16_t i = 0; i < receive_count; ++i) {
     auto& landing = *receives.emplace_back(

@@ -268,15 +268,12 @@ void ConnectionGroup::create_resources(Connection& connection) {
   connection.cq_ = std::make_unique<CompletionQueue>(id->verbs, static_cast<int>(2 * depth), *completion_channel_);
   waiter_.watch(connection.cq_->get());
 
-  ibv_qp_init_attr attributes{};
-  attributes.send_cq = connection.cq_->get();
-  attributes.recv_cq = connection.cq_->get();
-  attributes.qp_type = is_datagram(options_.port_space) ? IBV_QPT_UD : IBV_QPT_RC;
-  attributes.sq_sig_all = 1;
-  attributes.cap.max_send_wr = depth;
-  attributes.cap.max_recv_wr = depth;
-  attributes.cap.max_send_sge = 1;
-  attributes.cap.max_recv_sge = 1;
+  auto attributes = qp_attributes({.type = is_datagram(options_.port_space) ? IBV_QPT_UD : IBV_QPT_RC,
+                                   .send_depth = depth,
+                                   .receive_depth = depth,
+                                   .signal_every_send = true,
+                                   .inline_bytes = 0},
+                                  connection.cq_->get());
   try {
     create_qp(connection, attributes);
   } catch (const RdmaError& error) {
@@ -679,10 +676,7 @@ void ConnectionGroup::answer_first_datagram(Connection& connection, const ibv_wc
   const auto* grh = reinterpret_cast<const ibv_grh*>(slot);
   connection.ah_ = std::make_unique<AddressHandle>(connection.pd_->get(), completion, grh, connection.id_->port_num);
   connection.remote_qpn_ = announced_qpn;
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  check_returned(ibv_query_qp(connection.id_->qp, &attributes, IBV_QP_QKEY, &init), "ibv_query_qp", "Q_Key");
-  connection.remote_qkey_ = attributes.qkey;
+  connection.remote_qkey_ = query_qp_checked(connection.id_->qp, IBV_QP_QKEY, "Q_Key").attributes.qkey;
 }
 
 // ---------------------------------------------------------------------------------------

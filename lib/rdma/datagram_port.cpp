@@ -163,15 +163,12 @@ DatagramPort::DatagramPort(DatagramPortOptions options)
 DatagramPort::~DatagramPort() = default;
 
 void DatagramPort::make_qp() {
-  ibv_qp_init_attr attributes{};
-  attributes.send_cq = cq_->get();
-  attributes.recv_cq = cq_->get();
-  attributes.cap.max_send_wr = static_cast<std::uint32_t>(options_.send_slots);
-  attributes.cap.max_recv_wr = static_cast<std::uint32_t>(options_.receive_slots);
-  attributes.cap.max_send_sge = 1;
-  attributes.cap.max_recv_sge = 1;
-  attributes.qp_type = IBV_QPT_UD;
-  attributes.sq_sig_all = 1;
+  auto attributes = qp_attributes({.type = IBV_QPT_UD,
+                                   .send_depth = static_cast<std::uint32_t>(options_.send_slots),
+                                   .receive_depth = static_cast<std::uint32_t>(options_.receive_slots),
+                                   .signal_every_send = true,
+                                   .inline_bytes = 0},
+                                  cq_->get());
   qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
 }
 
@@ -508,15 +505,14 @@ void DatagramPort::take_failure(const ibv_wc& wc, WorkId id, const SentHandler& 
 }
 
 void DatagramPort::recover() {
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  if (ibv_query_qp(qp_->get(), &attributes, IBV_QP_STATE, &init) != 0) return;
-  if (attributes.qp_state == IBV_QPS_SQE) {
+  const auto query = query_qp(qp_->get(), IBV_QP_STATE);
+  if (!query) return;
+  if (query->attributes.qp_state == IBV_QPS_SQE) {
     // A send error stopped the send queue only: back to RTS, the receives untouched.
     ibv_qp_attr rts{};
     rts.qp_state = IBV_QPS_RTS;
     check_returned(ibv_modify_qp(qp_->get(), &rts, IBV_QP_STATE), "ibv_modify_qp", "UD QP from SQE to RTS");
-  } else if (attributes.qp_state == IBV_QPS_ERR) {
+  } else if (query->attributes.qp_state == IBV_QPS_ERR) {
     // Everything posted was flushed: the QP made again from RESET, every slot given out anew
     // under a new generation (the flushed completions still queued are skipped by it), and the
     // answers' address handles dropped (the path under them may have changed).
@@ -538,7 +534,7 @@ void DatagramPort::recover() {
   // time, not a line per send.
   if (std::has_single_bit(recoveries_)) {
     spdlog::warn("the UD QP on {} was in {}: made ready again ({} time(s))", local_.host_string(),
-                 attributes.qp_state == IBV_QPS_SQE ? "SQE" : "ERR", recoveries_);
+                 query->attributes.qp_state == IBV_QPS_SQE ? "SQE" : "ERR", recoveries_);
   }
 }
 

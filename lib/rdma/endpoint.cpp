@@ -124,14 +124,12 @@ void Endpoint::create_resources() {
   const int cm_fd = channel_->fd();
   waiter_ = std::make_unique<CqWaiter>(CompletionMode::events, std::span(&cq, 1), std::span(&cm_fd, 1),
                                        options_.limits.stop_fd);
-  ibv_qp_init_attr attributes{};
-  attributes.send_cq = cq_->get();
-  attributes.recv_cq = cq_->get();
-  attributes.qp_type = options_.datagram ? IBV_QPT_UD : IBV_QPT_RC;
-  attributes.cap.max_send_wr = options_.send_depth;
-  attributes.cap.max_recv_wr = options_.recv_depth;
-  attributes.cap.max_send_sge = 1;
-  attributes.cap.max_recv_sge = 1;
+  auto attributes = qp_attributes({.type = options_.datagram ? IBV_QPT_UD : IBV_QPT_RC,
+                                   .send_depth = options_.send_depth,
+                                   .receive_depth = options_.recv_depth,
+                                   .signal_every_send = false,
+                                   .inline_bytes = 0},
+                                  cq_->get());
   const bool own = options_.self_managed_qp && !options_.datagram;
   const auto create = [&](std::uint32_t inline_bytes) {
     attributes.cap.max_inline_data = inline_bytes;
@@ -292,12 +290,10 @@ void Endpoint::set_ack_timeout() {
 }
 
 Endpoint::Transport Endpoint::transport() const {
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  check_returned(
-      ibv_query_qp(qp(), &attributes,
-                   IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER, &init),
-      "ibv_query_qp", "the connected QP");
+  const auto attributes =
+      query_qp_checked(qp(), IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER,
+                       "the connected QP")
+          .attributes;
   return {.traffic_class = attributes.ah_attr.grh.traffic_class,
           .service_level = attributes.ah_attr.sl,
           .ack_timeout = attributes.timeout,
@@ -412,19 +408,13 @@ ibv_wc Endpoint::next_completion() {
 }
 
 std::optional<std::uint8_t> Endpoint::source_gid_index() const {
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  if (ibv_query_qp(qp(), &attributes, IBV_QP_AV, &init) != 0 || attributes.ah_attr.is_global == 0) {
-    return std::nullopt;
-  }
-  return attributes.ah_attr.grh.sgid_index;
+  const auto query = query_qp(qp(), IBV_QP_AV);
+  if (!query || query->attributes.ah_attr.is_global == 0) return std::nullopt;
+  return query->attributes.ah_attr.grh.sgid_index;
 }
 
 ibv_mtu Endpoint::active_path_mtu() const {
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  check_returned(ibv_query_qp(qp(), &attributes, IBV_QP_PATH_MTU, &init), "ibv_query_qp", "path MTU");
-  return attributes.path_mtu;
+  return query_qp_checked(qp(), IBV_QP_PATH_MTU, "path MTU").attributes.path_mtu;
 }
 
 std::uint32_t Endpoint::datagram_mtu() const {

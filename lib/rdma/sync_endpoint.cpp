@@ -209,22 +209,18 @@ ibv_wc SyncEndpoint::recv_completion(const Bounds& bounds) {
 }
 
 std::uint32_t SyncEndpoint::max_inline_data() const {
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  if (id_->qp == nullptr || ibv_query_qp(id_->qp, &attributes, IBV_QP_CAP, &init) != 0) {
-    return 0;
-  }
-  return init.cap.max_inline_data;
+  if (id_->qp == nullptr) return 0;
+  const auto query = query_qp(id_->qp, IBV_QP_CAP);
+  return query ? query->init.cap.max_inline_data : 0;
 }
 
 ibv_qp_init_attr message_qp_attributes(std::uint32_t inline_bytes) {
-  ibv_qp_init_attr attributes{};
-  attributes.cap.max_send_wr = attributes.cap.max_recv_wr = 1;
-  attributes.cap.max_send_sge = attributes.cap.max_recv_sge = 1;
-  attributes.cap.max_inline_data = inline_bytes;
-  attributes.sq_sig_all = 1;
-  attributes.qp_type = IBV_QPT_RC;
-  return attributes;
+  return qp_attributes({.type = IBV_QPT_RC,
+                        .send_depth = 1,
+                        .receive_depth = 1,
+                        .signal_every_send = true,
+                        .inline_bytes = inline_bytes},
+                       nullptr);
 }
 
 SyncEndpoint create_message_endpoint(const AddrInfo& info, std::uint32_t inline_bytes, ibv_qp_init_attr& attributes) {

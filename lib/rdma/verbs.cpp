@@ -71,6 +71,32 @@ CompletionQueue::~CompletionQueue() {
   log_teardown("ibv_destroy_cq", ibv_destroy_cq(cq_));
 }
 
+ibv_qp_init_attr qp_attributes(const QueueShape& shape, ibv_cq* cq) {
+  ibv_qp_init_attr attributes{};
+  attributes.send_cq = cq;
+  attributes.recv_cq = cq;
+  attributes.qp_type = shape.type;
+  attributes.sq_sig_all = shape.signal_every_send ? 1 : 0;
+  attributes.cap.max_send_wr = shape.send_depth;
+  attributes.cap.max_recv_wr = shape.receive_depth;
+  attributes.cap.max_send_sge = 1;
+  attributes.cap.max_recv_sge = 1;
+  attributes.cap.max_inline_data = shape.inline_bytes;
+  return attributes;
+}
+
+std::optional<QpQuery> query_qp(ibv_qp* qp, int mask) {
+  QpQuery query;
+  if (ibv_query_qp(qp, &query.attributes, mask, &query.init) != 0) return std::nullopt;
+  return query;
+}
+
+QpQuery query_qp_checked(ibv_qp* qp, int mask, const std::string& what) {
+  QpQuery query;
+  check_returned(ibv_query_qp(qp, &query.attributes, mask, &query.init), "ibv_query_qp", what);
+  return query;
+}
+
 QueuePair::QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes) : qp_(ibv_create_qp(pd, &attributes)) {
   check_pointer(qp_, "ibv_create_qp", "");
 }

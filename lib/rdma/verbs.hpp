@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +64,31 @@ class CompletionQueue {
 };
 
 // A QP made with ibv_create_qp (rping -q); QPs made by rdma_create_qp belong to their cm_id.
+// What a QP is asked for. Every rdmakit QP has one CQ for both of its queues and one
+// scatter/gather entry a request.
+struct QueueShape {
+  ibv_qp_type type = IBV_QPT_RC;
+  std::uint32_t send_depth = 1;
+  std::uint32_t receive_depth = 1;
+  bool signal_every_send = false;  // sq_sig_all: a completion for every send, not only the signalled
+  std::uint32_t inline_bytes = 0;
+};
+// The creation attributes of `shape` over `cq` (none: rdma_create_ep makes its own). The one
+// place a QP's attributes are filled, whichever call creates it (ibv_create_qp,
+// rdma_create_qp, rdma_create_qp_ex, rdma_create_ep).
+ibv_qp_init_attr qp_attributes(const QueueShape& shape, ibv_cq* cq);
+
+// A QP's attributes as ibv_query_qp gives them: those of the mask asked for, and those it was
+// created with.
+struct QpQuery {
+  ibv_qp_attr attributes{};
+  ibv_qp_init_attr init{};
+};
+// None when ibv_query_qp fails.
+std::optional<QpQuery> query_qp(ibv_qp* qp, int mask);
+// Throws RdmaError naming `what` when it fails.
+QpQuery query_qp_checked(ibv_qp* qp, int mask, const std::string& what);
+
 class QueuePair {
  public:
   QueuePair(ibv_pd* pd, ibv_qp_init_attr& attributes);

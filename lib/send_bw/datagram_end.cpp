@@ -141,10 +141,9 @@ bw::DatagramCounts expect_sent(const bw::DatagramCounts& counts, std::size_t lan
 DatagramAddress reply_address(const Lane& lane, const DatagramReturn& from, const ibv_wc& completion,
                               const ibv_grh& grh, std::unique_ptr<AddressHandle>& handle) {
   handle = std::make_unique<AddressHandle>(from.pd, completion, &grh, from.port);
-  ibv_qp_attr attributes{};
-  ibv_qp_init_attr init{};
-  check_returned(ibv_query_qp(lane.qp, &attributes, IBV_QP_QKEY, &init), "ibv_query_qp", "Q_Key");
-  return {.ah = handle->get(), .qp_num = completion.src_qp, .qkey = attributes.qkey};
+  return {.ah = handle->get(),
+          .qp_num = completion.src_qp,
+          .qkey = query_qp_checked(lane.qp, IBV_QP_QKEY, "Q_Key").attributes.qkey};
 }
 
 void add_losses(std::vector<DatagramLoss>& losses, const std::vector<bw::SizeCount>& sent,

@@ -122,6 +122,10 @@ struct Report {
 
   void add_timing(Step step, double ms) { timings.emplace_back(step, ms); }
   void add_timing(const StepSpan& span) { timings.emplace_back(span.step, span.ms()); }
+  // The steps a part of the run finished, added as they come (add_timing).
+  StepEvents step_events() {
+    return [this](const StepSpan& span) { add_timing(span); };
+  }
   template <std::derived_from<ReportSection> Section>
   void add(Section section) {
     sections.push_back(std::make_shared<const Section>(std::move(section)));

@@ -5,6 +5,7 @@
 // others under timings_ms (lib/base/report.hpp).
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -60,6 +61,10 @@ struct StepSpan {
 // The step timer every tool uses: it times the step under way from when it began. A run
 // of consecutive steps uses one timer and next(); concurrent ones (a connection group's
 // connections) one timer each.
+// Where a part that takes steps (an endpoint resolving, connecting, accepting) tells of each
+// step it finished: the session records them (Report::step_events), a test may keep them.
+using StepEvents = std::function<void(const StepSpan&)>;
+
 class StepTimer {
  public:
   explicit StepTimer(Step step) : step_(step), started_(std::chrono::steady_clock::now()) {}

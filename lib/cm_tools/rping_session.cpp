@@ -86,13 +86,13 @@ void print_data(const RpingRoleSettings& options, const char* prefix, const Regi
 
 void run_rping_client(const SocketAddress* source, const SocketAddress& destination,
                       const EndpointOptions& endpoint_options, const RpingRoleSettings& options, Report& report) {
-  auto endpoint = Endpoint::resolve(source, destination, endpoint_options, report);
+  auto endpoint = Endpoint::resolve(source, destination, endpoint_options, report.step_events());
   report.local_address = endpoint->local_address();
   ControlBuffers control(*endpoint);
   RegisteredBuffer& outgoing = endpoint->add_buffer(options.size, remote_access);  // the server reads this
   RegisteredBuffer& incoming = endpoint->add_buffer(options.size, remote_access);  // the server writes here
   endpoint->post_receive(control.receive, wire::advert_wire_size, receive_id);
-  endpoint->connect(report);
+  endpoint->connect(report.step_events());
 
   LatencyRecorder rtt;
   rtt.reserve(options.count == 0 ? 1024 : options.count);
@@ -141,7 +141,7 @@ void serve_rping_connection(Endpoint& endpoint, const RpingRoleSettings& options
   ControlBuffers control(endpoint);
   RegisteredBuffer& data = endpoint.add_buffer(options.size, remote_access);
   endpoint.post_receive(control.receive, wire::advert_wire_size, receive_id);
-  endpoint.accept(report);
+  endpoint.accept(report.step_events());
   spdlog::info("client {} connected", served.peer);
 
   const wire::AdvertBytes go_ahead{};

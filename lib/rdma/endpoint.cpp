@@ -60,7 +60,7 @@ Endpoint::~Endpoint() {
 }
 
 std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const SocketAddress& destination,
-                                            const EndpointOptions& options, Report& report) {
+                                            const EndpointOptions& options, const StepEvents& steps) {
   auto channel = std::make_unique<EventChannel>();
   CmId id(*channel, options.datagram ? RDMA_PS_UDP : RDMA_PS_TCP);
   std::unique_ptr<Endpoint> endpoint(new Endpoint(std::move(channel), std::move(id), options, CmState::idle));
@@ -80,10 +80,10 @@ std::unique_ptr<Endpoint> Endpoint::resolve(const SocketAddress* source, const S
               "rdma_resolve_addr", target, host);
   endpoint->state_ = CmState::resolving_addr;
   endpoint->await_action(CmAction::resolve_route, "rdma_resolve_addr", target, host, "address resolution of " + target);
-  report.add_timing(timer.next(Step::resolve_route));
+  steps(timer.next(Step::resolve_route));
   check_errno(rdma_resolve_route(cm_id, timeout_ms(options.limits.timeout)), "rdma_resolve_route", target, host);
   endpoint->await_action(CmAction::connect, "rdma_resolve_route", target, host, "route resolution to " + target);
-  report.add_timing(timer.span());
+  steps(timer.span());
   endpoint->create_resources();
   return endpoint;
 }
@@ -253,7 +253,7 @@ void Endpoint::take_reply(const rdma_cm_event& event) {
   }
 }
 
-void Endpoint::await_established(const StepTimer& timer, Report& report) {
+void Endpoint::await_established(const StepTimer& timer, const StepEvents& steps) {
   const auto peer = peer_address();
   for (;;) {
     auto event = next_cm_event(*channel_, deadline(), options_.limits.stop_fd, "connection establishment with " + peer);
@@ -267,19 +267,19 @@ void Endpoint::await_established(const StepTimer& timer, Report& report) {
       case CmAction::start_traffic:
         keep_rnr_naks_short(qp());
         take_reply(*event);
-        report.add_timing(timer.span());
+        steps(timer.span());
         return;
       default: break;
     }
   }
 }
 
-void Endpoint::connect(Report& report) {
+void Endpoint::connect(const StepEvents& steps) {
   const StepTimer timer(Step::connect);
   auto parameters = connection_parameters();
   check_errno(rdma_connect(id_.get(), &parameters), "rdma_connect", peer_address());
   state_ = CmState::connecting;
-  await_established(timer, report);
+  await_established(timer, steps);
 }
 
 void Endpoint::set_ack_timeout() {
@@ -302,7 +302,7 @@ Endpoint::Transport Endpoint::transport() const {
           .rnr_nak_timer = attributes.min_rnr_timer};
 }
 
-void Endpoint::accept(Report& report) {
+void Endpoint::accept(const StepEvents& steps) {
   const StepTimer timer(Step::accept);
   set_ack_timeout();
   if (own_qp_) {
@@ -314,10 +314,10 @@ void Endpoint::accept(Report& report) {
   if (options_.datagram) {
     // The SIDR reply ends the exchange: no ESTABLISHED follows on this side.
     state_ = CmState::established;
-    report.add_timing(timer.span());
+    steps(timer.span());
     return;
   }
-  await_established(timer, report);
+  await_established(timer, steps);
 }
 
 void Endpoint::reject(std::span<const std::uint8_t> private_data) noexcept {

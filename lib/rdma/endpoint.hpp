@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "lib/base/report.hpp"
+#include "lib/base/step.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/cq_waiter.hpp"
@@ -55,17 +55,17 @@ struct EndpointOptions {
 
 class Endpoint {
  public:
-  // Resolves address and route to `destination` (from `source` when given), recording
-  // the resolve_addr and resolve_route steps, and creates the verbs resources.
+  // Resolves address and route to `destination` (from `source` when given), telling `steps`
+  // of the resolve_addr and resolve_route steps, and creates the verbs resources.
   static std::unique_ptr<Endpoint> resolve(const SocketAddress* source, const SocketAddress& destination,
-                                           const EndpointOptions& options, Report& report);
+                                           const EndpointOptions& options, const StepEvents& steps);
 
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
-  void connect(Report& report);  // records the connect step
-  void accept(Report& report);   // records the accept step
+  void connect(const StepEvents& steps);  // tells of the connect step
+  void accept(const StepEvents& steps);   // tells of the accept step
   // Passive side, instead of accept(): turns the request down, `private_data` saying why.
   void reject(std::span<const std::uint8_t> private_data) noexcept;
 
@@ -144,7 +144,7 @@ class Endpoint {
                     const std::string& awaiting);
   void move_qp_to(ibv_qp_state target);
   void ready_own_qp();
-  void await_established(const StepTimer& timer, Report& report);
+  void await_established(const StepTimer& timer, const StepEvents& steps);
   [[noreturn]] void fail_establishment(const rdma_cm_event& event, const CmTransition& transition, Step step);
   void take_reply(const rdma_cm_event& event);
   // Applies one CM event; returns the transition taken.

@@ -474,7 +474,7 @@ Lane connect_lane(Endpoint& endpoint, const BwSettings& s, std::uint32_t largest
             .peer = {},
             .immediate_data = immediate_data};
   post_receives(lane, receives);  // before connecting: the server may answer at once
-  endpoint.connect(report);
+  endpoint.connect(report.step_events());
   if (const auto peer = endpoint.datagram_peer()) {
     lane.peer = {.ah = peer->ah, .qp_num = peer->qp_num, .qkey = peer->qkey};
   }
@@ -523,7 +523,7 @@ void run_bw_client(const BwSettings& s, Report& report, BwResults& results) {
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   std::vector<Lane> lanes;
   for (std::uint16_t index = 0; index < s.queue_pairs; ++index) {
-    auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report);
+    auto endpoint = Endpoint::resolve(source ? &*source : nullptr, destination, options, report.step_events());
     if (index == 0 && s.datagram) sizes = datagram_sizes(std::move(sizes), *endpoint, s.server);
     lanes.push_back(connect_lane(*endpoint, s, sizes.back(), index, options.recv_depth, report));
     endpoints.push_back(std::move(endpoint));
@@ -742,7 +742,7 @@ Lane accept_lane(Endpoint& endpoint, const bw::Hello& hello, const BwSettings& s
   post_receives(lane, hello.test == bw::Test::latency ? latency_receives : std::max(s.depth, bw::stream_credits));
   const auto answer = bw::encode(buffer_answer);
   endpoint.set_private_data({answer.begin(), answer.end()});
-  endpoint.accept(report);
+  endpoint.accept(report.step_events());
   return lane;
 }
 

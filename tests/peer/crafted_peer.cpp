@@ -113,11 +113,11 @@ class CraftedPeer {
       refusal = rdmakit::decode_refusal(data).value_or("rejected without a send_bw reason");
     };
     const auto source = o_.bind.empty() ? std::nullopt : std::optional(rdmakit::parse_address(o_.bind, 0));
-    auto endpoint =
-        Endpoint::resolve(source ? &*source : nullptr, rdmakit::parse_address(o_.address, o_.port), options, report_);
+    auto endpoint = Endpoint::resolve(source ? &*source : nullptr, rdmakit::parse_address(o_.address, o_.port), options,
+                                      report_.step_events());
     if (before_connect) before_connect(*endpoint);
     try {
-      endpoint->connect(report_);
+      endpoint->connect(report_.step_events());
     } catch (const rdmakit::RdmaError& error) {
       if (!refusal) throw;
       result_.misdeed_at_us = wall_clock_us();
@@ -220,7 +220,7 @@ void bw_server(CraftedPeer& peer, const AnswerMaker& answer, bool silent = false
     for (std::uint32_t i = 0; i < bw_receives; ++i) endpoint->post_receive(buffer, buffer.size(), 0);
   }
   endpoint->set_private_data(answer(hello, buffer));
-  endpoint->accept(peer.report());
+  endpoint->accept(peer.report().step_events());
   peer.misdeed_done();
   peer.wait_until_gone(*endpoint, [&](const ibv_wc& wc) {
     if (wc.opcode != IBV_WC_RECV) return;
@@ -348,7 +348,7 @@ void echo_server(CraftedPeer& peer, std::size_t reply_length) {
   auto& receive = endpoint->add_buffer(rdmakit::echo::message_size, IBV_ACCESS_LOCAL_WRITE);
   auto& send = endpoint->add_buffer(64, 0);
   endpoint->post_receive(receive, receive.size(), 0);
-  endpoint->accept(peer.report());
+  endpoint->accept(peer.report().step_events());
   peer.await(*endpoint, IBV_WC_RECV);
   const auto bytes = garbage(send.size());
   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<std::uint8_t*>(send.data()));

@@ -305,31 +305,28 @@ void read_step(const nlohmann::json& json, const std::string& path, rdmakit::Ste
   out = *step;
 }
 
-// A status is one of its table's names (connect_status.cpp).
+// One of a table's names: `named` finds it, `names` lists them for the message.
+template <typename Value>
+void read_named(const nlohmann::json& json, const std::string& path, Value& out,
+                std::optional<Value> (*named)(std::string_view), const auto& names) {
+  std::string name;
+  read_text(json, path, name);
+  const auto value = named(name);
+  if (!value) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(names, ", ")));
+  out = *value;
+}
+
+// A status is one of its table's names (connect_status.cpp), a cause one of its
+// diagnoser's (causes.hpp).
 void read_status(const nlohmann::json& json, const std::string& path, StepStatus& out) {
-  std::string name;
-  read_text(json, path, name);
-  const auto status = step_status_named(name);
-  if (!status) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(step_status_names(), ", ")));
-  out = *status;
+  read_named(json, path, out, step_status_named, step_status_names());
 }
-
 void read_status(const nlohmann::json& json, const std::string& path, AgentStatus& out) {
-  std::string name;
-  read_text(json, path, name);
-  const auto status = agent_status_named(name);
-  if (!status) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(agent_status_names(), ", ")));
-  out = *status;
+  read_named(json, path, out, agent_status_named, agent_status_names());
 }
-
-// A cause is one its diagnoser's table lists (causes.hpp).
 template <const auto& table>
 void read_cause(const nlohmann::json& json, const std::string& path, Cause<table>& out) {
-  std::string name;
-  read_text(json, path, name);
-  const auto cause = Cause<table>::named(name);
-  if (!cause) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(table, ", ")));
-  out = *cause;
+  read_named(json, path, out, Cause<table>::named, table);
 }
 
 template <typename Item>

@@ -45,14 +45,9 @@ std::optional<Remedy> roce_disabled_remedy(const Inventory& inventory, const Net
   return std::nullopt;
 }
 
-// EFA is driven through libfabric, not rdma_cm: its GIDs are on no netdev, and no address binds.
 std::optional<Remedy> efa_remedy(const Inventory& inventory, const Netdev& netdev) {
   for (const auto& device : inventory.kernel_devices) {
-    if (device.driver != "efa") continue;
-    return next_step(fmt::format(
-        "{} is EFA, which rdma_cm does not drive (no RoCE or InfiniBand addressing): test it with libfabric "
-        "(fi_pingpong -p efa); to try the rdma_cm tools on {}, a soft-RoCE device: {}",
-        device.name, netdev.name, rxe_link_command(netdev.name)));
+    if (device.driver == "efa") return next_step(efa_next_step(device.name, netdev.name));
   }
   return std::nullopt;
 }

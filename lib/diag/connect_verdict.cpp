@@ -87,10 +87,27 @@ std::string upper(std::string text) {
   return text;
 }
 
+// Whether `device` sits on `netdev` with RoCE switched off (mlx5's enable_roce false): an
+// Ethernet NIC made on the netdev whose ports hold no GID there. rdma_cm finds no device for
+// the netdev's addresses, as if there were none.
+bool roce_off_on(const HostView& view, const ViewDevice& device, const std::string& netdev) {
+  const auto serves = gid_serves(view, netdev);
+  return !device.ports.empty() && std::ranges::all_of(device.ports, [&serves](const ViewPort& port) {
+    return port.link_layer == "Ethernet" && std::ranges::none_of(port.gids, serves);
+  });
+}
+
+// The RDMA device that carries rdma_cm's traffic on `netdev`: none where there is none, or
+// where RoCE is off on the one there.
+const ViewDevice* serving_device(const HostView& view, const std::string& netdev) {
+  const auto* device = rdma_device_on(view, netdev);
+  return device == nullptr || roce_off_on(view, *device, netdev) ? nullptr : device;
+}
+
 // An RDMA netdev with an address: what the client could bind or route through instead.
 std::pair<const ViewNetdev*, std::string> rdma_address(const HostView& view) {
   for (const auto& netdev : view.netdevs) {
-    if (rdma_device_on(view, netdev.name) != nullptr && !netdev.addresses.empty()) {
+    if (serving_device(view, netdev.name) != nullptr && !netdev.addresses.empty()) {
       return {&netdev, without_prefix(netdev.addresses.front())};
     }
   }
@@ -101,7 +118,7 @@ std::pair<const ViewNetdev*, std::string> rdma_address(const HostView& view) {
 // itself: the guests of a pair share some addresses on their private links.
 std::pair<const ViewNetdev*, std::string> rdma_address_not_held_by(const HostView& view, const HostView& other) {
   for (const auto& netdev : view.netdevs) {
-    if (rdma_device_on(view, netdev.name) == nullptr) continue;
+    if (serving_device(view, netdev.name) == nullptr) continue;
     for (const auto& held : netdev.addresses) {
       const auto address = without_prefix(held);
       if (address.starts_with("fe80:") || netdev_with_address(other, address) != nullptr) continue;
@@ -273,7 +290,7 @@ struct ClientSource {
 ClientSource client_source(const Facts& f) {
   ClientSource source{.netdev = f.attempt.source_netdev, .routed_off_rdma = false, .refused = false};
   if (source.netdev.empty() && f.local.route && f.local.route->errnum == 0) source.netdev = f.local.route->netdev;
-  source.routed_off_rdma = !source.netdev.empty() && rdma_device_on(f.local, source.netdev) == nullptr;
+  source.routed_off_rdma = !source.netdev.empty() && serving_device(f.local, source.netdev) == nullptr;
   source.refused =
       ended_badly(f.resolve_addr) && (f.resolve_addr->errnum == ENODEV || f.resolve_addr->errnum == EADDRNOTAVAIL);
   return source;
@@ -317,6 +334,29 @@ ConnectVerdict no_rdma_netdev_on_client(const Facts& f, const std::string& sourc
                              f.attempt.target, source.empty() ? std::string("a netdev") : source, host->summary),
                  std::move(evidence), host->fix, "client", host->next);
   }
+  // Without diag-bind's verdict the view still tells a NIC whose RoCE is off: soft-RoCE on
+  // its netdev would hide it.
+  if (const auto* nic = rdma_device_on(f.local, source); nic != nullptr && roce_off_on(f.local, *nic, source)) {
+    evidence.push_back(fmt::format("client: {} is made on {} and holds no GID there", nic->name, source));
+    const auto* netdev = netdev_named(f.local, source);
+    const auto address = netdev != nullptr && !netdev->addresses.empty() ? without_prefix(netdev->addresses.front())
+                                                                         : std::string("ADDRESS");
+    return found("source_not_rdma",
+                 fmt::format("the client reaches {} through {}, where {} has no GID: RoCE is off on it",
+                             f.attempt.target, source, nic->name),
+                 std::move(evidence), "", "client",
+                 fmt::format("'diag-bind {}' on the client names the NIC's PCI function and the devlink commands "
+                             "that switch RoCE on",
+                             address));
+  }
+  const auto efa = std::ranges::find(f.local.devices, std::string("efa"), &ViewDevice::driver);
+  if (efa != f.local.devices.end() && !source.empty()) {
+    return found("source_not_rdma",
+                 fmt::format("the client reaches {} through {}, and its RDMA device {} is EFA, which no rdma_cm "
+                             "connection uses",
+                             f.attempt.target, source, efa->name),
+                 std::move(evidence), "", "client", efa_next_step(efa->name, source));
+  }
   const bool soft_roce_fits = !source.empty() && source != "lo";
   return found("source_not_rdma",
                fmt::format("the client reaches {} through {}, and no netdev of the client has an RDMA device",
@@ -341,7 +381,7 @@ ConnectVerdict source_not_rdma(const Facts& f) {
   const auto [rdma_netdev, address] = rdma_address(f.local);
   if (rdma_netdev == nullptr) return no_rdma_netdev_on_client(f, source, std::move(evidence));
   const auto through = source.empty() ? std::string("a netdev") : source;
-  const auto* device = rdma_device_on(f.local, rdma_netdev->name);
+  const auto* device = serving_device(f.local, rdma_netdev->name);
   evidence.push_back(fmt::format("client: {} is on {}, served by {}", address, rdma_netdev->name, device->name));
   // A route cannot send the host's own address elsewhere: only another address helps.
   if (netdev_with_address(f.local, a.target) != nullptr) {

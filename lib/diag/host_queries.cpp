@@ -176,6 +176,13 @@ std::string rxe_link_command(const std::string& netdev) {
   return fmt::format("rdma link add rxe_{} type rxe netdev {}", netdev, netdev);
 }
 
+std::string efa_next_step(const std::string& device, const std::string& netdev) {
+  return fmt::format(
+      "{} is EFA, which rdma_cm does not drive (no RoCE or InfiniBand addressing): test it with libfabric "
+      "(fi_pingpong -p efa); to try the rdma_cm tools on {}, a soft-RoCE device: {}",
+      device, netdev, rxe_link_command(netdev));
+}
+
 bool KernelModules::has(std::string_view module) const {
   return std::find(available.begin(), available.end(), module) != available.end();
 }

@@ -257,4 +257,8 @@ const Netdev* rxe_candidate(const Inventory& inventory);
 
 std::string rxe_link_command(const std::string& netdev);
 
+// What to do on a host whose RDMA device is EFA (driver efa) and whose `netdev` has none:
+// EFA is driven through libfabric, not rdma_cm (its GIDs are on no netdev, no address binds).
+std::string efa_next_step(const std::string& device, const std::string& netdev);
+
 }  // namespace rdmakit::diag

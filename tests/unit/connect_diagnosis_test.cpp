@@ -96,6 +96,11 @@ const Expectation expectations[] = {
     {"unknown-iwarp_cxgb4_drop_policy", "unknown", 3, "", "a hardware iWARP NIC runs its TCP on the card"},
     {"ok-dual_port", "ok", 0, "", "(mlx5_1 port 1, RoCE v2, path MTU 1024)"},
     {"peer_port_down-dual_port", "peer_port_down", 1, "", "the server's mlx5_1 port 1 (serving 10.72.0.11) is DOWN"},
+    // A client whose only RDMA device rdma_cm cannot use (without diag-bind's verdict, which
+    // names the NIC's PCI function): EFA is libfabric's, and soft-RoCE is offered only beside
+    // it; a ConnectX with RoCE off is no device for eth0, and no route through eth0 helps.
+    {"source_not_rdma-efa", "source_not_rdma", 1, "", "efa_0 is EFA, which rdma_cm does not drive"},
+    {"source_not_rdma-roce_disabled", "source_not_rdma", 1, "", "'diag-bind 10.57.0.2' on the client"},
 };
 
 // Names the case in test listings, instead of gtest's dump of the struct's bytes.

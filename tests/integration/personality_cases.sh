@@ -108,6 +108,20 @@ case_personality_irdma() {
   as_provider irdma
   run big_inline 30 "${AS_PROVIDER[@]}" "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" -I 256 --timeout 2 --json --log-level info
   expect_grep "refuses 256 inline bytes; sending up to 48 inline" big_inline.err
+  # The other tools on both ends: rdma_smoke's quick set (diag-bind, rping, udaddy, send_bw,
+  # each as its own process under the same limits) and a two-rank mesh at 32 bytes, whose
+  # pairs ask for inline sends as send_bw's do.
+  run smoke 120 "${AS_PROVIDER[@]}" "$OURS_SMOKE" --quick --json
+  expect_rc 0 "rdma_smoke --quick with irdma's limits"
+  expect_jq '.smoke.failed == 0 and .smoke.skipped == 0 and (.smoke.cases | length) == 4' smoke.out
+  if [[ -x $OURS_RDMA_MESH ]] && command -v mpirun > /dev/null; then
+    mesh_ports 2
+    run mesh 120 "${AS_PROVIDER[@]}" "${MESH_MPIRUN[@]}" -np 2 "$OURS_RDMA_MESH" -p "$PORT" -s 32 -n 100 --warmup 10 \
+      --test bw,lat --timeout 10 "${NO_OUTLIERS[@]}" --json
+    expect_rc 0 "rdma_mesh -s 32 with irdma's limits"
+    expect_jq '.summary.bw.failed == 0 and .summary.lat.failed == 0 and (.pairs | length) == 4' mesh.out
+    note "mesh with irdma's limits: bw $(jq -c '.summary.bw.median' "$T/mesh.out") MiB/s, lat $(jq -c '.summary.lat.median' "$T/mesh.out") us"
+  fi
 }
 
 # InfiniBand inside a subnet: UD arrivals carry no GRH, so no source address. rdma_pingmesh
@@ -135,6 +149,26 @@ case_personality_no_grh() {
   expect_jq '.pingmesh.paths[0].answered > 50' node_b.report
   expect_lines_jq '[.[] | select(.event == "window")] | .[2:] | all(.state == "ok")' node_a.lines
   note "node-a without GRHs: $(jq -c '.pingmesh.paths[0] | {sent, answered, lost}' "$T/node_a.report"), ignored $(jq -c '.pingmesh.ignored' "$T/node_a.report")"
+  # The CM's UD tools without GRHs: udaddy's server and send_bw -c UD's answer each client
+  # through ibv_create_ah_from_wc, as rdma-core's udaddy does (on InfiniBand it takes the
+  # completion's LID), and send_bw's two sides exchange their counts.
+  next_port
+  start udaddy_server "${AS_PROVIDER[@]}" "$OURS_UDADDY" -b "$a" --port "$PORT" -c 2 -C 10 --json --accept-timeout 20
+  wait_listening "$PORT"
+  run udaddy_client 30 "${AS_PROVIDER[@]}" "$OURS_UDADDY" -s "$a" --port "$PORT" -c 2 -C 10 --json
+  expect_rc 0 "udaddy without GRHs"
+  finish udaddy_server 15
+  expect_rc 0 "udaddy server without GRHs"
+  expect_jq '.outcome == "completed" and .messages.received > 0 and .messages.lost == 0' udaddy_client.out
+  next_port
+  start server_ud "${AS_PROVIDER[@]}" "$OURS_SEND_BW" --bind "$a" -p "$PORT" -c UD --json --accept-timeout 20
+  wait_listening "$PORT"
+  run client_ud 60 "${AS_PROVIDER[@]}" "$OURS_SEND_BW" "$a" -p "$PORT" -c UD -s 512 -n 1000 --json
+  expect_rc 0 "send_bw -c UD without GRHs"
+  finish server_ud 15
+  expect_rc 0 "send_bw -c UD server without GRHs"
+  expect_jq '.outcome == "completed" and .test.connection == "UD"' client_ud.out
+  expect_jq '.outcome == "completed" and .test.connection == "UD"' server_ud.out
 }
 
 # Device completion stamps (rxe has none): a ConnectX-3-like counter whose hca_core_clock

@@ -8,7 +8,8 @@
 //   irdma  Intel E810/X722 (providers/irdma): at most 48 bytes inline on some cards; a QP that
 //          asks for more is refused (EINVAL).
 //   nogrh  InfiniBand inside one subnet: a UD arrival carries no GRH (IBV_WC_GRH clear), so
-//          the sender is known only by its LID and QP number. Completions lose the flag.
+//          the sender is known only by its LID and QP number. Completions lose the flag; an
+//          address handle made from one (ibv_create_ah_from_wc) is made as IB makes it.
 //   beatomics  a responder that does its atomics big-endian (ConnectX-3's "reply BE"), as a
 //          little-endian requester sees it: what an atomic fetched, and an 8-byte RDMA READ
 //          (of a counter), lands byte-swapped. The requester's completions swap it.
@@ -313,6 +314,17 @@ extern "C" ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint6
   ibv_mr* mr = next(pd, addr, length, iova, access);
   track(mr, access);
   return mr;
+}
+
+// nogrh: InfiniBand makes a reply's address handle from the completion's source LID and QP,
+// GRH or not; rxe, a RoCE device, needs the GRH, which it did write into the receive buffer.
+// The flag is given back for this call alone, so the reply path runs as it does on IB.
+extern "C" ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, uint8_t port_num) {
+  static const auto next = real<ibv_ah* (*)(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t)>("ibv_create_ah_from_wc");
+  if (chosen() != Personality::nogrh || (wc->wc_flags & IBV_WC_GRH) != 0) return next(pd, wc, grh, port_num);
+  ibv_wc with_grh = *wc;
+  with_grh.wc_flags |= IBV_WC_GRH;
+  return next(pd, &with_grh, grh, port_num);
 }
 
 extern "C" ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "lib/diag/diagnosis.hpp"
+
 namespace rdmakit::diag {
 namespace {
 
@@ -48,6 +52,17 @@ TEST(ChooseAddress, AutomaticTakesTheFirstActivePortAndItsIpv4Address) {
   EXPECT_EQ(choice.address, "10.55.0.1");
   EXPECT_EQ(choice.how, "rxe0 port 1 (rxenet0), the first ACTIVE port with an address");
   EXPECT_TRUE(choice.problem.empty());
+}
+
+// InfiniBand (tests/fixtures/diag/ok_infiniband): the port's GIDs name no netdev; its IPoIB
+// netdev, ib0, is known by its hardware address (the port GID), so a rank or rdma_smoke given
+// no address takes ib0's, not no_address (issue 54).
+TEST(ChooseAddress, InfinibandTakesTheIpoibNetdevsAddress) {
+  const auto replay = load_replay(std::filesystem::path(RDMAKIT_DIAG_FIXTURES) / "ok_infiniband");
+  const auto choice = choose_address(replay.inventory, "", "");
+  EXPECT_EQ(choice.address, "10.60.0.1");
+  EXPECT_TRUE(choice.problem.empty()) << choice.problem;
+  EXPECT_NE(choice.how.find("ib0"), std::string::npos) << choice.how;
 }
 
 TEST(ChooseAddress, GlobalIpv6WhenTheNetdevHasNoIpv4) {

@@ -33,7 +33,7 @@ start_local_agent() {
   next_port
   AGENT_SIDE_PORT=$PORT
   start agent "$OURS_DIAG_CONNECT" --serve --bind "$RXE_ADDR" -p "$AGENT_PROBE_PORT" --agent-port "$AGENT_SIDE_PORT" \
-    --json
+    --json "$@"
   wait_listening "$AGENT_PROBE_PORT"
 }
 

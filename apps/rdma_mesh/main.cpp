@@ -18,9 +18,11 @@ namespace mesh = rdmakit::mesh;
 
 // This rank as the others will see it: its address, device and port, or why it cannot
 // take part.
-mesh::Node describe_self(const rdmakit::MpiJob& job, const mesh::MeshOptions& o, const mesh::MeshSettings& m) {
+mesh::Node describe_self(const rdmakit::MpiJob& job, const mesh::MeshOptions& o, const mesh::MeshSettings& m,
+                         const rdmakit::SiblingNames& siblings) {
   rdmakit::diag::ProbeOptions probe;
   probe.limits = m.bw.limits;
+  probe.siblings = siblings;
   auto self = rdmakit::diag::describe_local_node(o.bind, o.netdev, m.bw.device, probe);
   self.rank = job.rank();
   self.host = job.host();
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
         settings.json_file = tool.json_file();
         auto progress = rdmakit::Progress::for_stderr(o.progress);
         settings.progress = &progress;
-        const auto self = describe_self(job, o, settings);
+        const auto self = describe_self(job, o, settings, report.siblings);
         mesh::MeshResults results;
         try {
           mesh::run_rdma_mesh(job, settings, self, report, results);

@@ -25,8 +25,11 @@ RdmaError::RdmaError(std::string call, std::string subject, int errnum, std::str
       call_(std::move(call)),
       subject_(std::move(subject)),
       address_(std::move(address)),
-      errnum_(errnum),
-      hint_(hint_for(call_, address_, errnum, port_in_subject(subject_))) {}
+      errnum_(errnum) {}
+
+std::string RdmaError::hint(const SiblingNames& siblings) const {
+  return hint_for(call_, address_, errnum_, port_in_subject(subject_), siblings);
+}
 
 RdmaError RdmaError::without_errno(std::string call, std::string subject, const std::string& detail,
                                    std::string address) {
@@ -130,14 +133,15 @@ void throw_null_result(const char* call, const std::string& subject) {
 namespace {
 
 // Hints for the calls that reach the peer: those diag-connect can explain.
-std::string peer_hint(const std::string& call, const std::string& address, int errnum, std::uint16_t port) {
+std::string peer_hint(const std::string& call, const std::string& address, int errnum, std::uint16_t port,
+                      const SiblingNames& siblings) {
   // The port the tool used: diag-connect probes its own default otherwise, not the failing one.
   const std::string probe = address + (port != 0 ? " -p " + std::to_string(port) : std::string());
-  const std::string ask_diag_connect =
-      address.empty() || is_multicast(address)
-          ? std::string()
-          : "; run 'diag-connect " + probe +
-                "' (with 'diag-connect --serve' on the peer, or add --diagnose) to see why";
+  const std::string ask_diag_connect = address.empty() || is_multicast(address)
+                                           ? std::string()
+                                           : "; run '" + siblings.diag_connect() + " " + probe + "' (with '" +
+                                                 siblings.diag_connect() +
+                                                 " --serve' on the peer, or add --diagnose) to see why";
   if (errnum == ETIMEDOUT && call.starts_with("rdma_")) {
     return "no answer from the peer; is the server running and reachable over RDMA?" +
            (reaches_peer(call) ? ask_diag_connect : std::string());
@@ -159,14 +163,18 @@ std::string peer_hint(const std::string& call, const std::string& address, int e
 
 }  // namespace
 
-std::string hint_for(const std::string& call, const std::string& address, int errnum, std::uint16_t port) {
+std::string hint_for(const std::string& call, const std::string& address, int errnum, std::uint16_t port,
+                     const SiblingNames& siblings) {
   const bool addressing = is_addressing(call);
   if (addressing && (errnum == ENODEV || errnum == EADDRNOTAVAIL)) {
-    if (address.empty()) return "no RDMA device serves this address; run 'diag-bind' (or add --diagnose) to see why";
-    return "no RDMA device serves " + address + "; run 'diag-bind " + address + "' (or add --diagnose) to see why";
+    if (address.empty()) {
+      return "no RDMA device serves this address; run '" + siblings.diag_bind() + "' (or add --diagnose) to see why";
+    }
+    return "no RDMA device serves " + address + "; run '" + siblings.diag_bind() + " " + address +
+           "' (or add --diagnose) to see why";
   }
   if (call == "rdma_create_event_channel" && errnum == ENODEV) {
-    return "no RDMA device or rdma_ucm module; run 'diag-bind' (or add --diagnose) to see why";
+    return "no RDMA device or rdma_ucm module; run '" + siblings.diag_bind() + "' (or add --diagnose) to see why";
   }
   if (call == "rdma_create_event_channel" && (errnum == ENOENT || errnum == EACCES)) {
     return "cannot open /dev/infiniband/rdma_cm; is rdma_ucm loaded and are you allowed to open it?";
@@ -177,7 +185,7 @@ std::string hint_for(const std::string& call, const std::string& address, int er
   if (call == "mmap" && errnum == ENOMEM) {
     return "too few free huge pages; reserve them first (sysctl vm.nr_hugepages=N; HugePages_Free in /proc/meminfo)";
   }
-  return peer_hint(call, address, errnum, port);
+  return peer_hint(call, address, errnum, port, siblings);
 }
 
 }  // namespace rdmakit

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "lib/base/sibling_names.hpp"
+
 namespace rdmakit {
 
 // Process exit codes; 77 is what CTest (SKIP_RETURN_CODE) and automake read as "skipped".
@@ -41,7 +43,9 @@ class RdmaError : public std::runtime_error {
   const std::string& subject() const noexcept { return subject_; }
   const std::string& address() const noexcept { return address_; }
   int errnum() const noexcept { return errnum_; }
-  const std::string& hint() const noexcept { return hint_; }
+  // What to do about it, "" when there is nothing useful to add; a sibling it tells the
+  // operator to run is named as `siblings` has it (hint_for).
+  std::string hint(const SiblingNames& siblings) const;
 
  private:
   RdmaError(std::string call, std::string subject, int errnum, std::string address, const std::string& what);
@@ -50,7 +54,6 @@ class RdmaError : public std::runtime_error {
   std::string subject_;
   std::string address_;
   int errnum_ = 0;
-  std::string hint_;
 };
 
 // Usage errors: bad or contradictory options. Exit code 2.
@@ -126,8 +129,10 @@ Object* check_pointer(Object* object, const char* call, const std::string& subje
 
 // The hint for a failed call, or "" when there is nothing useful to add. ENODEV and
 // EADDRNOTAVAIL from address binding/resolution point at diag-bind with the address; failures
-// to reach the peer point at diag-connect with the address and, when known, the port.
-std::string hint_for(const std::string& call, const std::string& address, int errnum, std::uint16_t port = 0);
+// to reach the peer point at diag-connect with the address and, when known, the port, each
+// named as installed beside the tool (`siblings`).
+std::string hint_for(const std::string& call, const std::string& address, int errnum, std::uint16_t port,
+                     const SiblingNames& siblings);
 
 // True when diag-bind can explain this failure (the cases whose hint points at it).
 bool explained_by_diag_bind(const std::string& call, int errnum);

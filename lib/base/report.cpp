@@ -55,9 +55,12 @@ std::string errno_name(int errnum) {
   return name ? name : "E?";
 }
 
-ErrorRecord record_of(const RdmaError& error) {
-  return ErrorRecord{
-      .message = error.what(), .call = error.call(), .errnum = error.errnum(), .hint = error.hint(), .completion = {}};
+ErrorRecord record_of(const RdmaError& error, const SiblingNames& siblings) {
+  return ErrorRecord{.message = error.what(),
+                     .call = error.call(),
+                     .errnum = error.errnum(),
+                     .hint = error.hint(siblings),
+                     .completion = {}};
 }
 
 ErrorRecord record_of(const CompletionError& error) {
@@ -190,8 +193,9 @@ std::string summary_text(const Report& r) {
     const std::string requested = r.iterations_requested == 0 ? "unlimited" : std::to_string(r.iterations_requested);
     did = fmt::format("{} of {} iterations, {} bytes in ", r.iterations_completed, requested, r.bytes);
   }
-  // A tool with no role (diag-bind) is named alone: "diag-bind: ...", not "diag-bind : ...".
-  out << fmt::format("{}{}{}: {}{:.3f} s, {}\n", r.tool, r.role.empty() ? "" : " " + r.role,
+  // Named as installed (rdmakit-rping where the package put it); a tool with no role
+  // (diag-bind) is named alone: "diag-bind: ...", not "diag-bind : ...".
+  out << fmt::format("{}{}{}: {}{:.3f} s, {}\n", r.siblings(r.tool), r.role.empty() ? "" : " " + r.role,
                      !connection || r.peer_address.empty() ? "" : " peer " + r.peer_address, did, r.duration_s,
                      outcome_text(r));
   if (connection) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.hpp"
+#include "lib/base/sibling_names.hpp"
 #include "lib/base/stats.hpp"
 #include "lib/base/step.hpp"
 
@@ -55,11 +56,6 @@ class ReportSection {
   // Lines written after the text, whichever it is (the tool's own or the generic summary):
   // a count beside the results, as the refused peers of a server.
   virtual std::string note() const { return {}; }
-  // Whether this section's text and JSON name other tools as they were run already (rdma_smoke:
-  // its cases are the tools' names, its reasons the children's own words, which name their
-  // siblings as installed), so that the runner leaves them as they are instead of naming
-  // diag-bind and diag-connect under this program's prefix.
-  virtual bool names_tools_as_run() const { return false; }
   // A cause more precise than Outcome says (diag-bind's verdict), written as the
   // report's "outcome"; none leaves the report's own.
   virtual std::optional<std::string> outcome() const { return std::nullopt; }
@@ -100,6 +96,9 @@ struct ReportGroups {
 
 struct Report {
   std::string tool;
+  // How this run's hints name the suite's other programs (rdmakit-diag-bind where the package
+  // installed them so): not written, used where a hint is built from the report's run.
+  SiblingNames siblings;
   std::string role;  // "client", "server", "" when not applicable
   nlohmann::json arguments = nlohmann::json::object();
   ReportGroups groups;  // which of the keys below the report carries
@@ -137,7 +136,8 @@ struct Report {
   void stop(StopReason reason, const std::string& detail);
 };
 
-ErrorRecord record_of(const RdmaError& error);
+// The record of a failed call; its hint names siblings as `siblings` has them.
+ErrorRecord record_of(const RdmaError& error, const SiblingNames& siblings);
 ErrorRecord record_of(const CompletionError& error);
 
 // The report as a document. Its strings hold whatever bytes a user, a peer or sysfs supplied,

@@ -21,7 +21,7 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
-nlohmann::json to_json(const Connection& connection) {
+nlohmann::json to_json(const Connection& connection, const SiblingNames& siblings) {
   nlohmann::json steps = nlohmann::json::object();
   for (const auto& span : connection.steps()) {
     steps[std::string(step_name(span.step))] = span.ms();
@@ -52,7 +52,7 @@ nlohmann::json to_json(const Connection& connection) {
   }
   if (const auto timer = connection.rnr_nak_timer()) j["rnr_nak_timer"] = *timer;
   if (const auto& failure = connection.failure()) {
-    j["failure"] = to_json(*failure);
+    j["failure"] = to_json(record_of(*failure, siblings));
     const auto failed = std::ranges::find_if(connection.steps(), [](const StepSpan& span) { return span.failed; });
     if (failed != connection.steps().end()) j["failed_step"] = failed->step;
   }
@@ -163,7 +163,7 @@ void fill_report(const ConnectionGroup& group, Report& report) {
   const Totals totals = totals_of(group.connections());
   GroupResult result;
   for (const auto& c : group.connections()) {
-    result.connections.push_back(to_json(*c));
+    result.connections.push_back(to_json(*c, report.siblings));
   }
   result.steps = step_table(totals.spans);
   report.timings.clear();
@@ -174,7 +174,7 @@ void fill_report(const ConnectionGroup& group, Report& report) {
   result.connections_requested = options.connections;
   result.connections_ready = totals.ready;
   for (const auto* failed : totals.failed) {
-    result.failures.push_back({.index = failed->index(), .message = failed->failure()->message});
+    result.failures.push_back({.index = failed->index(), .message = failed->failure()->what()});
   }
   result.setup_ms = totals.setup_ms;
   result.message_size = options.message_size;
@@ -189,7 +189,7 @@ void fill_report(const ConnectionGroup& group, Report& report) {
   // With none ready, setup threw the first failure itself, and that is the run's error.
   if (!totals.failed.empty() && totals.ready > 0) {
     const auto& first = *totals.failed.front();
-    const auto& error = *first.failure();
+    const auto error = record_of(*first.failure(), report.siblings);
     report.fail(
         ErrorRecord{.message = fmt::format("{} of {} connection(s) failed, the others went on; connection {}: {}",
                                            totals.failed.size(), options.connections, first.index(), error.message),

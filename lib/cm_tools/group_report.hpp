@@ -17,7 +17,8 @@
 namespace rdmakit {
 
 // One connection's record: its state, steps, counts, addresses and failure.
-nlohmann::json to_json(const Connection& connection);
+// A failure's hint names siblings as `siblings` has them.
+nlohmann::json to_json(const Connection& connection, const SiblingNames& siblings);
 
 // A connection group's result in its report: the cmtime-style step table, each connection's
 // record, setup rate, messages and failures, with the human summary.

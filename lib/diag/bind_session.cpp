@@ -27,11 +27,11 @@ void report_gids(const BindOptions& o, const std::optional<Replay>& replayed, Re
     if (!host.empty() && !address_is_local(inventory, host)) source = source_toward(host);
   }
   if (inventory.kernel_devices.empty()) {
-    throw Unsupported("no RDMA device, so no GID table; run 'diag-bind' to see why");
+    throw Unsupported("no RDMA device, so no GID table; run '" + report.siblings.diag_bind() + "' to see why");
   }
   std::optional<GidLookup> lookup;
   if (!host.empty()) lookup = look_up_gid(inventory, host, source);
-  GidReport gids(gid_rows(inventory), std::move(lookup));
+  GidReport gids(gid_rows(inventory), std::move(lookup), report.siblings);
   report.exit_code = gids.exit_code();
   report.add(std::move(gids));
 }
@@ -92,10 +92,11 @@ void BindSession::run(const CommonOptions& common, Report& report) {
     ProbeOptions probe;
     probe.limits.timeout = common.timeout();
     probe.registration_bytes = options_.registration_kib << 10;
+    probe.siblings = report.siblings;
     d.inventory = collect_inventory(probe);
     d.attempt = run_attempt(d.target, probe);
   }
-  d.verdict = diagnose(d.target, d.inventory, d.attempt);
+  d.verdict = diagnose(d.target, d.inventory, d.attempt, report.siblings);
   report.exit_code = d.verdict.exit_code;
   report.add(DiagnosisResult(d));
 }

@@ -278,8 +278,13 @@ class Agent {
     bury_rejected(id, why);
   }
 
+  // How its refusals and errors name it: as its clients would run it.
+  std::string agent_name() const { return options_.siblings.diag_connect() + " agent"; }
+
   std::optional<std::string> ticket_refusal(const agent::Hello& hello, rdma_cm_id* id) {
-    if (!hello.ticket) return std::string("this agent is keyed: probes need a ticket (diag-connect --key-file)");
+    if (!hello.ticket) {
+      return fmt::format("this agent is keyed: probes need a ticket ({} --key-file)", options_.siblings.diag_connect());
+    }
     return tickets_->refusal(*hello.ticket, ticket_scope(id, ProbeEnd::agent), agent::WallClock::now());
   }
 
@@ -299,14 +304,14 @@ class Agent {
   void take_request(const rdma_cm_event& event) {
     const auto admission = gate_.admit(rdma_get_peer_addr(event.id), Clock::now());
     if (!admission.admitted()) {
-      bury_rejected(event.id, "diag-connect agent: " + admission.reason);
+      bury_rejected(event.id, agent_name() + ": " + admission.reason);
       return;
     }
     const auto& conn = event.param.conn;
     const auto hello =
         agent::decode_hello({static_cast<const std::uint8_t*>(conn.private_data), conn.private_data_len});
     if (!hello) {
-      reject(event.id, "diag-connect agent: not a diag-connect client");
+      reject(event.id, fmt::format("{}: not a {} client", agent_name(), options_.siblings.diag_connect()));
       return;
     }
     // Keyed: the ticket before a slot, so that a host without the key holds none.
@@ -317,12 +322,12 @@ class Agent {
           ++tally_.unticketed;
           log_(fmt::format("rejected a probe from {}: {}", printable_peer(event.id), *why));
         }
-        bury_rejected(event.id, "diag-connect agent: " + *why);
+        bury_rejected(event.id, agent_name() + ": " + *why);
         return;
       }
     }
     if (held_.size() >= options_.max_connections) {
-      reject(event.id, fmt::format("diag-connect agent: busy, {} probes at once", held_.size()));
+      reject(event.id, fmt::format("{}: busy, {} probes at once", agent_name(), held_.size()));
       return;
     }
     auto connection = std::make_unique<CheckConnection>();
@@ -340,7 +345,7 @@ class Agent {
       ConnectOffer accept_offer;
       accept_offer.private_data = offer;
       auto parameters = connection_parameters(accept_offer);
-      check_errno(rdma_accept(event.id, &parameters), "rdma_accept", "diag-connect agent");
+      check_errno(rdma_accept(event.id, &parameters), "rdma_accept", agent_name());
       if (datagram) {
         const std::lock_guard lock(shared_);
         ++tally_.connections;

@@ -40,6 +40,8 @@ struct AgentOptions {
   // Who may connect to either listener (--allow, --peer-rate); max_connections stays the
   // probes' cap.
   GateLimits peers;
+  // How the refusals sent to clients name diag-connect.
+  SiblingNames siblings;
 };
 
 struct AgentTally {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.hpp"
+#include "lib/base/sibling_names.hpp"
 #include "lib/base/step.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/rdma/gid.hpp"
@@ -234,6 +235,8 @@ struct ConnectCase {
   // address or route resolution failed: where the host itself cannot do RDMA (no device, no
   // rdma_cm, a loopback or own address without RDMA), that is the verdict, whichever tool asks.
   std::optional<Verdict> host;
+  // How the verdict's next steps name diag-bind and diag-connect (the report's).
+  SiblingNames siblings;
 };
 
 struct ConnectVerdict {

@@ -168,16 +168,16 @@ struct GidRemedy {
 
 // The index each host should be given. One index fits both hosts only when their advised
 // entries share it: then setting it is the fix, on both; else each host needs its own.
-GidRemedy gid_remedy(const GidCheck& check, const std::string& target) {
+GidRemedy gid_remedy(const GidCheck& check, const std::string& target, const SiblingNames& siblings) {
   const auto& client = check.client.advice;
   if (!client.entry)
     return {{}, {}, fmt::format("{}; give the client's stacks an index that holds its address", client.reason)};
   if (!check.server) {
     return {{},
             {},
-            fmt::format("client: {}; the server's index is unknown (no agent): run diag-connect --serve on the "
+            fmt::format("client: {}; the server's index is unknown (no agent): run {} --serve on the "
                         "server and connect to it with --gid-index {}",
-                        settings_text(client), client.entry->index)};
+                        settings_text(client), siblings.diag_connect(), client.entry->index)};
   }
   const auto& server = check.server->advice;
   if (!server.entry) return {{}, {}, fmt::format("server: {}", server.reason)};
@@ -186,8 +186,8 @@ GidRemedy gid_remedy(const GidCheck& check, const std::string& target) {
   if (c == s) {
     return {fmt::format("export NCCL_IB_GID_INDEX={} UCX_IB_GID_INDEX={}", c, c), "both",
             fmt::format("perftest -x {} and Open MPI --mca btl_openib_gid_index {} on both hosts; to check: "
-                        "diag-connect {} --gid-index {}",
-                        c, c, target, c)};
+                        "{} {} --gid-index {}",
+                        c, c, siblings.diag_connect(), target, c)};
   }
   return {{},
           {},
@@ -206,7 +206,7 @@ ConnectVerdict gid_verdict(ConnectCause cause, const std::string& summary, const
   if (check.server) evidence.push_back(advice_text(*check.server));
   evidence.push_back("client: " + step_text(*f.connect) +
                      ": rdma_cm takes the GID from the address, so its own connection works whatever the index");
-  auto remedy = gid_remedy(check, f.attempt.target);
+  auto remedy = gid_remedy(check, f.attempt.target, f.c.siblings);
   return found(cause, summary, std::move(evidence), std::move(remedy.fix), std::move(remedy.fix_host),
                std::move(remedy.next));
 }
@@ -250,7 +250,8 @@ ConnectVerdict gid_index_mismatch_verdict(const Facts& f) {
                                    check.index, join(wrong, "; "), check.index),
                        check, f, {});
   if (!check.server && v.next.find("--serve") == std::string::npos) {
-    v.next += "; the server's index is unknown: run diag-connect --serve on the server and connect to it";
+    v.next += fmt::format("; the server's index is unknown: run {} --serve on the server and connect to it",
+                          f.c.siblings.diag_connect());
   }
   return v;
 }
@@ -262,8 +263,8 @@ void add_gid_warnings(const Facts& f, ConnectVerdict& v) {
     if (f.peer == nullptr) {
       v.warnings.push_back(
           fmt::format("GID index {} was checked on the client only: the server's entry is unknown "
-                      "without the agent (diag-connect --serve on the server)",
-                      *f.attempt.gid_index));
+                      "without the agent ({} --serve on the server)",
+                      *f.attempt.gid_index, f.c.siblings.diag_connect()));
     }
     return;
   }

@@ -469,6 +469,7 @@ AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& so
 
 ConnectCase probe_connect(const ConnectProbeOptions& options) {
   ConnectCase connect_case;
+  connect_case.siblings = options.siblings;
   auto& attempt = connect_case.attempt;
   attempt.target = options.target;
   attempt.port = options.port;
@@ -508,7 +509,9 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
     const auto target = make_target(address, 0, options.port_space);
     ProbeOptions host_probe;
     host_probe.limits = options.limits;
-    connect_case.host = diagnose(target, collect_inventory(host_probe), run_attempt(target, host_probe));
+    host_probe.siblings = options.siblings;
+    connect_case.host =
+        diagnose(target, collect_inventory(host_probe), run_attempt(target, host_probe), options.siblings);
   }
   const bool interrupted = std::any_of(attempt.steps.begin(), attempt.steps.end(),
                                        [](const ConnectStep& step) { return step.status == StepStatus::interrupted; });
@@ -522,17 +525,18 @@ ConnectCase probe_connect(const ConnectProbeOptions& options) {
 }
 
 nlohmann::json diagnose_connect_failure(const std::string& address, std::uint16_t port,
-                                        std::chrono::milliseconds timeout, std::string& text,
-                                        const std::string& port_space) {
+                                        std::chrono::milliseconds timeout, const SiblingNames& siblings,
+                                        std::string& text, const std::string& port_space) {
   ConnectProbeOptions options;
   options.target = parse_address(address, 0).host_string();
   options.port = port != 0 ? port : agent::default_probe_port;
   options.port_space = port_space;
   options.agent_port = agent::default_agent_port;
   options.limits.timeout = timeout;
+  options.siblings = siblings;
   const auto connect_case = probe_connect(options);
   const auto verdict = diagnose_connect(connect_case);
-  text = render_connect_verdict(verdict);
+  text = render_connect_verdict(verdict, siblings);
   return {{"tool", "diag-connect"}, {"capture", to_json(connect_case)}, {"verdict", to_json(verdict)}};
 }
 

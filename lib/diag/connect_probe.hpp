@@ -31,6 +31,8 @@ struct ConnectProbeOptions {
   // (lib/net/key_handshake); a refusal is the contact's status "unauthenticated", an answer
   // that fails its MAC after it (lib/net/sealed_frames) "tampered".
   std::optional<SharedKey> key;
+  // How the verdicts' next steps name diag-bind and diag-connect.
+  SiblingNames siblings;
 };
 
 ConnectCase probe_connect(const ConnectProbeOptions& options);
@@ -39,8 +41,8 @@ ConnectCase probe_connect(const ConnectProbeOptions& options);
 // agent's default probe port) in `port_space` ("tcp" or "udp": a SIDR exchange), asking the
 // agent at its default port, as JSON with the human verdict in `text`.
 nlohmann::json diagnose_connect_failure(const std::string& address, std::uint16_t port,
-                                        std::chrono::milliseconds timeout, std::string& text,
-                                        const std::string& port_space = "tcp");
+                                        std::chrono::milliseconds timeout, const SiblingNames& siblings,
+                                        std::string& text, const std::string& port_space = "tcp");
 
 // What the agent answers, fetched over TCP; never throws: the contact says how it went.
 AgentContact ask_agent(const ConnectProbeOptions& options, const std::string& source,

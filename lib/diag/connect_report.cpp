@@ -27,8 +27,8 @@ void ConnectResult::add_to(nlohmann::json& document) const {
   document["verdict"] = to_json(verdict_);
 }
 
-std::string render_connect_verdict(const ConnectVerdict& verdict) {
-  std::string text = fmt::format("diag-connect: {}: {}\n", verdict.cause.name(), verdict.summary);
+std::string render_connect_verdict(const ConnectVerdict& verdict, const SiblingNames& siblings) {
+  std::string text = fmt::format("{}: {}: {}\n", siblings.diag_connect(), verdict.cause.name(), verdict.summary);
   for (const auto& line : verdict.evidence) text += "  " + line + "\n";
   text += render_remedy(verdict);
   if (!verdict.candidates.empty()) {
@@ -40,6 +40,7 @@ std::string render_connect_verdict(const ConnectVerdict& verdict) {
 }
 
 void add_connect_result(ConnectCase connect_case, Report& report) {
+  connect_case.siblings = report.siblings;
   const auto& attempt = connect_case.attempt;
   report.local_address = attempt.source_address.empty() ? attempt.bind : attempt.source_address;
   report.peer_address = attempt.target;

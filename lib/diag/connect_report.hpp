@@ -28,7 +28,7 @@ class ConnectResult final : public ReportSection {
 };
 
 // The verdict alone, for other tools' --diagnose: the cause and summary, the evidence, the fix.
-std::string render_connect_verdict(const ConnectVerdict& verdict);
+std::string render_connect_verdict(const ConnectVerdict& verdict, const SiblingNames& siblings);
 
 // Diagnoses `connect_case` and fills the report with it: the result, the addresses, the
 // exit status (the verdict's, or an interrupted run's when Ctrl-C cut a step short).

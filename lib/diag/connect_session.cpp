@@ -159,7 +159,8 @@ void serve(const ConnectOptions& o, const CommonOptions& common, Report& report)
                      .stop_fd = stop.fd(),
                      .view = {},
                      .key = o.key,
-                     .peers = o.peers.limits(numeric(o.bind), agent_gate)};
+                     .peers = o.peers.limits(numeric(o.bind), agent_gate),
+                     .siblings = report.siblings};
   if (!o.key) {
     spdlog::warn("no --key-file: anyone allowed to connect to the side channel is answered without authentication");
   }
@@ -206,7 +207,8 @@ void run_diag_connect(const ConnectOptions& options, const CommonOptions& common
                               .ask_agent = !options.no_agent,
                               .limits = {.stop_fd = stop.fd(), .timeout = common.timeout()},
                               .view = {},
-                              .key = options.key};
+                              .key = options.key,
+                              .siblings = report.siblings};
     connect_case = probe_connect(probe);
     connect_case.attempt.gid_index = options.gid_index;
   }

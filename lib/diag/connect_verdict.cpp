@@ -242,7 +242,8 @@ ConnectVerdict host_cause(const Facts& f) {
   const auto& host = f.c.host;
   std::vector<std::string> evidence;
   for (const auto& detail : host->details) evidence.push_back("client: " + detail);
-  evidence.push_back("client: diag-bind's verdict on this host: " + std::string(host->cause.name()));
+  evidence.push_back(
+      fmt::format("client: {}'s verdict on this host: {}", f.c.siblings.diag_bind(), host->cause.name()));
   // host_stops_rdma took only connect_host_causes, every one of them a diag-connect cause.
   return found(*ConnectCause::named(host->cause.name()), host->summary, std::move(evidence), host->fix, "client",
                host->next);
@@ -266,14 +267,15 @@ ConnectVerdict works(const Facts& f) {
   v.exit_code = ExitCode::ok;
   std::size_t largest = 0;
   for (const auto& check : a.data) largest = std::max(largest, check.bytes);
-  v.summary = fmt::format("connected to {}:{} ({}) from {} on {} ({} port {}, {}{}){}", a.target, a.port, a.port_space,
-                          a.source_address, a.source_netdev, a.device, a.device_port, a.gid_type,
-                          // iWARP has no path record, so no path MTU.
-                          a.path_mtu > 0 ? fmt::format(", path MTU {}", a.path_mtu) : std::string(),
-                          a.data.empty()
-                              ? (a.port_space == "udp" ? "; the SIDR reply came (no data check in the UDP port space)"
-                                                       : "; no data check (the server is no diag-connect agent)")
-                              : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
+  v.summary = fmt::format(
+      "connected to {}:{} ({}) from {} on {} ({} port {}, {}{}){}", a.target, a.port, a.port_space, a.source_address,
+      a.source_netdev, a.device, a.device_port, a.gid_type,
+      // iWARP has no path record, so no path MTU.
+      a.path_mtu > 0 ? fmt::format(", path MTU {}", a.path_mtu) : std::string(),
+      a.data.empty() ? (a.port_space == "udp"
+                            ? "; the SIDR reply came (no data check in the UDP port space)"
+                            : fmt::format("; no data check (the server is no {} agent)", f.c.siblings.diag_connect()))
+                     : fmt::format("; {} transfers up to {} passed", a.data.size(), human_bytes(largest)));
   for (const auto* step : {f.resolve_addr, f.resolve_route, f.connect}) {
     v.evidence.push_back("client: " + step_text(*step));
   }
@@ -345,9 +347,9 @@ ConnectVerdict no_rdma_netdev_on_client(const Facts& f, const std::string& sourc
                  fmt::format("the client reaches {} through {}, where {} has no GID: RoCE is off on it",
                              f.attempt.target, source, nic->name),
                  std::move(evidence), "", "client",
-                 fmt::format("'diag-bind {}' on the client names the NIC's PCI function and the devlink commands "
+                 fmt::format("'{} {}' on the client names the NIC's PCI function and the devlink commands "
                              "that switch RoCE on",
-                             address));
+                             f.c.siblings.diag_bind(), address));
   }
   const auto efa = std::ranges::find(f.local.devices, std::string("efa"), &ViewDevice::driver);
   if (efa != f.local.devices.end() && !source.empty()) {
@@ -453,10 +455,10 @@ ConnectVerdict no_route(const Facts& f) {
   }
   const auto [rdma_netdev, address] = rdma_address(f.local);
   if (rdma_netdev == nullptr) {
-    return found(
-        "no_route", fmt::format("the client has no route to {}, and no netdev with an RDMA device", target),
-        std::move(evidence), "", "client",
-        "give the client an RDMA device first (diag-bind says how), then a route to " + target + " through it");
+    return found("no_route", fmt::format("the client has no route to {}, and no netdev with an RDMA device", target),
+                 std::move(evidence), "", "client",
+                 fmt::format("give the client an RDMA device first ({} says how), then a route to {} through it",
+                             f.c.siblings.diag_bind(), target));
   }
   evidence.push_back(
       fmt::format("client: {} ({}) has an RDMA device", rdma_netdev->name, join(rdma_netdev->addresses)));
@@ -577,9 +579,9 @@ ConnectVerdict wrong_port_space(const Facts& f) {
       {"client: " + rejection_text(*a.rejection) + fmt::format(" for {}:{}/{}", a.target, a.port, a.port_space),
        listeners_text(listeners)},
       "", "client",
-      fmt::format(
-          "connect in port space {} (RDMA_PS_{}), as the server listens; to check: diag-connect {} -p {} --ps {}",
-          other->port_space, upper(other->port_space), a.target, a.port, other->port_space));
+      fmt::format("connect in port space {} (RDMA_PS_{}), as the server listens; to check: {} {} -p {} --ps {}",
+                  other->port_space, upper(other->port_space), f.c.siblings.diag_connect(), a.target, a.port,
+                  other->port_space));
 }
 
 // Without the agent the REJ alone says so; with it, only when no listener of the server fits.
@@ -602,8 +604,8 @@ ConnectVerdict no_listener(const Facts& f) {
   return found("no_listener", fmt::format("nothing listens on {}:{} in port space {}", a.target, a.port, a.port_space),
                std::move(evidence), "", "server",
                fmt::format("start the server application on {} port {} (is it running? is -p right?); "
-                           "diag-connect --serve on another port tells why a connection fails",
-                           a.target, a.port));
+                           "{} --serve on another port tells why a connection fails",
+                           a.target, a.port, f.c.siblings.diag_connect()));
 }
 
 bool consumer_rejected(const Facts& f) {
@@ -794,7 +796,8 @@ ConnectVerdict mtu_mismatch(const Facts& f) {
   if (f.peer == nullptr) {
     return found("mtu_mismatch", "large transfers die while small ones pass; the server's MTU is unknown (no agent)",
                  std::move(evidence), "", "",
-                 "run diag-connect --serve on the server and connect to it, so that the two MTUs can be compared");
+                 fmt::format("run {} --serve on the server and connect to it, so that the two MTUs can be compared",
+                             f.c.siblings.diag_connect()));
   }
   const auto pair = mtus(f);
   evidence.push_back(
@@ -839,8 +842,9 @@ ConnectVerdict no_rdma_answer(const Facts& f) {
                  fmt::format("{} {} but no RDMA CM answer came back, and no agent answered to tell why", a.target,
                              answered_arp ? "answers ARP (neighbour " + n->state + ")" : "resolves"),
                  std::move(evidence), "", "server",
-                 "run diag-connect --serve on the server and connect to it: the agent tells which of the candidates "
-                 "it is");
+                 fmt::format("run {} --serve on the server and connect to it: the agent tells which of the "
+                             "candidates it is",
+                             f.c.siblings.diag_connect()));
   v.candidates = std::move(candidates);
   return v;
 }
@@ -849,8 +853,8 @@ ConnectVerdict unexplained(const Facts& f) {
   ConnectVerdict v;
   v.cause = "unknown";
   v.exit_code = ExitCode::unexplained;
-  v.summary = fmt::format("the connection to {}:{} failed and diag-connect cannot name the cause", f.attempt.target,
-                          f.attempt.port);
+  v.summary = fmt::format("the connection to {}:{} failed and {} cannot name the cause", f.attempt.target,
+                          f.attempt.port, f.c.siblings.diag_connect());
   for (const auto& step : f.attempt.steps) v.evidence.push_back("client: " + step_text(step));
   if (f.attempt.rejection) v.evidence.push_back("client: " + rejection_text(*f.attempt.rejection));
   for (const auto& check : f.attempt.data) {
@@ -860,7 +864,8 @@ ConnectVerdict unexplained(const Facts& f) {
     }
   }
   v.next = f.peer == nullptr
-               ? "run diag-connect --serve on the server and connect to it, then compare the evidence of both sides"
+               ? fmt::format("run {} --serve on the server and connect to it, then compare the evidence of both sides",
+                             f.c.siblings.diag_connect())
                : "rerun with --log-level debug, and compare 'rdma link show' and 'ip addr' on both hosts";
   const auto client = f.client_port();
   const auto server = f.peer != nullptr ? f.peer_port() : ViewPortRef{};

@@ -59,12 +59,12 @@ Verdict verdict(BindCause cause, ExitCode exit_code, std::string summary, Remedy
   return v;
 }
 
-Verdict unknown(std::string summary) {
-  return verdict(
-      "unknown", ExitCode::unexplained,
-      std::move(summary) + "; diag-bind cannot name the cause: the inventory and attempt above are the raw data",
-      next_step("compare 'rdma link show' and 'ibv_devinfo' (the kernel's and libibverbs' views) with the "
-                "inventory above, and rerun with --log-level debug"));
+Verdict unknown(const SiblingNames& siblings, std::string summary) {
+  return verdict("unknown", ExitCode::unexplained,
+                 std::move(summary) + "; " + siblings.diag_bind() +
+                     " cannot name the cause: the inventory and attempt above are the raw data",
+                 next_step("compare 'rdma link show' and 'ibv_devinfo' (the kernel's and libibverbs' views) with the "
+                           "inventory above, and rerun with --log-level debug"));
 }
 
 // ---- The facts of one diagnosis, gathered once ----
@@ -86,6 +86,7 @@ struct BindFacts {
   const Target& target;
   const Inventory& inventory;
   const Attempt& attempt;
+  const SiblingNames& siblings;
   const Step* channel;
   const Step* id;
   const Step* bind;
@@ -108,10 +109,11 @@ struct BindFacts {
   PortRef<KernelDevice> route_port;
   std::vector<GidEntry> route_gids;
 
-  BindFacts(const Target& t, const Inventory& i, const Attempt& a)
+  BindFacts(const Target& t, const Inventory& i, const Attempt& a, const SiblingNames& s)
       : target(t),
         inventory(i),
         attempt(a),
+        siblings(s),
         channel(a.find("rdma_create_event_channel")),
         id(a.find("rdma_create_id")),
         bind(a.find("rdma_bind_addr")),
@@ -282,7 +284,7 @@ Verdict rdma_cm_closed(const BindFacts& f) {
 Verdict registration_failed(const BindFacts& f) {
   const auto& reg = *f.registration;
   if (reg.errnum != ENOMEM && reg.errnum != EPERM && reg.errnum != EAGAIN) {
-    return unknown("ibv_reg_mr failed: " + errno_text(reg.errnum));
+    return unknown(f.siblings, "ibv_reg_mr failed: " + errno_text(reg.errnum));
   }
   const auto& m = f.inventory.memlock;
   return verdict(
@@ -696,9 +698,9 @@ Verdict gid_link_local(const BindFacts& f) {
       next_step(fmt::format(
           "give {} a routable address of the fabric's plan and route {} from it: ip addr add ADDRESS/LEN dev {}, "
           "then ip {}route replace PREFIX{} dev {} src ADDRESS for the route to {} that 'ip {}route show dev {}' "
-          "lists; then 'diag-bind --gids ADDRESS' names the GID index the stacks that take one need",
+          "lists; then '{} --gids ADDRESS' names the GID index the stacks that take one need",
           route_netdev, f.target.host, route_netdev, f.target.family == AF_INET6 ? "-6 " : "", path, route_netdev,
-          f.target.host, f.target.family == AF_INET6 ? "-6 " : "", route_netdev)));
+          f.target.host, f.target.family == AF_INET6 ? "-6 " : "", route_netdev, f.siblings.diag_bind())));
   v.details.push_back(fmt::format("{} port {} on {}: {}", f.route_port.device->name, f.route_port.port->number,
                                   route_netdev, entries_text(f.route_gids)));
   return v;
@@ -770,7 +772,7 @@ using BindRule = Rule<BindFacts, Verdict>;
 
 constexpr BindRule bind_rules[] = {
     {"not_recorded", [](const BindFacts& f) { return f.stage == Stage::not_recorded; },
-     [](const BindFacts&) { return unknown("no attempt was recorded"); }},
+     [](const BindFacts& f) { return unknown(f.siblings, "no attempt was recorded"); }},
     // librdmacm could not start.
     {"no_rdma_core", [](const BindFacts& f) { return channel_enodev(f) && !f.inventory.rdma_core_present; },
      no_rdma_core},
@@ -784,17 +786,20 @@ constexpr BindRule bind_rules[] = {
      uverbs_out_of_reach},
     {"user_space_lists_none", no_user_devices, user_space_lists_none},
     {"channel_enodev", channel_enodev,
-     [](const BindFacts&) {
-       return unknown("rdma_create_event_channel failed with ENODEV although devices are visible to libibverbs");
+     [](const BindFacts& f) {
+       return unknown(f.siblings,
+                      "rdma_create_event_channel failed with ENODEV although devices are visible to libibverbs");
      }},
     {"rdma_cm_missing", [](const BindFacts& f) { return cm_node_refused(f) && !f.inventory.rdma_cm.exists; },
      rdma_cm_missing},
     {"rdma_cm_closed", [](const BindFacts& f) { return cm_node_refused(f) && f.inventory.rdma_cm.access_errno != 0; },
      rdma_cm_closed},
     {"channel_failed", [](const BindFacts& f) { return f.stage == Stage::channel_failed; },
-     [](const BindFacts& f) { return unknown("rdma_create_event_channel failed: " + errno_text(f.channel->errnum)); }},
+     [](const BindFacts& f) {
+       return unknown(f.siblings, "rdma_create_event_channel failed: " + errno_text(f.channel->errnum));
+     }},
     {"id_failed", [](const BindFacts& f) { return f.stage == Stage::id_failed; },
-     [](const BindFacts& f) { return unknown("rdma_create_id failed: " + errno_text(f.id->errnum)); }},
+     [](const BindFacts& f) { return unknown(f.siblings, "rdma_create_id failed: " + errno_text(f.id->errnum)); }},
     // No address: librdmacm starts; can we register memory?
     {"host_registration", [](const BindFacts& f) { return f.stage == Stage::host_only && failed(f.registration); },
      registration_failed},
@@ -803,8 +808,8 @@ constexpr BindRule bind_rules[] = {
     {"gid_link_local", route_only_link_local, gid_link_local},
     {"no_netdev", [](const BindFacts& f) { return refused_without_port(f) && f.refused_on == nullptr; },
      [](const BindFacts& f) {
-       return unknown(f.refusal->call + " failed with ENODEV and no netdev on this host owns or routes " +
-                      f.target.host);
+       return unknown(f.siblings, f.refusal->call + " failed with ENODEV and no netdev on this host owns or routes " +
+                                      f.target.host);
      }},
     {"netdev_without_rdma", refused_without_port, netdev_without_rdma},
     {"provider_missing_for",
@@ -821,7 +826,8 @@ constexpr BindRule bind_rules[] = {
     {"gid_missing", gid_missing_applies, gid_missing},
     {"refused", [](const BindFacts& f) { return f.stage == Stage::refused; },
      [](const BindFacts& f) {
-       return unknown(fmt::format("{} failed with ENODEV although {} serves {} in both kernel and user-space views",
+       return unknown(f.siblings,
+                      fmt::format("{} failed with ENODEV although {} serves {} in both kernel and user-space views",
                                   f.refusal->call, f.serving.front().device->name, f.target.host));
      }},
     // EADDRNOTAVAIL: not this host's address; as a destination?
@@ -837,18 +843,22 @@ constexpr BindRule bind_rules[] = {
      },
      no_answer},
     {"resolve_failed", [](const BindFacts& f) { return f.stage == Stage::remote && failed(f.resolve); },
-     [](const BindFacts& f) { return unknown("rdma_resolve_addr failed: " + errno_text(f.resolve->errnum)); }},
+     [](const BindFacts& f) {
+       return unknown(f.siblings, "rdma_resolve_addr failed: " + errno_text(f.resolve->errnum));
+     }},
     {"no_path_record", path_record_failed, no_path_record},
     {"route_failed", [](const BindFacts& f) { return f.stage == Stage::remote && failed(f.route); },
-     [](const BindFacts& f) { return unknown("rdma_resolve_route failed: " + errno_text(f.route->errnum)); }},
+     [](const BindFacts& f) {
+       return unknown(f.siblings, "rdma_resolve_route failed: " + errno_text(f.route->errnum));
+     }},
     {"remote_port_not_active", [](const BindFacts& f) { return f.stage == Stage::remote && f.port_inactive(); },
      port_not_active},
     {"resolves_elsewhere", [](const BindFacts& f) { return f.stage == Stage::remote; }, resolves_elsewhere},
     // The bind failed another way, or was not tried.
     {"bind_failed", [](const BindFacts& f) { return f.stage == Stage::bind_failed; },
-     [](const BindFacts& f) { return unknown("rdma_bind_addr failed: " + errno_text(f.bind->errnum)); }},
+     [](const BindFacts& f) { return unknown(f.siblings, "rdma_bind_addr failed: " + errno_text(f.bind->errnum)); }},
     {"not_bound", [](const BindFacts& f) { return f.stage == Stage::not_bound; },
-     [](const BindFacts&) { return unknown("the bind was not attempted"); }},
+     [](const BindFacts& f) { return unknown(f.siblings, "the bind was not attempted"); }},
     // The bind worked: to which device, and does the rest work?
     {"wildcard_registration",
      [](const BindFacts& f) { return f.stage == Stage::bound && f.target.wildcard && failed(f.registration); },
@@ -856,7 +866,9 @@ constexpr BindRule bind_rules[] = {
     {"wildcard", [](const BindFacts& f) { return f.stage == Stage::bound && f.target.wildcard; }, wildcard},
     {"loopback", [](const BindFacts& f) { return f.stage == Stage::bound && f.target.loopback; }, loopback},
     {"no_device_attached", [](const BindFacts& f) { return f.stage == Stage::bound && f.attempt.device.empty(); },
-     [](const BindFacts&) { return unknown("the bind worked but attached no device to a specific address"); }},
+     [](const BindFacts& f) {
+       return unknown(f.siblings, "the bind worked but attached no device to a specific address");
+     }},
     {"no_subnet_manager", without_subnet_manager, no_subnet_manager},
     {"port_not_active", [](const BindFacts& f) { return f.stage == Stage::bound && f.port_inactive(); },
      port_not_active},
@@ -873,8 +885,9 @@ constexpr BindRule bind_rules[] = {
 
 }  // namespace
 
-Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt) {
-  const BindFacts facts(target, inventory, attempt);
+Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt,
+                 const SiblingNames& siblings) {
+  const BindFacts facts(target, inventory, attempt, siblings);
   // The last rule fits whatever is left, so one always does.
   Verdict result = first_match(bind_rules, facts)->make(facts);
   add_warnings(inventory, result);

@@ -176,7 +176,9 @@ struct Verdict {
   std::vector<std::string> warnings;
 };
 
-Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt);
+// A next step that runs diag-bind names it as `siblings` has it.
+Verdict diagnose(const Target& target, const Inventory& inventory, const Attempt& attempt,
+                 const SiblingNames& siblings);
 
 // Helpers shared with the live probe and the tests.
 std::string gid_text(std::string_view sysfs_gid);  // "0000:...:ffff:0a37:0001" -> "::ffff:10.55.0.1"

@@ -188,7 +188,7 @@ std::string render_gid_table(const std::vector<GidRow>& rows) {
   return out.str();
 }
 
-std::string render_gid_lookup(const GidLookup& lookup) {
+std::string render_gid_lookup(const GidLookup& lookup, const SiblingNames& siblings) {
   std::ostringstream out;
   const auto& advice = lookup.advice;
   if (!lookup.source.empty() && lookup.source != lookup.address) {
@@ -196,7 +196,7 @@ std::string render_gid_lookup(const GidLookup& lookup) {
   }
   if (!advice.entry) {
     out << fmt::format("{}: no GID index: {}\n", lookup.source.empty() ? lookup.address : lookup.source, advice.reason);
-    out << fmt::format("  run 'diag-bind {}' to see why\n", lookup.address);
+    out << fmt::format("  run '{} {}' to see why\n", siblings.diag_bind(), lookup.address);
     return out.str();
   }
   const auto& e = *advice.entry;
@@ -216,7 +216,7 @@ void GidReport::add_to(nlohmann::json& document) const {
 
 std::string GidReport::text() const {
   auto text = render_gid_table(rows_);
-  if (lookup_) text += "\n" + render_gid_lookup(*lookup_);
+  if (lookup_) text += "\n" + render_gid_lookup(*lookup_, siblings_);
   return text;
 }
 

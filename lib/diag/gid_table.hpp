@@ -52,14 +52,15 @@ nlohmann::json to_json(const GidRow& row);
 nlohmann::json to_json(const GidLookup& lookup);
 // The table with a header line, columns as show_gids has them.
 std::string render_gid_table(const std::vector<GidRow>& rows);
-std::string render_gid_lookup(const GidLookup& lookup);
+std::string render_gid_lookup(const GidLookup& lookup, const SiblingNames& siblings);
 
 // diag-bind --gids in its report: "gids", and "advice" when an address was given. The
 // outcome is "ok" for the table alone or an advice with an entry, "no_gid" otherwise.
 class GidReport final : public ReportSection {
  public:
-  GidReport(std::vector<GidRow> rows, std::optional<GidLookup> lookup)
-      : rows_(std::move(rows)), lookup_(std::move(lookup)) {}
+  // `siblings`: how the lookup's next step names diag-bind.
+  GidReport(std::vector<GidRow> rows, std::optional<GidLookup> lookup, SiblingNames siblings)
+      : rows_(std::move(rows)), lookup_(std::move(lookup)), siblings_(std::move(siblings)) {}
   void add_to(nlohmann::json& document) const override;
   std::string text() const override;
   std::optional<std::string> outcome() const override;
@@ -69,6 +70,7 @@ class GidReport final : public ReportSection {
  private:
   std::vector<GidRow> rows_;
   std::optional<GidLookup> lookup_;
+  SiblingNames siblings_;
 };
 
 }  // namespace rdmakit::diag

@@ -421,7 +421,7 @@ Diagnosis diagnose_address(const std::string& address, const ProbeOptions& optio
   d.target = make_target(host, 0, "tcp");
   d.inventory = collect_inventory(options);
   d.attempt = run_attempt(d.target, options);
-  d.verdict = diagnose(d.target, d.inventory, d.attempt);
+  d.verdict = diagnose(d.target, d.inventory, d.attempt, options.siblings);
   return d;
 }
 

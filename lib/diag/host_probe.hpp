@@ -20,6 +20,7 @@ struct ProbeOptions {
   // Bounds address and route resolution; Ctrl-C (the stop fd) ends their waits early.
   RunLimits limits{.stop_fd = -1, .timeout = std::chrono::milliseconds(2000)};
   std::size_t registration_bytes = 1 << 20;  // size of the memory-registration probe
+  SiblingNames siblings;                     // how the verdict's next steps name diag-bind
 };
 
 Inventory collect_inventory(const ProbeOptions& options);

@@ -63,7 +63,7 @@ mesh::Node describe_local_node(const std::string& bind, const std::string& netde
     // No address to try: the host's own state says why, or, where it has nothing to say
     // (devices fine, no address on them), the choice does.
     const auto target = make_target("", 0, "tcp");
-    auto verdict = diagnose(target, inventory, run_attempt(target, options));
+    auto verdict = diagnose(target, inventory, run_attempt(target, options), options.siblings);
     node.verdict = verdict.exit_code == ExitCode::ok ? no_address_verdict(choice.problem) : to_json(verdict);
     return node;
   }
@@ -71,7 +71,7 @@ mesh::Node describe_local_node(const std::string& bind, const std::string& netde
   node.address = host;
   const auto target = make_target(host, 0, "tcp");
   const auto attempt = run_attempt(target, options);
-  const auto verdict = diagnose(target, inventory, attempt);
+  const auto verdict = diagnose(target, inventory, attempt, options.siblings);
   node.device = attempt.device;
   node.port = attempt.port;
   node.usable = verdict.exit_code == ExitCode::ok;

@@ -81,6 +81,7 @@ void analyse_saved_mesh(const AnalyseSettings& settings, Report& report, MeshRes
       settings.time_threshold.value_or(saved.arguments.value("lat_threshold", default_time_threshold));
   report.arguments = judged_arguments(saved.arguments, report.arguments, results);
   results.topology = settings.topology;
+  results.siblings = report.siblings;
   if (results.topology) {
     if (const auto mismatch = topology_mismatch(*results.topology, results.nodes)) {
       spdlog::warn("{}", *mismatch);

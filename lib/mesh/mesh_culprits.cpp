@@ -376,7 +376,8 @@ class Locator {
                                    ranks_text(culprit.ranks), cause, where);
     std::string targets = fmt::format("{}", fmt::join(hosts, ", "));
     if (hosts.empty()) targets = "the host of " + ranks_text(culprit.ranks);
-    culprit.next = fmt::format("run diag-bind on {} and fix what it reports ({})", targets, cause);
+    culprit.next =
+        fmt::format("run {} on {} and fix what it reports ({})", settings_.siblings.diag_bind(), targets, cause);
     culprits_.push_back(std::move(culprit));
   }
 
@@ -601,13 +602,12 @@ class Locator {
     culprit.evidence = fmt::format("{} of {} directions to and from {} low ({}): {}/{} as source, {}/{} as destination",
                                    culprit.low, culprit.total, others, ratio_text(culprit.median_ratio), sum.out_bad,
                                    sum.out_total, sum.in_bad, sum.in_total);
-    culprit.next =
-        units_.by_host
-            ? fmt::format("check {}'s port counters (ethtool -S / perfquery) and run diag-bind on it", culprit.name)
-            : fmt::format(
-                  "check the port counters (ethtool -S / perfquery) of {}'s device "
-                  "and run diag-bind on its host",
-                  culprit.name);
+    culprit.next = units_.by_host ? fmt::format("check {}'s port counters (ethtool -S / perfquery) and run {} on it",
+                                                culprit.name, settings_.siblings.diag_bind())
+                                  : fmt::format(
+                                        "check the port counters (ethtool -S / perfquery) of {}'s device "
+                                        "and run {} on its host",
+                                        culprit.name, settings_.siblings.diag_bind());
     culprits_.push_back(std::move(culprit));
   }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/base/sibling_names.hpp"
 #include "lib/mesh/mesh_matrix.hpp"
 #include "lib/topology/topology.hpp"
 
@@ -56,6 +57,7 @@ struct Culprit {
 struct LocateSettings {
   JudgeSettings judge;
   const Topology* topology = nullptr;  // none: localization stops at node, NIC and link
+  SiblingNames siblings;               // how next steps name diag-bind
 };
 
 // The culprits of one test, most certain first. A direction a culprit explains is not used

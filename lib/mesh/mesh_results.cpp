@@ -405,7 +405,8 @@ void MeshResults::analyse() {
         matrix, table.nodes,
         LocateSettings{
             .judge = {.rule = rule, .threshold = settings.threshold, .reference_median = settings.reference_median},
-            .topology = topology ? &*topology : nullptr});
+            .topology = topology ? &*topology : nullptr,
+            .siblings = siblings});
     analyses.push_back(std::move(judged));
   }
 }

@@ -57,11 +57,11 @@ nlohmann::json message_only(const std::string& message) {
 // Runs one side of a measurement; what goes wrong becomes the attempt's error. Ctrl-C
 // alone ends the mesh.
 template <typename Run>
-Attempt attempt_of(Run&& run) {
+Attempt attempt_of(const SiblingNames& siblings, Run&& run) {
   try {
     return run();
   } catch (const RdmaError& error) {
-    return failure(Outcome::failed, to_json(record_of(error)));
+    return failure(Outcome::failed, to_json(record_of(error, siblings)));
   } catch (const CompletionError& error) {
     return failure(Outcome::failed, to_json(record_of(error)));
   } catch (const RunStopped& stopped) {
@@ -172,7 +172,7 @@ BwSettings settings_for(const MeshSettings& m, Test test, const Node& self, cons
 // This rank's side of a phase. The job's exchange between listening and connecting keeps
 // a sender from connecting before its receiver listens, and tells it when that failed.
 std::optional<Observation> run_phase(Job& job, const MeshSettings& m, const std::vector<Node>& nodes,
-                                     const Phase& phase) {
+                                     const Phase& phase, const SiblingNames& siblings) {
   const int rank = job.rank();
   const auto part = part_in(phase, rank);
   std::unique_ptr<BwServer> server;
@@ -180,7 +180,7 @@ std::optional<Observation> run_phase(Job& job, const MeshSettings& m, const std:
   std::optional<Attempt> listen_failure;
   if (part && !part->sender) {
     const auto settings = settings_for(m, phase.test, nodes[rank], nodes[part->partner], false);
-    listen_failure = attempt_of([&] {
+    listen_failure = attempt_of(siblings, [&] {
       server = std::make_unique<BwServer>(settings, server_report);
       return Attempt{};
     });
@@ -198,7 +198,7 @@ std::optional<Observation> run_phase(Job& job, const MeshSettings& m, const std:
       seen.attempt = failure(Outcome::failed, message_only(fmt::format("rank {} could not listen", part->partner)));
       return seen;
     }
-    seen.attempt = attempt_of([&] {
+    seen.attempt = attempt_of(siblings, [&] {
       Report report;
       BwResults results;
       run_bw_client(settings_for(m, phase.test, nodes[rank], nodes[part->partner], true), report, results);
@@ -207,7 +207,7 @@ std::optional<Observation> run_phase(Job& job, const MeshSettings& m, const std:
   } else if (listen_failure) {
     seen.attempt = *listen_failure;
   } else {
-    seen.attempt = attempt_of([&] {
+    seen.attempt = attempt_of(siblings, [&] {
       BwResults results;
       server->serve_one(server_report, results, Clock::now() + m.bw.limits.timeout);
       return Attempt{};
@@ -267,7 +267,7 @@ void run_round(Job& job, const MeshSettings& m, const std::vector<Node>& nodes, 
     if (backward && m.one_way) break;
     for (const auto test : m.tests) {
       const Phase phase{.pairs = usable, .backward = backward, .test = test, .round = number};
-      const auto mine = run_phase(job, m, nodes, phase);
+      const auto mine = run_phase(job, m, nodes, phase, results.siblings);
       record_phase(job, mine, phase, retest, results);
     }
   }
@@ -466,6 +466,7 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
   results.time_analysis.threshold = settings.time_threshold;
   results.rule = settings.rule;
   results.topology = settings.topology;
+  results.siblings = report.siblings;
   results.analyse();
   const auto described = job.all_gather(nlohmann::json(self).dump());
   for (std::size_t rank = 0; rank < described.size(); ++rank) {

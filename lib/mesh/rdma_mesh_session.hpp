@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/base/report.hpp"
+#include "lib/base/sibling_names.hpp"
 #include "lib/mesh/mesh_culprits.hpp"
 #include "lib/mesh/mesh_matrix.hpp"
 #include "lib/mesh/mesh_node.hpp"
@@ -125,6 +126,8 @@ struct MeshResults final : ReportSection {
   // How directions are judged bad (--rule) and where the hosts hang (--topology).
   Rule rule = Rule::median;
   std::optional<Topology> topology;
+  // How the culprits' next steps name diag-bind: the report's (Report::siblings).
+  SiblingNames siblings;
   // --analyse: the report read back. Its figures come as `table`, `directions` stay empty.
   std::string analysed_from;
   // The figures as matrices: built from `directions` by analyse() in a live run, read from

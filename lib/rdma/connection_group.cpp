@@ -486,7 +486,7 @@ void ConnectionGroup::fail(Connection& connection, const RdmaError& error) {
   spdlog::warn("connection {}: {}", connection.index_, error.what());
   connection.end_step(true);
   connection.state_ = CmState::failed;
-  connection.failure_ = record_of(error);
+  connection.failure_ = error;
   if (!first_failure_) first_failure_ = error;
 }
 

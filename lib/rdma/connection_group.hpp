@@ -67,7 +67,7 @@ class Connection {
   std::optional<Clock::time_point> ready_at() const noexcept { return ready_at_; }
   const std::vector<StepSpan>& steps() const noexcept { return steps_; }
   // Why this connection ended early, if it did; the rest of the group went on without it.
-  const std::optional<ErrorRecord>& failure() const noexcept { return failure_; }
+  const std::optional<RdmaError>& failure() const noexcept { return failure_; }
   // The step under way when the run ended inside one.
   const std::optional<StepTimer>& current_step() const noexcept { return current_; }
   rdma_cm_id* cm_id() const noexcept { return id_.get(); }
@@ -95,7 +95,7 @@ class Connection {
   std::vector<StepSpan> steps_;
   std::optional<StepTimer> current_;
   std::optional<Clock::time_point> ready_at_;
-  std::optional<ErrorRecord> failure_;
+  std::optional<RdmaError> failure_;
   std::uint64_t sends_posted_ = 0;
   std::uint64_t sends_completed_ = 0;
   std::uint64_t received_ = 0;

@@ -40,7 +40,6 @@ class SmokeResult final : public ReportSection {
   explicit SmokeResult(SmokeRun run) : run_(std::move(run)) {}
   void add_to(nlohmann::json& document) const override { document["smoke"] = to_json(run_); }
   std::string text() const override { return render_table(run_); }
-  bool names_tools_as_run() const override { return true; }
 
  private:
   SmokeRun run_;

@@ -69,9 +69,9 @@ AttachedDiagnosisOutcome ask_attached_diagnosis(const std::filesystem::path& dia
   const auto outcome = ChildProcess(argv).finish(Clock::now() + bound, -1);
   if (!outcome.start_error.empty()) {
     return {.answer = std::nullopt,
-            .failure = fmt::format("--diagnose runs {}, which could not start: {} (diag-bind comes with the package "
+            .failure = fmt::format("--diagnose runs {}, which could not start: {} ({} comes with the package "
                                    "rdmakit-diag)",
-                                   diag_bind.string(), outcome.start_error)};
+                                   diag_bind.string(), outcome.start_error, diag_bind.filename().string())};
   }
   if (outcome.timed_out) {
     return {.answer = std::nullopt,

@@ -262,17 +262,8 @@ void ToolRunner::json_lines() {
   app_->get_option("--json")->description("Write JSON lines on stdout as the run goes, its report as the last one");
 }
 
-namespace {
-
-bool names_tools_as_run(const Report& report) {
-  return std::ranges::any_of(report.sections, [](const auto& section) { return section->names_tools_as_run(); });
-}
-
-}  // namespace
-
 std::string ToolRunner::report_json(const Report& report) const {
-  auto document = to_json(report);
-  if (!names_tools_as_run(report)) names_.with_sibling_names(document, "");
+  const auto document = to_json(report);
   return json_lines_ ? json_line(document) : json_text(document);
 }
 
@@ -284,20 +275,18 @@ void ToolRunner::write_json_file(Report& report) const {
 }
 
 void ToolRunner::render(const Report& report) const {
-  // What a person reads names the sibling tools as installed here (rdmakit-diag-bind), in
-  // the text and in the JSON alike; the report's "tool" keys keep the tools' own names.
   for (const auto& error : report.errors) {
-    auto lines = fmt::format("{}: {}\n", speaker(), names_.with_sibling_names(error.message));
-    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), names_.with_sibling_names(error.hint));
+    auto lines = fmt::format("{}: {}\n", speaker(), error.message);
+    if (!error.hint.empty()) lines += fmt::format("{}: hint: {}\n", speaker(), error.hint);
     std::cerr << lines << std::flush;
   }
-  std::cerr << names_.with_sibling_names(diagnosis_text_);
+  // diag-bind's own words: it ran under the name installed beside this program.
+  std::cerr << diagnosis_text_;
   if (!prints_report()) return;
   if (common_.json) {
     std::cout << report_json(report) << '\n' << std::flush;
   } else {
-    const auto text = render_text(report);
-    std::cout << (names_tools_as_run(report) ? text : names_.with_sibling_names(text)) << std::flush;
+    std::cout << render_text(report) << std::flush;
   }
 }
 
@@ -361,15 +350,14 @@ int ToolRunner::run(int argc, char** argv, const std::function<void()>& validate
 
   Report report;
   report.tool = names_.tool();
+  report.siblings = names_.siblings();
   report.groups = groups_;
   report.arguments = arguments_of(*app_, argument_keys_);
   const auto started = std::chrono::steady_clock::now();
   try {
     body(report);
   } catch (const RdmaError& error) {
-    auto record = record_of(error);
-    record.hint = names_.with_sibling_names(record.hint);
-    report.fail(std::move(record), exit_code_for(error));
+    report.fail(record_of(error, report.siblings), exit_code_for(error));
     diagnose_failure(error, report);
   } catch (const RunStopped& stopped) {
     report.stop(stopped.reason(), stopped.what());

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json_fwd.hpp>
+#include "lib/base/sibling_names.hpp"
 
 namespace rdmakit {
 
@@ -29,24 +29,18 @@ class ProgramNames {
   const std::string& invoked() const { return invoked_; }
   // A sibling tool's program name under this program's prefix ("rdmakit-rping" beside
   // rdmakit-rdma_smoke): what hints name and what a tool that starts its siblings runs.
-  std::string sibling(std::string_view tool) const { return prefix_ + std::string(tool); }
+  std::string sibling(std::string_view tool) const { return siblings_(tool); }
+  // The same for the hints this program builds (lib/base/sibling_names.hpp).
+  const SiblingNames& siblings() const { return siblings_; }
   // Where this program's executable is, and so its siblings: never PATH (rdmacm-utils
   // installs stock tools of the same names).
   static std::filesystem::path directory();
   std::filesystem::path sibling_path(std::string_view tool) const { return directory() / sibling(tool); }
 
-  // `text` with the sibling tools it names ("run diag-bind on node08", 'diag-connect
-  // --serve') under this program's prefix: rdmakit-rping's hints name rdmakit-diag-bind,
-  // which is what the package installs. Not inside a path or a longer name.
-  std::string with_sibling_names(const std::string& text) const;
-  // The same for every string of a JSON report but those under a "tool" key (the tools' own
-  // names, which the schemas fix).
-  void with_sibling_names(nlohmann::json& value, std::string_view key = "") const;
-
  private:
   std::string tool_;
   std::string invoked_;
-  std::string prefix_;
+  SiblingNames siblings_;
 };
 
 }  // namespace rdmakit

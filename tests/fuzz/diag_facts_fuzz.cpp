@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
 
-  const auto verdict = diag::diagnose(target, inventory, attempt);
+  const auto verdict = diag::diagnose(target, inventory, attempt, SiblingNames{});
   FUZZ_CHECK(!verdict.summary.empty());  // its cause is one of its table's, by type
   FUZZ_CHECK(verdict.exit_code == ExitCode::ok || verdict.exit_code == ExitCode::cause_found ||
              verdict.exit_code == ExitCode::unexplained);

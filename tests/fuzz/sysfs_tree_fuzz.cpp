@@ -137,7 +137,7 @@ diag::Attempt attempt_with(int bind_errno) {
 
 diag::Verdict check_verdict(const diag::Target& target, const diag::Inventory& inventory,
                             const diag::Attempt& attempt) {
-  auto verdict = diag::diagnose(target, inventory, attempt);
+  auto verdict = diag::diagnose(target, inventory, attempt, SiblingNames{});
   FUZZ_CHECK(!verdict.summary.empty());  // its cause is one of its table's, by type
   FUZZ_CHECK(verdict.exit_code == ExitCode::ok || verdict.exit_code == ExitCode::cause_found ||
              verdict.exit_code == ExitCode::unexplained);

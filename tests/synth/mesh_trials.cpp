@@ -16,7 +16,7 @@ TrialCounts run_trials(SynthSpec spec, int trials, std::uint64_t first_seed) {
   for (int trial = 0; trial < trials; ++trial) {
     spec.seed = first_seed + static_cast<std::uint64_t>(trial);
     const Synth synth = make_mesh(spec);
-    const mesh::LocateSettings settings{.judge = {}, .topology = &synth.topology};
+    const mesh::LocateSettings settings{.judge = {}, .topology = &synth.topology, .siblings = {}};
     const auto start = std::chrono::steady_clock::now();
     const auto culprits = mesh::locate_culprits(synth.table.tests.front(), synth.table.nodes, settings);
     counts.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -241,61 +241,36 @@ TEST(ToolRunner, NamesSiblingsUnderItsPrefix) {
   }
 }
 
-// Under the package's names, what a person reads names the installed siblings: in the
-// stderr lines, the text and the JSON (the "tool" key aside), but not inside a path or a
-// longer name.
-TEST(ToolRunner, NamesSiblingsInWhatItPrints) {
-  ToolRunner tool("rping", "test");
-  std::vector<std::string> args = {"/opt/x/rdmakit-rping", "--json"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  tool.run(
-      static_cast<int>(argv.size()), argv.data(), [] {},
-      [](Report&) {
-        throw std::runtime_error(
-            "run diag-bind on node08, then 'diag-connect --serve' (doc/schema/diag-bind.schema.json, "
-            "rdmakit-diag-bind, "
-            "diag-binder)");
-      });
-  const auto out = testing::internal::GetCapturedStdout();
-  const auto err = testing::internal::GetCapturedStderr();
-  const std::string expected =
-      "run rdmakit-diag-bind on node08, then 'rdmakit-diag-connect --serve' (doc/schema/diag-bind.schema.json, "
-      "rdmakit-diag-bind, diag-binder)";
-  EXPECT_NE(err.find(expected), std::string::npos) << err;
-  const auto document = nlohmann::json::parse(out);
-  EXPECT_EQ(document.at("tool"), "rping");
-  EXPECT_EQ(document.at("errors").at(0).at("message"), expected);
-}
-
-// rdma_smoke's table names its cases by the tools' own names and its reasons in the children's
-// words (already under the prefix): the runner leaves that section as it is, so that the case
-// "diag-bind" stays the name it has in the JUnit XML and the table's columns stay aligned.
-class ToolsAsRun final : public ReportSection {
- public:
-  void add_to(nlohmann::json& document) const override { document["cases"] = {{{"name", "diag-bind"}}}; }
-  std::string text() const override { return "diag-bind  passed\nrping      passed\n"; }
-  bool names_tools_as_run() const override { return true; }
-};
-
-TEST(ToolRunner, LeavesASectionThatNamesToolsAsRun) {
-  for (const bool json : {false, true}) {
-    ToolRunner tool("rdma_smoke", "test");
-    std::vector<std::string> args = {"/opt/x/rdmakit-rdma_smoke"};
-    if (json) args.emplace_back("--json");
+// Under the package's names, a hint built from the run names the installed siblings, on
+// stderr and in the JSON alike: the report hands the body the prefix (Report::siblings), and
+// what the body writes is printed as written, a tool's name in it included.
+TEST(ToolRunner, HintsNameSiblingsAsInstalled) {
+  for (const auto& [invoked, diag_bind] :
+       {std::pair<std::string, std::string>{"/opt/x/rdmakit-rping", "rdmakit-diag-bind"},
+        {"/work/build/bin/rping", "diag-bind"}}) {
+    ToolRunner tool("rping", "test");
+    std::vector<std::string> args = {invoked, "--json"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
+    SiblingNames seen;
     testing::internal::CaptureStdout();
+    testing::internal::CaptureStderr();
     tool.run(
-        static_cast<int>(argv.size()), argv.data(), [] {}, [](Report& report) { report.add(ToolsAsRun{}); });
+        static_cast<int>(argv.size()), argv.data(), [] {},
+        [&](Report& report) {
+          seen = report.siblings;
+          report.peer_address = "diag-bind";  // printed as written
+          throw RdmaError("rdma_bind_addr", "10.0.0.9:7174", ENODEV, "10.0.0.9");
+        });
     const auto out = testing::internal::GetCapturedStdout();
-    if (json) {
-      EXPECT_EQ(nlohmann::json::parse(out).at("cases").at(0).at("name"), "diag-bind") << out;
-    } else {
-      EXPECT_NE(out.find("diag-bind  passed\nrping      passed\n"), std::string::npos) << out;
-    }
+    const auto err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(seen.diag_bind(), diag_bind);
+    const std::string hint = "run '" + diag_bind + " 10.0.0.9' (or add --diagnose)";
+    EXPECT_NE(err.find(hint), std::string::npos) << err;
+    const auto document = nlohmann::json::parse(out);
+    EXPECT_EQ(document.at("tool"), "rping");
+    EXPECT_NE(document.at("errors").at(0).at("hint").get<std::string>().find(hint), std::string::npos) << out;
+    EXPECT_EQ(document.at("peer_address"), "diag-bind") << out;
   }
 }
 

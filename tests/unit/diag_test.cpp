@@ -44,7 +44,7 @@ Loaded load(const std::string& name) {
 
 Verdict diagnose_fixture(const std::string& name) {
   const auto l = load(name);
-  return diagnose(l.target, l.inventory, l.attempt);
+  return diagnose(l.target, l.inventory, l.attempt, SiblingNames{});
 }
 
 struct Expectation {
@@ -170,7 +170,7 @@ TEST(DiagGidVerdicts, LinkLocalRouteOverIpv6TakesIpDash6) {
 TEST(DiagGidVerdicts, LinkLocalRouteThroughAGatewayNamesIt) {
   auto l = load("gid_link_local");
   l.attempt.route_gateway = "10.70.0.254";
-  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  const auto v = diagnose(l.target, l.inventory, l.attempt, SiblingNames{});
   EXPECT_EQ(v.cause.name(), "gid_link_local");
   EXPECT_NE(v.summary.find("leaves by un0 via 10.70.0.254"), std::string::npos) << v.summary;
   EXPECT_NE(v.next.find("PREFIX via 10.70.0.254 dev un0 src ADDRESS"), std::string::npos) << v.next;
@@ -180,7 +180,7 @@ TEST(DiagGidVerdicts, LinkLocalRouteThroughAGatewayNamesIt) {
 TEST(DiagGidVerdicts, LinkLocalNeedsTheRoutesNetdev) {
   auto l = load("gid_link_local");
   l.attempt.route_netdev.clear();
-  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause.name(), "netdev_without_rdma");
+  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt, SiblingNames{}).cause.name(), "netdev_without_rdma");
 }
 
 // rxeg on gm0 with 1040 addresses: the table's 1024 entries end before 10.60.4.41.
@@ -202,7 +202,7 @@ TEST(DiagGidVerdicts, TableWithRoomFixesByReaddingTheAddress) {
   auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
   ASSERT_EQ(l.inventory.kernel_devices.at(1).name, "rxeg");
   port.gids.resize(1000);
-  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  const auto v = diagnose(l.target, l.inventory, l.attempt, SiblingNames{});
   EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_NE(v.summary.find("1000 of its 1024 GID entries are in use"), std::string::npos) << v.summary;
   EXPECT_EQ(v.fix, "ip addr del 10.60.4.41/16 dev gm0 && ip addr add 10.60.4.41/16 dev gm0");
@@ -214,7 +214,7 @@ TEST(DiagGidVerdicts, UnknownTableLengthMakesTheReaddANextStep) {
   for (auto& device : l.inventory.user_devices) {
     for (auto& port : device.ports) port.gid_table_len = 0;
   }
-  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  const auto v = diagnose(l.target, l.inventory, l.attempt, SiblingNames{});
   EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_EQ(v.fix, "");
   EXPECT_NE(v.next.find("ibv_devinfo -v -d rxeg"), std::string::npos) << v.next;
@@ -226,7 +226,7 @@ TEST(DiagGidVerdicts, ReaddingASubnetsPrimaryIsNoFix) {
   auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
   std::erase_if(port.gids, [](const GidEntry& entry) { return entry.gid == "::ffff:10.60.0.2"; });
   l.target = make_target("10.60.0.2", 0, "tcp");
-  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  const auto v = diagnose(l.target, l.inventory, l.attempt, SiblingNames{});
   EXPECT_EQ(v.cause.name(), "gid_missing");
   EXPECT_EQ(v.fix, "");
   EXPECT_NE(v.next.find("net.ipv4.conf.gm0.promote_secondaries=1"), std::string::npos) << v.next;
@@ -237,7 +237,7 @@ TEST(DiagGidVerdicts, AnAddressWithItsGidIsNotMissing) {
   auto l = load("gid_missing");
   auto& port = l.inventory.kernel_devices.at(1).ports.at(0);
   port.gids.back().gid = "::ffff:10.60.4.41";
-  EXPECT_NE(diagnose(l.target, l.inventory, l.attempt).cause.name(), "gid_missing");
+  EXPECT_NE(diagnose(l.target, l.inventory, l.attempt, SiblingNames{}).cause.name(), "gid_missing");
 }
 
 TEST(DiagSysfs, ReadsDevicePortsAndGids) {
@@ -303,7 +303,7 @@ TEST(DiagGidVerdicts, AnotherPortDownIsNoCause) {
   const auto l = load("ok_iwarp_cxgb4");
   ASSERT_EQ(l.inventory.kernel_devices.at(0).ports.size(), 2u);
   EXPECT_EQ(l.inventory.kernel_devices[0].ports[1].state, "DOWN");
-  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt).cause.name(), "ok");
+  EXPECT_EQ(diagnose(l.target, l.inventory, l.attempt, SiblingNames{}).cause.name(), "ok");
 }
 
 // iWARP: rdma_cm binds an address to the port whose GID holds its netdev's MAC (the GID is the
@@ -440,7 +440,7 @@ TEST(DiagAssess, HealthyHostHasNoFailures) {
 TEST(DiagReport, DiagnosisResultIsDiagBindsReport) {
   const auto l = load("netdev_without_rdma");
   Diagnosis d{.target = l.target, .inventory = l.inventory, .attempt = l.attempt, .verdict = {}};
-  d.verdict = diagnose(d.target, d.inventory, d.attempt);
+  d.verdict = diagnose(d.target, d.inventory, d.attempt, SiblingNames{});
   Report report;
   report.tool = "diag-bind";
   report.exit_code = d.verdict.exit_code;
@@ -457,7 +457,7 @@ TEST(DiagReport, DiagnosisResultIsDiagBindsReport) {
 
 TEST(DiagReport, JsonCarriesStableCauseAndSteps) {
   const auto l = load("netdev_without_rdma");
-  const auto v = diagnose(l.target, l.inventory, l.attempt);
+  const auto v = diagnose(l.target, l.inventory, l.attempt, SiblingNames{});
   const auto verdict = to_json(v);
   EXPECT_EQ(verdict["cause"], "netdev_without_rdma");
   EXPECT_EQ(verdict["exit_code"], 1);

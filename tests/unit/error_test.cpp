@@ -13,26 +13,31 @@ TEST(RdmaError, NamesCallSubjectAndErrno) {
   EXPECT_STREQ(e.what(), "rdma_bind_addr(10.0.0.9:7174): No such device");
   EXPECT_EQ(e.errnum(), ENODEV);
   EXPECT_EQ(e.address(), "10.0.0.9");
-  EXPECT_EQ(e.hint(), "no RDMA device serves 10.0.0.9; run 'diag-bind 10.0.0.9' (or add --diagnose) to see why");
+  EXPECT_EQ(e.hint(SiblingNames{}),
+            "no RDMA device serves 10.0.0.9; run 'diag-bind 10.0.0.9' (or add --diagnose) to see why");
 }
 
 TEST(RdmaError, HintNamesTheAddressFieldNotTheSubjectText) {
   // The subject is free text; only the address field says which host the call was about.
   const RdmaError e("rdma_resolve_addr", "[fd00::9]:7174 (second try)", EADDRNOTAVAIL, "fd00::9");
-  EXPECT_NE(e.hint().find("diag-bind fd00::9'"), std::string::npos) << e.hint();
+  EXPECT_NE(e.hint(SiblingNames{}).find("diag-bind fd00::9'"), std::string::npos) << e.hint(SiblingNames{});
 }
 
 TEST(RdmaError, ConnectFailuresPointAtDiagConnectWithTheFailingPort) {
   const RdmaError timed_out("rdma_connect", "10.0.0.9:7174", ETIMEDOUT, "10.0.0.9");
-  EXPECT_NE(timed_out.hint().find("run 'diag-connect 10.0.0.9 -p 7174'"), std::string::npos) << timed_out.hint();
+  EXPECT_NE(timed_out.hint(SiblingNames{}).find("run 'diag-connect 10.0.0.9 -p 7174'"), std::string::npos)
+      << timed_out.hint(SiblingNames{});
   const RdmaError refused("rdma_connect", "[fd00::9]:18515", ECONNREFUSED, "fd00::9");
-  EXPECT_NE(refused.hint().find("run 'diag-connect fd00::9 -p 18515'"), std::string::npos) << refused.hint();
+  EXPECT_NE(refused.hint(SiblingNames{}).find("run 'diag-connect fd00::9 -p 18515'"), std::string::npos)
+      << refused.hint(SiblingNames{});
   // No port in the subject: the address alone.
   const RdmaError unreachable("rdma_resolve_addr", "the server", EHOSTUNREACH, "10.0.0.9");
-  EXPECT_NE(unreachable.hint().find("run 'diag-connect 10.0.0.9'"), std::string::npos) << unreachable.hint();
+  EXPECT_NE(unreachable.hint(SiblingNames{}).find("run 'diag-connect 10.0.0.9'"), std::string::npos)
+      << unreachable.hint(SiblingNames{});
   // The subject may go on after the port; a bracketed IPv6 address has one too.
   const RdmaError worded("rdma_connect", "10.0.0.9:7174: the peer is unreachable", ETIMEDOUT, "10.0.0.9");
-  EXPECT_NE(worded.hint().find("run 'diag-connect 10.0.0.9 -p 7174'"), std::string::npos) << worded.hint();
+  EXPECT_NE(worded.hint(SiblingNames{}).find("run 'diag-connect 10.0.0.9 -p 7174'"), std::string::npos)
+      << worded.hint(SiblingNames{});
   EXPECT_EQ(port_in_subject("[fd00::9]:18515 (second try)"), 18515);
   EXPECT_EQ(port_in_subject("fd00::9"), 0);
   EXPECT_EQ(port_in_subject("10.0.0.9:99999"), 0);
@@ -40,21 +45,22 @@ TEST(RdmaError, ConnectFailuresPointAtDiagConnectWithTheFailingPort) {
   EXPECT_EQ(port_in_subject("connection 3: 10.0.0.9:7174"), 0);
   // A multicast group is no peer to probe.
   const RdmaError group("rdma_resolve_addr", "239.255.1.2", ENETUNREACH, "239.255.1.2");
-  EXPECT_EQ(group.hint().find("diag-connect"), std::string::npos) << group.hint();
+  EXPECT_EQ(group.hint(SiblingNames{}).find("diag-connect"), std::string::npos) << group.hint(SiblingNames{});
   EXPECT_FALSE(explained_by_diag_connect(group));
   // A local failure names no peer.
-  EXPECT_EQ(RdmaError("rdma_connect", "10.0.0.9:7174", ETIMEDOUT).hint().find("diag-connect"), std::string::npos);
+  EXPECT_EQ(RdmaError("rdma_connect", "10.0.0.9:7174", ETIMEDOUT).hint(SiblingNames{}).find("diag-connect"),
+            std::string::npos);
 }
 
 TEST(RdmaError, NoHintWhereNothingUseful) {
-  EXPECT_EQ(RdmaError("ibv_post_send", "", EINVAL).hint(), "");
+  EXPECT_EQ(RdmaError("ibv_post_send", "", EINVAL).hint(SiblingNames{}), "");
 }
 
 TEST(RdmaError, WithoutErrnoSaysWhatCameInstead) {
   const auto e = RdmaError::without_errno("ibv_poll_cq", "connection 3", "returned -2");
   EXPECT_STREQ(e.what(), "ibv_poll_cq(connection 3): returned -2");
   EXPECT_EQ(e.errnum(), 0);
-  const auto record = record_of(e);
+  const auto record = record_of(e, SiblingNames{});
   EXPECT_EQ(record.call, "ibv_poll_cq");
   EXPECT_FALSE(to_json(record).contains("errno"));
 }

@@ -133,7 +133,7 @@ TEST(GidLookup, ARemoteAddressGetsItsRouteSourcesEntry) {
   EXPECT_EQ(lookup.source, "10.55.0.1");
   ASSERT_TRUE(lookup.advice.entry);
   EXPECT_EQ(lookup.advice.entry->index, 1U);
-  EXPECT_NE(render_gid_lookup(lookup).find("10.55.0.99 is reached from 10.55.0.1"), std::string::npos);
+  EXPECT_NE(render_gid_lookup(lookup, SiblingNames{}).find("10.55.0.99 is reached from 10.55.0.1"), std::string::npos);
 }
 
 TEST(GidLookup, NoGidIsACause) {
@@ -141,8 +141,8 @@ TEST(GidLookup, NoGidIsACause) {
   const auto plain = look_up_gid(inventory, "10.56.0.1", "");
   EXPECT_FALSE(plain.advice.entry);
   EXPECT_TRUE(plain.settings.empty());
-  EXPECT_NE(render_gid_lookup(plain).find("run 'diag-bind 10.56.0.1'"), std::string::npos);
-  const GidReport report(gid_rows(inventory), plain);
+  EXPECT_NE(render_gid_lookup(plain, SiblingNames{}).find("run 'diag-bind 10.56.0.1'"), std::string::npos);
+  const GidReport report(gid_rows(inventory), plain, SiblingNames{});
   EXPECT_EQ(report.exit_code(), ExitCode::cause_found);
   EXPECT_EQ(report.outcome(), "no_gid");
 
@@ -155,7 +155,7 @@ TEST(GidLookup, NoGidIsACause) {
 TEST(GidReport, JsonShape) {
   const auto inventory = vlan_host();
   nlohmann::json table;
-  GidReport(gid_rows(inventory), std::nullopt).add_to(table);
+  GidReport(gid_rows(inventory), std::nullopt, SiblingNames{}).add_to(table);
   EXPECT_FALSE(table.contains("advice"));
   ASSERT_EQ(table.at("gids").size(), 6U);
   EXPECT_EQ(table["gids"][0], (nlohmann::json{{"device", "rxe0"},
@@ -169,10 +169,10 @@ TEST(GidReport, JsonShape) {
                                               {"link_local", true}}));
   EXPECT_EQ(table["gids"][5]["ipv4"], "10.66.0.1");
   EXPECT_EQ(table["gids"][5]["vlan"], 100);
-  EXPECT_EQ(GidReport(gid_rows(inventory), std::nullopt).outcome(), "ok");
+  EXPECT_EQ(GidReport(gid_rows(inventory), std::nullopt, SiblingNames{}).outcome(), "ok");
 
   nlohmann::json found;
-  const GidReport advised(gid_rows(inventory), look_up_gid(inventory, "10.55.0.1", ""));
+  const GidReport advised(gid_rows(inventory), look_up_gid(inventory, "10.55.0.1", ""), SiblingNames{});
   advised.add_to(found);
   EXPECT_EQ(advised.exit_code(), ExitCode::ok);
   const auto& advice = found.at("advice");
@@ -188,7 +188,7 @@ TEST(GidReport, JsonShape) {
             (nlohmann::json{{"stack", "NCCL"}, {"setting", "NCCL_IB_HCA=rxe0:1 NCCL_IB_GID_INDEX=1"}}));
 
   nlohmann::json none;
-  GidReport(gid_rows(inventory), look_up_gid(inventory, "10.56.0.1", "")).add_to(none);
+  GidReport(gid_rows(inventory), look_up_gid(inventory, "10.56.0.1", ""), SiblingNames{}).add_to(none);
   EXPECT_TRUE(none["advice"]["index"].is_null());
   EXPECT_TRUE(none["advice"]["port"].is_null());
   EXPECT_EQ(none["advice"]["settings"], nlohmann::json::array());
@@ -205,7 +205,7 @@ TEST(GidTable, AnIpoibAddressGetsItsPortsGid) {
   for (const char* address : {"10.60.0.1", "10.61.0.1"}) {
     SCOPED_TRACE(address);
     nlohmann::json found;
-    const GidReport advised(rows, look_up_gid(inventory, address, ""));
+    const GidReport advised(rows, look_up_gid(inventory, address, ""), SiblingNames{});
     advised.add_to(found);
     EXPECT_EQ(advised.exit_code(), ExitCode::ok);
     EXPECT_EQ(found["advice"]["device"], "mlx5_0");
@@ -281,7 +281,7 @@ TEST(GidLookup, AnIwarpAddressNeedsNoIndex) {
   ASSERT_EQ(rows.size(), 1U);
   EXPECT_EQ(rows[0].entry.type, "iWARP");
   nlohmann::json found;
-  const GidReport advised(rows, look_up_gid(inventory, "10.73.0.11", ""));
+  const GidReport advised(rows, look_up_gid(inventory, "10.73.0.11", ""), SiblingNames{});
   advised.add_to(found);
   EXPECT_EQ(advised.exit_code(), ExitCode::ok);
   EXPECT_EQ(found["advice"]["device"], "iwp24s0f0");

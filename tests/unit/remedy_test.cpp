@@ -49,7 +49,7 @@ std::vector<Named> every_verdict() {
   for (const auto& entry : fs::directory_iterator(RDMAKIT_DIAG_FIXTURES)) {
     if (!entry.is_directory()) continue;
     auto replay = load_replay(entry.path());
-    const auto v = diagnose(make_target(replay.address, 0, "tcp"), replay.inventory, replay.attempt);
+    const auto v = diagnose(make_target(replay.address, 0, "tcp"), replay.inventory, replay.attempt, SiblingNames{});
     verdicts.push_back(
         {"diag/" + entry.path().filename().string(), std::string(v.cause.name()), v.exit_code, v.fix, v.next});
   }

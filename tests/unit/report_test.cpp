@@ -94,7 +94,7 @@ TEST(Steps, ATimerRunsItsStepsBackToBack) {
 
 TEST(ReportJson, ErrorCarriesCallErrnoAndHint) {
   Report r = sample();
-  r.fail(record_of(RdmaError("rdma_bind_addr", "10.0.0.9:7174", ENODEV, "10.0.0.9")));
+  r.fail(record_of(RdmaError("rdma_bind_addr", "10.0.0.9:7174", ENODEV, "10.0.0.9"), SiblingNames{}));
   const auto j = to_json(r);
   EXPECT_EQ(j["outcome"], "failed");
   EXPECT_EQ(j["exit_code"], 1);

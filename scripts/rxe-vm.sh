@@ -41,6 +41,19 @@
 #   --pair              boot two guests on one wire (above); memory is per guest
 #   --name NAME         keep this run's state in DIR/.rxevm-NAME* instead of DIR/.rxevm*, so
 #                       that several runs can share DIR at once
+#   --systemd           boot the host's systemd as PID 1 and run COMMAND as a service of it
+#                       (one guest only, not with --pair), for tests that start our units for
+#                       real. The root is then writable: an overlay, tmpfs over the host root
+#                       (what the guest writes is lost at its end). COMMAND runs as root in
+#                       unit rxevm-command.service (after basic.target: journald, udevd, the
+#                       dynamic users' machinery), with what guest.sh sets up as above; its
+#                       output, exit status and 99 are as without --systemd. timers.target
+#                       and systemd-timesyncd are masked (no apt-daily in a test guest).
+#                       Slower: systemd-analyze says kernel 5-7 s + userspace 12-14 s under
+#                       TCG, and COMMAND starts 26-34 s after the kernel (7-16 s without
+#                       --systemd; udev loads rdma-core's modules beside guest.sh's setup);
+#                       a COMMAND of nothing takes 36-44 s, not 12-21 s (a host with 2 busy
+#                       cores). tests/packaging/units_under_systemd.sh is what it is for.
 # Environment: RXEVM_ROOT_CACHE (default loose) and RXEVM_WORK_CACHE (default mmap), the 9p
 # cache modes of the host root and of DIR in the guest (none, loose, fscache, mmap).
 # Exit status: COMMAND's; 98 guest setup failed; 99 guest did not finish (timeout or crash);
@@ -61,6 +74,7 @@ work_cache=${RXEVM_WORK_CACHE:-mmap}
 memory_mib=${RXEVM_MEM:-2048}
 kver=""
 pair=false
+systemd=false
 state_prefix=.rxevm
 die() { echo "rxe-vm: $*" >&2; exit 100; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -71,6 +85,7 @@ while [[ $# -gt 0 ]]; do
     --memory) memory_mib=$2; shift 2 ;;
     --kernel) kver=$2; shift 2 ;;
     --pair) pair=true; shift ;;
+    --systemd) systemd=true; shift ;;
     --name) state_prefix=.rxevm-$2; shift 2 ;;
     -h|--help) usage 0 ;;
     --) shift; words=true; break ;;
@@ -78,6 +93,10 @@ while [[ $# -gt 0 ]]; do
     *) break ;;
   esac
 done
+if $pair && $systemd; then
+  echo "rxe-vm: --systemd boots one guest; it does not go with --pair" >&2
+  exit 2
+fi
 if ${words:-false}; then
   # -- PROGRAM [ARG...]: run from the current directory, each word quoted for the guest's shell.
   [[ $# -ge 1 ]] || usage 2
@@ -124,6 +143,11 @@ if [[ ! -s $cache/initrd.gz ]]; then
   [[ -s $tmp/order ]] || die "could not list virtio/9p modules for $kver"
   while read -r module; do cp "$module" "$tmp/root/lib/mods/"; done < "$tmp/order"
   sed 's#.*/##' "$tmp/order" > "$tmp/root/lib/mods/order"
+  # --systemd's overlay root: loaded only then.
+  modprobe -S "$kver" --show-depends overlay | awk '$1 == "insmod" {print $2}' > "$tmp/order.systemd"
+  [[ -s $tmp/order.systemd ]] || die "could not list the overlay module for $kver"
+  while read -r module; do cp "$module" "$tmp/root/lib/mods/"; done < "$tmp/order.systemd"
+  sed 's#.*/##' "$tmp/order.systemd" > "$tmp/root/lib/mods/order.systemd"
   cat > "$tmp/root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -131,7 +155,19 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in $(cat /lib/mods/order); do insmod /lib/mods/$m; done
 root_cache=$(sed -n 's/.*rxevm_root_cache=\([^ ]*\).*/\1/p' /proc/cmdline)
 work_cache=$(sed -n 's/.*rxevm_work_cache=\([^ ]*\).*/\1/p' /proc/cmdline)
+systemd=$(sed -n 's/.*rxevm_systemd=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ "$systemd" = 1 ]; then
+  # --systemd: the root is an overlay, tmpfs over the read-only host root, so that /etc,
+  # /var/lib (StateDirectory=, DynamicUser='s /var/lib/private) and the rest are writable.
+  for m in $(cat /lib/mods/order.systemd); do insmod /lib/mods/$m; done
+  mkdir -p /mnt/lower /mnt/rw
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=${root_cache:-none} hostroot /mnt/lower
+  mount -t tmpfs -o mode=0755 rw /mnt/rw
+  mkdir /mnt/rw/upper /mnt/rw/work
+  mount -t overlay -o lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work overlay /mnt/root
+else
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=${root_cache:-none} hostroot /mnt/root
+fi
 work=$(sed -n 's/.*rxevm_dir=\([^ ]*\).*/\1/p' /proc/cmdline)
 state=$(sed -n 's/.*rxevm_state=\([^ ]*\).*/\1/p' /proc/cmdline)
 for d in proc sys dev; do mount --move /$d /mnt/root/$d; done
@@ -139,6 +175,45 @@ for d in tmp run var/tmp root; do mount -t tmpfs tmpfs /mnt/root/$d; done
 # DIR may sit under one of those tmpfs (a checkout in /tmp): make its mount point there.
 mkdir -p /mnt/root$work 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=${work_cache:-none} work /mnt/root$work
+if [ "$systemd" = 1 ]; then
+  # systemd as PID 1 (rxevm.target, on the kernel command line): COMMAND runs in a service,
+  # the same shell line as the chroot's below, and its end powers the guest off. Type=exec,
+  # not oneshot: the boot is finished once it runs (systemd-analyze works in COMMAND).
+  chmod 0755 /mnt/root/run; chmod 0700 /mnt/root/root
+  # A host root made in a container has /.dockerenv: systemd would take the guest for a
+  # container and ignore the kernel command line (systemd.unit=), udev, and more.
+  rm -f /mnt/root/.dockerenv /mnt/root/run/.containerenv
+  mkdir -p /mnt/root/run/systemd/system
+  cat > /mnt/root/run/rxevm-command.sh <<CMD
+cd $work && HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash $state/guest.sh > $state/out 2>&1; echo \$? > $state/rc
+CMD
+  cat > /mnt/root/run/systemd/system/rxevm-command.service <<UNIT
+[Unit]
+Description=rxe-vm COMMAND
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+[Service]
+Type=exec
+ExecStart=/bin/sh /run/rxevm-command.sh
+ExecStopPost=/bin/sync
+Environment=TERM=linux
+StandardOutput=journal+console
+TimeoutStartSec=infinity
+LimitMEMLOCK=infinity
+LimitNOFILE=1024:4096
+TasksMax=infinity
+UNIT
+  cat > /mnt/root/run/systemd/system/rxevm.target <<UNIT
+[Unit]
+Description=rxe-vm: COMMAND under systemd
+Wants=rxevm-command.service
+AllowIsolate=yes
+UNIT
+  for unit in timers.target systemd-timesyncd.service; do
+    ln -s /dev/null /mnt/root/run/systemd/system/$unit
+  done
+  exec switch_root /mnt/root /lib/systemd/systemd
+fi
 chroot /mnt/root /bin/sh -c "cd $work && HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/bash $state/guest.sh > $state/out 2>&1; echo \$? > $state/rc"
 sync
 poweroff -f
@@ -276,14 +351,15 @@ GUEST
 # ThreadSanitizer runtime is built with -msse4.2: every TSan program (build-tsan) died of
 # SIGILL before main. These instructions only, so that the guest stays what it was otherwise.
 boot() {
-  local state_name=$1 smp=$2
+  local state_name=$1 smp=$2 append=""
   shift 2
+  $systemd && append=" rxevm_systemd=1 systemd.unit=rxevm.target"
   timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu qemu64,+ssse3,+sse4.1,+sse4.2,+popcnt \
     -m "$memory_mib" -smp "$smp" -nographic -no-reboot \
     -kernel "/boot/vmlinuz-$kver" -initrd "$cache/initrd.gz" \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
     -virtfs "local,path=$dir,mount_tag=work,security_model=none" "$@" \
-    -append "console=ttyS0 quiet loglevel=0 panic=-1 tsc=reliable norandmaps rxevm_dir=$dir rxevm_state=$state_name rxevm_root_cache=$root_cache rxevm_work_cache=$work_cache" \
+    -append "console=ttyS0 quiet loglevel=0 panic=-1 tsc=reliable norandmaps rxevm_dir=$dir rxevm_state=$state_name rxevm_root_cache=$root_cache rxevm_work_cache=$work_cache$append" \
     > "$dir/$state_name/console" 2>&1
 }
 

@@ -28,7 +28,9 @@
 #   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
 #                  (scripts/package.sh, run by doc/ci's GitHub package step), then
 #                  installed: from a fresh folder the installed rdmakit-rxe-vm runs the
-#                  installed rdmakit-rdma_smoke --quick; removed after
+#                  installed rdmakit-rdma_smoke --quick, and, booting systemd as the
+#                  guest's PID 1 (--systemd), starts the installed units for real
+#                  (tests/packaging/units_under_systemd.sh); removed after
 #   build/bin      the tested build still runs from build/bin afterwards
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
@@ -502,24 +504,43 @@ tidy_join
 stage "$package_name" package_step || true
 
 # installed_smoke: every package installed, and from a fresh folder outside the build the
-# installed VM runner runs the installed smoke test; all removed again after.
+# installed VM runner runs the installed smoke test. The packages stay for installed_units.
+installed_debs=()
+as_root=()
+[[ $(id -u) -eq 0 ]] || as_root=(sudo)
 installed_smoke() {
-  local debs folder rc=0 names
-  mapfile -t debs < <(ls "$root"/build/rdmakit_*.deb "$root"/build/rdmakit-*_*.deb)
-  [[ ${#debs[@]} -ge 5 ]] || { echo "installed smoke: expected the packages' .debs in build/, found ${debs[*]}"; return 1; }
-  local as_root=()
-  [[ $(id -u) -eq 0 ]] || as_root=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${debs[@]}" > \
+  local folder rc=0
+  mapfile -t installed_debs < <(ls "$root"/build/rdmakit_*.deb "$root"/build/rdmakit-*_*.deb)
+  [[ ${#installed_debs[@]} -ge 5 ]] ||
+    { echo "installed smoke: expected the packages' .debs in build/, found ${installed_debs[*]}"; return 1; }
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${installed_debs[@]}" > \
     "$root/build/installed-smoke-apt.log" 2>&1 || { cat "$root/build/installed-smoke-apt.log"; return 1; }
   folder="$root/build/installed-smoke"
   rm -rf "$folder" && mkdir -p "$folder"
   (cd "$folder" && rdmakit-rxe-vm --timeout 600 -- rdmakit-rdma_smoke --quick --junit rdma-smoke.xml) || rc=$?
   [[ $rc -ne 0 ]] || xmllint --noout --schema "$root/tests/schema/junit.xsd" "$folder/rdma-smoke.xml" || rc=1
-  mapfile -t names < <(for deb in "${debs[@]}"; do dpkg-deb -f "$deb" Package; done)
-  "${as_root[@]}" dpkg -r "${names[@]}" > /dev/null || rc=1
   return "$rc"
 }
 stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true
+
+# installed_units: the installed units started for real, by systemd as the guest's PID 1
+# (rdmakit-rxe-vm --systemd), with the agent's key delivered as rdmakit(7) says
+# (tests/packaging/units_under_systemd.sh); then every package removed again.
+installed_units() {
+  local folder="$root/build/installed-units" rc=0 names
+  if [[ ${#installed_debs[@]} -gt 0 ]] && dpkg -s rdmakit-diag > /dev/null 2>&1; then
+    rm -rf "$folder" && mkdir -p "$folder"
+    cp "$root/tests/packaging/units_under_systemd.sh" "$folder/"
+    (cd "$folder" && rdmakit-rxe-vm --systemd --timeout 600 -- bash units_under_systemd.sh) || rc=$?
+  else
+    echo "installed units: the packages are not installed (see the stage before)"
+    rc=1
+  fi
+  mapfile -t names < <(for deb in "${installed_debs[@]}"; do dpkg-deb -f "$deb" Package; done)
+  [[ ${#names[@]} -eq 0 ]] || "${as_root[@]}" dpkg -r "${names[@]}" > /dev/null || rc=1
+  return "$rc"
+}
+stage "installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd" installed_units || true
 burn_stop
 stage "build/bin still usable: rdma_smoke without a device exits 77" build_usable || true
 exit $status

@@ -3,8 +3,8 @@
 # PROGRAM (the built tool) in ExecStart, bounds memory, tasks and descriptors (MemoryMax,
 # TasksMax, LimitNOFILE), passes systemd-analyze verify and scores at most
 # THRESHOLD on systemd-analyze security's exposure scale (0 safest, 10 least safe), both
-# offline: no systemd needs to run here. Whether the unit starts is not tested (no systemd as
-# PID 1 in the guest either).
+# offline: no systemd needs to run here. That the units start and keep their promises under a
+# real systemd is tests/packaging/units_under_systemd.sh's (the suite's installed packages).
 set -euo pipefail
 template=$1 program=$2 threshold=$3
 command -v systemd-analyze > /dev/null || { echo "systemd-analyze not found (scripts/install-deps.sh installs systemd)"; exit 1; }

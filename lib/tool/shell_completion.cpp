@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <stdexcept>
 #include <string_view>
 
@@ -172,6 +173,28 @@ std::string bash_completion(const CLI::App& app, const std::string& program) {
   script += "}\n";
   script += "complete -F " + function + " " + program + "\n";
   return script;
+}
+
+// The program name asked for by --bash-completion[=NAME] anywhere before "--". Without NAME:
+// the name this process was started under, which is the installed one, packager's prefix
+// included. Only the '=' form takes a name, so a positional argument is never mistaken for one.
+std::optional<std::string> completion_request(int argc, char** argv, const std::string& fallback) {
+  constexpr std::string_view flag = "--bash-completion";
+  std::string started_as = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : fallback;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      break;
+    }
+    if (arg == flag) {
+      return started_as;
+    }
+    if (arg.starts_with(flag) && arg[flag.size()] == '=') {
+      const auto name = arg.substr(flag.size() + 1);
+      return name.empty() ? started_as : std::string(name);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace rdmakit

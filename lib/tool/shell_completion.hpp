@@ -2,6 +2,7 @@
 // Shell completion generated from a tool's CLI11 definition, so that what the shell offers
 // cannot drift from what the tool accepts.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,9 @@ std::vector<CompletionOption> completion_options(const CLI::App& app);
 // packager's prefix. `program` must be a plain command name (no quotes or whitespace);
 // throws std::invalid_argument otherwise.
 std::string bash_completion(const CLI::App& app, const std::string& program);
+
+// The program name asked for by --bash-completion[=NAME] anywhere before "--" (none when it is
+// not asked for); without NAME, argv[0]'s file name, else `fallback`.
+std::optional<std::string> completion_request(int argc, char** argv, const std::string& fallback);
 
 }  // namespace rdmakit

@@ -153,6 +153,11 @@ std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
   all.reserve(run.cases.size());
   for (const auto& c : run.cases) all.push_back(&c);
   set_counts(suites, all, run.seconds);
+  if (run.aborted) {
+    // An error, not zero tests: a CI reporter shows the run as failed.
+    suites.attribute("tests") = static_cast<unsigned long long>(all.size()) + 1;
+    suites.attribute("errors") = 1;
+  }
   // The suites as the cases ran: one per address (a run without a device has one case).
   std::vector<std::string> addresses;
   for (const auto& c : run.cases) {
@@ -173,6 +178,24 @@ std::string junit_xml(const SmokeRun& run, const std::string& host_name) {
     for (const auto* c : mine) add_testcase(suite, *c);
     // The schema puts a suite's own output after its cases.
     if (run.no_device) suite.append_child("system-out").text().set(xml_safe(run.no_device->dump(2)).c_str());
+  }
+  if (run.aborted) {
+    auto suite = suites.append_child("testsuite");
+    suite.append_attribute("name") = "rdma_smoke";
+    suite.append_attribute("tests") = 1;
+    suite.append_attribute("failures") = 0;
+    suite.append_attribute("errors") = 1;
+    suite.append_attribute("skipped") = 0;
+    suite.append_attribute("time") = fmt::format("{:.3f}", run.seconds).c_str();
+    suite.append_attribute("hostname") = host_name.c_str();
+    auto test = suite.append_child("testcase");
+    test.append_attribute("name") = "run";
+    test.append_attribute("classname") = "rdma_smoke";
+    test.append_attribute("time") = fmt::format("{:.3f}", run.seconds).c_str();
+    auto error = test.append_child("error");
+    error.append_attribute("message") = xml_safe(*run.aborted).c_str();
+    error.append_attribute("type") = "aborted";
+    error.text().set(xml_safe(*run.aborted).c_str());
   }
   std::ostringstream text;
   document.save(text, "  ", pugi::format_default, pugi::encoding_utf8);

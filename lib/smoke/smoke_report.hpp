@@ -22,6 +22,9 @@ struct SmokeRun {
   double seconds = 0;
   // --serve: peers refused by the key handshake before the one served.
   std::optional<std::uint64_t> unauthenticated;
+  // Why the run ended before its cases could (the peer's key handshake failed, the serving
+  // side went away before the plan): the JUnit XML's one error, the report's own error.
+  std::optional<std::string> aborted;
 
   std::size_t count(CaseOutcome outcome) const;
 };

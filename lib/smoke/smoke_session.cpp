@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include "lib/base/error.hpp"
 #include "lib/base/host_name.hpp"
@@ -283,8 +284,24 @@ void run_smoke(const SmokeOptions& options, const ToolRunner& runner, const Smok
       .listening = host.listening,
       .stop_fd = stop.fd()};
   SmokeRun run;
-  const auto peer_lost = run_cases(options, host, runner.common().timeout_s, environment,
-                                   runner.names().sibling("rdma_smoke"), run, report);
+  std::string peer_lost;
+  try {
+    peer_lost = run_cases(options, host, runner.common().timeout_s, environment, runner.names().sibling("rdma_smoke"),
+                          run, report);
+  } catch (const std::exception& error) {
+    // Ended before its cases could (the key handshake, the plan): the JUnit XML still says so.
+    // The report's error is the exception's, as ToolRunner records it.
+    if (!options.junit_file.empty()) {
+      run.seconds = elapsed_ms(started) / 1000.0;
+      run.aborted = error.what();
+      try {
+        write_junit(options.junit_file, junit_xml(run, host_name()));
+      } catch (const std::exception& unwritten) {
+        spdlog::warn("{}", unwritten.what());  // the run's own error is the one to report
+      }
+    }
+    throw;
+  }
   // diag-bind alone, where there is nothing to test, checks the host with no address.
   for (const auto& c : run.cases) {
     if (!c.address.empty() && std::ranges::find(run.addresses, c.address) == run.addresses.end()) {

@@ -161,7 +161,10 @@ case_smoke_peer_lost() {
   next_port
   start serving "$OURS_SMOKE" --serve "$RXE_ADDR" -p "$PORT" --control-port "$control" --accept-timeout 60 --json
   wait_for_line serving.err "control port" 20
-  start stopper bash -c "sleep 4; kill -TERM $PID_serving"
+  # Stopped a second after the peer's handshake passed (the "peer" line): a fixed 4 s from
+  # here was, on a loaded host, before the peer had even connected.
+  start stopper bash -c "until grep -qs '^rdma_smoke --serve: peer ' '$T/serving.err'; do sleep 0.2; done
+    sleep 1; kill -TERM $PID_serving"
   smoke lost 120 --peer "$RXE_ADDR" -p "$PORT" --control-port "$control"
   expect_rc 1 "rdma_smoke --peer with the serving side stopped"
   expect_jq '(.smoke.cases | length) < 16 and (.smoke.cases[-1].reason | test("^the serving side: "))' lost.out

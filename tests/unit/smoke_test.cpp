@@ -175,6 +175,22 @@ TEST(SmokeReport, JUnitCountsEachOutcomeAndCarriesReasonsAndReports) {
   EXPECT_STREQ(passed.attribute("time").value(), "1.250");
 }
 
+// A run that ended before its cases (the peer's key handshake failed) is one error in the
+// XML, not zero tests, so that a CI reporter shows it failed.
+TEST(SmokeReport, JUnitOfARunEndedBeforeItsCasesIsAnError) {
+  SmokeRun run;
+  run.seconds = 3.5;
+  run.aborted = "the key handshake with 10.0.0.1:7473: truncated";
+  const auto xml = junit_xml(run, "host1");
+  pugi::xml_document document;
+  ASSERT_TRUE(document.load_string(xml.c_str())) << xml;
+  const auto suites = document.child("testsuites");
+  EXPECT_EQ(suites.attribute("tests").as_int(), 1);
+  EXPECT_EQ(suites.attribute("errors").as_int(), 1);
+  const auto error = suites.child("testsuite").child("testcase").child("error");
+  EXPECT_STREQ(error.attribute("message").value(), "the key handshake with 10.0.0.1:7473: truncated") << xml;
+}
+
 TEST(SmokeReport, TableAndJsonCountTheSame) {
   const auto run = sample_run();
   const auto json = to_json(run);

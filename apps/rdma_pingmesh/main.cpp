@@ -28,13 +28,14 @@ int main(int argc, char** argv) {
         // that is not running reads "nothing listens" there. The peer's diag-connect agent
         // is asked at its default port; the local facts stand without it.
         const auto diagnose_path = [port = options.port, diag_bind = tool.names().sibling_path("diag-bind")](
-                                       const std::string& address, std::chrono::milliseconds timeout,
+                                       const std::string& address, std::chrono::milliseconds timeout, int cancel_fd,
                                        std::string& text) {
           const auto subject = rdmakit::parse_address(address, port).to_string();
           auto outcome = rdmakit::ask_attached_diagnosis(
               diag_bind, {.error = rdmakit::RdmaError("rdma_connect", subject, ETIMEDOUT, address),
                           .timeout = timeout,
-                          .port_space = "udp"});
+                          .port_space = "udp",
+                          .cancel_fd = cancel_fd});
           if (!outcome.answer) throw std::runtime_error(outcome.failure);
           text = std::move(outcome.answer->text);
           return std::move(outcome.answer->diagnosis);

@@ -1,5 +1,6 @@
 #include "lib/pingmesh/pingmesh_session.hpp"
 
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 
 #include "lib/base/cpu_use.hpp"
 #include "lib/base/error.hpp"
+#include "lib/base/file_descriptor.hpp"
 #include "lib/base/host_name.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/net/metrics_endpoint.hpp"
@@ -247,6 +249,12 @@ class Pingmesh {
     node_->take_peers(std::move(peers));
     plan();
   }
+  // A run that ends by an exception does not wait for a diagnosis either.
+  ~Pingmesh() { give_up_diagnosis(); }
+  Pingmesh(const Pingmesh&) = delete;
+  Pingmesh& operator=(const Pingmesh&) = delete;
+  Pingmesh(Pingmesh&&) = delete;
+  Pingmesh& operator=(Pingmesh&&) = delete;
 
   void run(Report& report) {
     const auto window_ns = static_cast<std::uint64_t>(options_.window_s * 1e9);
@@ -283,7 +291,7 @@ class Pingmesh {
         break;
       }
     }
-    if (diagnosis_.valid()) diagnosis_.wait();
+    give_up_diagnosis();
     take_diagnosis();
     finish(report);
     // As every rdmakit tool that runs until stopped: interrupted, exit 130 or 143 (the unit
@@ -396,16 +404,28 @@ class Pingmesh {
     if (last != diagnosed_at_.end() && now - last->second < diagnosis_interval) return;
     diagnosed_at_[peer.address] = now;
     diagnosis_peer_ = peer;
-    diagnosis_ =
-        std::async(std::launch::async, [diagnose = diagnose_, address = peer.address, timeout = common_.timeout()] {
-          std::string text;
-          try {
-            auto json = diagnose(address, timeout, text);
-            return std::make_pair(std::move(json), std::move(text));
-          } catch (const std::exception& error) {
-            return std::make_pair(nlohmann::json{{"error", error.what()}}, std::string(error.what()));
-          }
-        });
+    spdlog::info("diagnosing the path to {} ({})", peer.name, peer.address);
+    diagnosis_ = std::async(std::launch::async, [diagnose = diagnose_, address = peer.address,
+                                                 timeout = common_.timeout(), cancel_fd = diagnosis_cancel_.get()] {
+      std::string text;
+      try {
+        auto json = diagnose(address, timeout, cancel_fd, text);
+        return std::make_pair(std::move(json), std::move(text));
+      } catch (const std::exception& error) {
+        return std::make_pair(nlohmann::json{{"error", error.what()}}, std::string(error.what()));
+      }
+    });
+  }
+
+  // A diagnosis under way is given up, not waited for: its probe and the agent's answer take
+  // up to --timeout each, and the run ends now (SIGTERM within 2 s, --duration).
+  void give_up_diagnosis() {
+    if (!diagnosis_.valid() || diagnosis_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return;
+    const std::uint64_t one = 1;
+    if (write(diagnosis_cancel_.get(), &one, sizeof(one)) < 0) spdlog::debug("diagnosis: eventfd write failed");
+    diagnosis_.wait();
+    diagnosis_ = {};
+    spdlog::info("the diagnosis of {} was given up: the run ended", diagnosis_peer_.address);
   }
 
   // A finished diagnosis: its verdict logged, a JSON line, and kept for the report.
@@ -444,6 +464,9 @@ class Pingmesh {
   PathDiagnoser diagnose_;
   int stop_fd_;
   const ReloadSignal& reload_;
+  // Written when the run ends: the diagnosis under way ends its child then. Before the
+  // future, so that it outlives a diagnosis still running when the daemon goes.
+  FileDescriptor diagnosis_cancel_{eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
   std::future<std::pair<nlohmann::json, std::string>> diagnosis_;
   Peer diagnosis_peer_;
   std::map<std::string, Clock::time_point> diagnosed_at_;

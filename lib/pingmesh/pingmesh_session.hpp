@@ -48,9 +48,10 @@ struct PingmeshOptions {
 };
 
 // diag-connect's diagnosis of the path to `address` (the app has diag-bind beside it run
-// it), bounded by `timeout`; its verdict in words in `text`.
-using PathDiagnoser =
-    std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout, std::string& text)>;
+// it), bounded by `timeout` and given up at once when `cancel_fd` becomes readable (the run
+// ends); its verdict in words in `text`.
+using PathDiagnoser = std::function<nlohmann::json(const std::string& address, std::chrono::milliseconds timeout,
+                                                   int cancel_fd, std::string& text)>;
 
 // `program`: the tool's name as installed, for the state-change lines. `diagnose` runs on a
 // thread of its own when a path goes bad, once at a time and at most once in ten minutes a

@@ -66,7 +66,7 @@ AttachedDiagnosisOutcome ask_attached_diagnosis(const std::filesystem::path& dia
   const auto bound = std::chrono::duration_cast<std::chrono::seconds>(request.timeout * 6) + std::chrono::seconds(10);
   std::vector<std::string> argv{diag_bind.string()};
   std::ranges::move(attached_diagnosis_arguments(request), std::back_inserter(argv));
-  const auto outcome = ChildProcess(argv).finish(Clock::now() + bound, -1);
+  const auto outcome = ChildProcess(argv).finish(Clock::now() + bound, request.cancel_fd);
   if (!outcome.start_error.empty()) {
     return {.answer = std::nullopt,
             .failure = fmt::format("--diagnose runs {}, which could not start: {} ({} comes with the package "

@@ -29,6 +29,9 @@ struct DiagnosisRequest {
   RdmaError error;
   std::chrono::milliseconds timeout;
   std::string port_space = "tcp";
+  // Readable once the diagnosis is no longer wanted (the run that asked is ending): the
+  // sibling is ended then, not waited for. Not sent to it; -1 for none.
+  int cancel_fd = -1;
 };
 
 // The sibling's argument list after the program's path.

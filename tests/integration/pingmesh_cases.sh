@@ -276,6 +276,29 @@ case_pingmesh_bad_input() {
   expect_jq '[.pingmesh.paths[].peer] == ["node-y"]' reloaded.report
 }
 
+# SIGTERM while diag-connect's diagnosis of a dead peer is under way (its SIDR probe and the
+# agent's answer take --timeout each): the node ends at once with its report, the diagnosis
+# given up. It used to wait for it: a 3 s --duration run ended after 13-14 s, and a loaded
+# guest's ASan node outlasted its case's 20 s.
+# ctest: integration
+case_pingmesh_stop_during_diagnosis() {
+  require_device
+  next_port
+  pingmesh_pinglist dead.list node-a 10.55.0.1 node-y 10.55.0.8
+  start node "$OURS_PINGMESH" --pinglist "$T/dead.list" --name node-a -p "$PORT" --window 1 --json --log-level info
+  wait_for_line node.err "diagnosing the path to node-y (10.55.0.8)" 30
+  local stopping=${EPOCHREALTIME/./} ms
+  kill -TERM "$PID_node"
+  finish node 20
+  ms=$(((${EPOCHREALTIME/./} - stopping) / 1000))
+  expect_rc 143 "rdma_pingmesh, SIGTERM during a diagnosis"
+  ((ms <= 2000)) || fail "SIGTERM during a diagnosis: the node took $ms ms to end"
+  expect_grep "the diagnosis of 10.55.0.8 was given up: the run ended" node.err
+  pingmesh_lines node
+  expect_jq '.outcome == "interrupted"' node.report
+  note "SIGTERM during a diagnosis: ended in $ms ms"
+}
+
 # pingmesh_wait_changes NAME STATE COUNT SECONDS: until NAME's output has COUNT changes to STATE.
 pingmesh_wait_changes() {
   poll_until "$4" "$1 did not change to $2 $3 time(s) within $4 s: $(grep -o '"from":"[a-z]*"[^}]*"to":"[a-z]*"' "$T/$1.out")" \

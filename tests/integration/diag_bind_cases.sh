@@ -141,7 +141,7 @@ case_diag_bind_no_device() {
   expect_cause nodevice no_rdma_device 1
   expect_jq '.attempt.steps == [.attempt.steps[0]] and .attempt.steps[0].errno_name == "ENODEV"' nodevice.out
   # Other tools on the same host: exit 77, hint at diag-bind; --diagnose gives the verdict inline.
-  run rping 15 "$OURS_RPING" -s -a "$RXE_ADDR" --json --diagnose
+  run rping 60 "$OURS_RPING" -s -a "$RXE_ADDR" --json --diagnose
   expect_rc 77 "rping without a device"
   expect_jq '.diagnosis.verdict.cause == "no_rdma_device"' rping.out
   rdma link add "$RXE_DEV" type rxe netdev "$RXE_NETDEV"
@@ -358,7 +358,9 @@ case_diag_bind_gids() {
 case_diag_bind_from_tools() {
   require_device
   next_port
-  run server 15 "$OURS_RPING" -s -a "$PLAIN_ADDR" -p "$PORT" --json --diagnose
+  # 60 s: a hang's bound, not a speed limit; the sanitized rping and the diag-bind it starts
+  # took over 15 s in a guest beside CPU burners.
+  run server 60 "$OURS_RPING" -s -a "$PLAIN_ADDR" -p "$PORT" --json --diagnose
   expect_rc 1 "rping server on an address without RDMA"
   expect_jq '.errors[0].call == "rdma_bind_addr" and .diagnosis.verdict.cause == "netdev_without_rdma"' server.out
   expect_grep "^verdict: netdev_without_rdma" server.err

@@ -97,6 +97,16 @@ ConnectVerdict rp_filter(const Facts& f);
 // verdict that is not firewall_roce.
 std::vector<std::string> firewall_blocks_seen(const Facts& f);
 
+// The two ends' link settings: RoCE modes and MTUs that differ (lib/diag/connect_link.cpp),
+// and the RoCE version ("v1", "v2", "") a port's mode or a GID type names.
+std::string roce_version(const std::string& mode);
+bool roce_modes_differ(const Facts& f);
+ConnectVerdict roce_mode_mismatch(const Facts& f);
+bool mtu_differs(const Facts& f);
+ConnectVerdict mtu_mismatch(const Facts& f);
+// The MTU and RoCE-mode differences that did not decide `v`, as its warnings.
+void add_link_warnings(const Facts& f, ConnectVerdict& v);
+
 // The InfiniBand rules: the subnet manager's part (lib/diag/connect_infiniband.cpp).
 bool side_lacks_subnet_manager(const Facts& f);
 ConnectVerdict no_subnet_manager_verdict(const Facts& f);

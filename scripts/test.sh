@@ -25,12 +25,13 @@
 #                  single guest, or beside it on a host of 4 cores or more with 6 GiB free
 #   schemas        every report the guests' cases queued, checked against its schema here
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
-#   package        the tested build as two .debs (the tools, rdmakit-rxe-vm), checked
-#                  (scripts/package.sh, run by doc/ci's GitHub package step), then
-#                  installed: from a fresh folder the installed rdmakit-rxe-vm runs the
-#                  installed rdmakit-rdma_smoke --quick, and, booting systemd as the
-#                  guest's PID 1 (--systemd), starts the installed units for real
-#                  (tests/packaging/units_under_systemd.sh); removed after
+#   package        the plain build as .debs (the tools, rdmakit-rxe-vm), checked
+#                  (scripts/package.sh, run by doc/ci's GitHub package step) right after
+#                  it is built; then, beside the pair guests (after them with
+#                  --under-load), installed: from a fresh folder the installed
+#                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick, and,
+#                  booting systemd as the guest's PID 1 (--systemd), starts the installed
+#                  units for real (tests/packaging/units_under_systemd.sh); removed after
 #   build/bin      the tested build still runs from build/bin afterwards
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
@@ -239,6 +240,33 @@ plain_flags=("${unity[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -
   -DRDMAKIT_UNIT_TESTS=ON)
 [[ $mode == full ]] && plain_flags[-2]=-DRDMAKIT_FUZZ_REPLAY=OFF plain_flags[-1]=-DRDMAKIT_UNIT_TESTS=OFF
 stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build" "${plain_flags[@]}"
+
+# package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
+# (tests/ci/run-github-step.sh), on the build about to be tested: scripts/package.sh --print-debs builds
+# and checks every .deb; its $GITHUB_OUTPUT must be debs=<the tool packages' .debs>, rdmakit's
+# first, rdmakit-smoke's among them (what that workflow runs).
+package_step() {
+  local outputs=$root/build/package-step-output deb debs
+  RDMAKIT_PACKAGE_DIR="$root/build" tests/ci/run-github-step.sh --outputs "$outputs" \
+    doc/ci/github-rdma-smoke.yml rdma-smoke package || return
+  read -r -a debs <<< "$(sed -n 's/^debs=//p' "$outputs")"
+  local wrong=$(($(wc -l < "$outputs") != 1 || ${#debs[@]} < 4))
+  [[ ${debs[0]:-} == "$root"/build/rdmakit_*.deb ]] || wrong=1
+  [[ " ${debs[*]:-} " == *" $root/build/rdmakit-smoke_"* ]] || wrong=1
+  for deb in "${debs[@]}"; do
+    [[ $deb == "$root"/build/rdmakit*_*.deb && $deb != */rdmakit-rxe-vm_* && -f $deb ]] || wrong=1
+  done
+  ((wrong == 0)) ||
+    { echo "package step: \$GITHUB_OUTPUT holds '$(cat "$outputs")', not debs=$root/build/rdmakit_<version>.deb ..."; return 1; }
+}
+package_name="Debian packages from the build under test, checked (doc/ci's GitHub package step)"
+# The packages are built here, before anything runs from build/bin: scripts/package.sh
+# rebuilds the build with the packages' program prefix, relinking build/bin, and an exec of a
+# binary being relinked failed with "Permission denied" (ci.github_smoke_step, stop 52). Their
+# installed checks run later, in guests of their own beside the pair guests (installed_stages).
+if [[ $mode == full ]]; then
+  stage "$package_name" package_step || true
+fi
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # build-tsan's tests set the same in their environment (tests/tsan.cmake): a report ends the
@@ -465,44 +493,12 @@ queues=(build/integration-reports build-asan/integration-reports)
 $with_tsan && queues+=(build-tsan/integration-reports)
 stage "report schemas of the builds' cases (checked here)" report_schemas "${queues[@]}" || true
 
-# package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
-# (tests/ci/run-github-step.sh), on the tested build: scripts/package.sh --print-debs builds
-# and checks every .deb; its $GITHUB_OUTPUT must be debs=<the tool packages' .debs>, rdmakit's
-# first, rdmakit-smoke's among them (what that workflow runs).
-package_step() {
-  local outputs=$root/build/package-step-output deb debs
-  RDMAKIT_PACKAGE_DIR="$root/build" tests/ci/run-github-step.sh --outputs "$outputs" \
-    doc/ci/github-rdma-smoke.yml rdma-smoke package || return
-  read -r -a debs <<< "$(sed -n 's/^debs=//p' "$outputs")"
-  local wrong=$(($(wc -l < "$outputs") != 1 || ${#debs[@]} < 4))
-  [[ ${debs[0]:-} == "$root"/build/rdmakit_*.deb ]] || wrong=1
-  [[ " ${debs[*]:-} " == *" $root/build/rdmakit-smoke_"* ]] || wrong=1
-  for deb in "${debs[@]}"; do
-    [[ $deb == "$root"/build/rdmakit*_*.deb && $deb != */rdmakit-rxe-vm_* && -f $deb ]] || wrong=1
-  done
-  ((wrong == 0)) ||
-    { echo "package step: \$GITHUB_OUTPUT holds '$(cat "$outputs")', not debs=$root/build/rdmakit_<version>.deb ..."; return 1; }
-}
-package_name="Debian packages from the tested build, checked (doc/ci's GitHub package step)"
-
 # Fuzzing needs no guest and nothing the pair changes: it takes what the pair's chain of
-# cases leaves. The packages do not run beside anything: scripts/package.sh rebuilds the
-# tested build with the packages' program prefix, relinking build/bin, which the pair guests
-# and the unit tests in the background run from. An exec of a binary being relinked failed
-# there with "Permission denied" (ci.github_smoke_step, stop 52).
+# cases leaves.
 if ! $under_load; then
   echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
   background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
 fi
-pair_stage || true
-background_join unit "$unit_name (in the background, nice 19)" || true
-background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
-stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
-tidy_join
-
-# After everything that runs from build/bin has ended (above).
-stage "$package_name" package_step || true
-
 # installed_smoke: every package installed, and from a fresh folder outside the build the
 # installed VM runner runs the installed smoke test. The packages stay for installed_units.
 installed_debs=()
@@ -521,7 +517,6 @@ installed_smoke() {
   [[ $rc -ne 0 ]] || xmllint --noout --schema "$root/tests/schema/junit.xsd" "$folder/rdma-smoke.xml" || rc=1
   return "$rc"
 }
-stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true
 
 # installed_units: the installed units started for real, by systemd as the guest's PID 1
 # (rdmakit-rxe-vm --systemd), with the agent's key delivered as rdmakit(7) says
@@ -540,7 +535,39 @@ installed_units() {
   [[ ${#names[@]} -eq 0 ]] || "${as_root[@]}" dpkg -r "${names[@]}" > /dev/null || rc=1
   return "$rc"
 }
-stage "installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd" installed_units || true
+installed_smoke_name="installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick"
+installed_units_name="installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd"
+# installed_stages: both, one after the other, each with its stage-time line (for a
+# background run's rows).
+installed_stages() {
+  local started=$SECONDS outcome=ok rc=0
+  installed_smoke || { outcome=FAILED rc=1; }
+  echo "stage-time: $((SECONDS - started)) $outcome $installed_smoke_name"
+  started=$SECONDS outcome=ok
+  installed_units || { outcome=FAILED rc=1; }
+  echo "stage-time: $((SECONDS - started)) $outcome $installed_units_name"
+  return "$rc"
+}
+# Unless the host is loaded on purpose, the installed packages' guests run beside the pair
+# guests: the pair stage used 399 of the 598 CPU-s its 299 s left on 2 cores, and the
+# installed guests' 76 CPU-s were 63 s at the end of the suite (a1d68bb). Beside them both hold as
+# under --under-load, where two CPU burners share the cores with every guest.
+installed_name="installed packages in guests of their own (beside the pair guests)"
+if ! $under_load; then
+  echo "== $installed_name: in the background from here on"
+  background_start installed 0 "$root/build/installed.log" installed_stages
+fi
+pair_stage || true
+background_join unit "$unit_name (in the background, nice 19)" || true
+background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
+stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
+tidy_join
+if $under_load; then
+  stage "$installed_smoke_name" installed_smoke || true
+  stage "$installed_units_name" installed_units || true
+else
+  background_join installed "$installed_name" || true
+fi
 burn_stop
 stage "build/bin still usable: rdma_smoke without a device exits 77" build_usable || true
 exit $status

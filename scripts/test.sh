@@ -27,8 +27,7 @@
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the plain build as .debs (the tools, rdmakit-rxe-vm), checked
 #                  (scripts/package.sh, run by doc/ci's GitHub package step) right after
-#                  it is built; then, beside the pair guests (after them with
-#                  --under-load), installed: from a fresh folder the installed
+#                  it is built; at the end, installed: from a fresh folder the installed
 #                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick, and,
 #                  booting systemd as the guest's PID 1 (--systemd), starts the installed
 #                  units for real (tests/packaging/units_under_systemd.sh); removed after
@@ -262,8 +261,9 @@ package_step() {
 package_name="Debian packages from the build under test, checked (doc/ci's GitHub package step)"
 # The packages are built here, before anything runs from build/bin: scripts/package.sh
 # rebuilds the build with the packages' program prefix, relinking build/bin, and an exec of a
-# binary being relinked failed with "Permission denied" (ci.github_smoke_step, stop 52). Their
-# installed checks run later, in guests of their own beside the pair guests (installed_stages).
+# binary being relinked failed with "Permission denied" (ci.github_smoke_step, stop 52). They
+# are installed and run at the end, in guests of their own (installed_smoke, installed_units):
+# beside the pair guests those took 130 s and slowed the pair stage by 85 s (17db7ea).
 if [[ $mode == full ]]; then
   stage "$package_name" package_step || true
 fi
@@ -499,6 +499,12 @@ if ! $under_load; then
   echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
   background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
 fi
+pair_stage || true
+background_join unit "$unit_name (in the background, nice 19)" || true
+background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
+stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
+tidy_join
+
 # installed_smoke: every package installed, and from a fresh folder outside the build the
 # installed VM runner runs the installed smoke test. The packages stay for installed_units.
 installed_debs=()
@@ -535,39 +541,8 @@ installed_units() {
   [[ ${#names[@]} -eq 0 ]] || "${as_root[@]}" dpkg -r "${names[@]}" > /dev/null || rc=1
   return "$rc"
 }
-installed_smoke_name="installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick"
-installed_units_name="installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd"
-# installed_stages: both, one after the other, each with its stage-time line (for a
-# background run's rows).
-installed_stages() {
-  local started=$SECONDS outcome=ok rc=0
-  installed_smoke || { outcome=FAILED rc=1; }
-  echo "stage-time: $((SECONDS - started)) $outcome $installed_smoke_name"
-  started=$SECONDS outcome=ok
-  installed_units || { outcome=FAILED rc=1; }
-  echo "stage-time: $((SECONDS - started)) $outcome $installed_units_name"
-  return "$rc"
-}
-# Unless the host is loaded on purpose, the installed packages' guests run beside the pair
-# guests: the pair stage used 399 of the 598 CPU-s its 299 s left on 2 cores, and the
-# installed guests' 76 CPU-s were 63 s at the end of the suite (a1d68bb). Beside them both hold as
-# under --under-load, where two CPU burners share the cores with every guest.
-installed_name="installed packages in guests of their own (beside the pair guests)"
-if ! $under_load; then
-  echo "== $installed_name: in the background from here on"
-  background_start installed 0 "$root/build/installed.log" installed_stages
-fi
-pair_stage || true
-background_join unit "$unit_name (in the background, nice 19)" || true
-background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
-stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
-tidy_join
-if $under_load; then
-  stage "$installed_smoke_name" installed_smoke || true
-  stage "$installed_units_name" installed_units || true
-else
-  background_join installed "$installed_name" || true
-fi
+stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true
+stage "installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd" installed_units || true
 burn_stop
 stage "build/bin still usable: rdma_smoke without a device exits 77" build_usable || true
 exit $status

@@ -51,16 +51,33 @@ expect_few_refusal_lines() {
 # a Python start in a loaded guest takes a second or more.
 attack_ready() { poll_until 30 "the attack $1 did not get going in 30 s" test -e "$T/$1.ready"; }
 
-# stopped_under_attack NAME TOOL: SIGTERM to the listener started as NAME; it must end within
-# 2 s with a report that matches TOOL's schema. STOPPED_MS: how long it took.
-stopped_under_attack() {
-  local name=$1 tool=$2 started=${EPOCHREALTIME/./} pid_var="PID_$1"
+# knock_start ADDRESS PORT ATTACK_ARGS...: 300 silent connections to ADDRESS:PORT, held 4 s,
+# in the background; returns once they are all open. knock_end: waits for them to be done.
+knock_start() {
+  local address=$1 port=$2
+  shift 2
+  attack silent "$address" "$port" --count 300 --hold 4 "$@" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
+  KNOCKER=$!
+  attack_ready stop
+}
+knock_end() { wait "$KNOCKER" || true; }
+
+# stop_listener NAME: SIGTERM to the listener started as NAME; it must end within 2 s.
+# STOPPED_MS: how long it took; RC: its exit status.
+stop_listener() {
+  local name=$1 started=${EPOCHREALTIME/./} pid_var="PID_$1"
   kill -TERM "${!pid_var}"
   finish "$name" 10
   STOPPED_MS=$(((${EPOCHREALTIME/./} - started) / 1000))
-  ((STOPPED_MS <= 2000)) || fail "SIGTERM under attack: $tool took $STOPPED_MS ms to end"
-  [[ -s $T/$name.out ]] || fail "no report after SIGTERM (exit $RC): $(head -c 400 "$T/$name.err")"
-  expect_schema "$tool" "$name.out"
+  ((STOPPED_MS <= 2000)) || fail "SIGTERM under attack: $name took $STOPPED_MS ms to end"
+}
+
+# stopped_under_attack NAME TOOL: stop_listener NAME, which must leave a report that matches
+# TOOL's schema.
+stopped_under_attack() {
+  stop_listener "$1"
+  [[ -s $T/$1.out ]] || fail "no report after SIGTERM (exit $RC): $(head -c 400 "$T/$1.err")"
+  expect_schema "$2" "$1.out"
 }
 
 # attack_cell NAME PID URL ATTACK_ARGS...: one cell against the process PID serving URL: the
@@ -116,20 +133,13 @@ case_metrics_attacks() {
   expect_jq '.closed == 1 and .answered == 0' inside_drip.attack
   expect_grep "refused $a port [0-9]*: not in --metrics-allow" node.err
   # SIGTERM while 300 silent connections knock: it ends within 2 s, with its report.
-  attack silent "$b" $((PORT + 1)) \
-    --count 300 --hold 4 "${inside[@]}" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
-  local attacker=$! stopping
-  attack_ready stop
-  stopping=${EPOCHREALTIME/./}
-  kill -TERM "$PID_node"
-  finish node 10
-  local ms=$(((${EPOCHREALTIME/./} - stopping) / 1000))
-  wait "$attacker" || true
+  knock_start "$b" $((PORT + 1)) "${inside[@]}"
+  stop_listener node
+  knock_end
   expect_rc 143 "rdma_pingmesh after SIGTERM under attack"
-  ((ms <= 2000)) || fail "SIGTERM under attack: the listener took $ms ms to end"
   tail -n 1 "$T/node.out" > "$T/node.report"
   expect_jq '.outcome == "interrupted" and .pingmesh.scrapes >= 7 and .pingmesh.scrapes_refused >= 300' node.report
-  note "SIGTERM under attack: ended in $ms ms; $(jq -c '.pingmesh | {scrapes, scrapes_refused}' "$T/node.report")"
+  note "SIGTERM under attack: ended in $STOPPED_MS ms; $(jq -c '.pingmesh | {scrapes, scrapes_refused}' "$T/node.report")"
 }
 
 # diag-connect's agent: 300 silent side-channel connections and 64 KiB of garbage from one
@@ -158,16 +168,10 @@ asked_during_flood() {
 # stopped_during_flood: SIGTERM to the agent while 300 more connections from $RXE_ADDR2 knock;
 # it ends within 2 s (STOPPED_MS), cleanly, with its tally.
 stopped_during_flood() {
-  attack silent "$RXE_ADDR" "$AGENT_SIDE_PORT" \
-    --count 300 --hold 4 --source "$RXE_ADDR2" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
-  local attacker=$! stopping
-  attack_ready stop
-  stopping=${EPOCHREALTIME/./}
-  stop_local_agent
-  STOPPED_MS=$(((${EPOCHREALTIME/./} - stopping) / 1000))
-  wait "$attacker" || true
-  ((STOPPED_MS <= 2000)) || fail "SIGTERM under attack: the agent took $STOPPED_MS ms to end"
-  expect_schema diag-connect agent.out
+  knock_start "$RXE_ADDR" "$AGENT_SIDE_PORT" --source "$RXE_ADDR2"
+  stopped_under_attack agent diag-connect
+  knock_end
+  expect_rc 0 "the agent, stopped with SIGTERM"
 }
 
 # ctest: integration
@@ -255,7 +259,7 @@ case_smoke_serve_attacks() {
   head -c 32 /dev/urandom | base64 > "$T/key"
   chmod 600 "$T/key"
   next_port
-  local control=$PORT first attacker baseline
+  local control=$PORT first baseline
   next_port
   first=$PORT
   # The baseline: how long the peer takes to get through with no attack (its own start, on
@@ -281,12 +285,9 @@ case_smoke_serve_attacks() {
   next_port
   control=$PORT
   serve stopped "$control" "$first"
-  attack silent "$RXE_ADDR" "$control" \
-    --count 300 --hold 4 --source "$RXE_ADDR2" --ready "$T/stop.ready" > "$T/stop.attack" 2>&1 &
-  attacker=$!
-  attack_ready stop
+  knock_start "$RXE_ADDR" "$control" --source "$RXE_ADDR2"
   stopped_under_attack serving_stopped rdma_smoke
-  wait "$attacker" || true
+  knock_end
   note "SIGTERM under attack: ended in $STOPPED_MS ms, exit $RC"
 }
 

@@ -186,6 +186,20 @@ void Endpoint::ready_own_qp() {
   move_qp_to(IBV_QPS_RTS);
 }
 
+// rdma_disconnect moves a QP it made (rdma_create_qp) to the error state on InfiniBand and
+// RoCE, so that what is still posted completes as flushed; ours it does not know of. Left
+// in RTS, its receives never flushed, and send_bw's server, which takes the flush as the
+// end of a client's stream, waited out its one-second bound after every client. iWARP's
+// connection manager moves the QP it was given itself.
+void Endpoint::flush_own_qp() noexcept {
+  if (!own_qp_ || caps_.transport == rdmakit::Transport::iwarp) return;
+  ibv_qp_attr attributes{};
+  attributes.qp_state = IBV_QPS_ERR;
+  if (ibv_modify_qp(own_qp_->get(), &attributes, IBV_QP_STATE) != 0) {
+    spdlog::debug("ibv_modify_qp to the error state: {}", std::strerror(errno));
+  }
+}
+
 rdma_conn_param Endpoint::connection_parameters() const {
   return rdmakit::connection_parameters(
       ConnectOffer{.private_data = options_.private_data,
@@ -201,6 +215,7 @@ CmTransition Endpoint::apply(const rdma_cm_event& event) {
     // The peer's DREQ: answer it now (DREP). Otherwise a peer that closes its connections one
     // by one, each waiting for its DISCONNECTED, waits until we destroy this id.
     disconnect_sent_ = true;
+    flush_own_qp();
     if (rdma_disconnect(id_.get()) != 0) spdlog::debug("rdma_disconnect (reply): {}", std::strerror(errno));
   }
   return advance(state_, event);
@@ -438,6 +453,7 @@ void Endpoint::disconnect() noexcept {
     return;
   }
   disconnect_sent_ = true;
+  flush_own_qp();
   if (rdma_disconnect(id_.get()) != 0) {
     spdlog::debug("rdma_disconnect: {}", std::strerror(errno));
     return;

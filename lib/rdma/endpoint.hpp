@@ -144,6 +144,7 @@ class Endpoint {
                     const std::string& awaiting);
   void move_qp_to(ibv_qp_state target);
   void ready_own_qp();
+  void flush_own_qp() noexcept;
   void await_established(const StepTimer& timer, const StepEvents& steps);
   [[noreturn]] void fail_establishment(const rdma_cm_event& event, const CmTransition& transition, Step step);
   void take_reply(const rdma_cm_event& event);

@@ -27,6 +27,9 @@ send_bw_pair_with() {
   expect_rc 0 "send_bw $*"
   finish "$server" 15
   expect_rc 0 "send_bw server ${server_flags[*]} for $*"
+  # The client's disconnect flushes the server's receives, which ends its stream at once:
+  # not at the drain's one-second bound (rdma_disconnect leaves a QP of the server's own in RTS).
+  if grep -q "did not flush" "$T/$server.err"; then fail "$server: $(grep "did not flush" "$T/$server.err")"; fi
 }
 
 # ctest: integration sanitized quick

@@ -3,8 +3,7 @@
 # formatting; then, in full (what CI runs):
 #   build          gcc, warnings as errors: the tools and the .deb (the unit tests: --quick)
 #   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
-#                  build serves the sanitized unit and integration runs and the fuzz run;
-#                  on fewer than 4 cores, at nice 19 beside the pair guests (see pair)
+#                  build serves the sanitized unit and integration runs and the fuzz run
 #   build-tsan     with RDMAKIT_LONG=1 or RDMAKIT_TSAN=1 only (the budget): clang with
 #                  ThreadSanitizer: only the unit tests of threaded code and the programs of
 #                  the tsan cases (the threaded and concurrent servers, tests/tsan.cmake); in
@@ -18,14 +17,12 @@
 #                  the background at nice 19 once build-tsan is built, beside the guests
 #                  (here with --under-load or no guest)
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan),
-#                  beside the guests at nice 19 (here with --under-load or no guest)
+#                  beside the pair guests at nice 19 (here with --under-load or no guest)
 #   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
 #                  cases at a time where they share nothing (tests/README.md says which run
 #                  alone, and which the sanitized builds run)
-#   pair           the two-host cases on two guests joined by a wire (plain build): first,
-#                  right after the plain build and beside build-asan, on fewer than 4 cores
-#                  with 5 GiB free; beside the single guest on 4 cores or more with 6 GiB
-#                  free; else (--under-load too) after the single guest
+#   pair           the two-host cases on two guests joined by a wire (plain build): after the
+#                  single guest, or beside it on a host of 4 cores or more with 6 GiB free
 #   schemas        every report the guests' cases queued, checked against its schema here
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the plain build as .debs (the tools, rdmakit-rxe-vm), checked
@@ -386,32 +383,9 @@ fi
 # The libraries without libFuzzer's coverage hooks (RDMAKIT_FUZZ_COVERAGE=OFF): the fuzz
 # stage's brief runs do without them, and they took a fifth of each library's compile here
 # and slowed every sanitized program in the guest.
-asan_name="build-asan (clang, ASan+UBSan, libFuzzer targets)"
-build_asan() {
-  env CC=clang CXX=clang++ scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON \
-    -DRDMAKIT_FUZZ_COVERAGE=OFF -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" "${unity[@]}"
-}
-# The pair stage needs only the plain build, and its two guests leave the cores idle for a
-# third of its time (its cases wait on timeouts, links and each other: 456 CPU-s in 333 s on
-# 2 cores, CI12): where the single guest cannot run beside it (fewer than 4 cores, see
-# pair_beside_start), it runs first, with build-asan beside it at nice 19 on what it leaves.
-# The pair's guests (2 GiB) and two clang jobs (0.85 GiB each at most) need 5 GiB; loaded on
-# purpose, or with no guest, build-asan runs here as before.
-pair_first=false
-if [[ ${RDMAKIT_SKIP_VM:-0} != 1 ]] && ! $under_load && (($(nproc) < 4)) &&
-  (($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) >= 5 * 1024 * 1024)); then
-  pair_first=true
-fi
-if $pair_first; then
-  echo "== $asan_name: in the background at nice 19, beside the pair stage (its row follows the pair's)"
-  background_start asan_build 19 "$root/build-asan.log" build_asan
-  pair_stage || true
-  stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
-  # Everything after needs build-asan: a failed build ends the suite, as in the foreground.
-  background_join asan_build "$asan_name (beside the pair guests, nice 19)"
-else
-  stage "$asan_name" build_asan
-fi
+stage "build-asan (clang, ASan+UBSan, libFuzzer targets)" env CC=clang CXX=clang++ \
+  scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON -DRDMAKIT_FUZZ_COVERAGE=OFF \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" "${unity[@]}"
 # ThreadSanitizer (it cannot share a build with ASan): the same flags, and only what its
 # stages run: the unit tests and the programs of the tsan cases (tests/tsan.cmake).
 tsan_targets="unit_tests rdma_server rdma_client send_bw rping diag-connect rdma_smoke"
@@ -491,9 +465,6 @@ fuzz_name="fuzz: every libFuzzer target for ${RDMAKIT_FUZZ_SECONDS:=3} s"
 fuzz=(scripts/fuzz.sh "$RDMAKIT_FUZZ_SECONDS" "$root/build-asan")
 if $under_load || [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
   stage "$fuzz_name" "${fuzz[@]}" || true
-elif $pair_first; then
-  echo "== $fuzz_name: in the background at nice 19, beside the single guest"
-  background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
 fi
 
 if [[ ${RDMAKIT_SKIP_VM:-0} == 1 ]]; then
@@ -507,7 +478,7 @@ if [[ ${RDMAKIT_LONG:-0} == 1 ]]; then
   stage "siw module for the guest (scripts/build-siw.sh)" scripts/build-siw.sh "$root/build/siw" || true
 fi
 burn_start
-$pair_first || pair_beside_start
+pair_beside_start
 runs=("integration (build)|$root/build|^integration\$|$jobs" "integration (build-asan)|$root/build-asan|^integration\$|$jobs")
 $with_tsan && runs+=("threaded servers under TSan (build-tsan)|$root/build-tsan|^tsan\$|$jobs|$tsan_ready")
 [[ ${RDMAKIT_LONG:-0} == 1 ]] &&
@@ -523,17 +494,15 @@ $with_tsan && queues+=(build-tsan/integration-reports)
 stage "report schemas of the builds' cases (checked here)" report_schemas "${queues[@]}" || true
 
 # Fuzzing needs no guest and nothing the pair changes: it takes what the pair's chain of
-# cases leaves (with the pair first, what the single guest leaves, started with it).
-if ! $pair_first; then
-  if ! $under_load; then
-    echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
-    background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
-  fi
-  pair_stage || true
+# cases leaves.
+if ! $under_load; then
+  echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
+  background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
 fi
+pair_stage || true
 background_join unit "$unit_name (in the background, nice 19)" || true
-background_join fuzz "$fuzz_name (beside the guests, nice 19)" || true
-$pair_first || stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
+background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
+stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
 tidy_join
 
 # installed_smoke: every package installed, and from a fresh folder outside the build the

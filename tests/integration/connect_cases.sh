@@ -19,7 +19,7 @@ expect_connect_cause() {
   [[ $seen == "$cause" && $RC -eq $exit_code ]] ||
     fail "$name: cause $seen, exit $RC; expected $cause, exit $exit_code: $(jq -c '.verdict' "$T/$name.out")"
   expect_schema diag-connect "$name.out"
-  note "$name: $cause: $(jq -r '.verdict.summary' "$T/$name.out")"
+  note "$name: $cause in ${ELAPSED_MS:-?} ms: $(jq -r '.verdict.summary' "$T/$name.out")"
 }
 
 # printed_fix NAME: the fix the verdict printed.

@@ -9,16 +9,15 @@
 namespace rdmakit {
 
 std::string_view to_string(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::completed: return "completed";
-    case Outcome::interrupted: return "interrupted";
-    case Outcome::peer_disconnected: return "peer_disconnected";
-    case Outcome::timed_out: return "timed_out";
-    case Outcome::failed: return "failed";
-    case Outcome::usage_error: return "usage_error";
-    case Outcome::unsupported: return "unsupported";
+  const auto index = static_cast<std::size_t>(outcome);
+  return index < outcome_names.size() ? outcome_names[index] : "unknown";
+}
+
+std::optional<Outcome> outcome_named(std::string_view name) {
+  for (std::size_t index = 0; index < outcome_names.size(); ++index) {
+    if (outcome_names[index] == name) return static_cast<Outcome>(index);
   }
-  return "unknown";
+  return std::nullopt;
 }
 
 Outcome outcome_of(StopReason reason) {

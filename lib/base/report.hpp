@@ -2,6 +2,7 @@
 // The result of one tool run, filled in as the run goes so that an error or Ctrl-C still
 // leaves a partial report. Rendered in exactly one place: text for people, JSON for scripts.
 
+#include <array>
 #include <chrono>
 #include <concepts>
 #include <cstdint>
@@ -32,9 +33,15 @@ struct ErrorRecord {
   std::optional<CompletionStatus> completion;  // a failed work completion's status
 };
 
-// How a run ended, as the report's "outcome" says it.
+// How a run ended, as the report's "outcome" says it. outcome_names, in the enum's order, is
+// the one table of the names: what the reports write and what a peer's or a file's name is
+// read against; the schemas and rdmakit(7) are held to it (tests/unit/outcome_test.cpp).
 enum class Outcome { completed, interrupted, peer_disconnected, timed_out, failed, usage_error, unsupported };
+inline constexpr std::array<std::string_view, 7> outcome_names{
+    "completed", "interrupted", "peer_disconnected", "timed_out", "failed", "usage_error", "unsupported"};
 std::string_view to_string(Outcome outcome);
+// The outcome NAME names; nullopt for a name outside the table.
+std::optional<Outcome> outcome_named(std::string_view name);
 Outcome outcome_of(StopReason reason);
 
 // A tool's own result in its report (a connection group's table, send_bw's rows, a

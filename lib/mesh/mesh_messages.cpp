@@ -35,11 +35,8 @@ int integer_member(const nlohmann::json& object, const char* key, int low, int h
   return static_cast<int>(value);
 }
 
-Outcome outcome_named(std::string_view name, int rank) {
-  for (auto outcome : {Outcome::completed, Outcome::interrupted, Outcome::peer_disconnected, Outcome::timed_out,
-                       Outcome::failed, Outcome::usage_error, Outcome::unsupported}) {
-    if (to_string(outcome) == name) return outcome;
-  }
+Outcome outcome_of_message(std::string_view name, int rank) {
+  if (const auto outcome = outcome_named(name)) return *outcome;
   throw ProtocolError(fmt::format("rank {}'s message: unknown outcome '{}'", rank, name));
 }
 
@@ -50,7 +47,7 @@ Attempt attempt_from(const nlohmann::json& item, int rank) {
     throw ProtocolError(fmt::format("rank {}'s message: 'attempt' is not {{outcome, figure, figures, error}}", rank));
   }
   Attempt attempt;
-  attempt.outcome = outcome_named(item["outcome"].get<std::string>(), rank);
+  attempt.outcome = outcome_of_message(item["outcome"].get<std::string>(), rank);
   if (!item["figure"].is_null()) attempt.figure = item["figure"].get<double>();
   attempt.figures = item["figures"];
   attempt.error = item["error"];

@@ -3,9 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,17 +13,16 @@
 
 #include "lib/diag/causes.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "tests/unit/source_docs.hpp"
 
 namespace {
 
-namespace fs = std::filesystem;
 using rdmakit::diag::bind_causes;
 using rdmakit::diag::BindCause;
 using rdmakit::diag::connect_causes;
 using rdmakit::diag::connect_host_causes;
 using rdmakit::diag::ConnectCause;
-
-const fs::path cause_docs_root = RDMAKIT_SOURCE_DIR;
+using rdmakit::testing::report_schema;
 
 struct ManCauses {
   std::vector<std::string> all;        // every name of every .SS line, in order
@@ -34,8 +32,8 @@ struct ManCauses {
 // The cause names of PAGE's CAUSES section: each ".SS" line names one or more, separated by
 // ", ", and may end in a parenthesis ("(exit 0)", "(InfiniBand)", "(from diag-bind)").
 ManCauses man_causes(const std::string& page) {
-  std::ifstream in(cause_docs_root / "man" / page);
-  EXPECT_TRUE(in) << page;
+  std::istringstream in(rdmakit::testing::man_page(page));
+  EXPECT_FALSE(in.str().empty()) << page;
   ManCauses causes;
   bool inside = false;
   for (std::string line; std::getline(in, line);) {
@@ -54,11 +52,6 @@ ManCauses man_causes(const std::string& page) {
     }
   }
   return causes;
-}
-
-nlohmann::json tool_schema(const std::string& tool) {
-  std::ifstream in(cause_docs_root / "doc" / "schema" / (tool + ".schema.json"));
-  return nlohmann::json::parse(in);
 }
 
 template <typename Table>
@@ -85,7 +78,7 @@ TEST(Causes, DiagConnectManPageListsItsTable) {
 }
 
 TEST(Causes, DiagBindSchemaOutcomesAreItsCausesAndItsModes) {
-  const auto outcomes = tool_schema("diag-bind")["properties"]["outcome"]["enum"].get<std::vector<std::string>>();
+  const auto outcomes = report_schema("diag-bind")["properties"]["outcome"]["enum"].get<std::vector<std::string>>();
   std::vector<std::string> causes;
   std::set<std::string> others;
   for (const auto& outcome : outcomes) {
@@ -101,7 +94,7 @@ TEST(Causes, DiagBindSchemaOutcomesAreItsCausesAndItsModes) {
 }
 
 TEST(Causes, DiagConnectSchemaCauseIsItsTable) {
-  const auto document = tool_schema("diag-connect");
+  const auto document = report_schema("diag-connect");
   EXPECT_EQ(document["$defs"]["cause"]["enum"].get<std::vector<std::string>>(), table_names(connect_causes));
   auto outcomes = table_names(connect_causes);
   for (const char* other : {"completed", "usage_error", "failed", "interrupted"}) outcomes.emplace_back(other);
@@ -109,8 +102,7 @@ TEST(Causes, DiagConnectSchemaCauseIsItsTable) {
 }
 
 TEST(Causes, InventoryCheckStatusesAreTheSchemas) {
-  std::ifstream in(cause_docs_root / "doc" / "schema" / "common.schema.json");
-  const auto common = nlohmann::json::parse(in);
+  const auto common = report_schema("common");
   std::vector<std::string> names;
   for (const auto status : {rdmakit::diag::CheckStatus::ok, rdmakit::diag::CheckStatus::warn,
                             rdmakit::diag::CheckStatus::fail, rdmakit::diag::CheckStatus::info}) {

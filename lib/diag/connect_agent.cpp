@@ -28,6 +28,7 @@
 #include "lib/diag/probe_ticket.hpp"
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
+#include "lib/net/stream_io.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 
@@ -228,9 +229,9 @@ class Agent {
       // The client's time to read starts once the answer is ready: building it (this host's
       // view, the nftables ruleset too) took a sanitized agent on a loaded host past the
       // whole timeout, and it hung up on a client that was still waiting.
-      if (!sealed::send_bytes(
-              fd, writer.seal(to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
-              Clock::now() + options_.client_timeout, -1)) {
+      if (!tcp::send_bytes(fd,
+                           writer.seal(to_json(answer).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                           Clock::now() + options_.client_timeout, -1)) {
         throw ProtocolError("the client did not read the answer in time");
       }
       const std::lock_guard lock(shared_);

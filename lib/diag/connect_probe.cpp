@@ -28,6 +28,7 @@
 #include "lib/diag/probe_ticket.hpp"
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
+#include "lib/net/stream_io.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/verbs.hpp"
@@ -394,35 +395,21 @@ AgentStatus contact_status(int errnum) {
   }
 }
 
-// Waits for `events` on `fd` until the deadline; false with errno ETIMEDOUT when it passed,
-// EINTR on Ctrl-C.
-bool await_socket(int fd, short events, Clock::time_point deadline, int stop_fd) {
-  const auto waited = await_events(fd, events, stop_fd, deadline);
-  if (waited == SocketWait::ready) return true;
-  errno = waited == SocketWait::stopped ? EINTR : ETIMEDOUT;
-  return false;
-}
-
 // Fails with the errno of what went wrong; the deadline bounds it all.
 std::string fetch_answer(const SocketAddress& agent, const std::string& request, const SharedKey* key,
                          Clock::time_point deadline, int stop_fd) {
-  auto socket =
-      FileDescriptor::checked(::socket(agent.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
-  const auto length = agent.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (::connect(socket.get(), agent.get(), static_cast<socklen_t>(length)) != 0 && errno != EINPROGRESS) {
-    throw std::system_error(errno, std::generic_category(), "connect");
-  }
-  if (!await_socket(socket.get(), POLLOUT, deadline, stop_fd)) {
-    throw std::system_error(errno, std::generic_category(), "connect");
-  }
-  int error = 0;
-  socklen_t error_length = sizeof(error);
-  getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &error_length);
-  if (error != 0) throw std::system_error(error, std::generic_category(), "connect");
+  const auto length = static_cast<socklen_t>(agent.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  auto socket = [&] {
+    try {
+      return tcp::connect_to(agent.get(), length, deadline, stop_fd);
+    } catch (const RunStopped&) {
+      throw std::system_error(EINTR, std::generic_category(), "connect");
+    }
+  }();
   try {
     const auto keys = handshake::join_handshake(socket.get(), handshake::Service::agent, key, deadline, stop_fd);
     sealed::FrameWriter writer(keys.sending);
-    if (!sealed::send_bytes(socket.get(), writer.seal(request), deadline, stop_fd)) {
+    if (!tcp::send_bytes(socket.get(), writer.seal(request), deadline, stop_fd)) {
       throw std::system_error(ETIMEDOUT, std::generic_category(), "sending the request");
     }
     sealed::FrameReader reader(keys.receiving, max_answer_bytes, "the agent");

@@ -17,6 +17,7 @@
 
 #include "lib/base/big_endian.hpp"
 #include "lib/net/hmac_sha256.hpp"
+#include "lib/net/stream_io.hpp"
 
 namespace rdmakit::handshake {
 
@@ -79,7 +80,7 @@ std::vector<std::uint8_t> read_exactly(int fd, std::size_t size, Clock::time_poi
   while (bytes.size() < size) {
     std::optional<std::size_t> got;
     try {
-      got = sealed::receive_some(fd, bytes, size - bytes.size(), deadline, stop_fd);
+      got = tcp::receive_some(fd, bytes, size - bytes.size(), deadline, stop_fd);
     } catch (const ProtocolError& failed) {
       throw AuthenticationError(fmt::format("reading the {}: {}", what, failed.what()));
     }
@@ -98,7 +99,7 @@ std::vector<std::uint8_t> read_exactly(int fd, std::size_t size, Clock::time_poi
 void write_all(int fd, std::span<const std::uint8_t> bytes, Clock::time_point deadline, int stop_fd, const char* what) {
   bool taken = false;
   try {
-    taken = sealed::send_bytes(fd, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, deadline, stop_fd);
+    taken = tcp::send_bytes(fd, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, deadline, stop_fd);
   } catch (const ProtocolError& gone) {
     throw AuthenticationError(fmt::format("sending the {}: {}", what, gone.what()));
   }

@@ -1,5 +1,7 @@
 #include "lib/net/sealed_frames.hpp"
 
+#include "lib/net/stream_io.hpp"
+
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -69,46 +71,13 @@ std::optional<std::string> FrameReader::take(std::string& buffered) {
   return payload;
 }
 
-bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int stop_fd) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const auto wrote = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (wrote > 0) {
-      sent += static_cast<std::size_t>(wrote);
-      continue;
-    }
-    if (wrote < 0 && errno != EAGAIN && errno != EINTR) {
-      throw ProtocolError(fmt::format("the peer is gone ({})", std::strerror(errno)));
-    }
-    const auto waited = await_events(fd, POLLOUT, stop_fd, deadline);
-    if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
-    if (waited == SocketWait::timed_out) return false;
-  }
-  return true;
-}
-
-std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t at_most, Clock::time_point deadline,
-                                        int stop_fd) {
-  std::array<char, 65536> chunk{};
-  for (;;) {
-    const auto waited = await_events(fd, POLLIN, stop_fd, deadline);
-    if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
-    if (waited == SocketWait::timed_out) return std::nullopt;
-    const auto got = ::recv(fd, chunk.data(), std::clamp<std::size_t>(at_most, 1, chunk.size()), MSG_DONTWAIT);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got < 0) throw ProtocolError(fmt::format("the connection failed ({})", std::strerror(errno)));
-    into.append(chunk.data(), static_cast<std::size_t>(got));
-    return static_cast<std::size_t>(got);
-  }
-}
-
 std::optional<std::string> receive_frame(int fd, FrameReader& reader, std::string& buffered, Clock::time_point deadline,
                                          int stop_fd) {
   for (;;) {
     if (auto payload = reader.take(buffered)) return payload;
     // take() leaves less than a whole frame, so this never reads past the frame being read:
     // what a peer sends ahead stays in its socket.
-    const auto got = receive_some(fd, buffered, reader.max_frame_bytes() - buffered.size(), deadline, stop_fd);
+    const auto got = tcp::receive_some(fd, buffered, reader.max_frame_bytes() - buffered.size(), deadline, stop_fd);
     if (!got) return std::nullopt;
     if (*got == 0) {
       throw ProtocolError(

@@ -82,15 +82,9 @@ class FrameReader {
   std::uint64_t next_sequence_ = 0;
 };
 
-// The side channels' I/O, on a non-blocking socket (the handshake's messages and the frames
-// after it). Each returns false (or nullopt) when `deadline` passes first, throws RunStopped
-// when `stop_fd` fires (-1: none), and ProtocolError when the peer is gone (closed, reset) or
-// sends what FrameReader refuses.
-bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int stop_fd);
-// Waits for one arrival and appends it to `into`, at most `at_most` bytes: the count appended,
-// 0 when the peer closed the connection.
-std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t at_most, Clock::time_point deadline,
-                                        int stop_fd);
+// One frame from a non-blocking socket (lib/net/stream_io underneath): nullopt when `deadline`
+// passes first, RunStopped when `stop_fd` fires, ProtocolError when the peer is gone or sends
+// what `reader` refuses.
 std::optional<std::string> receive_frame(int fd, FrameReader& reader, std::string& buffered, Clock::time_point deadline,
                                          int stop_fd);
 

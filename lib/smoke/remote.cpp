@@ -26,6 +26,7 @@
 #include "lib/base/wait.hpp"
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
+#include "lib/net/stream_io.hpp"
 
 namespace rdmakit::smoke {
 
@@ -214,26 +215,22 @@ ControlChannel ControlChannel::connect_to(const std::string& host, std::uint16_t
   int error = 0;
   // The serving side may not listen yet: try again until the deadline.
   while (Clock::now() < deadline) {
-    auto socket =
-        FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
-    if (from.list != nullptr && ::bind(socket.get(), from.list->ai_addr, from.list->ai_addrlen) != 0) {
-      throw std::runtime_error(
-          fmt::format("cannot connect from {} to rdma_smoke --serve: {}", source, std::strerror(errno)));
-    }
-    if (::connect(socket.get(), address->ai_addr, address->ai_addrlen) != 0 && errno != EINPROGRESS) {
-      error = errno;
-    } else if (await_fd(socket.get(), POLLOUT, std::min(deadline, Clock::now() + std::chrono::seconds(5)), stop_fd)) {
-      socklen_t length = sizeof error;
-      getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &length);
-      if (error == 0) {
-        ControlChannel channel(dup(socket.get()), stop_fd, fmt::format("{}:{}", host, port));
-        channel.seal_with(handshake::join_handshake(channel.fd_, handshake::Service::smoke, key,
-                                                    Clock::now() + handshake_timeout, stop_fd),
-                          "the serving side");
-        return channel;
+    try {
+      auto socket = tcp::connect_to(
+          address->ai_addr, address->ai_addrlen, std::min(deadline, Clock::now() + std::chrono::seconds(5)), stop_fd,
+          from.list != nullptr ? from.list->ai_addr : nullptr, from.list != nullptr ? from.list->ai_addrlen : 0);
+      ControlChannel channel(socket.release(), stop_fd, fmt::format("{}:{}", host, port));
+      channel.seal_with(handshake::join_handshake(channel.fd_, handshake::Service::smoke, key,
+                                                  Clock::now() + handshake_timeout, stop_fd),
+                        "the serving side");
+      return channel;
+    } catch (const std::system_error& failed) {
+      // Where we were told to connect from cannot be bound: no retry mends that.
+      if (std::string_view(failed.what()).starts_with("bind")) {
+        throw std::runtime_error(
+            fmt::format("cannot connect from {} to rdma_smoke --serve: {}", source, failed.code().message()));
       }
-    } else {
-      error = ETIMEDOUT;
+      error = failed.code().value();
     }
     if (await_fd(stop_fd, POLLIN, Clock::now() + std::chrono::milliseconds(500), -1)) {
       throw RunStopped(StopReason::interrupted, "stopped by a signal");
@@ -297,7 +294,7 @@ void ControlChannel::seal_with(const sealed::DirectionKeys& keys, const std::str
 
 void ControlChannel::send(const nlohmann::json& message) {
   const auto frame = writer_.seal(message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  if (!sealed::send_bytes(fd_, frame, Clock::now() + std::chrono::seconds(30), stop_fd_)) {
+  if (!tcp::send_bytes(fd_, frame, Clock::now() + std::chrono::seconds(30), stop_fd_)) {
     throw ProtocolError("the peer takes no more data");
   }
 }

@@ -18,6 +18,7 @@
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
 #include "lib/net/shared_key.hpp"
+#include "lib/net/stream_io.hpp"
 #include "socket_pair.hpp"
 
 namespace rdmakit::sealed {
@@ -139,8 +140,9 @@ TEST(SealedFrames, OverASocketWithDeadlines) {
   const std::string big(600 * 1024, 'a');
   auto frames = writer.seal(big);
   frames += writer.seal("after");
-  auto sent = std::async(std::launch::async,
-                         [&] { return send_bytes(pair.server, frames, Clock::now() + std::chrono::seconds(5), -1); });
+  auto sent = std::async(std::launch::async, [&] {
+    return rdmakit::tcp::send_bytes(pair.server, frames, Clock::now() + std::chrono::seconds(5), -1);
+  });
   EXPECT_EQ(receive_frame(pair.client, reader, buffered, Clock::now() + std::chrono::seconds(5), -1), big);
   EXPECT_TRUE(sent.get());
   EXPECT_EQ(receive_frame(pair.client, reader, buffered, Clock::now() + std::chrono::seconds(5), -1), "after");

@@ -1,0 +1,39 @@
+#pragma once
+// The side channels' plain TCP I/O: one non-blocking connect, and sends and receives, every
+// one bounded by a deadline and ended by the stop descriptor. Under the key handshake's
+// sealed frames (sealed_frames) and under perftest's out-of-band exchange (send_bw), which
+// is why it carries no cryptography of its own.
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "lib/base/file_descriptor.hpp"
+#include "lib/base/wait.hpp"
+
+namespace rdmakit::tcp {
+
+// A connected, non-blocking TCP socket to `to` (from `from` when given). Throws
+// std::system_error with connect's errno (ECONNREFUSED, ETIMEDOUT when the deadline passed
+// first, ...), and RunStopped when `stop_fd` fires (-1: none).
+FileDescriptor connect_to(const sockaddr* to, socklen_t length, Clock::time_point deadline, int stop_fd,
+                          const sockaddr* from = nullptr, socklen_t from_length = 0);
+
+// Each returns false (or nullopt) when `deadline` passes first, throws RunStopped when
+// `stop_fd` fires, and ProtocolError when the peer is gone (closed, reset).
+bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int stop_fd);
+// Waits for one arrival and appends it to `into`, at most `at_most` bytes: the count appended,
+// 0 when the peer closed the connection.
+std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t at_most, Clock::time_point deadline,
+                                        int stop_fd);
+// Exactly into.size() bytes, never more: a peer that closes first is a ProtocolError naming
+// `what` and how far it got.
+bool receive_exactly(int fd, std::span<std::uint8_t> into, Clock::time_point deadline, int stop_fd,
+                     std::string_view what);
+
+}  // namespace rdmakit::tcp

@@ -11,10 +11,17 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "lib/base/error.hpp"
+#include "lib/send_bw/perftest_conversation.hpp"
 #include "lib/send_bw/perftest_exchange.hpp"
+#include "tests/unit/socket_pair.hpp"
 #include "tests/unit/source_docs.hpp"
 
 namespace {
@@ -27,6 +34,10 @@ Bytes text_bytes(const std::string& text, std::size_t size) {
   Bytes bytes(text.begin(), text.end());
   bytes.resize(size, 0);
   return bytes;
+}
+
+std::string fmt_message(std::size_t index, const char* what) {
+  return "message " + std::to_string(index) + " " + what;
 }
 
 struct Message {
@@ -229,6 +240,126 @@ TEST(PerftestResults, FiguresMustBeFigures) {
     wrong.average_mb_per_s = bad;
     EXPECT_THROW(perftest::decode_results(perftest::encode(wrong)), ProtocolError) << bad;
   }
+}
+
+// ---- the conversation, played against each side of a capture ----
+
+// The peer's side of a capture over `fd`: its messages written, ours read and compared with
+// the captured ones (but `unchecked`, which the captured peer filled from its own stack).
+// Closes `fd` at the end, as perftest exits.
+std::vector<std::string> play_peer(int fd, const std::vector<Message>& messages, bool peer_is_client,
+                                   const std::vector<std::size_t>& unchecked) {
+  std::vector<std::string> mismatches;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto& message = messages[i];
+    if (message.from_client == peer_is_client) {
+      if (::write(fd, message.bytes.data(), message.bytes.size()) != static_cast<ssize_t>(message.bytes.size())) {
+        mismatches.push_back(fmt_message(i, "could not be written"));
+        break;
+      }
+      continue;
+    }
+    Bytes got(message.bytes.size());
+    std::size_t have = 0;
+    while (have < got.size()) {
+      const auto n = ::read(fd, got.data() + have, got.size() - have);
+      if (n <= 0) break;
+      have += static_cast<std::size_t>(n);
+    }
+    if (have != got.size()) {
+      mismatches.push_back(fmt_message(i, "ended early"));
+      break;
+    }
+    if (got != message.bytes && std::find(unchecked.begin(), unchecked.end(), i) == unchecked.end()) {
+      mismatches.push_back(fmt_message(i, "differs"));
+    }
+  }
+  ::close(fd);
+  return mismatches;
+}
+
+// The conversation's side: COUNT records (one QP) of the capture's side, the steps of
+// OPERATION's program, the capture's results where there are any.
+void converse(int fd, bool client, const std::vector<Message>& messages, rdmakit::bw::Operation operation) {
+  perftest::Conversation conversation(fd, client, std::chrono::seconds(5), -1);
+  const auto agreed = conversation.open({.page_size = 4096, .cache_line = 64}, 3);
+  EXPECT_EQ(agreed.peer.text, "6.06");
+  EXPECT_EQ(agreed.mtu, 3);
+  // Our record: the one the captured side sent (message 8 is the client's, 9 the server's).
+  const auto ours = perftest::decode_destination(messages.at(client ? 8 : 9).bytes, true);
+  const auto theirs_expected = perftest::decode_destination(messages.at(client ? 9 : 8).bytes, true);
+  for (const auto step : perftest::program_steps(operation)) {
+    switch (step) {
+      case perftest::Step::records:
+        EXPECT_EQ(conversation.exchange_records({ours}, true).at(0), theirs_expected);
+        break;
+      case perftest::Step::barrier: conversation.barrier(ours, true); break;
+      case perftest::Step::results: {
+        std::array<std::array<std::uint8_t, 8>, 5> fields{};
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+          std::copy(messages.at(16 + 2 * i).bytes.begin(), messages.at(16 + 2 * i).bytes.end(), fields[i].begin());
+        }
+        if (client) {
+          conversation.send_results(perftest::decode_results(fields));
+        } else {
+          EXPECT_EQ(conversation.receive_results(), perftest::decode_results(fields));
+        }
+        break;
+      }
+      case perftest::Step::close: conversation.close(ours, true); break;
+      case perftest::Step::connect:
+      case perftest::Step::run: break;
+    }
+  }
+}
+
+void expect_conversation(const std::string& name, rdmakit::bw::Operation operation, bool we_are_client) {
+  const auto messages = capture(name);
+  rdmakit::testing::SocketPair pair;
+  // Our server answers the client's figures with zeros, where perftest's sent its leftovers.
+  std::vector<std::size_t> unchecked;
+  if (!we_are_client && operation != rdmakit::bw::Operation::send) unchecked = {17, 19, 21, 23, 25};
+  std::vector<std::string> mismatches;
+  const int peer_fd = std::exchange(pair.client, -1);  // play_peer closes it
+  std::thread peer([&] { mismatches = play_peer(peer_fd, messages, !we_are_client, unchecked); });
+  std::string failure;
+  try {
+    converse(pair.server, we_are_client, messages, operation);
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  ::shutdown(pair.server, SHUT_RDWR);  // a peer still waiting for us ends
+  peer.join();
+  EXPECT_EQ(failure, "") << name << (we_are_client ? " (our client)" : " (our server)");
+  EXPECT_TRUE(mismatches.empty()) << ::testing::PrintToString(mismatches);
+}
+
+TEST(PerftestConversation, OurClientIsTheStockClientToTheStockServer) {
+  expect_conversation("ib_send_bw-6.06.exchange", rdmakit::bw::Operation::send, true);
+  expect_conversation("ib_write_bw-6.06.exchange", rdmakit::bw::Operation::write, true);
+  expect_conversation("ib_read_bw-6.06.exchange", rdmakit::bw::Operation::read, true);
+}
+
+TEST(PerftestConversation, OurServerIsTheStockServerToTheStockClient) {
+  expect_conversation("ib_send_bw-6.06.exchange", rdmakit::bw::Operation::send, false);
+  expect_conversation("ib_write_bw-6.06.exchange", rdmakit::bw::Operation::write, false);
+  expect_conversation("ib_read_bw-6.06.exchange", rdmakit::bw::Operation::read, false);
+}
+
+TEST(PerftestConversation, APeerThatStopsTalkingTimesOut) {
+  rdmakit::testing::SocketPair pair;
+  perftest::Conversation conversation(pair.server, true, std::chrono::milliseconds(200), -1);
+  EXPECT_THROW(conversation.open({}, 3), rdmakit::RunStopped);
+}
+
+TEST(PerftestConversation, APeerThatClosesMidMessageIsAProtocolError) {
+  rdmakit::testing::SocketPair pair;
+  const char half[] = "6.0";
+  ASSERT_EQ(::write(pair.client, half, 3), 3);
+  ::close(pair.client);
+  pair.client = -1;
+  perftest::Conversation conversation(pair.server, false, std::chrono::seconds(5), -1);
+  EXPECT_THROW(conversation.open({}, 3), ProtocolError);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "lib/base/error.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/rdma/cm.hpp"
+#include "lib/send_bw/perftest_client.hpp"
 #include "lib/send_bw/perftest_flags.hpp"
 #include "lib/send_bw/placement.hpp"
 #include "lib/tool/cli_checks.hpp"
@@ -178,6 +179,9 @@ void BwOptions::add_to(CLI::App& app) {
       ->capture_default_str()
       ->transform(connection_type());
   app.add_flag("-b,--bidirectional", s.bidirectional, "The server sends every message back (--op send)");
+  app.add_flag("--oob", s.out_of_band,
+               "Client: run against a perftest server (ib_send_bw, ib_write_bw, ib_read_bw started without -R), "
+               "its QPs' details exchanged over TCP as perftest does by default; -n must match the server's");
   app.add_option("-x,--gid-index", s.gid_index,
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")
       ->check(CLI::Range(0, 65535));
@@ -248,6 +252,7 @@ void check_bw_options(BwOptions& o) {
   apply_bw_defaults(o, o.measure.size_given());
   // A timed run: -D, or perftest's --run_infinitely (read_perftest_flags).
   validate_bw_options(o, o.measure.duration_s > 0, o.measure.iterations_given());
+  if (o.settings.out_of_band) check_perftest_client(o.settings, o.measure.sweep, o.measure.duration_s > 0);
   // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
   check_resolvable(o.settings.server);
   check_resolvable(o.settings.bind);
@@ -269,6 +274,8 @@ void run_send_bw(const BwOptions& o, const CommonOptions& common, Report& report
   try {
     if (settings.server.empty()) {
       run_bw_server(settings, report, results);
+    } else if (settings.out_of_band) {
+      run_perftest_client(settings, report, results);
     } else {
       run_bw_client(settings, report, results);
     }

@@ -70,8 +70,8 @@ constexpr Absent absent_flags[] = {
 // perftest's flags whose job is done already here: accepted, with a note.
 constexpr std::pair<const char*, const char*> ignored_flags[] = {
     {"-F,--CPU-freq", "-F: send_bw gives no CPU-frequency warning to silence"},
-    {"-R,--rdma_cm", "-R: send_bw always connects through rdma_cm"},
-    {"-z,--com_rdma_cm", "-z: send_bw always connects through rdma_cm"},
+    {"-R,--rdma_cm", "-R: send_bw connects through rdma_cm (unless --oob)"},
+    {"-z,--com_rdma_cm", "-z: send_bw connects through rdma_cm (unless --oob)"},
     {"-N,--noPeak", "-N: the peak costs nothing to measure; it stays in the rows"},
     {"--perform_warm_up", "--perform_warm_up: every size is warmed up (--warmup)"},
 };
@@ -119,7 +119,16 @@ std::vector<std::string> PerftestFlags::apply(BwOptions& o, bool& duration_given
   }
   std::vector<std::string> notes;
   for (const auto& [option, note] : ignored_) {
-    if (option->count() > 0) notes.emplace_back(note);
+    if (option->count() == 0) continue;
+    // perftest's -R and -z say rdma_cm, which is what --oob leaves out.
+    const auto name = first_name(*option);
+    if (o.settings.out_of_band && (name == "-R" || name == "-z")) {
+      throw UsageError(
+          fmt::format("{} and --oob: perftest's {} is its rdma_cm mode, --oob its default TCP exchange; "
+                      "give one",
+                      name, name));
+    }
+    notes.emplace_back(note);
   }
   if (rate_limit_->count() > 0) {
     if (o.rate_limit > 0) throw UsageError("--rate_limit and --rate-limit: give one");

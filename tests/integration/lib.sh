@@ -116,6 +116,13 @@ wait_listening() {
   poll_until "${2:-10}" "nothing listens on port $1 after ${2:-10} s" listening_on "$1"
 }
 
+# wait_tcp_listening PORT [SECONDS]: until a TCP socket listens on PORT (perftest's servers
+# without -R; 10 s at most by default).
+tcp_listening() { [[ -n $(ss -Hltn "sport = :$1") ]]; }
+wait_tcp_listening() {
+  poll_until "${2:-10}" "nothing listens on TCP port $1 after ${2:-10} s" tcp_listening "$1"
+}
+
 # wait_for_line FILE PATTERN [SECONDS]: until PATTERN shows up in $T/FILE (10 s at most by default).
 wait_for_line() {
   poll_until "${3:-10}" "'$2' did not appear in $1 within ${3:-10} s" grep -qs -- "$2" "$T/$1"

@@ -135,7 +135,8 @@ case_send_bw_bad_flags() {
   for args in "-s 0" "-s 2147483648" "-a -s 64" "--op swap" "-t 0" "-n 0" "--bogus" "-a -D 1" "-n 5 -D 1" \
     "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind 1.2.3.4" \
     "-Q 4" "-V" "--use-srq" "--reversed" "-c XRC" "--rate_limit_type HW" "--run_infinitely -n 5" \
-    "--run_infinitely -a" "--lat --run_infinitely" "--rate_limit 1 --rate-limit 1" "--progress --quiet"; do
+    "--run_infinitely -a" "--lat --run_infinitely" "--rate_limit 1 --rate-limit 1" "--progress --quiet" \
+    "--oob --lat" "--oob -a" "--oob -c UD" "--oob -b" "--oob --op atomic" "--oob -D 2" "--oob -q 2" "--oob -R"; do
     # shellcheck disable=SC2086
     run bad 10 "$OURS_SEND_BW" 1.2.3.4 $args
     expect_rc 2 "send_bw $args"
@@ -162,7 +163,7 @@ case_send_bw_perftest_flags() {
   # What the spelling means lands in the report: perftest's --rate_limit is in Gb/s.
   expect_jq '.arguments.report_gbits == true' ok1.out
   [[ -s $T/p.json ]] || fail "--out_json_file: no report written"
-  grep -q 'always connects through rdma_cm' "$T/ok8.err" || fail "-R: no note"
+  grep -q 'connects through rdma_cm (unless --oob)' "$T/ok8.err" || fail "-R: no note"
   # --out_json writes perftest's file name in the working folder.
   (cd "$T" && "$OURS_SEND_BW" 127.0.0.1 --out_json > /dev/null 2>&1)
   [[ -s $T/perftest_out.json ]] || fail "--out_json: no perftest_out.json"
@@ -887,4 +888,48 @@ case_send_bw_silent_one_sided() {
   finish busy_server 20
   expect_rc 0 "the busy port's send_bw server"
   note "silent WRITE client dropped on a quiet port; a stopped one beside a busy port; --op write and read for $((2 * CRAFTED_TIMEOUT + 1)) s served to the end"
+}
+
+# --oob: our client against the stock perftest servers in perftest's default mode (no
+# rdma_cm; QP numbers, PSNs, GIDs and buffers over TCP): WRITE, READ and SEND each complete
+# on both sides, the server at the GID that holds the address (as diag-bind --gids would
+# advise), and a WRITE or READ server prints our figures as its row, as it would its own
+# client's. Then the refusals: nothing listening, and what --oob does not run yet. Sanitized:
+# the exchange decodes what a peer sends, and the QPs are ours to set up.
+# ctest: integration sanitized
+case_send_bw_perftest_server() {
+  require_device
+  local entry op iterations=300
+  entry=$(gid_index_sysfs "$RXE_ADDR") || fail "no RoCE v2 GID holds $RXE_ADDR"
+  for op in write read send; do
+    next_port
+    start "ib_$op" ib_"$op"_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n "$iterations"
+    wait_tcp_listening "$PORT"
+    run "oob_$op" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op "$op" -n "$iterations" --json
+    expect_rc 0 "send_bw --oob --op $op against ib_${op}_bw"
+    finish "ib_$op" 30
+    expect_rc 0 "ib_${op}_bw, the server of send_bw --oob"
+    expect_jq '.outcome == "completed" and .test.exchange == {"method": "perftest", "peer_version": "6.06"}
+      and (.rows | length) == 1 and .rows[0].iterations == '"$iterations"' and .test.path.gid_index == '"${entry#* }" \
+      "oob_$op.out"
+    expect_schema send_bw "oob_$op.out"
+    # The server's row: " 65536      300   <peak>   <average>   <rate>".
+    local row
+    row=$(awk '/#bytes/ {getline; print; exit}' "$T/ib_$op.out")
+    [[ $(awk '{print $1, $2}' <<< "$row") == "65536 $iterations" ]] || fail "ib_${op}_bw's row: '$row'"
+    if [[ $op != send ]]; then
+      # Our average, as perftest prints it (%.2f of MB/s, 2^20 bytes).
+      local ours
+      printf -v ours '%.2f' "$(jq -r '.rows[0].bw_average_mib_per_s' "$T/oob_$op.out")"
+      [[ $(awk '{print $4}' <<< "$row") == "$ours" ]] || fail "ib_${op}_bw printed '$row', not our $ours MiB/s"
+    fi
+    note "$op: ours $(jq -r '.rows[0].bw_average_mib_per_s * 100 | round / 100' "$T/oob_$op.out") MiB/s; ib_${op}_bw's row: $row"
+  done
+  next_port
+  run none 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 10 --timeout 3
+  expect_rc 1 "send_bw --oob with nothing listening"
+  expect_grep "^send_bw: no perftest server at $RXE_ADDR:$PORT (Connection refused): start ib_write_bw there first" none.err
+  run latency 10 "$OURS_SEND_BW" "$RXE_ADDR" --oob --lat
+  expect_rc 2 "send_bw --oob --lat"
+  expect_grep "^send_bw: --oob does not run latency tests yet" latency.err
 }

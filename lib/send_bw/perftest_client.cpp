@@ -197,42 +197,23 @@ void check_perftest_client(const BwSettings& s, bool sweep, bool timed) {
   if (timed && s.operation == bw::Operation::send) refuse("timed SEND tests (-D)");
 }
 
-void run_perftest_client(const BwSettings& s, Report& report, BwResults& results) {
-  check_perftest_client(s, s.sizes.size() > 1, s.budget.duration.has_value());
-  const auto size = s.sizes.empty() ? std::uint32_t{65536} : s.sizes.front();
-  const auto server = parse_address(s.server, s.port);
-  const auto address_length =
-      static_cast<socklen_t>(server.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
-  FileDescriptor socket = [&] {
-    try {
-      return tcp::connect_to(server.get(), address_length, Clock::now() + s.limits.timeout, s.limits.stop_fd);
-    } catch (const std::system_error& failed) {
-      throw std::runtime_error(fmt::format("no perftest server at {} ({}): start ib_{}_bw there first, without -R",
-                                           server.to_string(), failed.code().message(), bw::to_string(s.operation)));
-    }
-  }();
-  const auto local_address = local_address_of(socket.get());
-  report.local_address = local_address;
-  report.peer_address = server.to_string();
+namespace {
 
-  const DeviceContext device(s.device);
-  const auto local = choose_port(s, device, local_address);
-  const bool with_gid = local.gid.has_value();
-  ibv_device_attr device_attributes{};
-  check_returned(ibv_query_device(device.get(), &device_attributes), "ibv_query_device", device.name());
+FileDescriptor connect_to_server(const BwSettings& s, const SocketAddress& server) {
+  const auto length = static_cast<socklen_t>(server.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  try {
+    return tcp::connect_to(server.get(), length, Clock::now() + s.limits.timeout, s.limits.stop_fd);
+  } catch (const std::system_error& failed) {
+    throw std::runtime_error(fmt::format("no perftest server at {} ({}): start ib_{}_bw there first, without -R",
+                                         server.to_string(), failed.code().message(), bw::to_string(s.operation)));
+  }
+}
 
-  perftest::Conversation conversation(socket.get(), true, s.limits.timeout, s.limits.stop_fd);
-  const perftest::Geometry ours{.page_size = static_cast<std::uint32_t>(sysconf(_SC_PAGESIZE)), .cache_line = 64};
-  const int our_mtu = s.mtu ? std::min<int>(*s.mtu, local.attributes.active_mtu) : local.attributes.active_mtu;
-  const auto agreed = conversation.open(ours, our_mtu);
-  spdlog::info("perftest {} at {}: path MTU {}, page size {}", agreed.peer.text, server.to_string(),
-               mtu_bytes(static_cast<ibv_mtu>(agreed.mtu)), agreed.geometry.page_size);
-
-  // perftest's region: a page at least, a whole number of cache lines.
-  const std::uint64_t line = agreed.geometry.cache_line;
-  const std::uint64_t region = (std::max<std::uint64_t>(size, agreed.geometry.page_size) + line - 1) / line * line;
-  const ProtectionDomain pd(device.get());
-  CompletionChannel channel(device.get());
+// Our queue pairs, each with its CQ, its buffer (the messages, then the region offered to
+// the peer: perftest's, a page at least, whole cache lines) and its record.
+std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device, const ProtectionDomain& pd,
+                                CompletionChannel& channel, const LocalPort& local,
+                                const ibv_device_attr& device_attributes, std::uint64_t region) {
   std::mt19937 random(std::random_device{}());
   std::vector<OobLane> lanes(s.queue_pairs);
   for (auto& lane : lanes) {
@@ -258,9 +239,87 @@ void run_perftest_client(const BwSettings& s, Report& report, BwResults& results
     lane.record.psn = random() & 0xffffffU;
     lane.record.rkey = lane.buffer->rkey();
     lane.record.vaddr = lane.buffer->address() + region;
-    if (with_gid) lane.record.gid = gid_bytes(device, local.number, local.gid->index);
+    if (local.gid) lane.record.gid = gid_bytes(device, local.number, local.gid->index);
   }
+  return lanes;
+}
+
+// The measured run: send_bw's stream loop over our QPs at the server's buffers.
+void run_stream(const BwSettings& s, const std::vector<OobLane>& lanes,
+                const std::vector<perftest::Destination>& theirs, std::uint32_t size, BwResults& results) {
+  std::vector<Lane> loop_lanes;
+  loop_lanes.reserve(lanes.size());
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    loop_lanes.push_back(Lane{.qp = lanes[i].qp->get(),
+                              .cq = lanes[i].cq->get(),
+                              .local_address = lanes[i].buffer->address(),
+                              .lkey = lanes[i].buffer->lkey(),
+                              .remote_address = theirs[i].vaddr,
+                              .rkey = theirs[i].rkey,
+                              .receive_address = 0,
+                              .receive_lkey = 0,
+                              .receive_length = 0,
+                              .peer = {},
+                              .immediate_data = true});
+  }
+  const StreamSettings settings{
+      .basics = {.max_inline_data = lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
+      .lanes = loop_lanes,
+      .operation = s.operation,
+      .depth = s.depth,
+      .signal_every = signal_interval(s.depth),
+      .bidirectional = false,
+      .messages_per_s = std::nullopt,
+      .interval = s.interval,
+      .intervals = &results.intervals,
+      .interval_done = s.interval_done,
+      .atomics = nullptr,
+      .lane_sends = nullptr,
+      .credits = nullptr,
+      .heartbeat = nullptr};
+  stream(settings, size, s.budget, results.bandwidth);
+  if (s.row_done) s.row_done(results);
+}
+
+perftest::Results results_of(const BandwidthRow& row) {
+  return {.message_size = row.size,
+          .iterations = row.iterations,
+          .peak_mb_per_s = row.peak_mib_per_s,
+          .average_mb_per_s = row.average_mib_per_s,
+          .message_rate_mpps = row.message_rate_mpps};
+}
+
+}  // namespace
+
+void run_perftest_client(const BwSettings& s, Report& report, BwResults& results) {
+  check_perftest_client(s, s.sizes.size() > 1, s.budget.duration.has_value());
+  const auto size = s.sizes.empty() ? std::uint32_t{65536} : s.sizes.front();
+  const auto server = parse_address(s.server, s.port);
+  const auto socket = connect_to_server(s, server);
+  const auto local_address = local_address_of(socket.get());
+  report.local_address = local_address;
+  report.peer_address = server.to_string();
+
+  const DeviceContext device(s.device);
+  const auto local = choose_port(s, device, local_address);
+  const bool with_gid = local.gid.has_value();
+  ibv_device_attr device_attributes{};
+  check_returned(ibv_query_device(device.get(), &device_attributes), "ibv_query_device", device.name());
+
+  perftest::Conversation conversation(socket.get(), true, s.limits.timeout, s.limits.stop_fd);
+  const perftest::Geometry ours{.page_size = static_cast<std::uint32_t>(sysconf(_SC_PAGESIZE)), .cache_line = 64};
+  const int our_mtu = s.mtu ? std::min<int>(*s.mtu, local.attributes.active_mtu) : local.attributes.active_mtu;
+  const auto agreed = conversation.open(ours, our_mtu);
+  spdlog::info("perftest {} at {}: path MTU {}, page size {}", agreed.peer.text, server.to_string(),
+               mtu_bytes(static_cast<ibv_mtu>(agreed.mtu)), agreed.geometry.page_size);
+
+  const std::uint64_t line = agreed.geometry.cache_line;
+  const std::uint64_t region = (std::max<std::uint64_t>(size, agreed.geometry.page_size) + line - 1) / line * line;
+  const ProtectionDomain pd(device.get());
+  CompletionChannel channel(device.get());
+  const auto lanes = make_lanes(s, device, pd, channel, local, device_attributes, region);
   std::vector<perftest::Destination> records;
+  records.reserve(lanes.size());
   for (const auto& lane : lanes) records.push_back(lane.record);
 
   results.test = {{"test", bw::to_string(s.test)},
@@ -276,65 +335,24 @@ void run_perftest_client(const BwSettings& s, Report& report, BwResults& results
                   {"buffers", "heap"},
                   {"path", path_of(device, local, agreed.mtu, s)},
                   {"exchange", {{"method", "perftest"}, {"peer_version", agreed.peer.text}}}};
-  if (s.budget.duration) {
-    results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
-  }
+  if (s.budget.duration) results.test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
 
+  const auto initiator_depth = [&](const perftest::Destination& peer) {
+    return static_cast<std::uint8_t>(
+        std::clamp<int>(peer.out_reads, 1, std::max(device_attributes.max_qp_init_rd_atom, 1)));
+  };
   std::vector<perftest::Destination> theirs;
   for (const auto step : perftest::program_steps(s.operation)) {
     switch (step) {
       case perftest::Step::records: theirs = conversation.exchange_records(records, with_gid); break;
       case perftest::Step::connect:
         for (std::size_t i = 0; i < lanes.size(); ++i) {
-          const auto initiator = static_cast<std::uint8_t>(
-              std::clamp<int>(theirs[i].out_reads, 1, std::max(device_attributes.max_qp_init_rd_atom, 1)));
-          connect_qp(lanes[i], theirs[i], local, agreed.mtu, initiator, s);
+          connect_qp(lanes[i], theirs[i], local, agreed.mtu, initiator_depth(theirs[i]), s);
         }
         break;
       case perftest::Step::barrier: conversation.barrier(records.front(), with_gid); break;
-      case perftest::Step::run: {
-        std::vector<Lane> loop_lanes;
-        for (std::size_t i = 0; i < lanes.size(); ++i) {
-          loop_lanes.push_back(Lane{.qp = lanes[i].qp->get(),
-                                    .cq = lanes[i].cq->get(),
-                                    .local_address = lanes[i].buffer->address(),
-                                    .lkey = lanes[i].buffer->lkey(),
-                                    .remote_address = theirs[i].vaddr,
-                                    .rkey = theirs[i].rkey,
-                                    .receive_address = 0,
-                                    .receive_lkey = 0,
-                                    .receive_length = 0,
-                                    .peer = {},
-                                    .immediate_data = true});
-        }
-        const StreamSettings settings{
-            .basics = {.max_inline_data = lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
-            .lanes = loop_lanes,
-            .operation = s.operation,
-            .depth = s.depth,
-            .signal_every = signal_interval(s.depth),
-            .bidirectional = false,
-            .messages_per_s = std::nullopt,
-            .interval = s.interval,
-            .intervals = &results.intervals,
-            .interval_done = s.interval_done,
-            .atomics = nullptr,
-            .lane_sends = nullptr,
-            .credits = nullptr,
-            .heartbeat = nullptr};
-        stream(settings, size, s.budget, results.bandwidth);
-        if (s.row_done) s.row_done(results);
-        break;
-      }
-      case perftest::Step::results: {
-        const auto& row = results.bandwidth.back();
-        conversation.send_results({.message_size = row.size,
-                                   .iterations = row.iterations,
-                                   .peak_mb_per_s = row.peak_mib_per_s,
-                                   .average_mb_per_s = row.average_mib_per_s,
-                                   .message_rate_mpps = row.message_rate_mpps});
-        break;
-      }
+      case perftest::Step::run: run_stream(s, lanes, theirs, size, results); break;
+      case perftest::Step::results: conversation.send_results(results_of(results.bandwidth.back())); break;
       case perftest::Step::close: conversation.close(records.front(), with_gid); break;
     }
   }

@@ -107,6 +107,27 @@ PerftestFlags::PerftestFlags(CLI::App& app, BwOptions& o) {
   run_infinitely_ = app.add_flag("--run_infinitely", o.run_forever)->group(hidden);
 }
 
+namespace {
+
+// The notes of the accepted no-op flags given; perftest's -R and -z say rdma_cm, which is
+// what --oob leaves out, so with it they are a usage error.
+std::vector<std::string> accepted_notes(const std::vector<std::pair<CLI::Option*, std::string>>& ignored,
+                                        bool out_of_band) {
+  std::vector<std::string> notes;
+  for (const auto& [option, note] : ignored) {
+    if (option->count() == 0) continue;
+    const auto name = first_name(*option);
+    if (out_of_band && (name == "-R" || name == "-z")) {
+      throw UsageError(fmt::format(
+          "{} and --oob: perftest's {} is its rdma_cm mode, --oob its default TCP exchange; give one", name, name));
+    }
+    notes.emplace_back(note);
+  }
+  return notes;
+}
+
+}  // namespace
+
 std::vector<std::string> PerftestFlags::apply(BwOptions& o, bool& duration_given, bool iterations_given,
                                               bool rate_units_given) const {
   for (const auto& [option, why] : refused_) {
@@ -117,19 +138,7 @@ std::vector<std::string> PerftestFlags::apply(BwOptions& o, bool& duration_given
   if (rate_limit_type_->count() > 0 && rate_limit_type_value_ != "SW") {
     throw UsageError(fmt::format("--rate_limit_type {}: send_bw paces in software only (SW)", rate_limit_type_value_));
   }
-  std::vector<std::string> notes;
-  for (const auto& [option, note] : ignored_) {
-    if (option->count() == 0) continue;
-    // perftest's -R and -z say rdma_cm, which is what --oob leaves out.
-    const auto name = first_name(*option);
-    if (o.settings.out_of_band && (name == "-R" || name == "-z")) {
-      throw UsageError(
-          fmt::format("{} and --oob: perftest's {} is its rdma_cm mode, --oob its default TCP exchange; "
-                      "give one",
-                      name, name));
-    }
-    notes.emplace_back(note);
-  }
+  auto notes = accepted_notes(ignored_, o.settings.out_of_band);
   if (rate_limit_->count() > 0) {
     if (o.rate_limit > 0) throw UsageError("--rate_limit and --rate-limit: give one");
     o.rate_limit = rate_limit_gbits_;

@@ -27,7 +27,8 @@
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the plain build as .debs (the tools, rdmakit-rxe-vm), checked
 #                  (scripts/package.sh, run by doc/ci's GitHub package step) right after
-#                  it is built; at the end, installed: from a fresh folder the installed
+#                  it is built; then installed, beside the pair guests at nice 10 (after
+#                  them under load or short of memory): from a fresh folder the installed
 #                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick, and,
 #                  booting systemd as the guest's PID 1 (--systemd), starts the installed
 #                  units for real (tests/packaging/units_under_systemd.sh); removed after
@@ -499,12 +500,6 @@ if ! $under_load; then
   echo "== $fuzz_name: in the background at nice 19, beside the pair stage"
   background_start fuzz 19 "$root/build-asan/fuzz.log" "${fuzz[@]}"
 fi
-pair_stage || true
-background_join unit "$unit_name (in the background, nice 19)" || true
-background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
-stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
-tidy_join
-
 # installed_smoke: every package installed, and from a fresh folder outside the build the
 # installed VM runner runs the installed smoke test. The packages stay for installed_units.
 installed_debs=()
@@ -541,8 +536,44 @@ installed_units() {
   [[ ${#names[@]} -eq 0 ]] || "${as_root[@]}" dpkg -r "${names[@]}" > /dev/null || rc=1
   return "$rc"
 }
-stage "installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick" installed_smoke || true
-stage "installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd" installed_units || true
+installed_smoke_name="installed packages: rdmakit-rxe-vm -- rdmakit-rdma_smoke --quick"
+installed_units_name="installed units under systemd (PID 1 in the guest): rdmakit-rxe-vm --systemd"
+# installed_stages: both, one after the other, each with a stage-time line (for the table
+# of a background run).
+installed_stages() {
+  local name started rc=0 step_rc
+  for name in smoke units; do
+    started=$SECONDS step_rc=0
+    "installed_$name" || step_rc=$?
+    local label=installed_${name}_name
+    echo "stage-time: $((SECONDS - started)) $( ((step_rc == 0)) && echo ok || echo FAILED) ${!label}"
+    ((step_rc == 0)) || rc=1
+  done
+  return "$rc"
+}
+# The installed packages' guests need nothing the pair changes, and the pair's chain of
+# cases leaves a core idle for much of its run (CI18: 599 CPU-s in 433 s on 2 cores): beside
+# it, at nice 10, they take what it leaves instead of 100 s of their own at the end. Not
+# under load (the burners take those idle stretches), nor on a host without memory for a
+# third guest.
+installed_beside=false
+if ! $under_load && (($(awk '/^MemAvailable:/ {print $2}' /proc/meminfo) >= 5 * 1024 * 1024)); then
+  installed_beside=true
+  echo "== installed packages and units: in the background at nice 10, beside the pair stage"
+  background_start installed 10 "$root/build/installed.log" installed_stages
+fi
+pair_stage || true
+background_join unit "$unit_name (in the background, nice 19)" || true
+background_join fuzz "$fuzz_name (beside the pair guests, nice 19)" || true
+stage "report schemas of the pair cases (checked here)" report_schemas build/integration-reports-pair || true
+tidy_join
+
+if $installed_beside; then
+  background_join installed "installed packages and units (beside the pair guests, nice 10)" || true
+else
+  stage "$installed_smoke_name" installed_smoke || true
+  stage "$installed_units_name" installed_units || true
+fi
 burn_stop
 stage "build/bin still usable: rdma_smoke without a device exits 77" build_usable || true
 exit $status

@@ -124,18 +124,9 @@ class Agent {
     const bool any = options_.bind.empty();
     auto address = parse_address(any ? "::" : options_.bind, options_.agent_port);
     // Non-blocking: each wake-up takes what waits in the accept queue, until it is empty.
-    auto socket =
-        FileDescriptor::checked(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), "socket");
-    const int on = 1;
-    const int off = 0;
-    setsockopt(socket.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-    if (any) setsockopt(socket.get(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
     const auto length = address.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    if (::bind(socket.get(), address.get(), static_cast<socklen_t>(length)) != 0) {
-      throw std::system_error(errno, std::generic_category(),
-                              fmt::format("binding the side channel to TCP {}", address.to_string()));
-    }
-    if (::listen(socket.get(), tcp_backlog) != 0) throw std::system_error(errno, std::generic_category(), "listen");
+    auto socket = tcp::listen_on(address.get(), static_cast<socklen_t>(length), tcp_backlog,
+                                 fmt::format("the side channel to TCP {}", address.to_string()));
     tcp_address_ = address.to_string();
     return socket;
   }

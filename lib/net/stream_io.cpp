@@ -1,5 +1,6 @@
 #include "lib/net/stream_io.hpp"
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -33,6 +34,42 @@ FileDescriptor connect_to(const sockaddr* to, socklen_t length, Clock::time_poin
   getsockopt(socket.get(), SOL_SOCKET, SO_ERROR, &error, &error_length);
   if (error != 0) throw std::system_error(error, std::generic_category(), "connect");
   return socket;
+}
+
+FileDescriptor listen_on(const sockaddr* address, socklen_t length, int backlog, std::string_view what) {
+  auto socket =
+      FileDescriptor::checked(::socket(address->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), "socket");
+  const int on = 1;
+  const int off = 0;
+  setsockopt(socket.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (address->sa_family == AF_INET6) setsockopt(socket.get(), IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+  if (::bind(socket.get(), address, length) != 0) {
+    throw std::system_error(errno, std::generic_category(), fmt::format("binding {}", what));
+  }
+  if (::listen(socket.get(), backlog) != 0) {
+    throw std::system_error(errno, std::generic_category(), fmt::format("listening on {}", what));
+  }
+  return socket;
+}
+
+std::optional<Accepted> accept_admitted(int listener, Clock::time_point deadline, int stop_fd,
+                                        const std::function<bool(const sockaddr*)>& admit) {
+  for (;;) {
+    sockaddr_storage peer{};
+    socklen_t length = sizeof peer;
+    const int fd = accept4(listener, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      FileDescriptor socket(fd);
+      if (admit(reinterpret_cast<const sockaddr*>(&peer))) return Accepted{.socket = std::move(socket), .peer = peer};
+      continue;  // closed unread
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED && errno != EINTR) {
+      throw std::system_error(errno, std::generic_category(), "accept");
+    }
+    const auto waited = await_events(listener, POLLIN, stop_fd, deadline);
+    if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
+    if (waited == SocketWait::timed_out) return std::nullopt;
+  }
 }
 
 bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int stop_fd) {

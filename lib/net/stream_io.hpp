@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,20 @@ namespace rdmakit::tcp {
 // first, ...), and RunStopped when `stop_fd` fires (-1: none).
 FileDescriptor connect_to(const sockaddr* to, socklen_t length, Clock::time_point deadline, int stop_fd,
                           const sockaddr* from = nullptr, socklen_t from_length = 0);
+
+// A non-blocking TCP listener on `address` (SO_REUSEADDR; an IPv6 wildcard takes IPv4 too).
+// Throws std::system_error naming `what` and where, with bind's errno (EADDRINUSE, ...).
+FileDescriptor listen_on(const sockaddr* address, socklen_t length, int backlog, std::string_view what);
+
+// The next connection on `listener` whose address `admit` accepts, non-blocking; those it
+// refuses are closed before a byte is read (`admit` says why, if it wants). nullopt when
+// `deadline` passes first; RunStopped when `stop_fd` fires.
+struct Accepted {
+  FileDescriptor socket;
+  sockaddr_storage peer{};
+};
+std::optional<Accepted> accept_admitted(int listener, Clock::time_point deadline, int stop_fd,
+                                        const std::function<bool(const sockaddr*)>& admit);
 
 // Each returns false (or nullopt) when `deadline` passes first, throws RunStopped when
 // `stop_fd` fires, and ProtocolError when the peer is gone (closed, reset).

@@ -246,16 +246,8 @@ ControlChannel ControlChannel::accept_one(const std::string& bind, std::uint16_t
                                           PeerGate* gate) {
   const AddressList addresses(numeric(bind.empty() ? "::" : bind, port, true));
   const auto* address = addresses.list;
-  auto listener = FileDescriptor::checked(::socket(address->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), "socket");
-  const int on = 1;
-  setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  if (::bind(listener.get(), address->ai_addr, address->ai_addrlen) != 0) {
-    throw std::system_error(errno, std::generic_category(), fmt::format("bind to control port {}", port));
-  }
-  if (::listen(listener.get(), handshake_backlog) != 0) {
-    throw std::system_error(errno, std::generic_category(), "listen");
-  }
-  set_nonblocking(listener.get(), "the control port");
+  auto listener =
+      tcp::listen_on(address->ai_addr, address->ai_addrlen, handshake_backlog, fmt::format("control port {}", port));
   listening(fmt::format("control port {} on {}", port, bind.empty() ? "every address" : bind));
   PendingHandshakes pending(stop_fd, key);
   for (;;) {

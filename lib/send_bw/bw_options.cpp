@@ -8,8 +8,8 @@
 #include "lib/base/error.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/rdma/cm.hpp"
-#include "lib/send_bw/perftest_client.hpp"
 #include "lib/send_bw/perftest_flags.hpp"
+#include "lib/send_bw/perftest_oob.hpp"
 #include "lib/send_bw/placement.hpp"
 #include "lib/tool/cli_checks.hpp"
 
@@ -180,8 +180,9 @@ void BwOptions::add_to(CLI::App& app) {
       ->transform(connection_type());
   app.add_flag("-b,--bidirectional", s.bidirectional, "The server sends every message back (--op send)");
   app.add_flag("--oob", s.out_of_band,
-               "Client: run against a perftest server (ib_send_bw, ib_write_bw, ib_read_bw started without -R), "
-               "its QPs' details exchanged over TCP as perftest does by default; -n must match the server's");
+               "Run with perftest (ib_send_bw, ib_write_bw, ib_read_bw without -R) at the other end, the QPs' "
+               "details exchanged over TCP as perftest does by default: the client of its server, or the server of "
+               "one of its clients; -n (client) and -s (SEND) must match the peer's");
   app.add_option("-x,--gid-index", s.gid_index,
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")
       ->check(CLI::Range(0, 65535));
@@ -252,7 +253,7 @@ void check_bw_options(BwOptions& o) {
   apply_bw_defaults(o, o.measure.size_given());
   // A timed run: -D, or perftest's --run_infinitely (read_perftest_flags).
   validate_bw_options(o, o.measure.duration_s > 0, o.measure.iterations_given());
-  if (o.settings.out_of_band) check_perftest_client(o.settings, o.measure.sweep, o.measure.duration_s > 0);
+  if (o.settings.out_of_band) check_perftest_mode(o.settings, o.measure.sweep, o.measure.duration_s > 0);
   // A name that resolves to nothing is a usage error even where no RDMA device is there to run on.
   check_resolvable(o.settings.server);
   check_resolvable(o.settings.bind);
@@ -272,10 +273,10 @@ void run_send_bw(const BwOptions& o, const CommonOptions& common, Report& report
                                   settings.queue_pairs * (settings.bidirectional ? 2 : 1);
   }
   try {
-    if (settings.server.empty()) {
+    if (settings.out_of_band) {
+      (settings.server.empty() ? run_perftest_server : run_perftest_client)(settings, report, results);
+    } else if (settings.server.empty()) {
       run_bw_server(settings, report, results);
-    } else if (settings.out_of_band) {
-      run_perftest_client(settings, report, results);
     } else {
       run_bw_client(settings, report, results);
     }

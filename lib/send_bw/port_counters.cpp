@@ -1,6 +1,7 @@
 #include "lib/send_bw/port_counters.hpp"
 
 #include <fstream>
+#include <memory>
 #include <system_error>
 #include <utility>
 
@@ -57,6 +58,17 @@ CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& aft
     if (const auto found = deltas.find(words); found != deltas.end()) deltas[bytes] = found->second * bytes_per_word;
   }
   return deltas;
+}
+
+std::function<bool()> counters_moved(const std::string& device, unsigned port) {
+  auto last = std::make_shared<PortCounters>(read_port_counters(device, port));
+  if (last->empty()) return {};
+  return [device, port, last] {
+    auto now = read_port_counters(device, port);
+    const bool moved = now != *last;
+    *last = std::move(now);
+    return moved;
+  };
 }
 
 }  // namespace rdmakit

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -34,5 +35,10 @@ std::chrono::milliseconds counters_lifespan(const std::string& device, unsigned 
 // IB spec's PortXmitData is octets divided by 4): each comes with its bytes beside it,
 // port_xmit_bytes and port_rcv_bytes.
 CounterDeltas counter_deltas(const PortCounters& before, const PortCounters& after);
+
+// A look at DEVICE's port PORT: true when its counters moved since the look before (the
+// first: since this was called). An empty function when the driver shows no counters. What
+// says a peer whose work a server cannot see (one-sided WRITE and READ) is still at it.
+std::function<bool()> counters_moved(const std::string& device, unsigned port);
 
 }  // namespace rdmakit

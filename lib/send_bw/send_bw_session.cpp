@@ -221,20 +221,15 @@ std::function<bool()> client_still_working(const BwSettings& s, const bw::Hello&
   if (first.datagram || s.bound_client_silence || !bw::server_idle(first)) return {};
   std::string device = ibv_get_device_name(endpoint.context()->device);
   const unsigned port = endpoint.port_num();
-  auto last = std::make_shared<PortCounters>(read_port_counters(device, port));
-  if (last->empty()) {
+  auto moved = counters_moved(device, port);
+  if (!moved) {
     spdlog::info(
         "{} shows no counters: a {} client that sends no heartbeats and stops working is held until it "
         "disconnects",
         port_name(endpoint), bw::to_string(first.operation));
     return [] { return true; };
   }
-  return [device = std::move(device), port, last] {
-    auto now = read_port_counters(device, port);
-    const bool moved = now != *last;
-    *last = std::move(now);
-    return moved;
-  };
+  return moved;
 }
 
 // Latency tests and bidirectional SEND keep receives posted on the client; a datagram

@@ -57,8 +57,9 @@ struct BwSettings {
   // -c UD: datagrams over rdma_cm's UDP port space (send bandwidth; sizes up to the MTU, -a
   // sweeping only that far; the end of the stream counts what was lost).
   bool datagram = false;
-  // --oob: the client of a perftest server in perftest's default mode: the QPs' details over
-  // TCP, no rdma_cm (lib/send_bw/perftest_client).
+  // --oob: perftest's default mode, the QPs' details over TCP and no rdma_cm
+  // (lib/send_bw/perftest_oob): the client of a perftest server, or the server of one
+  // perftest client.
   bool out_of_band = false;
   std::optional<std::uint32_t> gid_index;  // bind to the address of this GID
   unsigned ib_port = 1;                    // -i: the port whose GID table -x reads

@@ -142,6 +142,10 @@ case_send_bw_bad_flags() {
     expect_rc 2 "send_bw $args"
     grep -q . "$T/bad.err" || fail "send_bw $args: no message on stderr"
   done
+  # The server side: --oob serves one perftest client, as perftest's server does.
+  run persistent 10 "$OURS_SEND_BW" --oob -P
+  expect_rc 2 "send_bw --oob -P"
+  expect_grep "^send_bw: --oob serves one perftest client and ends" persistent.err
 }
 
 # perftest's spellings: each one send_bw has is accepted (the run then ends for want of a
@@ -890,6 +894,18 @@ case_send_bw_silent_one_sided() {
   note "silent WRITE client dropped on a quiet port; a stopped one beside a busy port; --op write and read for $((2 * CRAFTED_TIMEOUT + 1)) s served to the end"
 }
 
+# expect_perftest_row PERFTEST OURS ITERATIONS [same]: PERFTEST's output has its row of 64 KiB
+# and ITERATIONS (" 65536   300   <peak>   <average>   <rate>", in PERFTEST_ROW), and with
+# `same` its average is OURS's report's, as perftest prints it (%.2f of MB/s, 2^20 bytes).
+expect_perftest_row() {
+  PERFTEST_ROW=$(awk '/#bytes/ {getline; print; exit}' "$T/$1.out")
+  [[ $(awk '{print $1, $2}' <<< "$PERFTEST_ROW") == "65536 $3" ]] || fail "$1's row: '$PERFTEST_ROW'"
+  [[ ${4:-} == same ]] || return 0
+  local ours
+  printf -v ours '%.2f' "$(jq -r '.rows[0].bw_average_mib_per_s' "$T/$2.out")"
+  [[ $(awk '{print $4}' <<< "$PERFTEST_ROW") == "$ours" ]] || fail "$1 printed '$PERFTEST_ROW', $2 reports $ours MiB/s"
+}
+
 # --oob: our client against the stock perftest servers in perftest's default mode (no
 # rdma_cm; QP numbers, PSNs, GIDs and buffers over TCP): WRITE, READ and SEND each complete
 # on both sides, the server at the GID that holds the address (as diag-bind --gids would
@@ -909,21 +925,13 @@ case_send_bw_perftest_server() {
     expect_rc 0 "send_bw --oob --op $op against ib_${op}_bw"
     finish "ib_$op" 30
     expect_rc 0 "ib_${op}_bw, the server of send_bw --oob"
-    expect_jq '.outcome == "completed" and .test.exchange == {"method": "perftest", "peer_version": "6.06"}
+    expect_jq '.outcome == "completed" and .test.exchange == {"method": "perftest", "peer_version": "6.06", "rows_measured_by": "self"}
       and (.rows | length) == 1 and .rows[0].iterations == '"$iterations"' and .test.path.gid_index == '"${entry#* }" \
       "oob_$op.out"
     expect_schema send_bw "oob_$op.out"
-    # The server's row: " 65536      300   <peak>   <average>   <rate>".
-    local row
-    row=$(awk '/#bytes/ {getline; print; exit}' "$T/ib_$op.out")
-    [[ $(awk '{print $1, $2}' <<< "$row") == "65536 $iterations" ]] || fail "ib_${op}_bw's row: '$row'"
-    if [[ $op != send ]]; then
-      # Our average, as perftest prints it (%.2f of MB/s, 2^20 bytes).
-      local ours
-      printf -v ours '%.2f' "$(jq -r '.rows[0].bw_average_mib_per_s' "$T/oob_$op.out")"
-      [[ $(awk '{print $4}' <<< "$row") == "$ours" ]] || fail "ib_${op}_bw printed '$row', not our $ours MiB/s"
-    fi
-    note "$op: ours $(jq -r '.rows[0].bw_average_mib_per_s * 100 | round / 100' "$T/oob_$op.out") MiB/s; ib_${op}_bw's row: $row"
+    # A WRITE or READ server prints our figures as its row.
+    expect_perftest_row "ib_$op" "oob_$op" "$iterations" "$([[ $op != send ]] && echo same)"
+    note "$op: ours $(jq -r '.rows[0].bw_average_mib_per_s * 100 | round / 100' "$T/oob_$op.out") MiB/s; ib_${op}_bw's row: $PERFTEST_ROW"
   done
   next_port
   run none 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 10 --timeout 3
@@ -932,4 +940,52 @@ case_send_bw_perftest_server() {
   run latency 10 "$OURS_SEND_BW" "$RXE_ADDR" --oob --lat
   expect_rc 2 "send_bw --oob --lat"
   expect_grep "^send_bw: --oob does not run latency tests yet" latency.err
+}
+
+# --oob without an address: our server for the stock perftest clients. WRITE, READ and SEND
+# each complete on both sides; a WRITE or READ server (which sees nothing of the run) reports
+# the client's own figures as its row, to the hundredth the client printed, and says so; a
+# SEND server measures the stream itself, every message counted. Then a client outside
+# --allow: closed before a byte is read, and the server goes on waiting for one it may
+# serve. Sanitized: the server decodes everything the client sends.
+# ctest: integration sanitized
+case_send_bw_perftest_client() {
+  require_device
+  local entry op iterations=300
+  entry=$(gid_index_sysfs "$RXE_ADDR") || fail "no RoCE v2 GID holds $RXE_ADDR"
+  for op in write read send; do
+    next_port
+    start "ours_$op" "$OURS_SEND_BW" --oob --op "$op" -p "$PORT" --accept-timeout 60 --json
+    wait_tcp_listening "$PORT"
+    run "ib_$op" 60 ib_"$op"_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n "$iterations" "$RXE_ADDR"
+    expect_rc 0 "ib_${op}_bw against send_bw --oob's server"
+    finish "ours_$op" 30
+    expect_rc 0 "send_bw --oob --op $op, the server of ib_${op}_bw"
+    local measured_by=peer
+    [[ $op == send ]] && measured_by=self
+    expect_jq '.outcome == "completed" and .role == "server"
+      and .test.exchange == {"method": "perftest", "peer_version": "6.06", "rows_measured_by": "'"$measured_by"'"}
+      and (.rows | length) == 1 and .rows[0].iterations == '"$iterations"' and .rows[0].bytes == 65536
+      and .test.path.gid_index == '"${entry#* }" "ours_$op.out"
+    expect_schema send_bw "ours_$op.out"
+    # A WRITE or READ server of ours reports the client's figures as its row.
+    expect_perftest_row "ib_$op" "ours_$op" "$iterations" "$([[ $op != send ]] && echo same)"
+    note "$op: our server's row $(jq -r '.rows[0].bw_average_mib_per_s * 100 | round / 100' "$T/ours_$op.out") MiB/s ($measured_by); ib_${op}_bw's: $PERFTEST_ROW"
+  done
+
+  # Outside --allow: the client's connection is closed unread (the stock client then fails
+  # its first read), and the server still serves one it may: here the one that comes over
+  # loopback (its RDMA at the GID -x names, which no address of loopback's holds).
+  next_port
+  start ours_allow "$OURS_SEND_BW" --oob --op write -p "$PORT" -x "${entry#* }" --allow 127.0.0.1/32 \
+    --accept-timeout 60 --json
+  wait_tcp_listening "$PORT"
+  run outsider 30 ib_write_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 10 "$RXE_ADDR"
+  [[ $RC -ne 0 ]] || fail "ib_write_bw from outside --allow completed"
+  kill -0 "$PID_ours_allow" 2> /dev/null || fail "the server ended after refusing a client outside --allow"
+  run insider 60 ib_write_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 10 127.0.0.1
+  expect_rc 0 "ib_write_bw from inside --allow"
+  finish ours_allow 30
+  expect_rc 0 "send_bw --oob --allow 127.0.0.1/32"
+  expect_jq '.refused_peers.not_allowed == 1 and .rows[0].iterations == 10' ours_allow.out
 }

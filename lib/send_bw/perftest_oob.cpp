@@ -1,0 +1,569 @@
+#include "lib/send_bw/perftest_oob.hpp"
+
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/base/error.hpp"
+#include "lib/base/file_descriptor.hpp"
+#include "lib/net/peer_gate.hpp"
+#include "lib/net/stream_io.hpp"
+#include "lib/rdma/cm.hpp"
+#include "lib/rdma/gid.hpp"
+#include "lib/rdma/verbs.hpp"
+#include "lib/send_bw/loops.hpp"
+#include "lib/send_bw/perftest_conversation.hpp"
+#include "lib/send_bw/port_counters.hpp"
+#include "lib/send_bw/send_bw_session.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+namespace perftest = bw::perftest;
+
+// perftest's QP settings (perftest_resources.c): its responder's RNR timer, hop limit, and
+// no end to RNR retries, so that a SEND stream waits for the server's reposted receives.
+constexpr std::uint8_t min_rnr_timer = 12;
+constexpr std::uint8_t hop_limit = 0xff;
+constexpr std::uint8_t endless_rnr_retry = 7;
+constexpr std::uint8_t default_ack_timeout = 14;
+
+// Where our side of the run is: the device's port and, on RoCE (or InfiniBand with -x), the
+// GID entry its packets carry.
+struct LocalPort {
+  std::uint8_t number = 1;
+  ibv_port_attr attributes{};
+  std::optional<GidEntry> gid;
+};
+
+// The address this host reaches the server from, as the kernel chose it for the TCP socket:
+// the GID that holds it is the one to send from, as rdma_cm would have picked it.
+std::string local_address_of(int fd) {
+  sockaddr_storage storage{};
+  socklen_t length = sizeof storage;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) return {};
+  return address_of(reinterpret_cast<const sockaddr*>(&storage)).host_string();
+}
+
+// `reached`: how the address came, for the message when no GID holds it.
+LocalPort choose_port(const BwSettings& s, const DeviceContext& device, const std::string& local_address,
+                      std::string_view reached) {
+  LocalPort local;
+  local.number = static_cast<std::uint8_t>(s.ib_port);
+  check_returned(ibv_query_port(device.get(), local.number, &local.attributes), "ibv_query_port",
+                 fmt::format("{} port {}", device.name(), local.number));
+  if (local.attributes.state != IBV_PORT_ACTIVE) {
+    throw std::runtime_error(fmt::format("{} port {} is not active ({}): no run can start there", device.name(),
+                                         local.number, ibv_port_state_str(local.attributes.state)));
+  }
+  if (s.gid_index) {
+    local.gid = query_gid(device.get(), local.number, *s.gid_index);
+    return local;
+  }
+  if (local.attributes.link_layer != IBV_LINK_LAYER_ETHERNET) return local;  // InfiniBand: the LID, as perftest
+  const auto advice = advise_gid({query_gid_port(device.get(), local.number)}, local_address);
+  if (!advice.entry) {
+    throw UsageError(fmt::format("{} port {} holds no GID of {}, {}: give -x with the index to send from ({})",
+                                 device.name(), local.number, local_address, reached, advice.reason));
+  }
+  local.gid = *advice.entry;
+  return local;
+}
+
+std::array<std::uint8_t, 16> gid_bytes(const DeviceContext& device, std::uint8_t port, std::uint32_t index) {
+  ibv_gid gid{};
+  check_returned(ibv_query_gid(device.get(), port, static_cast<int>(index), &gid), "ibv_query_gid",
+                 fmt::format("{} port {} index {}", device.name(), port, index));
+  std::array<std::uint8_t, 16> bytes{};
+  std::copy(std::begin(gid.raw), std::end(gid.raw), bytes.begin());
+  return bytes;
+}
+
+// The peer may touch our buffer as its program does: what it asked for, for a READ or WRITE
+// run; both our QPs' remote rights alike, as perftest grants them for its test.
+int remote_access(bw::Operation operation) {
+  switch (operation) {
+    case bw::Operation::write: return IBV_ACCESS_REMOTE_WRITE;
+    case bw::Operation::read: return IBV_ACCESS_REMOTE_READ;
+    case bw::Operation::atomic: return IBV_ACCESS_REMOTE_ATOMIC;
+    case bw::Operation::send: return IBV_ACCESS_REMOTE_WRITE;
+  }
+  return 0;
+}
+
+// One queue pair of ours: its CQ, its buffer (the messages we send or read into, then the
+// region we offer the peer) and its record.
+struct OobLane {
+  std::unique_ptr<CompletionQueue> cq;
+  std::unique_ptr<QueuePair> qp;
+  std::unique_ptr<RegisteredBuffer> buffer;
+  perftest::Destination record;
+  std::uint32_t inline_bytes = 0;
+};
+
+void modify(ibv_qp* qp, ibv_qp_attr& attributes, int mask, const std::string& what) {
+  check_returned(ibv_modify_qp(qp, &attributes, mask), "ibv_modify_qp", what);
+}
+
+// INIT, RTR and RTS from the peer's record, as perftest's ctx_connect does for its side.
+void connect_qp(const OobLane& lane, const perftest::Destination& peer, const LocalPort& local, int mtu,
+                std::uint8_t initiator_depth, const BwSettings& s, std::string_view peer_role) {
+  ibv_qp* qp = lane.qp->get();
+  ibv_qp_attr init{};
+  init.qp_state = IBV_QPS_INIT;
+  init.port_num = local.number;
+  init.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | remote_access(s.operation);
+  modify(qp, init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "RC QP to INIT");
+
+  ibv_qp_attr rtr{};
+  rtr.qp_state = IBV_QPS_RTR;
+  rtr.path_mtu = static_cast<ibv_mtu>(mtu);
+  rtr.dest_qp_num = peer.qpn;
+  rtr.rq_psn = peer.psn;
+  rtr.max_dest_rd_atomic = static_cast<std::uint8_t>(lane.record.out_reads);
+  rtr.min_rnr_timer = min_rnr_timer;
+  rtr.ah_attr.dlid = peer.lid;
+  rtr.ah_attr.port_num = local.number;
+  if (local.gid) {
+    if (!peer.gid)
+      throw ProtocolError(fmt::format("perftest's {} sent no GID, and ours is needed to reach it", peer_role));
+    rtr.ah_attr.is_global = 1;
+    std::copy(peer.gid->begin(), peer.gid->end(), std::begin(rtr.ah_attr.grh.dgid.raw));
+    rtr.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(local.gid->index);
+    rtr.ah_attr.grh.hop_limit = hop_limit;
+    rtr.ah_attr.grh.traffic_class = s.traffic_class.value_or(0);
+  }
+  modify(qp, rtr,
+         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+             IBV_QP_MIN_RNR_TIMER,
+         fmt::format("RC QP to RTR (the {}'s record)", peer_role));
+
+  ibv_qp_attr rts{};
+  rts.qp_state = IBV_QPS_RTS;
+  rts.timeout = s.ack_timeout.value_or(default_ack_timeout);
+  rts.retry_cnt = s.retry_count;
+  rts.rnr_retry = endless_rnr_retry;
+  rts.sq_psn = lane.record.psn;
+  rts.max_rd_atomic = initiator_depth;
+  modify(qp, rts,
+         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+         "RC QP to RTS");
+}
+
+nlohmann::json path_of(const DeviceContext& device, const LocalPort& local, int mtu, const BwSettings& s) {
+  nlohmann::json path = {{"device", device.name()},
+                         {"port", local.number},
+                         {"path_mtu", mtu_bytes(static_cast<ibv_mtu>(mtu))},
+                         {"ack_timeout", s.ack_timeout.value_or(default_ack_timeout)},
+                         {"retry_count", s.retry_count},
+                         {"rnr_retry", endless_rnr_retry}};
+  if (local.gid) {
+    path["gid_index"] = local.gid->index;
+    path["gid"] = local.gid->gid;
+    path["gid_type"] = local.gid->type;
+    path["traffic_class"] = s.traffic_class.value_or(0);
+  }
+  return path;
+}
+
+// Our queue pairs, each with its CQ, its buffer (the messages, then the region offered to
+// the peer: perftest's, a page at least, whole cache lines) and its record.
+// `receives`: the receive queue's depth (the server of a SEND run: -t; else 1).
+std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device, const ProtectionDomain& pd,
+                                CompletionChannel& channel, const LocalPort& local,
+                                const ibv_device_attr& device_attributes, std::uint64_t region,
+                                std::uint32_t receives) {
+  std::mt19937 random(std::random_device{}());
+  std::vector<OobLane> lanes(s.queue_pairs);
+  for (auto& lane : lanes) {
+    lane.cq = std::make_unique<CompletionQueue>(device.get(), static_cast<int>(s.depth + receives), channel);
+    auto attributes = qp_attributes({.type = IBV_QPT_RC,
+                                     .send_depth = s.depth,
+                                     .receive_depth = receives,
+                                     .signal_every_send = false,
+                                     .inline_bytes = 0},
+                                    lane.cq->get());
+    const auto wanted = bw::carries_payload(s.operation) ? s.inline_size : 0U;
+    lane.inline_bytes = create_with_inline(
+        wanted,
+        [&](std::uint32_t inline_bytes) {
+          attributes.cap.max_inline_data = inline_bytes;
+          lane.qp = std::make_unique<QueuePair>(pd.get(), attributes);
+        },
+        device.name());
+    lane.buffer = std::make_unique<RegisteredBuffer>(
+        pd.get(), 2 * region, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    lane.record.lid = local.attributes.lid;
+    // READs this side answers: what the device can (perftest offers the same for a READ run).
+    lane.record.out_reads =
+        s.operation == bw::Operation::read ? static_cast<std::uint16_t>(device_attributes.max_qp_rd_atom) : 1;
+    lane.record.qpn = lane.qp->get()->qp_num;
+    lane.record.psn = random() & 0xffffffU;
+    lane.record.rkey = lane.buffer->rkey();
+    lane.record.vaddr = lane.buffer->address() + region;
+    if (local.gid) lane.record.gid = gid_bytes(device, local.number, local.gid->index);
+  }
+  return lanes;
+}
+
+// One end of the run once the TCP connection is up: the device and port, the conversation's
+// opening, our QPs and their records. Members in the order they are made (and unmade in
+// reverse: the QPs before their PD and channel).
+struct OobEnd {
+  std::unique_ptr<DeviceContext> device;
+  LocalPort local;
+  ibv_device_attr device_attributes{};
+  std::unique_ptr<perftest::Conversation> conversation;
+  perftest::Agreed agreed;
+  std::uint64_t region = 0;
+  std::unique_ptr<ProtectionDomain> pd;
+  std::unique_ptr<CompletionChannel> channel;
+  std::vector<OobLane> lanes;
+  std::vector<perftest::Destination> records;
+  bool with_gid = false;
+};
+
+// `client`: which end this is; `reached`: how the local address came (choose_port).
+OobEnd open_end(const BwSettings& s, int socket, bool client, std::uint32_t size, std::string_view reached,
+                Report& report) {
+  OobEnd end;
+  const auto local_address = local_address_of(socket);
+  report.local_address = local_address;
+  end.device = std::make_unique<DeviceContext>(s.device);
+  end.local = choose_port(s, *end.device, local_address, reached);
+  end.with_gid = end.local.gid.has_value();
+  check_returned(ibv_query_device(end.device->get(), &end.device_attributes), "ibv_query_device", end.device->name());
+
+  end.conversation = std::make_unique<perftest::Conversation>(socket, client, s.limits.timeout, s.limits.stop_fd);
+  const perftest::Geometry ours{.page_size = static_cast<std::uint32_t>(sysconf(_SC_PAGESIZE)), .cache_line = 64};
+  const int our_mtu = s.mtu ? std::min<int>(*s.mtu, end.local.attributes.active_mtu) : end.local.attributes.active_mtu;
+  end.agreed = end.conversation->open(ours, our_mtu);
+  spdlog::info("perftest {} at {}: path MTU {}, page size {}", end.agreed.peer.text, report.peer_address,
+               mtu_bytes(static_cast<ibv_mtu>(end.agreed.mtu)), end.agreed.geometry.page_size);
+
+  const std::uint64_t line = end.agreed.geometry.cache_line;
+  end.region = (std::max<std::uint64_t>(size, end.agreed.geometry.page_size) + line - 1) / line * line;
+  end.pd = std::make_unique<ProtectionDomain>(end.device->get());
+  end.channel = std::make_unique<CompletionChannel>(end.device->get());
+  const bool receives_stream = !client && s.operation == bw::Operation::send;
+  end.lanes = make_lanes(s, *end.device, *end.pd, *end.channel, end.local, end.device_attributes, end.region,
+                         receives_stream ? s.depth : 1);
+  end.records.reserve(end.lanes.size());
+  for (const auto& lane : end.lanes) end.records.push_back(lane.record);
+  return end;
+}
+
+// The report's test. `rows_measured_by`: "self", or "peer" where the rows are the figures the
+// client sent (the server of a WRITE or READ run, which sees none of it).
+nlohmann::json test_of(const BwSettings& s, const OobEnd& end, const char* rows_measured_by) {
+  nlohmann::json test = {
+      {"test", bw::to_string(s.test)},
+      {"operation", bw::to_string(s.operation)},
+      {"connection", "RC"},
+      {"queue_pairs", s.queue_pairs},
+      {"bidirectional", false},
+      {"depth", s.depth},
+      {"signal_every", signal_interval(s.depth)},
+      {"inline_bytes", end.lanes.front().inline_bytes},
+      {"warmup_iterations", 0},
+      {"completion", s.events ? "events" : "poll"},
+      {"buffers", "heap"},
+      {"path", path_of(*end.device, end.local, end.agreed.mtu, s)},
+      {"exchange",
+       {{"method", "perftest"}, {"peer_version", end.agreed.peer.text}, {"rows_measured_by", rows_measured_by}}}};
+  if (s.budget.duration) test["duration_s"] = std::chrono::duration<double>(*s.budget.duration).count();
+  return test;
+}
+
+// What one end does at the steps where the two differ.
+struct RoleSteps {
+  std::string_view peer_role;                                          // "server" or "client"
+  std::function<void()> connected;                                     // after the QPs' RTS
+  std::function<void(const std::vector<perftest::Destination>&)> run;  // the measurement
+  std::function<void()> results;                                       // the client's figures
+};
+
+// perftest's program for the operation, step by step.
+void play(const BwSettings& s, OobEnd& end, const RoleSteps& role) {
+  const auto initiator_depth = [&](const perftest::Destination& peer) {
+    return static_cast<std::uint8_t>(
+        std::clamp<int>(peer.out_reads, 1, std::max(end.device_attributes.max_qp_init_rd_atom, 1)));
+  };
+  std::vector<perftest::Destination> theirs;
+  for (const auto step : perftest::program_steps(s.operation)) {
+    switch (step) {
+      case perftest::Step::records: theirs = end.conversation->exchange_records(end.records, end.with_gid); break;
+      case perftest::Step::connect:
+        for (std::size_t i = 0; i < end.lanes.size(); ++i) {
+          connect_qp(end.lanes[i], theirs[i], end.local, end.agreed.mtu, initiator_depth(theirs[i]), s, role.peer_role);
+        }
+        if (role.connected) role.connected();
+        break;
+      case perftest::Step::barrier: end.conversation->barrier(end.records.front(), end.with_gid); break;
+      case perftest::Step::run: role.run(theirs); break;
+      case perftest::Step::results: role.results(); break;
+      case perftest::Step::close: end.conversation->close(end.records.front(), end.with_gid); break;
+    }
+  }
+}
+
+}  // namespace
+
+void check_perftest_mode(const BwSettings& s, bool sweep, bool timed) {
+  const auto refuse = [](const char* what) {
+    throw UsageError(
+        fmt::format("--oob does not run {} yet: perftest's default exchange covers ib_send_bw, "
+                    "ib_write_bw and ib_read_bw, one size, RC, one direction",
+                    what));
+  };
+  if (s.test != bw::Test::bandwidth) refuse("latency tests");
+  if (s.operation == bw::Operation::atomic) refuse("atomics");
+  if (s.datagram) refuse("UD (-c UD)");
+  if (s.bidirectional) refuse("bidirectional tests (-b)");
+  if (sweep) refuse("a sweep of sizes (-a)");
+  if (s.queue_pairs != 1 && s.operation == bw::Operation::send) refuse("SEND over several queue pairs (-q)");
+  if (timed && s.operation == bw::Operation::send) refuse("timed SEND tests (-D)");
+  if (s.server.empty() && s.persistent) {
+    throw UsageError("--oob serves one perftest client and ends, as perftest's server does: -P is not for it");
+  }
+}
+
+namespace {
+
+FileDescriptor connect_to_server(const BwSettings& s, const SocketAddress& server) {
+  const auto length = static_cast<socklen_t>(server.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  try {
+    return tcp::connect_to(server.get(), length, Clock::now() + s.limits.timeout, s.limits.stop_fd);
+  } catch (const std::system_error& failed) {
+    throw std::runtime_error(fmt::format("no perftest server at {} ({}): start ib_{}_bw there first, without -R",
+                                         server.to_string(), failed.code().message(), bw::to_string(s.operation)));
+  }
+}
+
+// The measured run: send_bw's stream loop over our QPs at the server's buffers.
+void run_stream(const BwSettings& s, const std::vector<OobLane>& lanes,
+                const std::vector<perftest::Destination>& theirs, std::uint32_t size, BwResults& results) {
+  std::vector<Lane> loop_lanes;
+  loop_lanes.reserve(lanes.size());
+  for (std::size_t i = 0; i < lanes.size(); ++i) {
+    loop_lanes.push_back(Lane{.qp = lanes[i].qp->get(),
+                              .cq = lanes[i].cq->get(),
+                              .local_address = lanes[i].buffer->address(),
+                              .lkey = lanes[i].buffer->lkey(),
+                              .remote_address = theirs[i].vaddr,
+                              .rkey = theirs[i].rkey,
+                              .receive_address = 0,
+                              .receive_lkey = 0,
+                              .receive_length = 0,
+                              .peer = {},
+                              .immediate_data = true});
+  }
+  const StreamSettings settings{
+      .basics = {.max_inline_data = lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
+      .lanes = loop_lanes,
+      .operation = s.operation,
+      .depth = s.depth,
+      .signal_every = signal_interval(s.depth),
+      .bidirectional = false,
+      .messages_per_s = std::nullopt,
+      .interval = s.interval,
+      .intervals = &results.intervals,
+      .interval_done = s.interval_done,
+      .atomics = nullptr,
+      .lane_sends = nullptr,
+      .credits = nullptr,
+      .heartbeat = nullptr};
+  stream(settings, size, s.budget, results.bandwidth);
+  if (s.row_done) s.row_done(results);
+}
+
+perftest::Results results_of(const BandwidthRow& row) {
+  return {.message_size = row.size,
+          .iterations = row.iterations,
+          .peak_mb_per_s = row.peak_mib_per_s,
+          .average_mb_per_s = row.average_mib_per_s,
+          .message_rate_mpps = row.message_rate_mpps};
+}
+
+}  // namespace
+
+void run_perftest_client(const BwSettings& s, Report& report, BwResults& results) {
+  check_perftest_mode(s, s.sizes.size() > 1, s.budget.duration.has_value());
+  if (s.server.empty()) {
+    throw UsageError("--oob's client needs the address of the host running ib_<op>_bw");
+  }
+  const auto size = s.sizes.empty() ? std::uint32_t{65536} : s.sizes.front();
+  const auto server = parse_address(s.server, s.port);
+  const auto socket = connect_to_server(s, server);
+  report.peer_address = server.to_string();
+  auto end = open_end(s, socket.get(), true, size, "the address this host reaches the server from", report);
+  results.test = test_of(s, end, "self");
+  play(s, end,
+       {.peer_role = "server",
+        .connected = {},
+        .run = [&](const auto& theirs) { run_stream(s, end.lanes, theirs, size, results); },
+        .results = [&] { end.conversation->send_results(results_of(results.bandwidth.back())); }});
+}
+
+namespace {
+
+// The one client served: the first connection the gate (--allow) admits, within
+// --accept-timeout; those it refuses are closed unread.
+FileDescriptor accept_perftest_client(const BwSettings& s, const std::shared_ptr<PeerGate>& gate, Report& report) {
+  // perftest's server listens on IPv4 unless told an address.
+  const auto address = parse_address(s.bind.empty() ? "0.0.0.0" : s.bind, s.port);
+  const auto length = static_cast<socklen_t>(address.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  const auto listener = tcp::listen_on(address.get(), length, 8, fmt::format("TCP {}", address.to_string()));
+  spdlog::info("waiting for a perftest client (ib_{}_bw <this host>, without -R) on TCP {}, answering {}",
+               bw::to_string(s.operation), address.to_string(), s.peers.allow.to_string());
+  const auto deadline = s.accept_timeout ? Clock::now() + *s.accept_timeout : Clock::time_point::max();
+  auto accepted = tcp::accept_admitted(listener.get(), deadline, s.limits.stop_fd, [&](const sockaddr* from) {
+    return gate->admit(from, Clock::now()).admitted();
+  });
+  if (!accepted) {
+    throw RunStopped(StopReason::timed_out,
+                     fmt::format("no perftest client came within {} s",
+                                 std::chrono::duration_cast<std::chrono::seconds>(*s.accept_timeout).count()));
+  }
+  report.peer_address = address_of(reinterpret_cast<const sockaddr*>(&accepted->peer)).to_string();
+  spdlog::info("perftest client from {}", report.peer_address);
+  return std::move(accepted->socket);
+}
+
+// Whether the peer has written to (or closed) the TCP connection: a client's next message
+// after its run is the barrier it enters once its last completion is in.
+bool has_spoken(int socket) {
+  pollfd p{.fd = socket, .events = POLLIN, .revents = 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+// The client's figures as the server's row (perftest's server prints them as its own).
+BandwidthRow row_of(const perftest::Results& theirs, std::uint64_t region) {
+  if (theirs.message_size == 0 || theirs.message_size > region) {
+    throw ProtocolError(fmt::format("the client says it moved {}-byte messages; this server's buffer has {} bytes",
+                                    theirs.message_size, region));
+  }
+  constexpr std::uint64_t most_iterations = std::uint64_t{1} << 40;
+  if (theirs.iterations > most_iterations) {
+    throw ProtocolError(fmt::format("the client says it ran {} iterations", theirs.iterations));
+  }
+  constexpr double mib = 1024.0 * 1024.0;
+  BandwidthRow row;
+  row.size = static_cast<std::uint32_t>(theirs.message_size);
+  row.iterations = theirs.iterations;
+  row.bytes = theirs.message_size * theirs.iterations;
+  row.average_mib_per_s = theirs.average_mb_per_s;
+  row.peak_mib_per_s = theirs.peak_mb_per_s;
+  row.average_gbit_per_s = theirs.average_mb_per_s * mib * 8 / 1e9;
+  row.message_rate_mpps = theirs.message_rate_mpps;
+  row.seconds = theirs.average_mb_per_s > 0 ? static_cast<double>(row.bytes) / (theirs.average_mb_per_s * mib) : 0;
+  return row;
+}
+
+// The server's run: a SEND stream received and counted (send_bw's sink), or, for WRITE and
+// READ, nothing to see: the wait for the client's barrier, bounded by --timeout of silence
+// on the port's counters.
+void serve_run(const BwSettings& s, const OobEnd& end, int socket, std::uint64_t receive_bytes, BwResults& results) {
+  std::vector<Lane> lanes;
+  lanes.reserve(end.lanes.size());
+  for (const auto& lane : end.lanes) {
+    lanes.push_back(Lane{.qp = lane.qp->get(),
+                         .cq = lane.cq->get(),
+                         .local_address = lane.buffer->address(),
+                         .lkey = lane.buffer->lkey(),
+                         .remote_address = 0,
+                         .rkey = 0,
+                         .receive_address = lane.buffer->address(),
+                         .receive_lkey = lane.buffer->lkey(),
+                         .receive_length = static_cast<std::uint32_t>(receive_bytes),
+                         .peer = {},
+                         .immediate_data = true});
+  }
+  const bool one_sided = s.operation != bw::Operation::send;
+  // Once the client speaks, its run is over: our QPs to the error state flush the receives
+  // still posted, which closes each lane after what arrived (no rdma_cm does it here).
+  const auto connected = [&end, socket] {
+    if (!has_spoken(socket)) return true;
+    for (const auto& lane : end.lanes) {
+      ibv_qp_attr error{};
+      error.qp_state = IBV_QPS_ERR;
+      modify(lane.qp->get(), error, IBV_QP_STATE, "RC QP to ERR (the run is over)");
+    }
+    return false;
+  };
+  PeerWatch peer{.connected = connected,
+                 .silence = s.limits.timeout,
+                 .still_working = {},
+                 .still_working_sign = fmt::format("{} port {}'s counters", end.device->name(), end.local.number),
+                 .cm_fds = {socket}};
+  if (one_sided) {
+    peer.still_working = counters_moved(end.device->name(), end.local.number);
+    if (!peer.still_working) {
+      spdlog::info(
+          "{} port {} shows no counters: a {} client that stops working is held until it closes its TCP "
+          "connection",
+          end.device->name(), end.local.number, bw::to_string(s.operation));
+      peer.still_working = [] { return true; };
+    }
+  }
+  // One-sided: one receive each, which nothing takes but the flush that ends the lane.
+  for (const auto& lane : lanes) post_receives(lane, one_sided ? 1 : s.depth);
+  sink(
+      SinkSettings{
+          .basics = {.max_inline_data = end.lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
+          .peer = peer,
+          .lanes = lanes,
+          .depth = s.depth,
+          .reflect = false,
+          .credits = false,
+          .datagrams = nullptr,
+          .one_sided = one_sided},
+      results.bandwidth);
+}
+
+}  // namespace
+
+void run_perftest_server(const BwSettings& s, Report& report, BwResults& results) {
+  check_perftest_mode(s, s.sizes.size() > 1, s.budget.duration.has_value());
+  const auto size = s.sizes.empty() ? std::uint32_t{65536} : s.sizes.front();
+  const auto gate = std::make_shared<PeerGate>(s.peers);
+  const RefusalsToReport refusals(gate, report);
+  const auto socket = accept_perftest_client(s, gate, report);
+  auto end = open_end(s, socket.get(), false, size, "the address the client reached this host at", report);
+  const bool one_sided = s.operation != bw::Operation::send;
+  results.test = test_of(s, end, one_sided ? "peer" : "self");
+  // A SEND stream lands in the first half of each buffer: messages up to the region, which
+  // holds -s at least (perftest's server takes -s bytes exactly).
+  const std::uint64_t receive_bytes = end.region;
+  play(s, end,
+       {.peer_role = "client",
+        .connected = {},
+        .run = [&](const auto&) { serve_run(s, end, socket.get(), receive_bytes, results); },
+        .results =
+            [&] {
+              const auto row = row_of(end.conversation->receive_results(), end.region);
+              if (row.size != size) {
+                results.warnings.push_back(
+                    fmt::format("the client measured {}-byte messages, this server was given -s {}", row.size, size));
+              }
+              results.bandwidth.push_back(row);
+            }});
+}
+
+}  // namespace rdmakit

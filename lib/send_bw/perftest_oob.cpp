@@ -184,7 +184,7 @@ nlohmann::json path_of(const DeviceContext& device, const LocalPort& local, int 
 
 // Our queue pairs, each with its CQ, its buffer (the messages, then the region offered to
 // the peer: perftest's, a page at least, whole cache lines) and its record.
-// `receives`: the receive queue's depth (the server of a SEND run: -t; else 1).
+// `receives`: the receive queue's depth (the server of a SEND run: stream_receives; else 1).
 std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device, const ProtectionDomain& pd,
                                 CompletionChannel& channel, const LocalPort& local,
                                 const ibv_device_attr& device_attributes, std::uint64_t region,
@@ -220,6 +220,14 @@ std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device
     if (local.gid) lane.record.gid = gid_bytes(device, local.number, local.gid->index);
   }
   return lanes;
+}
+
+// The receives a SEND server keeps posted: -t, or perftest's server's 512 where that is more:
+// its client keeps its -t of 128 sends in flight while the receives are reposted, and each
+// one that finds none waits out an RNR timer (0.64 ms at perftest's 12).
+std::uint32_t stream_receives(const BwSettings& s) {
+  constexpr std::uint32_t perftest_receive_depth = 512;
+  return std::max(s.depth, perftest_receive_depth);
 }
 
 // One end of the run once the TCP connection is up: the device and port, the conversation's
@@ -263,7 +271,7 @@ OobEnd open_end(const BwSettings& s, int socket, bool client, std::uint32_t size
   end.channel = std::make_unique<CompletionChannel>(end.device->get());
   const bool receives_stream = !client && s.operation == bw::Operation::send;
   end.lanes = make_lanes(s, *end.device, *end.pd, *end.channel, end.local, end.device_attributes, end.region,
-                         receives_stream ? s.depth : 1);
+                         receives_stream ? stream_receives(s) : 1);
   end.records.reserve(end.lanes.size());
   for (const auto& lane : end.lanes) end.records.push_back(lane.record);
   return end;
@@ -523,7 +531,7 @@ void serve_run(const BwSettings& s, const OobEnd& end, int socket, std::uint64_t
     }
   }
   // One-sided: one receive each, which nothing takes but the flush that ends the lane.
-  for (const auto& lane : lanes) post_receives(lane, one_sided ? 1 : s.depth);
+  for (const auto& lane : lanes) post_receives(lane, one_sided ? 1 : stream_receives(s));
   sink(
       SinkSettings{
           .basics = {.max_inline_data = end.lanes.front().inline_bytes, .limits = s.limits, .events = s.events},

@@ -15,11 +15,13 @@
 # Completion events: send_bw -e against send_bw busy polling at 4 KiB and 64 KiB, bandwidth
 # and both sides' CPU per message (--cpu-util). Prints the medians and the ratios, and
 # writes to OUT_JSON {"address": RXE_ADDR, "perftest_gid_index": N or "default",
-# "bandwidth": [run...], "latency": [run...], "events": [run...], "medians": {"bandwidth":
-# [...], "latency": [...], "events": [...]}}.
+# "bandwidth": [run...], "latency": [run...], "events": [run...], "oob": [run...], "medians":
+# {"bandwidth": [...], "latency": [...], "events": [...], "oob": [...]}}.
 #   scripts/rxe-vm.sh . scripts/bench-compare.sh build/bin build/bench.json
 # Not a timed test: numbers depend on the machine; nothing here passes or fails on them.
-# SECTIONS="bandwidth latency events" (the default): the parts to run; BW_SPECS and
+# --oob (not with BASE_BIN): send_bw --oob at either end of perftest's WRITE, READ and SEND
+# programs at 64 KiB, against perftest at both ends (OOB_ITERS messages a run, default 1000).
+# SECTIONS="bandwidth latency events oob" (the default): the parts to run; BW_SPECS and
 # LAT_SPECS: the rows of the first two (default "64 4096 65536 65536x4 atomic ud64" and "2 atomic
 # ud2"; udSIZE: -c UD).
 # BASE_BIN=DIR: before and after instead of ours and perftest: the second column is send_bw
@@ -35,7 +37,7 @@ dev=${RXE_DEV:-$(basename "${devices[0]}")}
 runs=${RUNS:-5}
 iters=${ITERS:-5000}
 lat_iters=${LAT_ITERS:-5000}
-sections=${SECTIONS:-bandwidth latency events}
+sections=${SECTIONS:-bandwidth latency events oob}
 base_bin=${BASE_BIN:+$(cd "$BASE_BIN" && pwd)}
 
 # gid_index_of ADDR: the index of IPv4 address ADDR's RoCE v2 GID on $dev's port 1.
@@ -330,9 +332,85 @@ if [[ " $sections " == *" events "* ]]; then
   echo "-e ratios: events / poll; cpu: both sides' CPU microseconds per message; perftest: ib_send_bw -e / ib_send_bw"
 fi
 
+# --oob against perftest's own pairs: for each of WRITE, READ and SEND at 64 KiB, interleaved,
+# ib_<op>_bw on both ends (stock), send_bw --oob as the client of ib_<op>_bw's server
+# (client), and ib_<op>_bw's client against send_bw --oob's server (server). Each run gives
+# the client's average and the server's printed (or reported) one, MiB/s.
+# oob_average FILE SIZE: the average column of perftest's row for SIZE in FILE.
+oob_average() { awk -v size="$2" '$1 == size && NF >= 5 { print $4; found = 1; exit } END { exit !found }' "$1"; }
+# oob_run MODE OP SIZE: "client_MiB/s server_MiB/s".
+oob_run() {
+  local mode=$1 op=$2 size=$3 client server
+  local tool=ib_${op}_bw
+  local stock=(-d "$dev" -p "$port" "${perf_gid_flags[@]}" -s "$size" -n "$oob_iters" -F)
+  local ours=("$bin/send_bw" -p "$port" --oob --op "$op" -s "$size" "${perf_gid_flags[@]}" --json)
+  case $mode in
+    stock | client)
+      "$tool" "${stock[@]}" > "$work/oob_server.txt" 2>&1 &
+      local pid=$!
+      wait_port "$port"
+      if [[ $mode == stock ]]; then
+        "$tool" "${stock[@]}" "$addr" > "$work/oob_client.txt" 2>&1
+        client=$(oob_average "$work/oob_client.txt" "$size")
+      else
+        "${ours[@]}" "$addr" -n "$oob_iters" > "$work/oob_client.json"
+        client=$(jq '.rows[0].bw_average_mib_per_s' "$work/oob_client.json")
+      fi
+      wait "$pid" || true
+      server=$(oob_average "$work/oob_server.txt" "$size")
+      ;;
+    server)
+      "${ours[@]}" --accept-timeout 30 > "$work/oob_server.json" &
+      local pid=$!
+      wait_port "$port"
+      "$tool" "${stock[@]}" "$addr" > "$work/oob_client.txt" 2>&1
+      wait "$pid"
+      client=$(oob_average "$work/oob_client.txt" "$size")
+      server=$(jq '.rows[0].bw_average_mib_per_s' "$work/oob_server.json")
+      ;;
+  esac
+  echo "$client $server"
+}
+oob_iters=${OOB_ITERS:-1000}
+: > "$work/oob_runs.jsonl"
+: > "$work/oob_medians.jsonl"
+if [[ " $sections " == *" oob "* && -z $base_bin ]]; then
+  echo
+  printf '%-6s %12s %14s %8s %14s %8s %16s
+' "--oob" "stock MiB/s" "our client" ratio "vs our server" ratio "server row/ours"
+  for op in write read send; do
+    for mode in stock client server; do : > "$work/oob_figures_$mode.txt"; done
+    for run in $(seq "$runs"); do
+      # Each run starts with another of the three, so that none always follows the same one.
+      modes=(stock client server)
+      modes=("${modes[@]:$((run % 3))}" "${modes[@]:0:$((run % 3))}")
+      for mode in "${modes[@]}"; do
+        port=$((port + 1))
+        read -r client server <<< "$(oob_run "$mode" "$op" 65536)"
+        echo "$client $server" >> "$work/oob_figures_$mode.txt"
+        printf '{"operation":"%s","run":%s,"mode":"%s","client_mib_per_s":%s,"server_mib_per_s":%s}\n' \
+          "$op" "$run" "$mode" "$client" "$server" >> "$work/oob_runs.jsonl"
+      done
+    done
+    stock_bw=$(cut -d' ' -f1 "$work/oob_figures_stock.txt" | median)
+    client_bw=$(cut -d' ' -f1 "$work/oob_figures_client.txt" | median)
+    served_bw=$(cut -d' ' -f1 "$work/oob_figures_server.txt" | median)
+    # How the other end's figure compares with the measuring end's, our runs together.
+    agreement=$(cat "$work/oob_figures_client.txt" "$work/oob_figures_server.txt" | awk '{ print $2 / $1 }' | median)
+    printf '%-6s %12.2f %14.2f %8.3f %14.2f %8.3f %16.4f\n' "$op" "$stock_bw" "$client_bw" \
+      "$(jq -n "$client_bw / $stock_bw")" "$served_bw" "$(jq -n "$served_bw / $stock_bw")" "$agreement"
+    printf '{"operation":"%s","stock_mib_per_s":%s,"our_client_mib_per_s":%s,"stock_client_of_our_server_mib_per_s":%s,"server_over_client":%s}\n' \
+      "$op" "$stock_bw" "$client_bw" "$served_bw" "$agreement" >> "$work/oob_medians.jsonl"
+  done
+  echo "--oob: the client's average MiB/s (medians of $runs runs, -n $oob_iters, 64 KiB): ib_<op>_bw on both ends;"
+  echo "send_bw --oob against ib_<op>_bw's server; ib_<op>_bw's client against send_bw --oob's server."
+  echo "server row/ours: the server's figure over the client's, our runs (1: the same figure)"
+fi
+
 jq -n --arg addr "$addr" --arg gid "$perf_gid" --slurpfile bw "$work/bw_runs.jsonl" --slurpfile lat "$work/lat_runs.jsonl" \
   --slurpfile bwm "$work/bw_medians.jsonl" --slurpfile latm "$work/lat_medians.jsonl" \
   --slurpfile ev "$work/events_runs.jsonl" --slurpfile evm "$work/events_medians.jsonl" \
+  --slurpfile oob "$work/oob_runs.jsonl" --slurpfile oobm "$work/oob_medians.jsonl" \
   '{address: $addr, perftest_gid_index: ($gid | tonumber? // $gid), bandwidth: $bw, latency: $lat, events: $ev,
-    medians: {bandwidth: $bwm, latency: $latm, events: $evm}}' > "$out"
+    oob: $oob, medians: {bandwidth: $bwm, latency: $latm, events: $evm, oob: $oobm}}' > "$out"
 echo "all runs: $out"

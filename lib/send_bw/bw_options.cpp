@@ -180,9 +180,9 @@ void BwOptions::add_to(CLI::App& app) {
       ->transform(connection_type());
   app.add_flag("-b,--bidirectional", s.bidirectional, "The server sends every message back (--op send)");
   app.add_flag("--oob", s.out_of_band,
-               "Run with perftest (ib_send_bw, ib_write_bw, ib_read_bw without -R) at the other end, the QPs' "
-               "details exchanged over TCP as perftest does by default: the client of its server, or the server of "
-               "one of its clients; -n (client) and -s (SEND) must match the peer's");
+               "Run with perftest (ib_send_bw, ib_write_bw, ib_read_bw; with --lat their _lat siblings; without "
+               "-R) at the other end, the QPs' details exchanged over TCP as perftest does by default: the client "
+               "of its server, or the server of one of its clients; -n and -s as the peer's where it counts them");
   app.add_option("-x,--gid-index", s.gid_index,
                  "Use the address of this GID table entry (default: rdma_cm's choice for the address)")
       ->check(CLI::Range(0, 65535));

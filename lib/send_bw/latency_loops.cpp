@@ -482,7 +482,7 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
   // Each size appends one row, so the count of rows numbers the sizes of a sweep.
   PingClient client(s, size, static_cast<std::uint32_t>(rows.size() + 1));
   TickCalibration calibration;  // over the announcement and the warm-up, 10 ms at least
-  client.announce_size();
+  if (s.announces_size) client.announce_size();
   for (std::uint64_t i = 0; i < warmup; ++i) client.exchange();
   calibration.finish(std::chrono::milliseconds(10));
   const auto unanswered_in_warmup = client.unanswered();
@@ -512,6 +512,100 @@ void ping(const PingSettings& s, std::uint32_t size, const Budget& budget, std::
 
 std::uint64_t answer_pings(const AnswerSettings& s) {
   return PingAnswerer(s).run();
+}
+
+namespace {
+
+// lockstep_writes' two halves: this side's writes, and the watch for the peer's.
+class LockstepWriter {
+ public:
+  LockstepWriter(const LockstepSettings& s, std::uint32_t size, std::uint64_t iterations)
+      : s_(s),
+        size_(size),
+        iterations_(iterations),
+        poster_(s.lane, bw::Operation::write, nullptr, s.basics.max_inline_data, 1),
+        spin_(s.basics.limits.stop_fd, std::nullopt, {}),
+        where_(fmt::format("at {} bytes", size)),
+        landed_(last_byte(s.lane.receive_address, size)) {}
+
+  // Until the peer's write `number` has landed (its last byte `number` mod 256), each wait
+  // bounded by the timeout from its first idle check.
+  void await_peer(std::uint64_t number) {
+    const auto tag = static_cast<std::uint8_t>(number);
+    std::optional<SilenceBound> watch;
+    while (landed_ != tag) {
+      if (!spin_.due()) continue;
+      reap();
+      const auto now = Clock::now();
+      if (!watch) watch.emplace(s_.basics.limits.timeout, now);
+      watch->check(now, [&] {
+        return fmt::format("the peer's write {} of {} did not land for {} ms {}", number, iterations_,
+                           watch->limit_ms(), where_);
+      });
+      spin_.check_stop(where_);
+    }
+  }
+
+  // This side's write `number`, signalled; returns when it was posted (ticks).
+  std::uint64_t write(std::uint64_t number) {
+    last_byte(s_.lane.local_address, size_) = static_cast<std::uint8_t>(number);
+    const auto posted =
+        poster_.post_from(s_.lane.local_address, s_.lane.lkey, size_, s_.lane.remote_address, s_.lane.rkey, true);
+    while (poster_.backlog()) reap();
+    return posted;
+  }
+
+ private:
+  void reap() {
+    const int got = poll_lane(s_.lane, wcs_);
+    for (int k = 0; k < got; ++k) {
+      const auto& wc = wcs_[static_cast<std::size_t>(k)];
+      if (wc.status != IBV_WC_SUCCESS) fail_completion(wc);
+      poster_.reaped(wc);
+    }
+  }
+
+  const LockstepSettings& s_;
+  std::uint32_t size_;
+  std::uint64_t iterations_;
+  PingPoster poster_;
+  SpinGuard spin_;
+  std::string where_;
+  std::array<ibv_wc, poll_batch> wcs_{};
+  const volatile std::uint8_t& landed_;
+};
+
+}  // namespace
+
+void lockstep_writes(const LockstepSettings& s, std::uint32_t size, std::uint64_t iterations,
+                     std::vector<LatencyRow>& rows) {
+  LockstepWriter writer(s, size, iterations);
+  TickCalibration calibration;
+  calibration.finish(std::chrono::milliseconds(10));
+  LatencyRecorder recorder;
+  recorder.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(iterations, std::uint64_t{1} << 20)));
+  const auto row = [&] {
+    return LatencyRow{.size = size,
+                      .summary = recorder.summary().value_or(LatencySummary{}),
+                      .histogram = s.histogram ? recorder.histogram() : std::vector<HistogramBucket>{},
+                      .unanswered = 0};
+  };
+  std::optional<std::uint64_t> previous;
+  try {
+    for (std::uint64_t k = 1; k <= iterations; ++k) {
+      // The leader's k-th answers the peer's (k-1)-th; the other side's, the leader's k-th.
+      const auto awaited = s.leader ? k - 1 : k;
+      if (awaited > 0) writer.await_peer(awaited);
+      const auto posted = writer.write(k);
+      if (previous) recorder.add(calibration.duration((posted - *previous) / 2));
+      previous = posted;
+    }
+    if (s.leader) writer.await_peer(iterations);
+  } catch (...) {
+    if (recorder.count() > 0) rows.push_back(row());
+    throw;
+  }
+  rows.push_back(row());
 }
 
 }  // namespace rdmakit

@@ -174,6 +174,9 @@ struct PingSettings {
   bool histogram = false;  // each row with its samples' histogram
   // --op atomic: required (one lane); each operation's fetched value is checked against it.
   AtomicCounters* atomics = nullptr;
+  // false: the peer is perftest's (send_bw --oob), which knows the size from its own -s and
+  // answers from the first message; no announcement goes first.
+  bool announces_size = true;
   // -c UD (the lane's peer has an address handle): each size's pings sent, warm-up
   // included, appended here. A ping is a SEND with a tag as immediate that the server
   // echoes; one unanswered for ping_loss_timeout is counted and the next one goes out.
@@ -193,6 +196,21 @@ struct LatencyRow {
 // Appends the row for `size`; on an exception, the samples so far as a partial row.
 void ping(const PingSettings& settings, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
           std::vector<LatencyRow>& rows);
+
+// perftest's write latency (ib_write_lat), either side: each writes its k-th message (its
+// last byte k mod 256) into the peer's buffer, the leader (perftest's server) once the peer's
+// (k-1)-th has landed in its own (its first at once), the other side once the leader's k-th
+// has; every write signalled. A sample is half the
+// time between two of this side's writes: a round trip, as perftest counts it. The leader
+// waits for the peer's last write too. Appends one row (a partial one on an exception).
+struct LockstepSettings {
+  LoopBasics basics;  // the timeout bounds each wait for the peer's write
+  Lane lane;          // remote_address/rkey: the peer's buffer; receive_address: where its writes land (zeroed)
+  bool leader = false;
+  bool histogram = false;  // the row with its samples' histogram
+};
+void lockstep_writes(const LockstepSettings& settings, std::uint32_t size, std::uint64_t iterations,
+                     std::vector<LatencyRow>& rows);
 
 struct AnswerSettings {
   LoopBasics basics;  // events: send and read only (write answers watch memory)

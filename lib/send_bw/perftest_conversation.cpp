@@ -12,10 +12,18 @@
 
 namespace rdmakit::bw::perftest {
 
-std::vector<Step> program_steps(Operation operation) {
+std::vector<Step> program_steps(Operation operation, Test test) {
+  if (test == Test::latency && operation != Operation::send) {
+    // ib_write_lat, ib_read_lat, ib_atomic_lat: record 0 first, the records, the records again
+    // once connected (printed), the barrier, the run. ib_write_lat ends there: no close, its
+    // socket closes as the process exits.
+    std::vector<Step> steps{Step::records, Step::records, Step::connect, Step::records, Step::barrier, Step::run};
+    if (operation != Operation::write) steps.push_back(Step::close);
+    return steps;
+  }
   if (operation == Operation::send) {
-    // ib_send_bw: the records, a barrier once connected, the records again (printed), the
-    // barrier that starts the run once the server's receives are posted, the close.
+    // ib_send_bw and ib_send_lat alike: the records, a barrier once connected, the records
+    // again (printed), the barrier that starts the run once every receive is posted, the close.
     return {Step::records, Step::connect, Step::barrier, Step::records, Step::barrier, Step::run, Step::close};
   }
   // ib_write_bw, ib_read_bw, ib_atomic_bw: the server stays passive, waiting in the barrier

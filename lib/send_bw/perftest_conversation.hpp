@@ -34,10 +34,12 @@ enum class Step : std::uint8_t {
   results,  // the client's five figures (WRITE, READ and atomics)
   close,    // record 0 each way, then "done\0" and the end of the connection
 };
-// The steps of perftest's bandwidth program for `operation` (SEND: ib_send_bw; WRITE, READ
-// and atomics: ib_write_bw, ib_read_bw, ib_atomic_bw), one size, one direction, as 4.5-0.17
-// and upstream's master run them.
-std::vector<Step> program_steps(Operation operation);
+// The steps of perftest's program for `operation` and `test` (bandwidth, SEND: ib_send_bw;
+// WRITE, READ and atomics: ib_write_bw, ib_read_bw, ib_atomic_bw; latency: ib_send_lat,
+// ib_write_lat, ib_read_lat), one size, one direction, as 4.5-0.17 and upstream's master run
+// them. Both sides take the same steps; what a side does at `run` is its own (a READ
+// latency server waits there for the client's close).
+std::vector<Step> program_steps(Operation operation, Test test = Test::bandwidth);
 
 class Conversation {
  public:

@@ -222,12 +222,46 @@ std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device
   return lanes;
 }
 
-// The receives a SEND server keeps posted: -t, or perftest's server's 512 where that is more:
-// its client keeps its -t of 128 sends in flight while the receives are reposted, and each
-// one that finds none waits out an RNR timer (0.64 ms at perftest's 12).
-std::uint32_t stream_receives(const BwSettings& s) {
+// The receives a side keeps posted. The server of a SEND stream: -t, or perftest's server's
+// 512 where that is more: its client keeps its -t of 128 sends in flight while the receives
+// are reposted, and each one that finds none waits out an RNR timer (0.64 ms at perftest's
+// 12). Either side of a SEND latency test: a few, one message being in flight. Else one,
+// which nothing takes but the flush at the end (lib/send_bw/loops' sink).
+std::uint32_t receive_depth(const BwSettings& s, bool client) {
   constexpr std::uint32_t perftest_receive_depth = 512;
-  return std::max(s.depth, perftest_receive_depth);
+  constexpr std::uint32_t latency_receives = 16;
+  if (s.operation != bw::Operation::send) return 1;
+  if (s.test == bw::Test::latency) return latency_receives;
+  return client ? 1 : std::max(s.depth, perftest_receive_depth);
+}
+
+// The perftest program at the other end: ib_write_bw, ib_send_lat, ...
+std::string perftest_program(const BwSettings& s) {
+  return fmt::format("ib_{}_{}", bw::to_string(s.operation), s.test == bw::Test::latency ? "lat" : "bw");
+}
+
+// -s (-a: its largest, 8 MiB, which sizes the buffers as perftest's -a does), or perftest's
+// default for the test: 64 KiB for bandwidth, 2 bytes for latency.
+std::uint32_t message_size(const BwSettings& s) {
+  if (!s.sizes.empty()) return s.sizes.back();
+  return s.test == bw::Test::latency ? 2 : 65536;
+}
+
+// One of our QPs as the loops see it: the first half of its buffer is what it sends or reads
+// into, the second (its record's vaddr) where the peer's messages and writes land; `theirs`:
+// the peer's buffer, once its record came.
+Lane lane_of(const OobLane& lane, std::uint64_t region, const perftest::Destination* theirs) {
+  return Lane{.qp = lane.qp->get(),
+              .cq = lane.cq->get(),
+              .local_address = lane.buffer->address(),
+              .lkey = lane.buffer->lkey(),
+              .remote_address = theirs != nullptr ? theirs->vaddr : 0,
+              .rkey = theirs != nullptr ? theirs->rkey : 0,
+              .receive_address = lane.buffer->address() + region,
+              .receive_lkey = lane.buffer->lkey(),
+              .receive_length = static_cast<std::uint32_t>(region),
+              .peer = {},
+              .immediate_data = true};
 }
 
 // One end of the run once the TCP connection is up: the device and port, the conversation's
@@ -244,6 +278,7 @@ struct OobEnd {
   std::unique_ptr<CompletionChannel> channel;
   std::vector<OobLane> lanes;
   std::vector<perftest::Destination> records;
+  std::uint32_t receives = 1;  // posted on each QP once connected (receive_depth)
   bool with_gid = false;
 };
 
@@ -269,9 +304,9 @@ OobEnd open_end(const BwSettings& s, int socket, bool client, std::uint32_t size
   end.region = (std::max<std::uint64_t>(size, end.agreed.geometry.page_size) + line - 1) / line * line;
   end.pd = std::make_unique<ProtectionDomain>(end.device->get());
   end.channel = std::make_unique<CompletionChannel>(end.device->get());
-  const bool receives_stream = !client && s.operation == bw::Operation::send;
-  end.lanes = make_lanes(s, *end.device, *end.pd, *end.channel, end.local, end.device_attributes, end.region,
-                         receives_stream ? stream_receives(s) : 1);
+  end.receives = receive_depth(s, client);
+  end.lanes =
+      make_lanes(s, *end.device, *end.pd, *end.channel, end.local, end.device_attributes, end.region, end.receives);
   end.records.reserve(end.lanes.size());
   for (const auto& lane : end.lanes) end.records.push_back(lane.record);
   return end;
@@ -302,7 +337,6 @@ nlohmann::json test_of(const BwSettings& s, const OobEnd& end, const char* rows_
 // What one end does at the steps where the two differ.
 struct RoleSteps {
   std::string_view peer_role;                                          // "server" or "client"
-  std::function<void()> connected;                                     // after the QPs' RTS
   std::function<void(const std::vector<perftest::Destination>&)> run;  // the measurement
   std::function<void()> results;                                       // the client's figures
 };
@@ -314,14 +348,15 @@ void play(const BwSettings& s, OobEnd& end, const RoleSteps& role) {
         std::clamp<int>(peer.out_reads, 1, std::max(end.device_attributes.max_qp_init_rd_atom, 1)));
   };
   std::vector<perftest::Destination> theirs;
-  for (const auto step : perftest::program_steps(s.operation)) {
+  for (const auto step : perftest::program_steps(s.operation, s.test)) {
     switch (step) {
       case perftest::Step::records: theirs = end.conversation->exchange_records(end.records, end.with_gid); break;
       case perftest::Step::connect:
         for (std::size_t i = 0; i < end.lanes.size(); ++i) {
           connect_qp(end.lanes[i], theirs[i], end.local, end.agreed.mtu, initiator_depth(theirs[i]), s, role.peer_role);
         }
-        if (role.connected) role.connected();
+        // Every receive posted before the barrier that starts the run, as perftest's are.
+        for (const auto& lane : end.lanes) post_receives(lane_of(lane, end.region, nullptr), end.receives);
         break;
       case perftest::Step::barrier: end.conversation->barrier(end.records.front(), end.with_gid); break;
       case perftest::Step::run: role.run(theirs); break;
@@ -336,15 +371,17 @@ void play(const BwSettings& s, OobEnd& end, const RoleSteps& role) {
 void check_perftest_mode(const BwSettings& s, bool sweep, bool timed) {
   const auto refuse = [](const char* what) {
     throw UsageError(
-        fmt::format("--oob does not run {} yet: perftest's default exchange covers ib_send_bw, "
-                    "ib_write_bw and ib_read_bw, one size, RC, one direction",
+        fmt::format("--oob does not run {} yet: it talks to ib_send_bw, ib_write_bw, ib_read_bw, "
+                    "ib_send_lat, ib_write_lat and ib_read_lat, one size, RC, one direction",
                     what));
   };
-  if (s.test != bw::Test::bandwidth) refuse("latency tests");
   if (s.operation == bw::Operation::atomic) refuse("atomics");
+  if (s.test == bw::Test::latency && timed) refuse("timed latency tests (-D)");
   if (s.datagram) refuse("UD (-c UD)");
   if (s.bidirectional) refuse("bidirectional tests (-b)");
-  if (sweep) refuse("a sweep of sizes (-a)");
+  if (sweep && (s.operation == bw::Operation::send || s.test == bw::Test::latency)) {
+    refuse("a sweep of sizes (-a) but with ib_write_bw and ib_read_bw");
+  }
   if (s.queue_pairs != 1 && s.operation == bw::Operation::send) refuse("SEND over several queue pairs (-q)");
   if (timed && s.operation == bw::Operation::send) refuse("timed SEND tests (-D)");
   if (s.server.empty() && s.persistent) {
@@ -359,32 +396,20 @@ FileDescriptor connect_to_server(const BwSettings& s, const SocketAddress& serve
   try {
     return tcp::connect_to(server.get(), length, Clock::now() + s.limits.timeout, s.limits.stop_fd);
   } catch (const std::system_error& failed) {
-    throw std::runtime_error(fmt::format("no perftest server at {} ({}): start ib_{}_bw there first, without -R",
-                                         server.to_string(), failed.code().message(), bw::to_string(s.operation)));
+    throw std::runtime_error(fmt::format("no perftest server at {} ({}): start {} there first, without -R",
+                                         server.to_string(), failed.code().message(), perftest_program(s)));
   }
 }
 
 // The measured run: send_bw's stream loop over our QPs at the server's buffers.
-void run_stream(const BwSettings& s, const std::vector<OobLane>& lanes,
-                const std::vector<perftest::Destination>& theirs, std::uint32_t size, BwResults& results) {
-  std::vector<Lane> loop_lanes;
-  loop_lanes.reserve(lanes.size());
-  for (std::size_t i = 0; i < lanes.size(); ++i) {
-    loop_lanes.push_back(Lane{.qp = lanes[i].qp->get(),
-                              .cq = lanes[i].cq->get(),
-                              .local_address = lanes[i].buffer->address(),
-                              .lkey = lanes[i].buffer->lkey(),
-                              .remote_address = theirs[i].vaddr,
-                              .rkey = theirs[i].rkey,
-                              .receive_address = 0,
-                              .receive_lkey = 0,
-                              .receive_length = 0,
-                              .peer = {},
-                              .immediate_data = true});
-  }
+void run_stream(const BwSettings& s, const OobEnd& end, const std::vector<perftest::Destination>& theirs,
+                std::uint32_t size, BwResults& results) {
+  std::vector<Lane> lanes;
+  lanes.reserve(end.lanes.size());
+  for (std::size_t i = 0; i < end.lanes.size(); ++i) lanes.push_back(lane_of(end.lanes[i], end.region, &theirs[i]));
   const StreamSettings settings{
-      .basics = {.max_inline_data = lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
-      .lanes = loop_lanes,
+      .basics = {.max_inline_data = end.lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
+      .lanes = lanes,
       .operation = s.operation,
       .depth = s.depth,
       .signal_every = signal_interval(s.depth),
@@ -397,7 +422,34 @@ void run_stream(const BwSettings& s, const std::vector<OobLane>& lanes,
       .lane_sends = nullptr,
       .credits = nullptr,
       .heartbeat = nullptr};
-  stream(settings, size, s.budget, results.bandwidth);
+  // -a (WRITE and READ): every size back to back, as perftest's client runs them, with no word
+  // to the server between them.
+  for (const auto each : s.sizes.empty() ? std::vector<std::uint32_t>{size} : s.sizes) {
+    stream(settings, each, s.budget, results.bandwidth);
+    if (s.row_done) s.row_done(results);
+  }
+}
+
+// The client's latency run, perftest's way: exactly -n exchanges and no warm-up (the server
+// counts them), no size announced (it has its own -s). WRITE: in lockstep, perftest's server
+// writing first; SEND and READ: send_bw's pings.
+void run_latency(const BwSettings& s, const OobEnd& end, const perftest::Destination& theirs, std::uint32_t size,
+                 BwResults& results) {
+  const LoopBasics basics{.max_inline_data = end.lanes.front().inline_bytes, .limits = s.limits, .events = s.events};
+  const auto lane = lane_of(end.lanes.front(), end.region, &theirs);
+  if (s.operation == bw::Operation::write) {
+    lockstep_writes({.basics = basics, .lane = lane, .leader = false, .histogram = s.histogram}, size,
+                    s.budget.iterations, results.latency);
+  } else {
+    ping({.basics = basics,
+          .lane = lane,
+          .operation = s.operation,
+          .histogram = s.histogram,
+          .atomics = nullptr,
+          .announces_size = false,
+          .datagrams_sent = nullptr},
+         size, Budget{.iterations = s.budget.iterations, .duration = std::nullopt}, 0, results.latency);
+  }
   if (s.row_done) s.row_done(results);
 }
 
@@ -416,7 +468,7 @@ void run_perftest_client(const BwSettings& s, Report& report, BwResults& results
   if (s.server.empty()) {
     throw UsageError("--oob's client needs the address of the host running ib_<op>_bw");
   }
-  const auto size = s.sizes.empty() ? std::uint32_t{65536} : s.sizes.front();
+  const auto size = message_size(s);
   const auto server = parse_address(s.server, s.port);
   const auto socket = connect_to_server(s, server);
   report.peer_address = server.to_string();
@@ -424,8 +476,14 @@ void run_perftest_client(const BwSettings& s, Report& report, BwResults& results
   results.test = test_of(s, end, "self");
   play(s, end,
        {.peer_role = "server",
-        .connected = {},
-        .run = [&](const auto& theirs) { run_stream(s, end.lanes, theirs, size, results); },
+        .run =
+            [&](const auto& theirs) {
+              if (s.test == bw::Test::latency) {
+                run_latency(s, end, theirs.front(), size, results);
+              } else {
+                run_stream(s, end, theirs, size, results);
+              }
+            },
         .results = [&] { end.conversation->send_results(results_of(results.bandwidth.back())); }});
 }
 
@@ -438,8 +496,8 @@ FileDescriptor accept_perftest_client(const BwSettings& s, const std::shared_ptr
   const auto address = parse_address(s.bind.empty() ? "0.0.0.0" : s.bind, s.port);
   const auto length = static_cast<socklen_t>(address.family() == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
   const auto listener = tcp::listen_on(address.get(), length, 8, fmt::format("TCP {}", address.to_string()));
-  spdlog::info("waiting for a perftest client (ib_{}_bw <this host>, without -R) on TCP {}, answering {}",
-               bw::to_string(s.operation), address.to_string(), s.peers.allow.to_string());
+  spdlog::info("waiting for a perftest client ({} <this host>, without -R) on TCP {}, answering {}",
+               perftest_program(s), address.to_string(), s.peers.allow.to_string());
   const auto deadline = s.accept_timeout ? Clock::now() + *s.accept_timeout : Clock::time_point::max();
   auto accepted = tcp::accept_admitted(listener.get(), deadline, s.limits.stop_fd, [&](const sockaddr* from) {
     return gate->admit(from, Clock::now()).admitted();
@@ -484,43 +542,32 @@ BandwidthRow row_of(const perftest::Results& theirs, std::uint64_t region) {
   return row;
 }
 
-// The server's run: a SEND stream received and counted (send_bw's sink), or, for WRITE and
-// READ, nothing to see: the wait for the client's barrier, bounded by --timeout of silence
-// on the port's counters.
-void serve_run(const BwSettings& s, const OobEnd& end, int socket, std::uint64_t receive_bytes, BwResults& results) {
-  std::vector<Lane> lanes;
-  lanes.reserve(end.lanes.size());
-  for (const auto& lane : end.lanes) {
-    lanes.push_back(Lane{.qp = lane.qp->get(),
-                         .cq = lane.cq->get(),
-                         .local_address = lane.buffer->address(),
-                         .lkey = lane.buffer->lkey(),
-                         .remote_address = 0,
-                         .rkey = 0,
-                         .receive_address = lane.buffer->address(),
-                         .receive_lkey = lane.buffer->lkey(),
-                         .receive_length = static_cast<std::uint32_t>(receive_bytes),
-                         .peer = {},
-                         .immediate_data = true});
-  }
-  const bool one_sided = s.operation != bw::Operation::send;
-  // Once the client speaks, its run is over: our QPs to the error state flush the receives
-  // still posted, which closes each lane after what arrived (no rdma_cm does it here).
-  const auto connected = [&end, socket] {
-    if (!has_spoken(socket)) return true;
-    for (const auto& lane : end.lanes) {
-      ibv_qp_attr error{};
-      error.qp_state = IBV_QPS_ERR;
-      modify(lane.qp->get(), error, IBV_QP_STATE, "RC QP to ERR (the run is over)");
-    }
-    return false;
-  };
-  PeerWatch peer{.connected = connected,
+void refuse_client(const std::string& peer, const std::string& reason, BwResults& results) {
+  spdlog::warn("refused {}: {}", peer, reason);
+  results.refuse({.peer = peer, .reason = reason});
+}
+
+// How the server's loops learn that the client's run is over: once the client speaks (its
+// next barrier), our QPs go to the error state, which flushes the receives still posted and
+// so ends each lane after what arrived (no rdma_cm does it here). A client that is quiet on
+// TCP and in our CQ for --timeout is let go only where nothing else says it still works:
+// for a run this side cannot see (WRITE and READ), the port's counters moving.
+PeerWatch client_watch(const BwSettings& s, const OobEnd& end, int socket, bool invisible_run) {
+  PeerWatch peer{.connected =
+                     [&end, socket] {
+                       if (!has_spoken(socket)) return true;
+                       for (const auto& lane : end.lanes) {
+                         ibv_qp_attr error{};
+                         error.qp_state = IBV_QPS_ERR;
+                         modify(lane.qp->get(), error, IBV_QP_STATE, "RC QP to ERR (the run is over)");
+                       }
+                       return false;
+                     },
                  .silence = s.limits.timeout,
                  .still_working = {},
                  .still_working_sign = fmt::format("{} port {}'s counters", end.device->name(), end.local.number),
                  .cm_fds = {socket}};
-  if (one_sided) {
+  if (invisible_run) {
     peer.still_working = counters_moved(end.device->name(), end.local.number);
     if (!peer.still_working) {
       spdlog::info(
@@ -530,39 +577,79 @@ void serve_run(const BwSettings& s, const OobEnd& end, int socket, std::uint64_t
       peer.still_working = [] { return true; };
     }
   }
-  // One-sided: one receive each, which nothing takes but the flush that ends the lane.
-  for (const auto& lane : lanes) post_receives(lane, one_sided ? 1 : stream_receives(s));
-  sink(
-      SinkSettings{
-          .basics = {.max_inline_data = end.lanes.front().inline_bytes, .limits = s.limits, .events = s.events},
-          .peer = peer,
-          .lanes = lanes,
-          .depth = s.depth,
-          .reflect = false,
-          .credits = false,
-          .datagrams = nullptr,
-          .one_sided = one_sided},
-      results.bandwidth);
+  return peer;
+}
+
+// The server's run: a SEND stream received and counted (send_bw's sink); a WRITE or READ
+// bandwidth run, or a READ latency run, waited out (nothing of it reaches us); SEND latency
+// answered; WRITE latency in lockstep, this side first, as perftest's server.
+void serve_run(const BwSettings& s, const OobEnd& end, int socket, const perftest::Destination& theirs,
+               std::uint32_t size, BwResults& results) {
+  const LoopBasics basics{.max_inline_data = end.lanes.front().inline_bytes, .limits = s.limits, .events = s.events};
+  const bool latency = s.test == bw::Test::latency;
+  if (latency && s.operation == bw::Operation::write) {
+    lockstep_writes({.basics = basics,
+                     .lane = lane_of(end.lanes.front(), end.region, &theirs),
+                     .leader = true,
+                     .histogram = s.histogram},
+                    size, s.budget.iterations, results.latency);
+    return;
+  }
+  const bool invisible = s.operation != bw::Operation::send;
+  const auto peer = client_watch(s, end, socket, invisible);
+  if (latency && !invisible) {
+    results.answered = answer_pings({.basics = basics,
+                                     .peer = peer,
+                                     .lane = lane_of(end.lanes.front(), end.region, &theirs),
+                                     .operation = s.operation,
+                                     .datagram = nullptr,
+                                     .reply_from = {}});
+    return;
+  }
+  std::vector<Lane> lanes;
+  lanes.reserve(end.lanes.size());
+  for (const auto& lane : end.lanes) lanes.push_back(lane_of(lane, end.region, nullptr));
+  sink({.basics = basics,
+        .peer = peer,
+        .lanes = lanes,
+        .depth = s.depth,
+        .reflect = false,
+        .credits = false,
+        .datagrams = nullptr,
+        .one_sided = invisible},
+       results.bandwidth);
 }
 
 }  // namespace
 
 void run_perftest_server(const BwSettings& s, Report& report, BwResults& results) {
   check_perftest_mode(s, s.sizes.size() > 1, s.budget.duration.has_value());
-  const auto size = s.sizes.empty() ? std::uint32_t{65536} : s.sizes.front();
+  const auto size = message_size(s);
   const auto gate = std::make_shared<PeerGate>(s.peers);
   const RefusalsToReport refusals(gate, report);
-  const auto socket = accept_perftest_client(s, gate, report);
-  auto end = open_end(s, socket.get(), false, size, "the address the client reached this host at", report);
-  const bool one_sided = s.operation != bw::Operation::send;
-  results.test = test_of(s, end, one_sided ? "peer" : "self");
-  // A SEND stream lands in the first half of each buffer: messages up to the region, which
-  // holds -s at least (perftest's server takes -s bytes exactly).
-  const std::uint64_t receive_bytes = end.region;
+  // A client that does not open as perftest does (garbage, another protocol, silence past
+  // --timeout) ran nothing: it is refused, and the next one served, as the rdma_cm server does.
+  std::optional<FileDescriptor> socket;
+  std::optional<OobEnd> opened;
+  while (!opened) {
+    socket.emplace(accept_perftest_client(s, gate, report));
+    try {
+      opened.emplace(open_end(s, socket->get(), false, size, "the address the client reached this host at", report));
+    } catch (const ProtocolError& wrong) {
+      refuse_client(report.peer_address, wrong.what(), results);
+      socket.reset();
+    } catch (const RunStopped& stopped) {
+      if (stopped.reason() != StopReason::timed_out) throw;
+      refuse_client(report.peer_address, stopped.what(), results);
+      socket.reset();
+    }
+  }
+  auto& end = *opened;
+  const bool client_figures = s.test == bw::Test::bandwidth && s.operation != bw::Operation::send;
+  results.test = test_of(s, end, client_figures ? "peer" : "self");
   play(s, end,
        {.peer_role = "client",
-        .connected = {},
-        .run = [&](const auto&) { serve_run(s, end, socket.get(), receive_bytes, results); },
+        .run = [&](const auto& theirs) { serve_run(s, end, socket->get(), theirs.front(), size, results); },
         .results =
             [&] {
               const auto row = row_of(end.conversation->receive_results(), end.region);

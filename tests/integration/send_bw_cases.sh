@@ -136,7 +136,7 @@ case_send_bw_bad_flags() {
     "--lat -q 2" "--lat -b" "-b --op write" "-m 300" "--test foo" "-q 65" "-x 1 --bind 1.2.3.4" \
     "-Q 4" "-V" "--use-srq" "--reversed" "-c XRC" "--rate_limit_type HW" "--run_infinitely -n 5" \
     "--run_infinitely -a" "--lat --run_infinitely" "--rate_limit 1 --rate-limit 1" "--progress --quiet" \
-    "--oob --lat" "--oob -a" "--oob -c UD" "--oob -b" "--oob --op atomic" "--oob -D 2" "--oob -q 2" "--oob -R"; do
+    "--oob --lat -D 2" "--oob -a" "--oob -c UD" "--oob -b" "--oob --op atomic" "--oob -D 2" "--oob -q 2" "--oob -R"; do
     # shellcheck disable=SC2086
     run bad 10 "$OURS_SEND_BW" 1.2.3.4 $args
     expect_rc 2 "send_bw $args"
@@ -937,17 +937,76 @@ case_send_bw_perftest_server() {
   run none 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 10 --timeout 3
   expect_rc 1 "send_bw --oob with nothing listening"
   expect_grep "^send_bw: no perftest server at $RXE_ADDR:$PORT (Connection refused): start ib_write_bw there first" none.err
-  run latency 10 "$OURS_SEND_BW" "$RXE_ADDR" --oob --lat
-  expect_rc 2 "send_bw --oob --lat"
-  expect_grep "^send_bw: --oob does not run latency tests yet" latency.err
+  # -a: every size from 2 bytes to 8 MiB back to back, the server's row the last one's.
+  next_port
+  start ib_sweep ib_write_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 5 -a
+  wait_tcp_listening "$PORT"
+  run oob_sweep 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 5 -a --json
+  expect_rc 0 "send_bw --oob --op write -a against ib_write_bw -a"
+  finish ib_sweep 30
+  expect_rc 0 "ib_write_bw -a, the server of send_bw --oob -a"
+  expect_jq '(.rows | length) == 23 and .rows[0].bytes == 2 and .rows[-1].bytes == 8388608
+    and all(.rows[]; .iterations == 5)' oob_sweep.out
+  grep -Eq '^ *8388608 +5 ' "$T/ib_sweep.out" || fail "ib_write_bw -a printed no 8 MiB row: $(cat "$T/ib_sweep.out")"
+  run atomic 10 "$OURS_SEND_BW" "$RXE_ADDR" --oob --op atomic
+  expect_rc 2 "send_bw --oob --op atomic"
+  expect_grep "^send_bw: --oob does not run atomics yet" atomic.err
+  perftest_latency_pairs client
+}
+
+# perftest_latency_pairs OURS: ib_send_lat, ib_write_lat and ib_read_lat against send_bw
+# --oob --lat, OURS the client or the server, -n 200 at perftest's 2 bytes: both ends exit
+# 0; a side of ours that times (the client; a WRITE server too: both sides time their
+# lockstep) reports -n exchanges, and where both sides time (WRITE) our median is within a
+# factor of 3 of the stock side's typical.
+perftest_latency_pairs() {
+  local ours=$1 op entry iterations=200 stock ours_out
+  entry=$(gid_index_sysfs "$RXE_ADDR") || fail "no RoCE v2 GID holds $RXE_ADDR"
+  for op in send write read; do
+    next_port
+    stock=(ib_"$op"_lat -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n "$iterations")
+    ours_out="lat_ours_$op"
+    if [[ $ours == client ]]; then
+      start "lat_stock_$op" "${stock[@]}"
+      wait_tcp_listening "$PORT"
+      run "$ours_out" 60 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --lat --op "$op" -n "$iterations" --json
+      expect_rc 0 "send_bw --oob --lat --op $op against ib_${op}_lat's server"
+      finish "lat_stock_$op" 30
+    else
+      start "$ours_out" "$OURS_SEND_BW" -p "$PORT" --oob --lat --op "$op" -n "$iterations" --accept-timeout 60 --json
+      wait_tcp_listening "$PORT"
+      run "lat_stock_$op" 60 "${stock[@]}" "$RXE_ADDR"
+      expect_rc 0 "ib_${op}_lat against send_bw --oob --lat's server"
+      finish "$ours_out" 30
+    fi
+    expect_rc 0 "ib_${op}_lat and send_bw --oob --lat --op $op ($ours)"
+    expect_jq '.outcome == "completed" and .test.test == "lat" and .test.exchange.peer_version == "6.06"' "$ours_out.out"
+    expect_schema send_bw "$ours_out.out"
+    # The sides that time: the client, and both WRITE sides (their lockstep).
+    if [[ $ours == client || $op == write ]]; then
+      expect_jq '.rows | length == 1 and .[0].bytes == 2 and .[0].iterations >= '"$((iterations - 1))" "$ours_out.out"
+    else
+      expect_jq '.rows == []' "$ours_out.out"
+    fi
+    if [[ $ours == server || $op == write ]]; then
+      local typical
+      typical=$(awk '/t_typical/ {getline; print $5; exit}' "$T/lat_stock_$op.out")
+      [[ -n $typical ]] || fail "ib_${op}_lat printed no t_typical row"
+      if [[ $ours == client ]]; then
+        expect_jq '.rows[0].t_median_us < 3 * '"$typical"' and .rows[0].t_median_us > '"$typical"' / 3' "$ours_out.out"
+      fi
+      note "lat $op (ours the $ours): ours $(jq -r '.rows[0].t_median_us // "-"' "$T/$ours_out.out") us, ib_${op}_lat's t_typical $typical us"
+    fi
+  done
 }
 
 # --oob without an address: our server for the stock perftest clients. WRITE, READ and SEND
 # each complete on both sides; a WRITE or READ server (which sees nothing of the run) reports
 # the client's own figures as its row, to the hundredth the client printed, and says so; a
 # SEND server measures the stream itself, every message counted. Then a client outside
-# --allow: closed before a byte is read, and the server goes on waiting for one it may
-# serve. Sanitized: the server decodes everything the client sends.
+# --allow, closed before a byte is read, and garbage from inside, refused once read: the
+# server goes on waiting for one it may serve. Then the latency programs' clients.
+# Sanitized: the server decodes everything the client sends.
 # ctest: integration sanitized
 case_send_bw_perftest_client() {
   require_device
@@ -983,9 +1042,25 @@ case_send_bw_perftest_client() {
   run outsider 30 ib_write_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 10 "$RXE_ADDR"
   [[ $RC -ne 0 ]] || fail "ib_write_bw from outside --allow completed"
   kill -0 "$PID_ours_allow" 2> /dev/null || fail "the server ended after refusing a client outside --allow"
+  # From inside, 64 KiB of garbage: no perftest, so refused, and the server goes on.
+  attack garbage 127.0.0.1 "$PORT" --bytes 65536 --hold 2 > "$T/garbage.attack" 2>&1 ||
+    fail "the garbage sender: $(cat "$T/garbage.attack")"
+  expect_jq '.closed == 1' garbage.attack
   run insider 60 ib_write_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 10 127.0.0.1
   expect_rc 0 "ib_write_bw from inside --allow"
   finish ours_allow 30
   expect_rc 0 "send_bw --oob --allow 127.0.0.1/32"
-  expect_jq '.refused_peers.not_allowed == 1 and .rows[0].iterations == 10' ours_allow.out
+  expect_jq '.refused_peers.not_allowed == 1 and .rows[0].iterations == 10
+    and ([.refused[] | select(.reason | contains("version"))] | length) == 1' ours_allow.out
+
+  # -a: ib_read_bw -a's client, its last size's figures our row.
+  next_port
+  start ours_sweep "$OURS_SEND_BW" --oob --op read -p "$PORT" -a --accept-timeout 60 --json
+  wait_tcp_listening "$PORT"
+  run ib_sweep 120 ib_read_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 5 -a "$RXE_ADDR"
+  expect_rc 0 "ib_read_bw -a against send_bw --oob -a's server"
+  finish ours_sweep 30
+  expect_rc 0 "send_bw --oob --op read -a, the server of ib_read_bw -a"
+  expect_jq '(.rows | length) == 1 and .rows[0].bytes == 8388608 and .rows[0].iterations == 5' ours_sweep.out
+  perftest_latency_pairs server
 }

@@ -453,6 +453,24 @@ void run_latency(const BwSettings& s, const OobEnd& end, const perftest::Destina
   if (s.row_done) s.row_done(results);
 }
 
+// Runs `run`; a completion that failed, or none that came, gets the likely cause appended:
+// the exchange does not say which program the server is, nor its -s, and a server of
+// another program (no receives for a SEND; a READ buffer for a WRITE) or of smaller
+// messages fails exactly this way.
+template <class Run>
+void with_peer_hint(const BwSettings& s, Run run) {
+  const auto hint =
+      fmt::format(": is the server {} without -R, given -s {} or more?", perftest_program(s), message_size(s));
+  try {
+    run();
+  } catch (const CompletionError& failed) {
+    throw CompletionError(failed.what() + hint, failed.status());
+  } catch (const RunStopped& stopped) {
+    if (stopped.reason() != StopReason::timed_out) throw;
+    throw RunStopped(StopReason::timed_out, stopped.what() + hint);
+  }
+}
+
 perftest::Results results_of(const BandwidthRow& row) {
   return {.message_size = row.size,
           .iterations = row.iterations,
@@ -478,11 +496,13 @@ void run_perftest_client(const BwSettings& s, Report& report, BwResults& results
        {.peer_role = "server",
         .run =
             [&](const auto& theirs) {
-              if (s.test == bw::Test::latency) {
-                run_latency(s, end, theirs.front(), size, results);
-              } else {
-                run_stream(s, end, theirs, size, results);
-              }
+              with_peer_hint(s, [&] {
+                if (s.test == bw::Test::latency) {
+                  run_latency(s, end, theirs.front(), size, results);
+                } else {
+                  run_stream(s, end, theirs, size, results);
+                }
+              });
             },
         .results = [&] { end.conversation->send_results(results_of(results.bandwidth.back())); }});
 }

@@ -948,6 +948,20 @@ case_send_bw_perftest_server() {
   expect_jq '(.rows | length) == 23 and .rows[0].bytes == 2 and .rows[-1].bytes == 8388608
     and all(.rows[]; .iterations == 5)' oob_sweep.out
   grep -Eq '^ *8388608 +5 ' "$T/ib_sweep.out" || fail "ib_write_bw -a printed no 8 MiB row: $(cat "$T/ib_sweep.out")"
+  # Bad peers: a server of another program (SENDs to ib_write_bw, which posts no receives;
+  # WRITEs to ib_read_bw, whose buffer takes none): one line within --timeout, exit 1, with
+  # the likely cause.
+  local wrong
+  for wrong in "write send" "read write"; do
+    next_port
+    start "wrong_${wrong% *}" ib_"${wrong% *}"_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 50
+    wait_tcp_listening "$PORT"
+    run "ours_${wrong#* }" 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op "${wrong#* }" -n 50 --timeout 3
+    expect_rc 1 "send_bw --oob --op ${wrong#* } against ib_${wrong% *}_bw"
+    expect_grep ": is the server ib_${wrong#* }_bw without -R, given -s 65536 or more?\$" "ours_${wrong#* }.err"
+    [[ $(wc -l < "$T/ours_${wrong#* }.err") -eq 1 ]] || fail "more than one line: $(cat "$T/ours_${wrong#* }.err")"
+    finish "wrong_${wrong% *}" 5  # perftest's server, its peer gone: killed if it waits on
+  done
   run atomic 10 "$OURS_SEND_BW" "$RXE_ADDR" --oob --op atomic
   expect_rc 2 "send_bw --oob --op atomic"
   expect_grep "^send_bw: --oob does not run atomics yet" atomic.err

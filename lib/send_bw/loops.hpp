@@ -183,6 +183,10 @@ struct PingSettings {
   std::vector<bw::SizeCount>* datagrams_sent = nullptr;
 };
 
+// Receives either side of a latency test keeps posted: one message is in flight at a time
+// (with send_bw at the other end, its size announcements too).
+inline constexpr std::uint32_t latency_receives = 16;
+
 // -c UD latency: how long a ping waits for its answer before it counts as lost.
 inline constexpr auto ping_loss_timeout = std::chrono::milliseconds(200);
 

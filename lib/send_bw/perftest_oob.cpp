@@ -184,7 +184,7 @@ nlohmann::json path_of(const DeviceContext& device, const LocalPort& local, int 
 
 // Our queue pairs, each with its CQ, its buffer (the messages, then the region offered to
 // the peer: perftest's, a page at least, whole cache lines) and its record.
-// `receives`: the receive queue's depth (the server of a SEND run: stream_receives; else 1).
+// `receives`: the receive queue's depth (receive_depth).
 std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device, const ProtectionDomain& pd,
                                 CompletionChannel& channel, const LocalPort& local,
                                 const ibv_device_attr& device_attributes, std::uint64_t region,
@@ -225,11 +225,10 @@ std::vector<OobLane> make_lanes(const BwSettings& s, const DeviceContext& device
 // The receives a side keeps posted. The server of a SEND stream: -t, or perftest's server's
 // 512 where that is more: its client keeps its -t of 128 sends in flight while the receives
 // are reposted, and each one that finds none waits out an RNR timer (0.64 ms at perftest's
-// 12). Either side of a SEND latency test: a few, one message being in flight. Else one,
+// 12). Either side of a SEND latency test: latency_receives, as send_bw's own. Else one,
 // which nothing takes but the flush at the end (lib/send_bw/loops' sink).
 std::uint32_t receive_depth(const BwSettings& s, bool client) {
   constexpr std::uint32_t perftest_receive_depth = 512;
-  constexpr std::uint32_t latency_receives = 16;
   if (s.operation != bw::Operation::send) return 1;
   if (s.test == bw::Test::latency) return latency_receives;
   return client ? 1 : std::max(s.depth, perftest_receive_depth);

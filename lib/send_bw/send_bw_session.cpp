@@ -23,8 +23,6 @@ namespace rdmakit {
 
 namespace {
 
-// Receives a latency test keeps posted: the size announcements and the answers.
-constexpr std::uint32_t latency_receives = 16;
 // Sends a latency test may have unaccounted for (the loops signal one in 16).
 constexpr std::uint32_t latency_send_depth = 64;
 

@@ -159,11 +159,9 @@ class Agent {
   void take_side_clients() {
     constexpr int batch = 64;
     for (int taken = 0; taken < batch; ++taken) {
-      sockaddr_storage peer{};
-      socklen_t peer_length = sizeof(peer);
-      const int fd = accept4(tcp_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_CLOEXEC);
-      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)) return;
-      take_side_client(FileDescriptor::checked(fd, "accept"), peer);
+      auto accepted = tcp::accept_waiting(tcp_.get());
+      if (!accepted) return;
+      take_side_client(std::move(accepted->socket), accepted->peer);
     }
   }
 

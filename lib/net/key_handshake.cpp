@@ -76,24 +76,17 @@ Proof mac(const SharedKey& key, std::string_view label, Service service, const N
 // Everything a handshake reads and writes: exactly `size` bytes by the deadline.
 std::vector<std::uint8_t> read_exactly(int fd, std::size_t size, Clock::time_point deadline, int stop_fd,
                                        const char* what) {
-  std::string bytes;
-  while (bytes.size() < size) {
-    std::optional<std::size_t> got;
-    try {
-      got = tcp::receive_some(fd, bytes, size - bytes.size(), deadline, stop_fd);
-    } catch (const ProtocolError& failed) {
-      throw AuthenticationError(fmt::format("reading the {}: {}", what, failed.what()));
-    }
-    if (!got) {
-      throw AuthenticationError(
-          fmt::format("too slow: {} of {} bytes of the {} by the deadline", bytes.size(), size, what));
-    }
-    if (*got == 0) {
-      throw AuthenticationError(
-          fmt::format("truncated: the peer closed after {} of {} bytes of the {}", bytes.size(), size, what));
-    }
+  std::vector<std::uint8_t> bytes(size);
+  std::size_t got = 0;
+  try {
+    got = tcp::receive_exactly(fd, bytes, deadline, stop_fd, fmt::format("the {}", what));
+  } catch (const ProtocolError& failed) {
+    throw AuthenticationError(fmt::format("reading the {}: {}", what, failed.what()));
   }
-  return {bytes.begin(), bytes.end()};
+  if (got < size) {
+    throw AuthenticationError(fmt::format("too slow: {} of {} bytes of the {} by the deadline", got, size, what));
+  }
+  return bytes;
 }
 
 void write_all(int fd, std::span<const std::uint8_t> bytes, Clock::time_point deadline, int stop_fd, const char* what) {

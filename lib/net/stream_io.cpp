@@ -52,19 +52,24 @@ FileDescriptor listen_on(const sockaddr* address, socklen_t length, int backlog,
   return socket;
 }
 
-std::optional<Accepted> accept_admitted(int listener, Clock::time_point deadline, int stop_fd,
-                                        const std::function<bool(const sockaddr*)>& admit) {
+std::optional<Accepted> accept_waiting(int listener) {
   for (;;) {
     sockaddr_storage peer{};
     socklen_t length = sizeof peer;
     const int fd = accept4(listener, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      FileDescriptor socket(fd);
-      if (admit(reinterpret_cast<const sockaddr*>(&peer))) return Accepted{.socket = std::move(socket), .peer = peer};
-      continue;  // closed unread
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED && errno != EINTR) {
-      throw std::system_error(errno, std::generic_category(), "accept");
+    if (fd >= 0) return Accepted{.socket = FileDescriptor(fd), .peer = peer};
+    if (errno == ECONNABORTED || errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
+    throw std::system_error(errno, std::generic_category(), "accept");
+  }
+}
+
+std::optional<Accepted> accept_admitted(int listener, Clock::time_point deadline, int stop_fd,
+                                        const std::function<bool(const sockaddr*)>& admit) {
+  for (;;) {
+    while (auto accepted = accept_waiting(listener)) {
+      if (admit(reinterpret_cast<const sockaddr*>(&accepted->peer))) return accepted;
+      // the others are closed unread
     }
     const auto waited = await_events(listener, POLLIN, stop_fd, deadline);
     if (waited == SocketWait::stopped) throw RunStopped(StopReason::interrupted, "stopped by a signal");
@@ -105,12 +110,12 @@ std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t a
   }
 }
 
-bool receive_exactly(int fd, std::span<std::uint8_t> into, Clock::time_point deadline, int stop_fd,
-                     std::string_view what) {
+std::size_t receive_exactly(int fd, std::span<std::uint8_t> into, Clock::time_point deadline, int stop_fd,
+                            std::string_view what) {
   std::string got;
   while (got.size() < into.size()) {
     const auto arrived = receive_some(fd, got, into.size() - got.size(), deadline, stop_fd);
-    if (!arrived) return false;
+    if (!arrived) break;
     if (*arrived == 0) {
       throw ProtocolError(fmt::format("the peer closed the connection {} of the {} bytes of {}",
                                       got.empty() ? "before any" : fmt::format("after {}", got.size()), into.size(),
@@ -118,7 +123,7 @@ bool receive_exactly(int fd, std::span<std::uint8_t> into, Clock::time_point dea
     }
   }
   std::copy(got.begin(), got.end(), into.begin());
-  return true;
+  return got.size();
 }
 
 }  // namespace rdmakit::tcp

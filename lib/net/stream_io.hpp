@@ -29,6 +29,12 @@ FileDescriptor connect_to(const sockaddr* to, socklen_t length, Clock::time_poin
 // Throws std::system_error naming `what` and where, with bind's errno (EADDRINUSE, ...).
 FileDescriptor listen_on(const sockaddr* address, socklen_t length, int backlog, std::string_view what);
 
+struct Accepted;
+// One connection already waiting on the non-blocking `listener`, itself non-blocking, or
+// nullopt when none is (connections aborted before the accept are passed over). Throws
+// std::system_error with accept's errno (EMFILE, ...).
+std::optional<Accepted> accept_waiting(int listener);
+
 // The next connection on `listener` whose address `admit` accepts, non-blocking; those it
 // refuses are closed before a byte is read (`admit` says why, if it wants). nullopt when
 // `deadline` passes first; RunStopped when `stop_fd` fires.
@@ -46,9 +52,9 @@ bool send_bytes(int fd, std::string_view bytes, Clock::time_point deadline, int 
 // 0 when the peer closed the connection.
 std::optional<std::size_t> receive_some(int fd, std::string& into, std::size_t at_most, Clock::time_point deadline,
                                         int stop_fd);
-// Exactly into.size() bytes, never more: a peer that closes first is a ProtocolError naming
-// `what` and how far it got.
-bool receive_exactly(int fd, std::span<std::uint8_t> into, Clock::time_point deadline, int stop_fd,
-                     std::string_view what);
+// Exactly into.size() bytes, never more: the count received, into.size() unless `deadline`
+// passed first; a peer that closes first is a ProtocolError naming `what` and how far it got.
+std::size_t receive_exactly(int fd, std::span<std::uint8_t> into, Clock::time_point deadline, int stop_fd,
+                            std::string_view what);
 
 }  // namespace rdmakit::tcp

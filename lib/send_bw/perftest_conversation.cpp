@@ -49,7 +49,8 @@ std::vector<std::uint8_t> Conversation::exchange(std::span<const std::uint8_t> o
   };
   std::vector<std::uint8_t> theirs(size);
   if (client_) send();
-  if (!tcp::receive_exactly(fd_, theirs, deadline, stop_fd_, fmt::format("perftest's {}", what))) throw too_slow();
+  if (tcp::receive_exactly(fd_, theirs, deadline, stop_fd_, fmt::format("perftest's {}", what)) < size)
+    throw too_slow();
   if (!client_) send();
   return theirs;
 }

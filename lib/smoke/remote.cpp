@@ -116,13 +116,11 @@ class ControlChannel::PendingHandshakes {
   // comes; a peer `gate` refuses, or one over the seats, is closed before a byte is read.
   void accept_waiting(int listener, int stop_fd, PeerGate* gate) {
     for (int taken = 0; taken < 64; ++taken) {
-      sockaddr_storage peer{};
-      socklen_t length = sizeof peer;
-      const int fd = accept4(listener, reinterpret_cast<sockaddr*>(&peer), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED || errno == EINTR)) return;
-      if (fd < 0) throw std::system_error(errno, std::generic_category(), "accept");
+      auto accepted = tcp::accept_waiting(listener);
+      if (!accepted) return;
+      const auto& peer = accepted->peer;
       const auto* from = reinterpret_cast<const sockaddr*>(&peer);
-      ControlChannel channel(fd, stop_fd, peer_name(peer), IpAddress::of(from));
+      ControlChannel channel(accepted->socket.release(), stop_fd, peer_name(peer), IpAddress::of(from));
       if (gate != nullptr && !gate->admit(from, Clock::now()).admitted()) continue;
       start(std::move(channel), from);
     }

@@ -6,10 +6,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <array>
 #include <chrono>
+#include <optional>
 #include <string>
 
+#include "lib/base/error.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/net/stream_io.hpp"
 
@@ -67,6 +71,44 @@ TEST(StreamIo, NoPeerBeforeTheDeadlineIsNothing) {
   const auto accepted = accept_admitted(listener.get(), Clock::now() + std::chrono::milliseconds(50), -1,
                                         [](const sockaddr*) { return true; });
   EXPECT_FALSE(accepted);
+}
+
+TEST(StreamIo, AcceptWaitingTakesWhatIsQueuedAndNeverWaits) {
+  const auto any_port = loopback(0);
+  const auto listener = listen_on(reinterpret_cast<const sockaddr*>(&any_port), sizeof any_port, 4, "the test port");
+  EXPECT_FALSE(accept_waiting(listener.get()));
+  auto first = connect_loopback(port_of(listener.get()));
+  auto second = connect_loopback(port_of(listener.get()));
+  // On loopback the handshake's last ACK queues the connection before connect_to returns.
+  EXPECT_TRUE(accept_waiting(listener.get()));
+  EXPECT_TRUE(accept_waiting(listener.get()));
+  EXPECT_FALSE(accept_waiting(listener.get()));
+}
+
+TEST(StreamIo, ReceiveExactlySaysHowFarItGotByTheDeadline) {
+  const auto any_port = loopback(0);
+  const auto listener = listen_on(reinterpret_cast<const sockaddr*>(&any_port), sizeof any_port, 4, "the test port");
+  auto client = connect_loopback(port_of(listener.get()));
+  auto served =
+      accept_admitted(listener.get(), Clock::now() + std::chrono::seconds(5), -1, [](const sockaddr*) { return true; });
+  ASSERT_TRUE(served);
+  ASSERT_TRUE(send_bytes(client.get(), "abc", Clock::now() + std::chrono::seconds(5), -1));
+  std::array<std::uint8_t, 8> into{};
+  EXPECT_EQ(receive_exactly(served->socket.get(), into, Clock::now() + std::chrono::milliseconds(200), -1, "a test"),
+            std::size_t{3});
+  // A fresh call starts over: the bytes of the one that timed out are the caller's to keep.
+  ASSERT_TRUE(send_bytes(client.get(), "defghijk", Clock::now() + std::chrono::seconds(5), -1));
+  EXPECT_EQ(receive_exactly(served->socket.get(), into, Clock::now() + std::chrono::seconds(5), -1, "a test"),
+            into.size());
+  EXPECT_EQ(std::string(into.begin(), into.end()), "defghijk");
+  close(client.release());
+  try {
+    receive_exactly(served->socket.get(), into, Clock::now() + std::chrono::seconds(5), -1, "a test");
+    FAIL() << "a closed peer was not an error";
+  } catch (const ProtocolError& closed) {
+    EXPECT_NE(std::string(closed.what()).find("before any of the 8 bytes of a test"), std::string::npos)
+        << closed.what();
+  }
 }
 
 TEST(StreamIo, ATakenPortNamesWhatItWasFor) {

@@ -13,7 +13,9 @@
 #                  cap among them), with build-asan's compile commands; beside the guests at
 #                  nice 19 (in the foreground with --under-load)
 #   unit           the three builds on this host, with the device-free cases of the tools
-#                  (bad flags: label nodevice); build-asan replays every fuzz corpus; in
+#                  (bad flags: label nodevice; the plain build's copies of those the
+#                  sanitized build runs with --quick or RDMAKIT_LONG only, as the guest's
+#                  integration cases); build-asan replays every fuzz corpus; in
 #                  the background at nice 19 once build-tsan is built, beside the guests
 #                  (here with --under-load or no guest)
 #   fuzz           every libFuzzer target briefly (scripts/fuzz.sh, reusing build-asan),
@@ -318,8 +320,11 @@ pair_stage() {
 # the program again: under ASan 170 CPU-s of the unit pass, 10 in one process. A failure
 # there names its case; `ctest -R '^gtest\.'` runs them apart.
 unit_run() {
+  # The plain copies of the device-free cases the sanitized build runs (nodevice_also_sanitized)
+  # where there is no sanitized build (--quick) or time for both (RDMAKIT_LONG).
   local rc=0 labels='^(unit|nodevice)$'
-  [[ ${RDMAKIT_LONG:-0} == 1 ]] && labels='^(unit|nodevice|nodevice_long)$'
+  [[ $mode == quick ]] && labels='^(unit|nodevice|nodevice_also_sanitized)$'
+  [[ ${RDMAKIT_LONG:-0} == 1 ]] && labels='^(unit|nodevice|nodevice_long|nodevice_also_sanitized)$'
   if [[ -x $root/$1/tests/unit_tests ]]; then
     echo "== $1/tests/unit_tests, every case in one process"
     (cd "$root/$1/tests" && timeout -k 10 900 ./unit_tests --gtest_brief=1) || rc=1

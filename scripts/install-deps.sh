@@ -34,8 +34,8 @@ packages=(
   clang-tidy-22 shellcheck
   # the report schemas' validator (tests/schema)
   python3-jsonschema
-  # libFuzzer targets (scripts/fuzz.sh)
-  clang libclang-rt-dev
+  # libFuzzer targets (scripts/fuzz.sh); lld links the clang builds (scripts/test.sh)
+  clang libclang-rt-dev lld
   libgtest-dev
   # the tests validate rdma_smoke's JUnit XML with xmllint
   libxml2-utils

@@ -95,13 +95,13 @@ SocketWait await_events(int fd, short events, int stop_fd, Clock::time_point dea
                               pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0}};
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return SocketWait::timed_out;
-    const int timeout_ms = static_cast<int>(std::min<long long>(left.count(), 3'600'000));
+    const int timeout_ms = static_cast<int>(std::clamp<long long>(left.count(), 0, 3'600'000));
     const int n = poll(polls.data(), stop_fd >= 0 ? 2 : 1, timeout_ms);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw RdmaError("poll", "", errno);
     if (stop_fd >= 0 && (polls[1].revents & POLLIN) != 0) return SocketWait::stopped;
     if (n > 0) return SocketWait::ready;
+    if (timeout_ms == 0) return SocketWait::timed_out;
   }
 }
 

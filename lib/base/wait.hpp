@@ -119,7 +119,8 @@ std::size_t await_readable(const std::vector<int>& fds, int stop_fd, Clock::time
 enum class SocketWait { ready, timed_out, stopped };
 
 // Waits until `fd` has any of `events` (POLLIN, POLLOUT; an error or hang-up counts too),
-// the deadline passes or `stop_fd` (-1: none) fires.
+// the deadline passes or `stop_fd` (-1: none) fires. A deadline already past still looks
+// once, without waiting: await_events(fd, POLLIN, -1, Clock::now()) asks "readable now?".
 SocketWait await_events(int fd, short events, int stop_fd, Clock::time_point deadline);
 
 void set_nonblocking(int fd, const char* what);

@@ -21,6 +21,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/base/file_descriptor.hpp"
+#include "lib/base/wait.hpp"
 #include "lib/net/peer_gate.hpp"
 #include "lib/net/stream_io.hpp"
 #include "lib/rdma/cm.hpp"
@@ -534,8 +535,7 @@ FileDescriptor accept_perftest_client(const BwSettings& s, const std::shared_ptr
 // Whether the peer has written to (or closed) the TCP connection: a client's next message
 // after its run is the barrier it enters once its last completion is in.
 bool has_spoken(int socket) {
-  pollfd p{.fd = socket, .events = POLLIN, .revents = 0};
-  return poll(&p, 1, 0) > 0;
+  return await_events(socket, POLLIN, -1, Clock::now()) == SocketWait::ready;
 }
 
 // The client's figures as the server's row (perftest's server prints them as its own).

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -109,6 +110,17 @@ TEST(StreamIo, ReceiveExactlySaysHowFarItGotByTheDeadline) {
     EXPECT_NE(std::string(closed.what()).find("before any of the 8 bytes of a test"), std::string::npos)
         << closed.what();
   }
+}
+
+TEST(StreamIo, APastDeadlineStillLooksOnce) {
+  int ends[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends), 0);
+  const FileDescriptor ours(ends[0]);
+  const FileDescriptor theirs(ends[1]);
+  const auto past = Clock::now() - std::chrono::seconds(1);
+  EXPECT_EQ(await_events(ours.get(), POLLIN, -1, past), SocketWait::timed_out);
+  ASSERT_EQ(write(theirs.get(), "x", 1), 1);
+  EXPECT_EQ(await_events(ours.get(), POLLIN, -1, past), SocketWait::ready);
 }
 
 TEST(StreamIo, ATakenPortNamesWhatItWasFor) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/wait.hpp"
+
 namespace rdmakit::loop {
 
 bool is_receive(const ibv_wc& wc) {
@@ -14,9 +16,7 @@ bool is_receive(const ibv_wc& wc) {
 }
 
 bool stop_requested(int stop_fd) {
-  if (stop_fd < 0) return false;
-  pollfd p{.fd = stop_fd, .events = POLLIN, .revents = 0};
-  return poll(&p, 1, 0) > 0;
+  return stop_fd >= 0 && await_events(stop_fd, POLLIN, -1, Clock::now()) == SocketWait::ready;
 }
 
 [[noreturn]] void fail_completion(const ibv_wc& wc) {

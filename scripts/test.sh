@@ -320,11 +320,12 @@ pair_stage() {
 # the program again: under ASan 170 CPU-s of the unit pass, 10 in one process. A failure
 # there names its case; `ctest -R '^gtest\.'` runs them apart.
 unit_run() {
-  # The plain copies of the device-free cases the sanitized build runs (nodevice_also_sanitized)
-  # where there is no sanitized build (--quick) or time for both (RDMAKIT_LONG).
+  # The plain copies of the device-free cases and tool checks the sanitized build runs
+  # (nodevice_also_sanitized, unit_also_sanitized) where there is no sanitized build (--quick)
+  # or time for both (RDMAKIT_LONG).
   local rc=0 labels='^(unit|nodevice)$'
-  [[ $mode == quick ]] && labels='^(unit|nodevice|nodevice_also_sanitized)$'
-  [[ ${RDMAKIT_LONG:-0} == 1 ]] && labels='^(unit|nodevice|nodevice_long|nodevice_also_sanitized)$'
+  [[ $mode == quick ]] && labels='^(unit|nodevice|(nodevice|unit)_also_sanitized)$'
+  [[ ${RDMAKIT_LONG:-0} == 1 ]] && labels='^(unit|nodevice|nodevice_long|(nodevice|unit)_also_sanitized)$'
   if [[ -x $root/$1/tests/unit_tests ]]; then
     echo "== $1/tests/unit_tests, every case in one process"
     (cd "$root/$1/tests" && timeout -k 10 900 ./unit_tests --gtest_brief=1) || rc=1

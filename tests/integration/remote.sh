@@ -10,6 +10,11 @@ require_peer() {
   fi
 }
 
+# poke_peer: wake the peer's agent (scripts/rxe-vm.sh) now rather than at its next poll, a
+# second away: a line to its port 7399 over the management network, from a subshell of its
+# own so that a peer that does not answer cannot hold the case.
+poke_peer() { (echo > "/dev/tcp/$PEER_MGMT_ADDR/7399") 2> /dev/null & }
+
 remote_counter=0
 # remote_start NAME COMMAND...: start COMMAND on the peer; NAME must be unique in the case.
 remote_start() {
@@ -25,6 +30,7 @@ remote_start() {
     echo
   } > "$RXEVM_RPC/inbox/$id.req.new"
   mv "$RXEVM_RPC/inbox/$id.req.new" "$RXEVM_RPC/inbox/$id.req"
+  poke_peer
 }
 
 # remote_pid NAME: the peer's pid of NAME (waits up to 10 s for the agent to start it).
@@ -90,6 +96,7 @@ remote_fault() {
   id="$RXEVM_RPC/$$-fault$remote_fault_counter"
   FAULT_ASKED_AT=${EPOCHREALTIME/./}
   printf '%s %s %s\nend\n' "$1" "$2" "$3" > "$RXEVM_RPC/inbox/${id##*/}.sig"
+  poke_peer
   for ((i = 0; i < 200; i++)); do
     if [[ -s $id.sent ]]; then
       local done_at_peer

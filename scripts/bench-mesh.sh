@@ -27,6 +27,9 @@ synth=$build/tests/bin/mesh_synth
 trials_bin=$build/tests/bin/mesh_trials
 mesh=$build/bin/rdma_mesh
 
+# mesh_trials is built for this benchmark only (EXCLUDE_FROM_ALL, tests/CMakeLists.txt).
+cmake --build "$build" --target mesh_synth mesh_trials rdma_mesh > "$build/bench-mesh-build.log" 2>&1 ||
+  { cat "$build/bench-mesh-build.log" >&2; echo "bench-mesh: cannot build its programs in $build" >&2; exit 2; }
 for program in "$synth" "$trials_bin" "$mesh"; do
   [[ -x $program ]] || { echo "bench-mesh: $program is not built (cmake --build $build)" >&2; exit 2; }
 done

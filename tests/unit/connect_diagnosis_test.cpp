@@ -48,7 +48,7 @@ bool mentions(const ConnectVerdict& v, const std::string& text) {
   return false;
 }
 
-struct Expectation {
+struct ConnectExpectation {
   const char* fixture;
   const char* cause;
   int exit_code;
@@ -56,7 +56,7 @@ struct Expectation {
   const char* must_mention;  // in summary, fix, next or evidence
 };
 
-const Expectation expectations[] = {
+const ConnectExpectation connect_expectations[] = {
     {"ok", "ok", 0, "", "path MTU 1024"},
     {"source_not_rdma", "source_not_rdma", 1, "client", "ip route add 10.57.0.1/32 dev eth0 src 10.57.0.2"},
     {"no_route", "no_route", 1, "client", "ip route add 10.99.0.1/32 dev eth0"},
@@ -104,11 +104,11 @@ const Expectation expectations[] = {
 };
 
 // Names the case in test listings, instead of gtest's dump of the struct's bytes.
-void PrintTo(const Expectation& expectation, std::ostream* out) {
+void PrintTo(const ConnectExpectation& expectation, std::ostream* out) {
   *out << expectation.fixture;
 }
 
-class ConnectFixture : public testing::TestWithParam<Expectation> {};
+class ConnectFixture : public testing::TestWithParam<ConnectExpectation> {};
 
 TEST_P(ConnectFixture, NamesTheCause) {
   const auto& e = GetParam();
@@ -124,8 +124,8 @@ TEST_P(ConnectFixture, NamesTheCause) {
   EXPECT_NE(text.find("verdict: " + std::string(e.cause) + ": "), std::string::npos) << text;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ConnectFixture, testing::ValuesIn(expectations),
-                         [](const testing::TestParamInfo<Expectation>& param) {
+INSTANTIATE_TEST_SUITE_P(Fixtures, ConnectFixture, testing::ValuesIn(connect_expectations),
+                         [](const testing::TestParamInfo<ConnectExpectation>& param) {
                            // gtest names take letters, digits and '_' only: "no_listener-no_agent".
                            std::string name = param.param.fixture;
                            std::replace(name.begin(), name.end(), '-', '_');
@@ -134,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ConnectFixture, testing::ValuesIn(expectation
 
 TEST(ConnectFixtures, EveryFixtureHasAnExpectationAndSaysWhereItCameFrom) {
   std::set<std::string> expected;
-  for (const auto& e : expectations) expected.insert(e.fixture);
+  for (const auto& e : connect_expectations) expected.insert(e.fixture);
   std::size_t seen = 0;
   for (const auto& entry : fs::directory_iterator(connect_fixtures)) {
     if (entry.path().extension() != ".json") continue;
@@ -204,7 +204,7 @@ TEST(ConnectFixtures, NoAgentVariantsListWhatTheyCannotTellApart) {
 // ---- JSON ----
 
 TEST(ConnectJson, EveryFixtureRoundTrips) {
-  for (const auto& e : expectations) {
+  for (const auto& e : connect_expectations) {
     auto document = fixture_json(e.fixture);
     document.erase("origin");
     const auto c = connect_case_from_json(document);

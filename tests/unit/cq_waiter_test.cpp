@@ -20,7 +20,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-const auto t0 = Clock::time_point{} + std::chrono::hours(1);
+const auto waiter_t0 = Clock::time_point{} + std::chrono::hours(1);
 
 class Pipe {
  public:
@@ -109,44 +109,45 @@ TEST(ReloadSignal, EachSighupIsTakenOnceAndWakesASleep) {
 }
 
 TEST(SilenceBound, PassesOnlyAfterTheLimitWithoutProgress) {
-  SilenceBound silence(milliseconds(100), t0);
-  EXPECT_EQ(silence.deadline(), t0 + milliseconds(100));
-  EXPECT_FALSE(silence.passed(t0 + milliseconds(100)));
-  EXPECT_TRUE(silence.passed(t0 + milliseconds(101)));
-  silence.progressed(t0 + milliseconds(90));
-  EXPECT_EQ(silence.deadline(), t0 + milliseconds(190));
-  EXPECT_FALSE(silence.passed(t0 + milliseconds(150)));
+  SilenceBound silence(milliseconds(100), waiter_t0);
+  EXPECT_EQ(silence.deadline(), waiter_t0 + milliseconds(100));
+  EXPECT_FALSE(silence.passed(waiter_t0 + milliseconds(100)));
+  EXPECT_TRUE(silence.passed(waiter_t0 + milliseconds(101)));
+  silence.progressed(waiter_t0 + milliseconds(90));
+  EXPECT_EQ(silence.deadline(), waiter_t0 + milliseconds(190));
+  EXPECT_FALSE(silence.passed(waiter_t0 + milliseconds(150)));
   EXPECT_EQ(silence.limit_ms(), 100);
 }
 
 TEST(SilenceBound, NotedProgressIsDatedAtTheNextCheck) {
-  SilenceBound silence(milliseconds(100), t0);
+  SilenceBound silence(milliseconds(100), waiter_t0);
   silence.note_progress();
-  EXPECT_FALSE(silence.passed(t0 + milliseconds(150)));  // progress dated 150
-  EXPECT_EQ(silence.deadline(), t0 + milliseconds(250));
-  EXPECT_TRUE(silence.passed(t0 + milliseconds(251)));
+  EXPECT_FALSE(silence.passed(waiter_t0 + milliseconds(150)));  // progress dated 150
+  EXPECT_EQ(silence.deadline(), waiter_t0 + milliseconds(250));
+  EXPECT_TRUE(silence.passed(waiter_t0 + milliseconds(251)));
 }
 
 TEST(SilenceBound, WithoutALimitNeverPasses) {
-  SilenceBound silence(std::nullopt, t0);
+  SilenceBound silence(std::nullopt, waiter_t0);
   EXPECT_EQ(silence.deadline(), Clock::time_point::max());
-  EXPECT_FALSE(silence.passed(t0 + std::chrono::hours(24)));
+  EXPECT_FALSE(silence.passed(waiter_t0 + std::chrono::hours(24)));
   EXPECT_EQ(silence.limit_ms(), 0);
 }
 
 TEST(SilenceBound, FirstDeadlineMayDifferFromTheLimit) {
   // A server that waits forever for its first message, then bounds each silence.
-  SilenceBound silence(milliseconds(100), t0, Clock::time_point::max());
-  EXPECT_FALSE(silence.passed(t0 + std::chrono::hours(24)));
-  silence.progressed(t0 + std::chrono::hours(24));
-  EXPECT_TRUE(silence.passed(t0 + std::chrono::hours(24) + milliseconds(101)));
+  SilenceBound silence(milliseconds(100), waiter_t0, Clock::time_point::max());
+  EXPECT_FALSE(silence.passed(waiter_t0 + std::chrono::hours(24)));
+  silence.progressed(waiter_t0 + std::chrono::hours(24));
+  EXPECT_TRUE(silence.passed(waiter_t0 + std::chrono::hours(24) + milliseconds(101)));
 }
 
 TEST(SilenceBound, CheckThrowsTimedOutWithTheCallersMessage) {
-  SilenceBound silence(milliseconds(5), t0);
-  EXPECT_NO_THROW(silence.check(t0 + milliseconds(5), [] { return std::string("unused"); }));
+  SilenceBound silence(milliseconds(5), waiter_t0);
+  EXPECT_NO_THROW(silence.check(waiter_t0 + milliseconds(5), [] { return std::string("unused"); }));
   try {
-    silence.check(t0 + milliseconds(6), [&] { return "nothing for " + std::to_string(silence.limit_ms()) + " ms"; });
+    silence.check(waiter_t0 + milliseconds(6),
+                  [&] { return "nothing for " + std::to_string(silence.limit_ms()) + " ms"; });
     FAIL() << "no throw";
   } catch (const RunStopped& stopped) {
     EXPECT_EQ(stopped.reason(), StopReason::timed_out);

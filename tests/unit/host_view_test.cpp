@@ -65,9 +65,9 @@ TEST(HostViewFrom, EachDeviceKeepsItsOwnNetdevAndPortState) {
   EXPECT_EQ(several.devices[1].name, "rxe1");
   EXPECT_EQ(several.devices[1].netdev, "plainnet0");
 
-  const auto down = view_from(load_replay(fixture_root / "diag" / "port_not_active").inventory);
-  ASSERT_EQ(down.devices.size(), 1u);
-  EXPECT_EQ(down.devices[0].ports.at(0).state, "DOWN");
+  const auto port_down = view_from(load_replay(fixture_root / "diag" / "port_not_active").inventory);
+  ASSERT_EQ(port_down.devices.size(), 1u);
+  EXPECT_EQ(port_down.devices[0].ports.at(0).state, "DOWN");
 
   EXPECT_TRUE(view_from(load_replay(fixture_root / "diag" / "no_rdma_device").inventory).devices.empty());
 }

@@ -177,9 +177,14 @@ case_pingmesh_host_stamps() {
   local a=10.55.0.1 b=10.55.0.2
   next_port
   pingmesh_pinglist pinglist node-a "$a" node-b "$b"
-  local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
+  # Each node answers only while it runs, and starts probing once its own set-up is done, which
+  # under ASan in a loaded guest may put either first: an answer timeout of 2 s leaves the
+  # probes of a node's last 2 s pending rather than lost, so two runs of the same length may
+  # end up to 2 s apart (with 1 s, node-a once ended 1.2 s before node-b stopped probing,
+  # and node-b's last probes were lost).
+  local common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --answer-timeout 2 --json)
   start node_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 7 --host-stamps
-  run node_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 6 --host-stamps
+  run node_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 7 --host-stamps
   expect_rc 0 "rdma_pingmesh node-a, --host-stamps"
   finish node_b 30
   expect_rc 0 "rdma_pingmesh node-b, --host-stamps"
@@ -197,9 +202,9 @@ case_pingmesh_host_stamps() {
   pingmesh_expect_schema node_a
   note "with stamps: node-a $(jq -c '.pingmesh.paths[0] | {answered, rtt_device_samples, stamps_missing}' "$T/node_a.report"), last window rtt $(jq -s -c '[.[] | select(.event == "window")][-1].rtt_us' "$T/node_a.lines") us"
   next_port
-  common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --json)
+  common=(--pinglist "$T/pinglist" -p "$PORT" --window 1 --rate 20 --answer-timeout 2 --json)
   start plain_b "$OURS_PINGMESH" "${common[@]}" --name node-b --duration 5
-  run stamped_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 4 --host-stamps
+  run stamped_a 30 "$OURS_PINGMESH" "${common[@]}" --name node-a --duration 5 --host-stamps
   expect_rc 0 "rdma_pingmesh node-a, --host-stamps, its peer without"
   finish plain_b 30
   expect_rc 0 "rdma_pingmesh node-b without --host-stamps"

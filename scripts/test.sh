@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh [--quick] [--under-load]: the test suite. Installs missing dependencies and checks
-# formatting; then, in full (what CI runs):
+# formatting and the scripts (clang-format, shellcheck: beside the first build); then, in full
+# (what CI runs):
 #   build          gcc, warnings as errors: the tools and the .deb (the unit tests: --quick)
 #   build-asan     clang with ASan+UBSan and the libFuzzer targets (RDMAKIT_FUZZ): one
 #                  build serves the sanitized unit and integration runs and the fuzz run
@@ -28,12 +29,13 @@
 #   schemas        every report the guests' cases queued, checked against its schema here
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the plain build as .debs (the tools, rdmakit-rxe-vm), checked
-#                  (scripts/package.sh, run by doc/ci's GitHub package step) right after
-#                  it is built; then installed, beside the pair guests at nice 10 (after
-#                  them under load or short of memory): from a fresh folder the installed
-#                  rdmakit-rxe-vm runs the installed rdmakit-rdma_smoke --quick, and,
-#                  booting systemd as the guest's PID 1 (--systemd), starts the installed
-#                  units for real (tests/packaging/units_under_systemd.sh); removed after
+#                  (scripts/package.sh, run by doc/ci's GitHub package step) beside
+#                  build-asan, once it is built; then installed, beside the pair guests
+#                  at nice 10 (after them under load or short of memory): from a fresh
+#                  folder the installed rdmakit-rxe-vm runs the installed
+#                  rdmakit-rdma_smoke --quick, and, booting systemd as the guest's PID 1
+#                  (--systemd), starts the installed units for real
+#                  (tests/packaging/units_under_systemd.sh); removed after
 #   build/bin      the tested build still runs from build/bin afterwards
 # --quick: the inner loop: the plain build, its unit and device-free cases, and the
 # integration cases labelled quick in one guest: one of each tool against ours and the stock
@@ -222,10 +224,21 @@ tidy_check() {
 tidy_join() { background_join tidy "clang-tidy (beside the guests, nice 19)" || true; }
 
 stage "install-deps" scripts/install-deps.sh --if-missing
-stage "clang-format" format_check
-# The entry points; -x follows what they source (.shellcheckrc).
-stage "shellcheck" shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh tests/ci/*.sh \
-  doc/slurm/rdma_mesh.sbatch
+# The lint stages need no build and use one core: beside the plain build, which takes the
+# other (on 2 cores they were 16 s of their own before it).
+lint() {
+  local rc=0
+  echo "== clang-format"
+  format_check || rc=1
+  # The entry points; -x follows what they source (.shellcheckrc).
+  echo "== shellcheck"
+  shellcheck -x scripts/*.sh .ci/run tests/integration/run-case.sh tests/integration/ctest-stages.sh tests/ci/*.sh \
+    doc/slurm/rdma_mesh.sbatch || rc=1
+  return "$rc"
+}
+lint_name="clang-format and shellcheck (beside the plain build)"
+mkdir -p "$root/build"
+background_start lint 0 "$root/build/lint.log" lint
 # Every build is a unity build, in batches of 16 sources: most of a compile was the
 # templates of CLI11, nlohmann/json and fmt instantiated and optimised again in every source
 # (a precompiled header made gcc slower still); a batch does them once. Batches of 16 rather
@@ -242,6 +255,7 @@ plain_flags=("${unity[@]}" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -
   -DRDMAKIT_UNIT_TESTS=ON)
 [[ $mode == full ]] && plain_flags[-2]=-DRDMAKIT_FUZZ_REPLAY=OFF plain_flags[-1]=-DRDMAKIT_UNIT_TESTS=OFF
 stage "build (gcc, warnings as errors)" scripts/build.sh "$root/build" "${plain_flags[@]}"
+background_join lint "$lint_name" || true
 
 # package_step: doc/ci/github-rdma-smoke.yml's package step, run as the runner would
 # (tests/ci/run-github-step.sh), on the build about to be tested: scripts/package.sh --print-debs builds
@@ -267,8 +281,10 @@ package_name="Debian packages from the build under test, checked (doc/ci's GitHu
 # binary being relinked failed with "Permission denied" (ci.github_smoke_step, stop 52). They
 # are installed and run at the end, in guests of their own (installed_smoke, installed_units):
 # beside the pair guests those took 130 s and slowed the pair stage by 85 s (17db7ea).
+# The step itself (cpack, dpkg-deb and the checks: mostly one core) runs beside build-asan,
+# which nothing of it touches, and is joined before the guests start.
 if [[ $mode == full ]]; then
-  stage "$package_name" package_step || true
+  background_start package 0 "$root/build/package-step.log" package_step
 fi
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -395,6 +411,7 @@ lld=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_MODULE_LINKER_FLAGS=-fuse-ld=
 stage "build-asan (clang, ASan+UBSan, libFuzzer targets)" env CC=clang CXX=clang++ \
   scripts/build.sh "$root/build-asan" -DRDMAKIT_SANITIZE=ON -DRDMAKIT_FUZZ=ON -DRDMAKIT_FUZZ_COVERAGE=OFF \
   -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -O1" "${unity[@]}" "${lld[@]}"
+background_join package "$package_name (beside build-asan)" || true
 # ThreadSanitizer (it cannot share a build with ASan): the same flags, and only what its
 # stages run: the unit tests and the programs of the tsan cases (tests/tsan.cmake).
 tsan_targets="unit_tests rdma_server rdma_client send_bw rping diag-connect rdma_smoke"

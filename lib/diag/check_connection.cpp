@@ -30,7 +30,7 @@ void CheckConnection::create(std::uint16_t receive_count, ibv_qp_type qp_type) {
                                    .signal_every_send = true,
                                    .inline_bytes = 0},
                                   cq->get());
-  check_errno(rdma_create_qp(id.get(), pd->get(), &attributes), "rdma_create_qp", "diag-connect");
+  id.create_qp(pd->get(), attributes, ibv_get_device_name(verbs->device));
   for (std::uint16_t i = 0; i < receive_count; ++i) {
     auto& landing = *receives.emplace_back(
         std::make_unique<RegisteredBuffer>(pd->get(), agent::check_buffer_bytes, IBV_ACCESS_LOCAL_WRITE));

@@ -164,11 +164,33 @@ CmId::~CmId() {
   if (id_ == nullptr) {
     return;
   }
-  if (id_->qp != nullptr) {
-    rdma_destroy_qp(id_);
-  }
+  destroy_qp();
   if (rdma_destroy_id(id_) != 0) {
     spdlog::warn("rdma_destroy_id: {}", std::strerror(errno));
+  }
+}
+
+void CmId::create_qp(ibv_pd* pd, ibv_qp_init_attr& attributes, const std::string& device, std::uint32_t create_flags) {
+  if (create_flags == 0) {
+    check_errno(rdma_create_qp(id_, pd, &attributes), "rdma_create_qp", device);
+    return;
+  }
+  ibv_qp_init_attr_ex extended{};
+  extended.send_cq = attributes.send_cq;
+  extended.recv_cq = attributes.recv_cq;
+  extended.qp_type = attributes.qp_type;
+  extended.sq_sig_all = attributes.sq_sig_all;
+  extended.cap = attributes.cap;
+  extended.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  extended.pd = pd;
+  extended.create_flags = create_flags;
+  check_errno(rdma_create_qp_ex(id_, &extended), "rdma_create_qp_ex", device);
+  attributes.cap = extended.cap;
+}
+
+void CmId::destroy_qp() noexcept {
+  if (id_ != nullptr && id_->qp != nullptr) {
+    rdma_destroy_qp(id_);
   }
 }
 

@@ -65,7 +65,8 @@ class EventChannel {
   rdma_event_channel* channel_ = nullptr;
 };
 
-// Owns an rdma_cm_id; destroys its QP (if rdma_create_qp made one) before the id.
+// Owns an rdma_cm_id and the QP librdmacm makes on it: the one way a QP is made on a cm_id.
+// The QP goes before the id; an owner of the QP's CQ and PD calls destroy_qp() before they go.
 class CmId {
  public:
   CmId() = default;
@@ -79,6 +80,13 @@ class CmId {
 
   rdma_cm_id* get() const noexcept { return id_; }
   rdma_cm_id* operator->() const noexcept { return id_; }
+
+  // Makes the id's QP on `pd` with `attributes` (rdma_create_qp, which fills in what the
+  // provider granted), or with `create_flags` (IBV_QP_CREATE_*) through rdma_create_qp_ex.
+  // Throws RdmaError naming the call and `device`.
+  void create_qp(ibv_pd* pd, ibv_qp_init_attr& attributes, const std::string& device, std::uint32_t create_flags = 0);
+  // Destroys the id's QP, if it has one.
+  void destroy_qp() noexcept;
 
  private:
   rdma_cm_id* id_ = nullptr;

@@ -73,9 +73,7 @@ Connection::~Connection() {
   // The QP belongs to the cm_id but must go before its CQ and PD; the rest follows in
   // member order.
   ah_.reset();
-  if (id_.get() != nullptr && id_->qp != nullptr) {
-    rdma_destroy_qp(id_.get());
-  }
+  id_.destroy_qp();
 }
 
 void Connection::begin(Step step) {
@@ -290,30 +288,22 @@ void ConnectionGroup::create_resources(Connection& connection) {
 }
 
 void ConnectionGroup::create_qp(Connection& connection, ibv_qp_init_attr& attributes) const {
-  rdma_cm_id* id = connection.id_.get();
-  const std::string device = ibv_get_device_name(id->verbs->device);
+  const std::string device = ibv_get_device_name(connection.id_->verbs->device);
   if (!options_.block_loopback) {
-    check_errno(rdma_create_qp(id, connection.pd_->get(), &attributes), "rdma_create_qp", device);
+    connection.id_.create_qp(connection.pd_->get(), attributes, device);
     return;
   }
-  ibv_qp_init_attr_ex extended{};
-  extended.send_cq = attributes.send_cq;
-  extended.recv_cq = attributes.recv_cq;
-  extended.qp_type = attributes.qp_type;
-  extended.sq_sig_all = attributes.sq_sig_all;
-  extended.cap = attributes.cap;
-  extended.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
-  extended.pd = connection.pd_->get();
-  extended.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
-  if (rdma_create_qp_ex(id, &extended) != 0) {
-    const int err = errno;
+  try {
+    connection.id_.create_qp(connection.pd_->get(), attributes, device, IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
+  } catch (const RdmaError& error) {
+    const int err = error.errnum();
     if (err == EOPNOTSUPP || err == EINVAL || err == ENOTSUP) {
       throw Unsupported(
           fmt::format("{} cannot block multicast loopback (-l): rdma_create_qp_ex with "
                       "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB failed: {}",
                       device, std::strerror(err)));
     }
-    throw RdmaError("rdma_create_qp_ex", device, err);
+    throw;
   }
 }
 

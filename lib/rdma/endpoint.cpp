@@ -50,9 +50,7 @@ Endpoint::~Endpoint() {
   }
   buffers_.clear();
   peer_ah_.reset();
-  if (cm_qp_) {
-    rdma_destroy_qp(id_.get());
-  }
+  id_.destroy_qp();
   own_qp_.reset();
   cq_.reset();
   completion_channel_.reset();
@@ -136,8 +134,7 @@ void Endpoint::create_resources() {
     if (own) {
       own_qp_ = std::make_unique<QueuePair>(pd_->get(), attributes);
     } else {
-      check_errno(rdma_create_qp(id_.get(), pd_->get(), &attributes), "rdma_create_qp", caps_.device);
-      cm_qp_ = true;
+      id_.create_qp(pd_->get(), attributes, caps_.device);
     }
   };
   try {

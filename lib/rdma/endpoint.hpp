@@ -168,7 +168,6 @@ class Endpoint {
   std::unique_ptr<CompletionChannel> completion_channel_;
   std::unique_ptr<CompletionQueue> cq_;
   std::unique_ptr<QueuePair> own_qp_;
-  bool cm_qp_ = false;  // QP made by rdma_create_qp, destroyed with rdma_destroy_qp
   std::vector<std::unique_ptr<RegisteredBuffer>> buffers_;
   std::unique_ptr<AddressHandle> peer_ah_;  // datagram, active side
   std::uint32_t peer_qp_num_ = 0;

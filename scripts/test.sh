@@ -24,9 +24,8 @@
 #   integration    the three builds in one soft-RoCE guest (scripts/rxe-vm.sh), several
 #                  cases at a time where they share nothing (tests/README.md says which run
 #                  alone, and which the sanitized builds run)
-#   pair           the two-host cases on two guests joined by a wire (plain build), beside
-#                  the single guest where 6 GiB are free: from its start on 4 cores or more,
-#                  from the end of its plain pass on fewer; after it under load
+#   pair           the two-host cases on two guests joined by a wire (plain build): after the
+#                  single guest, or beside it on a host of 4 cores or more with 6 GiB free
 #   schemas        every report the guests' cases queued, checked against its schema here
 #                  (the guests leave it to the host: RDMAKIT_REPORTS_ON_HOST)
 #   package        the plain build as .debs (the tools, rdmakit-rxe-vm), checked
@@ -305,32 +304,17 @@ pair_vm=(scripts/rxe-vm.sh --pair --memory 1024 --timeout 2400 "$root"
   "$guest_env" "$steps 'pair (build)|$root/build|^($pair_labels)\$|1'")
 
 # pair_beside_start: the pair stage in the background, beside the single guest, where the
-# host has the memory for three guests (the single guest's 2 GiB and two of 1 GiB) and is not
-# loaded on purpose (--under-load). Side by side each fills the other's idle stretches (the
-# RUN_SERIAL cases, the pair's chain of cases, which waits out probes meant to time out): on
-# 2 cores a full suite took 1593 s instead of about 1700. But there two of the plain pass's
-# timing-bound cases failed once (connect_self's agent capture, send_bw_intervals' paced
-# intervals), starved by the pair's four vCPUs: on fewer than 4 cores the pair starts when the
-# single guest's plain pass has ended (ctest-stages.sh appends it to $stages_done), beside the
-# sanitized pass.
-stages_done=$root/build/stages-done
-rm -f "$stages_done" "$stages_done.ended"
-pair_after_plain_pass() {
-  local waited=$SECONDS
-  until grep -qxF "integration (build)" "$stages_done" 2> /dev/null || [[ -e $stages_done.ended ]]; do sleep 2; done
-  echo "== $pair_stage_name: waited $((SECONDS - waited)) s for the single guest's plain pass"
-  "${pair_vm[@]}"
-}
+# host has the cores and memory for three guests (the single guest's 2 GiB and two of 1 GiB)
+# and is not loaded on purpose (--under-load). Side by side each fills the other's idle
+# stretches (the RUN_SERIAL cases, the pair's chain of cases): on 2 cores a full suite took
+# 1593 s instead of about 1700. But there two of the single guest's timing-bound cases
+# failed once (connect_self's agent capture, send_bw_intervals' paced intervals), starved by
+# the pair's four vCPUs: on fewer than 4 cores the pair runs after the single guest.
 pair_beside_start() {
   local available_kib
   available_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
-  if $under_load || ((available_kib < 6 * 1024 * 1024)); then
-    echo "== the pair stage runs after the single guest ($((available_kib / 1024)) MiB available$($under_load && echo ", under load"))"
-    return 0
-  fi
-  if (($(nproc) < 4)); then
-    echo "== $pair_stage_name: in the background once the plain pass has ended ($(nproc) cores; its rows follow the single guest's; log $pair_log)"
-    background_start pair 0 "$pair_log" pair_after_plain_pass
+  if $under_load || (($(nproc) < 4 || available_kib < 6 * 1024 * 1024)); then
+    echo "== the pair stage runs after the single guest ($(nproc) cores, $((available_kib / 1024)) MiB available$($under_load && echo ", under load"))"
     return 0
   fi
   echo "== $pair_stage_name: in the background from here on (its rows follow the single guest's; log $pair_log)"
@@ -527,9 +511,7 @@ $with_tsan && runs+=("threaded servers under TSan (build-tsan)|$root/build-tsan|
 [[ ${RDMAKIT_LONG:-0} == 1 ]] &&
   runs+=("long cases, soak and valgrind memcheck (build)|$root/build|^(integration_long|integration_also_sanitized|soak|valgrind)\$|1")
 in_guest "guest: integration of the builds" "$root/build/vm-integration.log" \
-  scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env export RDMAKIT_STAGES_DONE=$stages_done;" \
-  "$steps$(printf " '%s'" "${runs[@]}")" || true
-touch "$stages_done.ended"
+  scripts/rxe-vm.sh --timeout 3600 "$root" "$guest_env" "$steps$(printf " '%s'" "${runs[@]}")" || true
 if $tsan_beside; then
   background_join tsan_build "$tsan_name (beside the guest, nice 19)" || true
   unit_stage build-tsan || true

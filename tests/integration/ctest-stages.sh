@@ -6,9 +6,7 @@
 # minutes at most; READY_FILE.failed says the build failed, and the run fails at once.
 # After each run it prints the run's slowest cases, its costliest in CPU, and one line
 #   stage-time: SECONDS STATUS NAME
-# which scripts/test.sh adds to its table of stage times; with RDMAKIT_STAGES_DONE set, it also
-# appends NAME to that file (on the host's side of the guest's shared folder), so that the
-# host can start what waits for that run. Exits 1 when any run failed.
+# which scripts/test.sh adds to its table of stage times. Exits 1 when any run failed.
 # Each run has a test tree of its own, BUILD_DIR/ctest-runs/NAME (a copy of the build's
 # CTestTestfile.cmake files, whose paths are absolute): ctest keeps its Testing/ folder
 # (LastTest.log, the cost data) beside the tree it runs, and the suite runs the pair cases
@@ -55,6 +53,5 @@ for spec in "$@"; do
   outcome=ok
   ((rc == 0)) || { outcome=FAILED; status=1; }
   echo "stage-time: $seconds $outcome $name"
-  [[ -z ${RDMAKIT_STAGES_DONE:-} ]] || echo "$name" >> "$RDMAKIT_STAGES_DONE"
 done
 exit $status

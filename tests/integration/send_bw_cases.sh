@@ -946,13 +946,15 @@ case_send_bw_perftest_server() {
   run none 30 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 10 --timeout 3
   expect_rc 1 "send_bw --oob with nothing listening"
   expect_grep "^send_bw: no perftest server at $RXE_ADDR:$PORT (Connection refused): start ib_write_bw there first" none.err
-  # -a: every size from 2 bytes to 8 MiB back to back, the server's row the last one's.
+  # -a: every size from 2 bytes to 8 MiB back to back, the server's row the last one's. The
+  # stock server makes its 8 MiB buffers before it sends its destination record: on a starved
+  # guest that took longer than send_bw's default 5 s wait for it (CI31), so a wider one.
   local attempt sweep_rc
   for attempt in 1 2 3; do
     next_port
     start ib_sweep ib_write_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 5 -a
     wait_tcp_listening "$PORT"
-    run oob_sweep 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 5 -a --json
+    run oob_sweep 120 "$OURS_SEND_BW" "$RXE_ADDR" -p "$PORT" --oob --op write -n 5 -a --json --timeout 30
     sweep_rc=$RC
     finish ib_sweep 30
     perftest_clock_unmeasured ib_sweep || break
@@ -1083,11 +1085,12 @@ case_send_bw_perftest_client() {
   expect_jq '.refused_peers.not_allowed == 1 and .rows[0].iterations == 10
     and ([.refused[] | select(.reason | contains("version"))] | length) == 1' ours_allow.out
 
-  # -a: ib_read_bw -a's client, its last size's figures our row.
+  # -a: ib_read_bw -a's client, its last size's figures our row (a wide --timeout: the stock
+  # end makes its 8 MiB buffers in the exchange, slowly on a starved guest).
   local attempt
   for attempt in 1 2 3; do
     next_port
-    start ours_sweep "$OURS_SEND_BW" --oob --op read -p "$PORT" -a --accept-timeout 60 --json
+    start ours_sweep "$OURS_SEND_BW" --oob --op read -p "$PORT" -a --accept-timeout 60 --json --timeout 30
     wait_tcp_listening "$PORT"
     run ib_sweep 120 ib_read_bw -d "${entry% *}" -x "${entry#* }" -p "$PORT" -n 5 -a "$RXE_ADDR"
     perftest_clock_unmeasured ib_sweep || break

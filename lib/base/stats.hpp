@@ -113,6 +113,14 @@ struct BandwidthRow {
   double message_rate_mpps = 0;  // millions of messages per second
 };
 
+// One message size's latency, as a latency test reports it.
+struct LatencyRow {
+  std::uint32_t size = 0;
+  LatencySummary summary;
+  std::vector<HistogramBucket> histogram;  // send_bw --histogram only
+  std::uint64_t unanswered = 0;            // -c UD: pings whose answer did not come in time
+};
+
 // `fastest_interval` covered `interval_messages` messages; zero intervals mean no peak.
 BandwidthRow bandwidth_row(std::uint32_t size, std::uint64_t iterations, std::chrono::nanoseconds elapsed,
                            std::chrono::nanoseconds fastest_interval, std::uint64_t interval_messages);

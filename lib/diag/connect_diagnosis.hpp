@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/sibling_names.hpp"
 #include "lib/base/step.hpp"
@@ -274,14 +275,16 @@ nlohmann::json to_json(const PeerAnswer& answer);
 nlohmann::json to_json(const ConnectCase& connect_case);
 nlohmann::json to_json(const ConnectVerdict& verdict);
 
-// Strict readers: a member of the wrong JSON type, a number out of range, a string or list
-// beyond the bounds below throws ProtocolError naming the member. Missing members keep
-// their defaults.
+// Strict readers (lib/base/described_json.hpp): a member of the wrong JSON type, a number
+// out of range, a string or list beyond the bounds below throws ProtocolError naming the
+// member. Missing members keep their defaults (captures and agents of older versions).
 HostView host_view_from_json(const nlohmann::json& document);
 PeerAnswer peer_answer_from_json(const nlohmann::json& document);
 ConnectCase connect_case_from_json(const nlohmann::json& document);
 ConnectAttempt connect_attempt_from_json(const nlohmann::json& document);
 ConnectVerdict connect_verdict_from_json(const nlohmann::json& document);  // reports read back, tests
+// Each described struct's shape and its schema definition (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> connect_json_shapes();
 
 // The agent's answer as received: at most max_answer_bytes of JSON. Never trusts it:
 // anything that does not parse or fit throws ProtocolError saying what.

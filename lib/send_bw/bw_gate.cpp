@@ -1,6 +1,5 @@
 #include "lib/send_bw/bw_gate.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -8,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/error.hpp"
+#include "lib/send_bw/bw_rows_json.hpp"
 
 namespace rdmakit {
 
@@ -15,17 +15,6 @@ namespace {
 
 // A report larger than this is no send_bw report (a sweep's is a few tens of KiB).
 constexpr std::streamsize max_baseline_bytes = 64 << 20;
-
-// What a baseline row must carry: at one size the message rate follows the bandwidth, so
-// the bandwidth alone is compared.
-std::vector<const char*> compared_figures(bool latency) {
-  if (latency) return {"t_median_us", "t_p99_us"};
-  return {"bw_average_mib_per_s"};
-}
-
-bool is_latency(const std::string& test) {
-  return test == "lat";
-}
 
 nlohmann::json parse_file(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
@@ -45,29 +34,30 @@ std::string string_in(const nlohmann::json& object, const char* key) {
   return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
-void check_rows(const std::string& file, const nlohmann::json& rows, bool latency) {
+// The report's rows, as the test that wrote them has them.
+void read_rows(Baseline& baseline, const nlohmann::json& document) {
+  const auto rows = document.value("rows", nlohmann::json());
   if (!rows.is_array() || rows.empty()) {
-    throw UsageError(fmt::format("--baseline: {} has no rows (a send_bw client's report has them)", file));
+    throw UsageError(fmt::format("--baseline: {} has no rows (a send_bw client's report has them)", baseline.file));
   }
-  for (const auto& row : rows) {
-    const bool has_bytes = row.is_object() && row.contains("bytes") && row["bytes"].is_number_unsigned();
-    const auto figures = compared_figures(latency);
-    const bool has_figures = has_bytes && std::ranges::all_of(figures, [&row](const char* figure) {
-                               return row.contains(figure) && row[figure].is_number();
-                             });
-    if (!has_figures) {
-      throw UsageError(fmt::format("--baseline: a row of {} lacks bytes or {}", file,
-                                   latency ? "t_median_us and t_p99_us" : "bw_average_mib_per_s"));
+  try {
+    if (baseline.test == "lat") {
+      baseline.latency = latency_rows_from_json(rows);
+    } else {
+      baseline.bandwidth = bandwidth_rows_from_json(rows);
     }
+  } catch (const ProtocolError& error) {
+    throw UsageError(fmt::format("--baseline: {} is not a send_bw report: {}", baseline.file, error.what()));
   }
 }
 
 // The baseline's row of `bytes`, counted as compared; nullptr without a baseline or, counted
 // as unmatched, when it has no such row.
-const nlohmann::json* matched_row(GateResult& gate, std::uint32_t bytes) {
+template <typename Row>
+const Row* matched_row(GateResult& gate, const std::vector<Row>& rows, std::uint32_t bytes) {
   if (!gate.baseline) return nullptr;
-  for (const auto& row : gate.baseline->rows) {
-    if (row["bytes"].get<std::uint64_t>() == bytes) {
+  for (const auto& row : rows) {
+    if (row.size == bytes) {
       ++gate.rows_compared;
       return &row;
     }
@@ -125,11 +115,12 @@ Baseline read_baseline(const std::string& file) {
   Baseline baseline{.file = file,
                     .test = string_in(test, "test"),
                     .operation = string_in(test, "operation"),
-                    .rows = document.value("rows", nlohmann::json())};
+                    .bandwidth = {},
+                    .latency = {}};
   if (baseline.test != "bw" && baseline.test != "lat") {
     throw UsageError(fmt::format("--baseline: {} is not a send_bw client's report (no test that ran)", file));
   }
-  check_rows(file, baseline.rows, is_latency(baseline.test));
+  read_rows(baseline, document);
   return baseline;
 }
 
@@ -150,17 +141,16 @@ GateResult check_rows(const BwResults& results, const RowLimits& limits, const s
   for (const auto& row : results.bandwidth) {
     hold(row.size, "bw_average_mib_per_s", row.average_mib_per_s, limits.min_bw_mib_per_s, true, "--expect-bw", out);
     hold(row.size, "message_rate_mpps", row.message_rate_mpps, limits.min_rate_mpps, true, "--expect-rate", out);
-    const auto* old = matched_row(gate, row.size);
+    const auto* old = baseline ? matched_row(gate, baseline->bandwidth, row.size) : nullptr;
     if (old == nullptr) continue;
-    compare(row.size, "bw_average_mib_per_s", row.average_mib_per_s, (*old)["bw_average_mib_per_s"].get<double>(), true,
-            tolerance, out);
+    compare(row.size, "bw_average_mib_per_s", row.average_mib_per_s, old->average_mib_per_s, true, tolerance, out);
   }
   for (const auto& row : results.latency) {
     hold(row.size, "t_p99_us", row.summary.p99_us, limits.max_lat_p99_us, false, "--expect-lat-p99", out);
-    const auto* old = matched_row(gate, row.size);
+    const auto* old = baseline ? matched_row(gate, baseline->latency, row.size) : nullptr;
     if (old == nullptr) continue;
-    compare(row.size, "t_median_us", row.summary.p50_us, (*old)["t_median_us"].get<double>(), false, tolerance, out);
-    compare(row.size, "t_p99_us", row.summary.p99_us, (*old)["t_p99_us"].get<double>(), false, tolerance, out);
+    compare(row.size, "t_median_us", row.summary.p50_us, old->summary.p50_us, false, tolerance, out);
+    compare(row.size, "t_p99_us", row.summary.p99_us, old->summary.p99_us, false, tolerance, out);
   }
   return gate;
 }

@@ -26,11 +26,13 @@ struct Baseline {
   std::string file;
   std::string test;       // "bw" or "lat"
   std::string operation;  // "send", "write", "read"
-  nlohmann::json rows;    // its rows, each checked to carry bytes and its figures
+  // Its rows, read strictly (lib/send_bw/bw_rows_json.hpp): a bandwidth test's or a latency test's.
+  std::vector<BandwidthRow> bandwidth;
+  std::vector<LatencyRow> latency;
 };
 
 // Reads and checks FILE; throws UsageError saying what is wrong with it (not a send_bw
-// client's report, no rows, a row without its figures).
+// client's report, no rows, a row that is not one send_bw writes).
 Baseline read_baseline(const std::string& file);
 // The baseline's test must be this run's: throws UsageError naming both otherwise.
 void check_baseline_matches(const Baseline& baseline, bw::Test test, bw::Operation operation);

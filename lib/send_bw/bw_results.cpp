@@ -2,27 +2,16 @@
 
 #include <fmt/format.h>
 
+#include "lib/send_bw/bw_rows_json.hpp"
 #include "lib/send_bw/send_bw_session.hpp"
 
 namespace rdmakit {
 
 namespace {
 
-nlohmann::json row_json(const BandwidthRow& row) {
-  return {{"bytes", row.size},
-          {"iterations", row.iterations},
-          {"seconds", row.seconds},
-          {"bw_peak_mib_per_s", row.peak_mib_per_s},
-          {"bw_average_mib_per_s", row.average_mib_per_s},
-          {"bw_average_gbit_per_s", row.average_gbit_per_s},
-          {"message_rate_mpps", row.message_rate_mpps}};
-}
-
+// A latency row and, with --histogram, its buckets.
 nlohmann::json row_json(const LatencyRow& row) {
-  const auto& s = row.summary;
-  nlohmann::json item = {{"bytes", row.size},        {"iterations", s.count},   {"t_min_us", s.min_us},
-                         {"t_max_us", s.max_us},     {"t_median_us", s.p50_us}, {"t_avg_us", s.avg_us},
-                         {"t_stdev_us", s.stdev_us}, {"t_p99_us", s.p99_us},    {"t_p999_us", s.p999_us}};
+  auto item = to_json(row);
   if (!row.histogram.empty()) {
     nlohmann::json buckets = nlohmann::json::array();
     for (const auto& b : row.histogram) {
@@ -215,7 +204,7 @@ void BwResults::add_to(nlohmann::json& document) const {
     return;
   }
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : bandwidth) rows.push_back(row_json(row));
+  for (const auto& row : bandwidth) rows.push_back(to_json(row));
   for (const auto& row : latency) rows.push_back(row_json(row));
   for (std::size_t i = 0; i < row_counters.size() && i < rows.size(); ++i) rows[i]["counters"] = row_counters[i];
   for (std::size_t i = 0; i < row_cpu.size() && i < rows.size(); ++i) {

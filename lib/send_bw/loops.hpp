@@ -190,13 +190,6 @@ inline constexpr std::uint32_t latency_receives = 16;
 // -c UD latency: how long a ping waits for its answer before it counts as lost.
 inline constexpr auto ping_loss_timeout = std::chrono::milliseconds(200);
 
-struct LatencyRow {
-  std::uint32_t size = 0;
-  LatencySummary summary;
-  std::vector<HistogramBucket> histogram;  // PingSettings::histogram only
-  std::uint64_t unanswered = 0;            // -c UD: pings whose answer did not come in time
-};
-
 // Appends the row for `size`; on an exception, the samples so far as a partial row.
 void ping(const PingSettings& settings, std::uint32_t size, const Budget& budget, std::uint64_t warmup,
           std::vector<LatencyRow>& rows);

@@ -9,6 +9,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/send_bw/bw_gate.hpp"
+#include "lib/send_bw/bw_rows_json.hpp"
 
 namespace rdmakit {
 namespace {
@@ -48,9 +49,16 @@ class TempFile {
   std::string path_;
 };
 
-const char* const bandwidth_baseline = R"({"tool": "send_bw", "test": {"test": "bw", "operation": "send"},
-  "rows": [{"bytes": 4096, "bw_average_mib_per_s": 100.0, "message_rate_mpps": 0.0256},
-           {"bytes": 65536, "bw_average_mib_per_s": 400.0, "message_rate_mpps": 0.0064}]})";
+// A client's report holding `rows`, as send_bw writes them.
+std::string report_of(const char* test, const char* operation, const nlohmann::json& rows) {
+  return nlohmann::json{{"tool", "send_bw"}, {"test", {{"test", test}, {"operation", operation}}}, {"rows", rows}}
+      .dump();
+}
+
+std::string bandwidth_baseline() {
+  return report_of("bw", "send",
+                   {to_json(bandwidth_row(4096, 100.0, 0.0256)), to_json(bandwidth_row(65536, 400.0, 0.0064))});
+}
 
 TEST(BwGate, FixedLimitsNameTheRowTheFigureAndTheLimit) {
   BwResults results;
@@ -85,7 +93,7 @@ TEST(BwGate, LatencyAboveItsP99LimitFails) {
 }
 
 TEST(BwGate, TheBaselineFlagsRegressionsBeyondTheTolerance) {
-  const TempFile file(bandwidth_baseline);
+  const TempFile file(bandwidth_baseline());
   const auto baseline = read_baseline(file.path());
   BwResults results;
   // 4096 B: 10% down is within 0.15; 65536 B: 30% down is not; 1 MiB: no row there.
@@ -104,8 +112,7 @@ TEST(BwGate, TheBaselineFlagsRegressionsBeyondTheTolerance) {
 }
 
 TEST(BwGate, LatencyBaselineComparesTheMedianAndP99) {
-  const TempFile file(R"({"tool": "send_bw", "test": {"test": "lat", "operation": "write"},
-    "rows": [{"bytes": 64, "t_median_us": 10.0, "t_p99_us": 20.0}]})");
+  const TempFile file(report_of("lat", "write", nlohmann::json::array({to_json(latency_row(64, 10.0, 20.0))})));
   const auto baseline = read_baseline(file.path());
   EXPECT_NO_THROW(check_baseline_matches(baseline, bw::Test::latency, bw::Operation::write));
   EXPECT_THROW(check_baseline_matches(baseline, bw::Test::latency, bw::Operation::send), UsageError);
@@ -133,6 +140,20 @@ TEST(BwGate, BadBaselineFilesAreUsageErrors) {
       }) {
     const TempFile file(text);
     EXPECT_THROW(read_baseline(file.path()), UsageError) << text;
+  }
+}
+
+// A row is read as strictly as send_bw writes it: every figure present, of its type and range.
+TEST(BwGate, ABaselineRowIsReadStrictly) {
+  auto row = to_json(bandwidth_row(4096, 100.0, 0.0256));
+  row["bytes"] = 1ULL << 33;
+  const TempFile file(report_of("bw", "send", {to_json(bandwidth_row(64, 1, 1)), row}));
+  try {
+    read_baseline(file.path());
+    ADD_FAILURE() << "read";
+  } catch (const UsageError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--baseline: " + file.path() + " is not a send_bw report: rows[1].bytes: 8589934592 is out of range");
   }
 }
 

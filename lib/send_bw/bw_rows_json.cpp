@@ -1,0 +1,74 @@
+#include "lib/send_bw/bw_rows_json.hpp"
+
+namespace rdmakit {
+
+namespace {
+
+using described::Describes;
+
+struct BwRowsJson {
+  // A sweep (-a) has 23 rows; a report with thousands is no send_bw report.
+  static constexpr described::ReadLimits limits{.max_text_bytes = 1024, .max_list_entries = 4096};
+  static constexpr auto missing_keys = described::MissingKeys::refused;
+
+  static void members(Describes<BandwidthRow> auto& row, auto&& visit) {
+    visit("bytes", row.size);
+    visit("iterations", row.iterations);
+    visit("seconds", row.seconds);
+    visit("bw_peak_mib_per_s", row.peak_mib_per_s);
+    visit("bw_average_mib_per_s", row.average_mib_per_s);
+    visit("bw_average_gbit_per_s", row.average_gbit_per_s);
+    visit("message_rate_mpps", row.message_rate_mpps);
+  }
+
+  // Send and write report half the round trip, read the whole read, as perftest does.
+  static void members(Describes<LatencyRow> auto& row, auto&& visit) {
+    visit("bytes", row.size);
+    visit("iterations", row.summary.count);
+    visit("t_min_us", row.summary.min_us);
+    visit("t_max_us", row.summary.max_us);
+    visit("t_median_us", row.summary.p50_us);
+    visit("t_avg_us", row.summary.avg_us);
+    visit("t_stdev_us", row.summary.stdev_us);
+    visit("t_p99_us", row.summary.p99_us);
+    visit("t_p999_us", row.summary.p999_us);
+  }
+};
+
+// The keys BwResults writes beside a row's described ones.
+std::vector<std::string> row_extras(bool latency) {
+  std::vector<std::string> keys{"counters", "cpu", "datagrams"};
+  if (latency) keys.emplace_back("histogram");
+  return keys;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const BandwidthRow& row) {
+  return described::write<BwRowsJson>(row);
+}
+
+nlohmann::json to_json(const LatencyRow& row) {
+  return described::write<BwRowsJson>(row);
+}
+
+std::vector<BandwidthRow> bandwidth_rows_from_json(const nlohmann::json& rows) {
+  return described::read_document<BwRowsJson, std::vector<BandwidthRow>>(rows, "rows");
+}
+
+std::vector<LatencyRow> latency_rows_from_json(const nlohmann::json& rows) {
+  return described::read_document<BwRowsJson, std::vector<LatencyRow>>(rows, "rows");
+}
+
+std::vector<described::SchemaShape> bw_rows_shapes() {
+  return {{.schema = "send_bw",
+           .pointer = "/$defs/bandwidth_row",
+           .shape = described::shape<BwRowsJson, BandwidthRow>(),
+           .extra_keys = row_extras(false)},
+          {.schema = "send_bw",
+           .pointer = "/$defs/latency_row",
+           .shape = described::shape<BwRowsJson, LatencyRow>(),
+           .extra_keys = row_extras(true)}};
+}
+
+}  // namespace rdmakit

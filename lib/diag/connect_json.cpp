@@ -20,6 +20,7 @@
 #include "lib/base/error.hpp"
 #include "lib/base/untrusted_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
+#include "lib/diag/diag_json.hpp"
 
 namespace rdmakit::diag {
 
@@ -28,18 +29,14 @@ namespace {
 using described::Describes;
 
 // diag-connect's description: the member lists (the JSON key is the member's name), and how
-// its enums and verdict exit codes are written, read and shaped.
-struct ConnectJson {
+// its steps and statuses are written, read and shaped; the rest is DiagJson's.
+struct ConnectJson : DiagJson {
+  using DiagJson::leaf_shape;
+  using DiagJson::members;
+  using DiagJson::read_leaf;
+  using DiagJson::write_leaf;
+  // The agent's answer comes off the network: its bounds (connect_diagnosis.hpp).
   static constexpr described::ReadLimits limits{.max_text_bytes = max_text_bytes, .max_list_entries = max_list_entries};
-  // Captures and agents of older versions lack the keys added since.
-  static constexpr auto missing_keys = described::MissingKeys::keep_defaults;
-
-  static void members(Describes<GidEntry> auto& gid, auto&& visit) {
-    visit("index", gid.index);
-    visit("gid", gid.gid);
-    visit("type", gid.type);
-    visit("netdev", gid.netdev);
-  }
 
   static void members(Describes<ViewPort> auto& port, auto&& visit) {
     visit("number", port.number);
@@ -190,16 +187,6 @@ struct ConnectJson {
     visit("host", connect_case.host);
   }
 
-  static void members(Describes<Verdict> auto& verdict, auto&& visit) {
-    visit("cause", verdict.cause);
-    visit("exit_code", verdict.exit_code);
-    visit("summary", verdict.summary);
-    visit("fix", verdict.fix);
-    visit("next", verdict.next);
-    visit("details", verdict.details);
-    visit("warnings", verdict.warnings);
-  }
-
   static void members(Describes<ConnectVerdict> auto& verdict, auto&& visit) {
     visit("cause", verdict.cause);
     visit("exit_code", verdict.exit_code);
@@ -210,23 +197,6 @@ struct ConnectJson {
     visit("next", verdict.next);
     visit("candidates", verdict.candidates);
     visit("warnings", verdict.warnings);
-  }
-
-  static nlohmann::json write_leaf(ExitCode code) { return static_cast<int>(code); }
-  static void read_leaf(const nlohmann::json& json, const std::string& path, ExitCode& out) {
-    int code = 0;
-    described::read_integer(json, path, code);
-    if (code != static_cast<int>(ExitCode::ok) && code != static_cast<int>(ExitCode::cause_found) &&
-        code != static_cast<int>(ExitCode::unexplained)) {
-      described::reject(path, fmt::format("{} is no verdict's exit code (0, 1 or 3)", code));
-    }
-    out = static_cast<ExitCode>(code);
-  }
-  static nlohmann::json leaf_shape(const ExitCode* /*kind*/) {
-    return {{"type", "integer"},
-            {"enum",
-             {static_cast<int>(ExitCode::ok), static_cast<int>(ExitCode::cause_found),
-              static_cast<int>(ExitCode::unexplained)}}};
   }
 
   static nlohmann::json write_leaf(rdmakit::Step step) { return step_name(step); }
@@ -256,37 +226,6 @@ struct ConnectJson {
     read_named(json, path, out, agent_status_named, agent_status_names());
   }
   static nlohmann::json leaf_shape(const AgentStatus* /*kind*/) { return named_shape(agent_status_names()); }
-
-  // A cause is one of its diagnoser's (causes.hpp).
-  template <const auto& table>
-  static nlohmann::json write_leaf(const Cause<table>& cause) {
-    return cause.name();
-  }
-  template <const auto& table>
-  static void read_leaf(const nlohmann::json& json, const std::string& path, Cause<table>& out) {
-    read_named(json, path, out, Cause<table>::named, table);
-  }
-  template <const auto& table>
-  static nlohmann::json leaf_shape(const Cause<table>* /*kind*/) {
-    return named_shape(table);
-  }
-
- private:
-  // One of a table's names: `named` finds it, `names` lists them for the message.
-  template <typename Value>
-  static void read_named(const nlohmann::json& json, const std::string& path, Value& out,
-                         std::optional<Value> (*named)(std::string_view), const auto& names) {
-    std::string name;
-    described::read_text(json, path, name, limits);
-    const auto value = named(name);
-    if (!value) described::reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(names, ", ")));
-    out = *value;
-  }
-  static nlohmann::json named_shape(const auto& names) {
-    nlohmann::json values = nlohmann::json::array();
-    for (const auto& name : names) values.push_back(std::string(name));
-    return {{"type", "string"}, {"enum", std::move(values)}};
-  }
 };
 
 template <typename Value>

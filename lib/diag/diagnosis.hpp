@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
 #include "lib/diag/causes.hpp"
@@ -221,6 +222,9 @@ struct Diagnosis {
 };
 
 nlohmann::json to_json(const Diagnosis& diagnosis);
+// Each described struct of the host model and its schema definition
+// (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> diag_bind_json_shapes();
 
 // diag-bind's result in its report: the diagnosis's keys beside the common ones, its text,
 // and the verdict's cause as the report's outcome.

@@ -11,26 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
+#include "lib/diag/diag_json.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/diag/host_queries.hpp"
 #include "lib/diag/sysfs.hpp"
-
-namespace nlohmann {
-template <typename T>
-struct adl_serializer<std::optional<T>> {
-  static void to_json(json& j, const std::optional<T>& value) { j = value ? json(*value) : json(nullptr); }
-  static void from_json(const json& j, std::optional<T>& value) {
-    value = j.is_null() ? std::nullopt : std::optional<T>(j.get<T>());
-  }
-};
-}  // namespace nlohmann
-
-namespace rdmakit {
-// Here, not in lib/core: only the host model reads and writes GID entries as JSON.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GidEntry, index, gid, type, netdev)
-}  // namespace rdmakit
 
 namespace rdmakit::diag {
 
@@ -158,55 +145,127 @@ std::vector<Check> assess(const Inventory& inventory) {
   return checks;
 }
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelPort, number, state_code, state, phys_state_code, phys_state,
-                                                link_layer, rate, gids)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelDevice, name, index, node_guid, node_type, driver, parent_netdev,
-                                                uverbs, ports)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Netdev, name, ifindex, type, operstate, up, mtu, addresses, vlan)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserPort, number, state, active_mtu, gid_table_len)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(UserDevice, name, node_guid, index, open_errno, ports)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DeviceNode, path, exists, mode, access_errno)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memlock, soft_bytes, hard_bytes, cap_ipc_lock)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(KernelModules, release, known, available)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Step, call, subject, errnum, detail)
+namespace {
+
+using described::Describes;
+
+// diag-bind's description of its host model: what the report writes and --replay's facts.json
+// reads back. The keys are the members' names; a key an older report lacks keeps its default.
+struct DiagBindJson : DiagJson {
+  using DiagJson::members;
+  // A host's facts: a big host has many netdevs (a container host, one per veth).
+  static constexpr described::ReadLimits limits{.max_text_bytes = 4096, .max_list_entries = 16384};
+
+  static void members(Describes<KernelPort> auto& port, auto&& visit) {
+    visit("number", port.number);
+    visit("state_code", port.state_code);
+    visit("state", port.state);
+    visit("phys_state_code", port.phys_state_code);
+    visit("phys_state", port.phys_state);
+    visit("link_layer", port.link_layer);
+    visit("rate", port.rate);
+    visit("gids", port.gids);
+  }
+  static void members(Describes<KernelDevice> auto& device, auto&& visit) {
+    visit("name", device.name);
+    visit("index", device.index);
+    visit("node_guid", device.node_guid);
+    visit("node_type", device.node_type);
+    visit("driver", device.driver);
+    visit("parent_netdev", device.parent_netdev);
+    visit("uverbs", device.uverbs);
+    visit("ports", device.ports);
+  }
+  static void members(Describes<Netdev> auto& netdev, auto&& visit) {
+    visit("name", netdev.name);
+    visit("ifindex", netdev.ifindex);
+    visit("type", netdev.type);
+    visit("operstate", netdev.operstate);
+    visit("up", netdev.up);
+    visit("mtu", netdev.mtu);
+    visit("addresses", netdev.addresses);
+    visit("vlan", netdev.vlan);
+  }
+  static void members(Describes<UserPort> auto& port, auto&& visit) {
+    visit("number", port.number);
+    visit("state", port.state);
+    visit("active_mtu", port.active_mtu);
+    visit("gid_table_len", port.gid_table_len);
+  }
+  static void members(Describes<UserDevice> auto& device, auto&& visit) {
+    visit("name", device.name);
+    visit("node_guid", device.node_guid);
+    visit("index", device.index);
+    visit("open_errno", device.open_errno);
+    visit("ports", device.ports);
+  }
+  static void members(Describes<DeviceNode> auto& node, auto&& visit) {
+    visit("path", node.path);
+    visit("exists", node.exists);
+    visit("mode", node.mode);
+    visit("access_errno", node.access_errno);
+  }
+  static void members(Describes<Memlock> auto& memlock, auto&& visit) {
+    visit("soft_bytes", memlock.soft_bytes);
+    visit("hard_bytes", memlock.hard_bytes);
+    visit("cap_ipc_lock", memlock.cap_ipc_lock);
+  }
+  static void members(Describes<KernelModules> auto& modules, auto&& visit) {
+    visit("release", modules.release);
+    visit("known", modules.known);
+    visit("available", modules.available);
+  }
+  static void members(Describes<Inventory> auto& inventory, auto&& visit) {
+    visit("kernel_modules", inventory.kernel_modules);
+    visit("rdma_core_present", inventory.rdma_core_present);
+    visit("kernel_indices_known", inventory.kernel_indices_known);
+    visit("kernel_devices", inventory.kernel_devices);
+    visit("userspace_list_errno", inventory.userspace_list_errno);
+    visit("user_devices", inventory.user_devices);
+    visit("provider_dir", inventory.provider_dir);
+    visit("provider_drivers", inventory.provider_drivers);
+    visit("rdma_cm", inventory.rdma_cm);
+    visit("uverbs_nodes", inventory.uverbs_nodes);
+    visit("modules", inventory.modules);
+    visit("memlock", inventory.memlock);
+    visit("netdevs", inventory.netdevs);
+  }
+  // The report adds each step's "ok" and "errno_name" (to_json(Attempt)).
+  static void members(Describes<Step> auto& step, auto&& visit) {
+    visit("call", step.call);
+    visit("subject", step.subject);
+    visit("errnum", step.errnum);
+    visit("detail", step.detail);
+  }
+  static void members(Describes<Attempt> auto& attempt, auto&& visit) {
+    visit("steps", attempt.steps);
+    visit("device", attempt.device);
+    visit("port", attempt.port);
+    visit("route_source", attempt.route_source);
+    visit("route_netdev", attempt.route_netdev);
+    visit("route_gateway", attempt.route_gateway);
+  }
+};
+
+}  // namespace
 
 nlohmann::json to_json(const Inventory& inv) {
-  return {{"kernel_modules", inv.kernel_modules},
-          {"rdma_core_present", inv.rdma_core_present},
-          {"kernel_indices_known", inv.kernel_indices_known},
-          {"kernel_devices", inv.kernel_devices},
-          {"userspace_list_errno", inv.userspace_list_errno},
-          {"user_devices", inv.user_devices},
-          {"provider_dir", inv.provider_dir},
-          {"provider_drivers", inv.provider_drivers},
-          {"rdma_cm", inv.rdma_cm},
-          {"uverbs_nodes", inv.uverbs_nodes},
-          {"modules", inv.modules},
-          {"memlock", inv.memlock},
-          {"netdevs", inv.netdevs}};
+  return described::write<DiagBindJson>(inv);
 }
 
 nlohmann::json to_json(const Attempt& attempt) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& step : attempt.steps) {
-    nlohmann::json item = step;
+  auto document = described::write<DiagBindJson>(attempt);
+  for (std::size_t i = 0; i < attempt.steps.size(); ++i) {
+    const auto& step = attempt.steps[i];
+    auto& item = document["steps"][i];
     item["ok"] = step.ok();
     if (!step.ok()) item["errno_name"] = errno_name(step.errnum);
-    steps.push_back(std::move(item));
   }
-  return {{"steps", steps},
-          {"device", attempt.device},
-          {"port", attempt.port},
-          {"route_source", attempt.route_source},
-          {"route_netdev", attempt.route_netdev},
-          {"route_gateway", attempt.route_gateway}};
+  return document;
 }
 
 nlohmann::json to_json(const Verdict& v) {
-  return {{"cause", v.cause.name()}, {"exit_code", static_cast<int>(v.exit_code)},
-          {"summary", v.summary},    {"fix", v.fix},
-          {"next", v.next},          {"details", v.details},
-          {"warnings", v.warnings}};
+  return described::write<DiagBindJson>(v);
 }
 
 nlohmann::json to_json(const Check& check) {
@@ -221,6 +280,25 @@ nlohmann::json to_json(const Diagnosis& d) {
           {"inventory", to_json(d.inventory)},
           {"attempt", to_json(d.attempt)},
           {"verdict", to_json(d.verdict)}};
+}
+
+std::vector<described::SchemaShape> diag_bind_json_shapes() {
+  using described::shape;
+  const auto common = [](const char* name, nlohmann::json form, std::vector<std::string> extras = {}) {
+    return described::SchemaShape{
+        .schema = "common", .pointer = std::string("/$defs/") + name, .shape = form, .extra_keys = std::move(extras)};
+  };
+  return {common("kernel_port", shape<DiagBindJson, KernelPort>()),
+          common("kernel_device", shape<DiagBindJson, KernelDevice>()),
+          common("user_port", shape<DiagBindJson, UserPort>()),
+          common("user_device", shape<DiagBindJson, UserDevice>()),
+          common("device_node", shape<DiagBindJson, DeviceNode>()),
+          common("memlock", shape<DiagBindJson, Memlock>()),
+          common("netdev", shape<DiagBindJson, Netdev>()),
+          common("inventory", shape<DiagBindJson, Inventory>()),
+          common("attempt_step", shape<DiagBindJson, Step>(), {"ok", "errno_name"}),
+          common("attempt", shape<DiagBindJson, Attempt>(), {"steps[].ok", "steps[].errno_name"}),
+          common("verdict", shape<DiagBindJson, Verdict>())};
 }
 
 void DiagnosisResult::add_to(nlohmann::json& document) const {
@@ -327,24 +405,31 @@ std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attem
       if (vlans.contains(netdev.name)) netdev.vlan = vlans.at(netdev.name).get<int>();
     }
   });
-  member("userspace_list_errno", [&](const nlohmann::json& value) { value.get_to(inventory.userspace_list_errno); });
-  member("user_devices", [&](const nlohmann::json& value) { value.get_to(inventory.user_devices); });
-  member("provider_dir", [&](const nlohmann::json& value) { value.get_to(inventory.provider_dir); });
-  member("provider_drivers", [&](const nlohmann::json& value) { value.get_to(inventory.provider_drivers); });
-  member("rdma_cm", [&](const nlohmann::json& value) { value.get_to(inventory.rdma_cm); });
-  member("uverbs_nodes", [&](const nlohmann::json& value) { value.get_to(inventory.uverbs_nodes); });
-  member("memlock", [&](const nlohmann::json& value) { value.get_to(inventory.memlock); });
-  member("kernel_modules", [&](const nlohmann::json& value) { value.get_to(inventory.kernel_modules); });
-  member("attempt", [&](const nlohmann::json& value) {
-    value.at("steps").get_to(attempt.steps);
-    attempt.device = value.value("device", "");
-    attempt.port = value.value("port", 0);
-    attempt.route_source = value.value("route_source", "");
-    attempt.route_netdev = value.value("route_netdev", "");
-    attempt.route_gateway = value.value("route_gateway", "");
+  // The inventory's own keys, as the report writes them.
+  const auto described_member = [&member](const char* key, auto& out) {
+    member(key, [&out, key](const nlohmann::json& value) {
+      try {
+        described::read<DiagBindJson>(value, key, out);
+      } catch (const ProtocolError& error) {
+        throw UsageError(error.what());
+      }
+    });
+  };
+  described_member("userspace_list_errno", inventory.userspace_list_errno);
+  described_member("user_devices", inventory.user_devices);
+  described_member("provider_dir", inventory.provider_dir);
+  described_member("provider_drivers", inventory.provider_drivers);
+  described_member("rdma_cm", inventory.rdma_cm);
+  described_member("uverbs_nodes", inventory.uverbs_nodes);
+  described_member("memlock", inventory.memlock);
+  described_member("kernel_modules", inventory.kernel_modules);
+  // An attempt is its steps: facts without them are no attempt.
+  member("attempt", [](const nlohmann::json& value) {
+    if (value.is_object() && !value.contains("steps")) throw UsageError("attempt.steps: missing");
   });
+  described_member("attempt", attempt);
   std::string address;
-  member("address", [&](const nlohmann::json& value) { value.get_to(address); });
+  described_member("address", address);
   return address;
 }
 

@@ -117,7 +117,7 @@ class SchemaCheck {
   std::vector<std::string> problems() {
     const auto schema = report_schema(registered_.schema);
     check(registered_.shape, {schema, schema.at(nlohmann::json::json_pointer(registered_.pointer))},
-          registered_.pointer, true);
+          registered_.pointer, "");
     return problems_;
   }
 
@@ -163,14 +163,17 @@ class SchemaCheck {
     return {other, null};
   }
 
-  void check(const nlohmann::json& shape, const Node& raw, const std::string& where, bool top) {
-    const auto [at, null_allowed] = unwrap_null(resolve(raw));
+  // `inner`: where the value is within the registered section ("", "steps[]"), as its
+  // extra keys name them ("ok" at the top, "steps[].ok" inside).
+  void check(const nlohmann::json& shape, const Node& raw, const std::string& where, const std::string& inner) {
+    const auto [at, null_branch] = unwrap_null(resolve(raw));
     const auto& node = at.node;
     auto shape_types = types_of(shape);
     const bool nullable = std::erase(shape_types, "null") > 0;
+    auto schema_types = types_of(node);  // nullable also as "type": ["integer", "null"]
+    const bool null_allowed = null_branch || std::erase(schema_types, "null") > 0;
     if (nullable && !null_allowed) problem(where, "may be null, the schema says not");
     if (!nullable && null_allowed) problem(where, "is never null, the schema allows it");
-    const auto schema_types = types_of(node);
     if (!schema_types.empty() && schema_types != shape_types) {
       problem(where, "written as " + nlohmann::json(shape_types).dump() + ", the schema has " + node["type"].dump());
     }
@@ -181,24 +184,25 @@ class SchemaCheck {
         }
       }
     }
-    if (shape.contains("properties")) check_object(shape, at, where, top);
+    if (shape.contains("properties")) check_object(shape, at, where, inner);
     if (shape.contains("items") && node.contains("items")) {
-      check(shape["items"], {at.file, node["items"]}, where + "[]", false);
+      check(shape["items"], {at.file, node["items"]}, where + "[]", inner + "[]");
     }
   }
 
-  void check_object(const nlohmann::json& shape, const Node& at, const std::string& where, bool top) {
+  void check_object(const nlohmann::json& shape, const Node& at, const std::string& where, const std::string& inner) {
     const auto properties = at.node.value("properties", nlohmann::json::object());
     for (const auto& [key, member] : shape["properties"].items()) {
       if (!properties.contains(key)) {
         problem(where, "writes \"" + key + "\", which the schema does not document");
       } else {
-        check(member, {at.file, properties[key]}, where + "." + key, false);
+        check(member, {at.file, properties[key]}, where + "." + key, inner.empty() ? key : inner + "." + key);
       }
     }
-    const auto extras = top ? registered_.extra_keys : std::vector<std::string>{};
-    const auto described_or_extra = [&shape, &extras](const std::string& key) {
-      return shape["properties"].contains(key) || std::ranges::find(extras, key) != extras.end();
+    const auto& extras = registered_.extra_keys;
+    const auto described_or_extra = [&shape, &extras, &inner](const std::string& key) {
+      const auto path = inner.empty() ? key : inner + "." + key;
+      return shape["properties"].contains(key) || std::ranges::find(extras, path) != extras.end();
     };
     if (at.node.value("additionalProperties", true) == false) {
       for (const auto& [key, member] : properties.items()) {
@@ -219,12 +223,13 @@ class SchemaCheck {
 std::vector<SchemaShape> registered_shapes() {
   auto shapes = rdmakit::diag::connect_json_shapes();
   for (auto& shape : rdmakit::bw_rows_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 21U);
+  EXPECT_GE(shapes.size(), 31U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

@@ -32,9 +32,12 @@ using described::Describes;
 // its steps and statuses are written, read and shaped; the rest is DiagJson's.
 struct ConnectJson : DiagJson {
   using DiagJson::leaf_shape;
-  using DiagJson::members;
   using DiagJson::read_leaf;
   using DiagJson::write_leaf;
+  // Forwarded, not brought in by a using-declaration: clang 14 lets a derived abbreviated
+  // template hide a base one whatever their constraints.
+  static void members(Describes<GidEntry> auto& gid, auto&& visit) { DiagJson::members(gid, visit); }
+  static void members(Describes<Verdict> auto& verdict, auto&& visit) { DiagJson::members(verdict, visit); }
   // The agent's answer comes off the network: its bounds (connect_diagnosis.hpp).
   static constexpr described::ReadLimits limits{.max_text_bytes = max_text_bytes, .max_list_entries = max_list_entries};
 

@@ -152,7 +152,9 @@ using described::Describes;
 // diag-bind's description of its host model: what the report writes and --replay's facts.json
 // reads back. The keys are the members' names; a key an older report lacks keeps its default.
 struct DiagBindJson : DiagJson {
-  using DiagJson::members;
+  // Forwarded: see ConnectJson (connect_json.cpp).
+  static void members(Describes<GidEntry> auto& gid, auto&& visit) { DiagJson::members(gid, visit); }
+  static void members(Describes<Verdict> auto& verdict, auto&& visit) { DiagJson::members(verdict, visit); }
   // A host's facts: a big host has many netdevs (a container host, one per veth).
   static constexpr described::ReadLimits limits{.max_text_bytes = 4096, .max_list_entries = 16384};
 

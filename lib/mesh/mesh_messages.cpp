@@ -66,14 +66,13 @@ nlohmann::json to_json(const Observation& observation) {
 
 Node node_from_message(std::string_view text, int rank) {
   const auto message = parse_message(text, rank, "description");
-  // The integers first: the rest is strings, a bool and the verdict, whose wrong types
-  // nlohmann refuses by itself.
+  // The integers' own ranges first; the description refuses the rest's wrong types.
   for (const char* key : {"rank", "port", "gid_index", "mtu"}) {
     if (message.contains(key)) integer_member(message, key, -1, std::numeric_limits<int>::max(), rank);
   }
   try {
-    return message.get<Node>();
-  } catch (const nlohmann::json::exception& wrong) {
+    return node_from_json(message, "");
+  } catch (const ProtocolError& wrong) {
     throw ProtocolError(fmt::format("rank {}'s description: {}", rank, wrong.what()));
   }
 }

@@ -3,8 +3,11 @@
 // part. The probe fills it in (lib/mesh/local_node.hpp); the job carries it to every rank.
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "lib/base/described_json.hpp"
 
 namespace rdmakit::mesh {
 
@@ -24,7 +27,13 @@ struct Node {
   nlohmann::json verdict;
 };
 
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Node, rank, host, address, address_choice, device, port, gid, gid_index,
-                                                gid_type, mtu, usable, verdict)
+// A node as the report and the job's messages have it (lib/base/described_json.hpp).
+nlohmann::json to_json(const Node& node);
+// A node, or ProtocolError naming what is wrong at `path` ("nodes[3].port: expected an
+// integer"); a key it lacks keeps its default.
+Node node_from_json(const nlohmann::json& document, const std::string& path);
+std::vector<Node> nodes_from_json(const nlohmann::json& document, const std::string& path);
+// The node's shape and its schema definition (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> mesh_node_shapes();
 
 }  // namespace rdmakit::mesh

@@ -434,8 +434,8 @@ SavedMesh read_mesh_report(std::istream& in, const std::string& origin) {
   saved.table.tests =
       reader.had_matrices() ? from_matrices(reader, tests, ranks, origin) : from_pairs(reader, tests, ranks, origin);
   try {
-    if (top.contains("nodes")) saved.table.nodes = top["nodes"].get<std::vector<Node>>();
-  } catch (const json::exception& error) {
+    if (top.contains("nodes")) saved.table.nodes = nodes_from_json(top["nodes"], "nodes");
+  } catch (const ProtocolError& error) {
     refuse(origin, fmt::format("its nodes do not read: {}", error.what()));
   }
   saved.rounds = top.value("rounds", 0);

@@ -444,7 +444,9 @@ void MeshResults::add_to(nlohmann::json& document) const {
   document["left_out"] = left_out;
   document["retest_passes"] = retest_passes_json(retest_passes);
   document["retests_ended"] = to_string(retests_ended);
-  document["nodes"] = nodes;
+  nlohmann::json described_nodes = nlohmann::json::array();
+  for (const auto& node : nodes) described_nodes.push_back(to_json(node));
+  document["nodes"] = std::move(described_nodes);
   auto fabric = mixed_fabric(nodes);
   fabric.insert(fabric.end(), warnings.begin(), warnings.end());
   if (!fabric.empty()) document["warnings"] = fabric;

@@ -468,7 +468,7 @@ void run_rdma_mesh(Job& job, const MeshSettings& settings, const Node& self, Rep
   results.topology = settings.topology;
   results.siblings = report.siblings;
   results.analyse();
-  const auto described = job.all_gather(nlohmann::json(self).dump());
+  const auto described = job.all_gather(to_json(self).dump());
   for (std::size_t rank = 0; rank < described.size(); ++rank) {
     results.nodes.push_back(node_from_message(described[rank], static_cast<int>(rank)));
   }

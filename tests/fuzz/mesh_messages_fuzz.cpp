@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace rdmakit::mesh;
   const auto text = fuzz::as_text(data, size);
   if (const auto node = fuzz::decoded([&] { return node_from_message(text, 1); })) {
-    const auto again = nlohmann::json(*node);
-    FUZZ_CHECK(nlohmann::json(node_from_message(again.dump(), 1)) == again);
+    const auto again = to_json(*node);
+    FUZZ_CHECK(to_json(node_from_message(again.dump(), 1)) == again);
   }
   if (const auto observation = fuzz::decoded([&] { return observation_from_message(text, 1, 4); })) {
     FUZZ_CHECK(observation->source >= 0 && observation->source < 4);

@@ -422,7 +422,7 @@ class ReportWriter {
            json_string(table_.nodes.empty() ? "" : table_.nodes.front().address));
     bool first = true;
     for (const auto& node : table_.nodes) {
-      append("{}{}", first ? "" : ",", nlohmann::json(node).dump());
+      append("{}{}", first ? "" : ",", to_json(node).dump());
       first = false;
     }
     append(R"(],"outcome":{})", clean ? R"("completed")" : R"("failed")");

@@ -14,6 +14,8 @@
 
 #include "lib/base/described_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
+#include "lib/diag/diagnosis.hpp"
+#include "lib/mesh/mesh_node.hpp"
 #include "lib/send_bw/bw_rows_json.hpp"
 #include "tests/unit/source_docs.hpp"
 
@@ -224,12 +226,13 @@ std::vector<SchemaShape> registered_shapes() {
   auto shapes = rdmakit::diag::connect_json_shapes();
   for (auto& shape : rdmakit::bw_rows_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 31U);
+  EXPECT_GE(shapes.size(), 33U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

@@ -21,7 +21,7 @@ TEST(MeshMessages, ReadBackAsSent) {
   node.address = "10.0.0.3";
   node.mtu = 1024;
   node.usable = true;
-  EXPECT_EQ(nlohmann::json(node_from_message(nlohmann::json(node).dump(), 2)), nlohmann::json(node));
+  EXPECT_EQ(to_json(node_from_message(to_json(node).dump(), 2)), to_json(node));
   Observation observation{
       .source = 0,
       .destination = 3,

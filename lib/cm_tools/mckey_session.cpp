@@ -1,8 +1,7 @@
 #include "lib/cm_tools/mckey_session.hpp"
 
-#include <arpa/inet.h>
-
 #include <chrono>
+#include <cstring>
 #include <optional>
 
 #include <infiniband/ib.h>
@@ -12,6 +11,7 @@
 #include "lib/base/stats.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/cm_tools/group_report.hpp"
+#include "lib/net/ip_address.hpp"
 #include "lib/rdma/addressing.hpp"
 #include "lib/rdma/cm.hpp"
 #include "lib/rdma/connection_group.hpp"
@@ -77,9 +77,11 @@ SocketAddress group_address(const MckeyOptions& o) {
   SocketAddress address;
   auto* ib = reinterpret_cast<sockaddr_ib*>(&address.storage);
   ib->sib_family = AF_IB;
-  if (inet_pton(AF_INET6, o.unmapped_group.c_str(), &ib->sib_addr) != 1) {
+  const auto mgid = IpAddress::parse(o.unmapped_group, MappedAddress::kept);
+  if (!mgid || mgid->family != AF_INET6) {
     throw UsageError("-M wants an MGID in IPv6 notation, e.g. ff12:401b::1, not '" + o.unmapped_group + "'");
   }
+  std::memcpy(&ib->sib_addr, mgid->bytes.data(), sizeof ib->sib_addr);
   return address;
 }
 

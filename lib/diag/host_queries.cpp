@@ -1,6 +1,5 @@
 #include "lib/diag/host_queries.hpp"
 
-#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit::diag {
 
@@ -127,10 +127,10 @@ std::string ipoib_port_gid(const std::string& hardware_address) {
 }
 
 std::string port_guid_of(const std::string& gid) {
-  in6_addr bytes{};
-  if (inet_pton(AF_INET6, gid.c_str(), &bytes) != 1) return {};
+  const auto address = IpAddress::parse(gid, MappedAddress::kept);
+  if (!address || address->family != AF_INET6) return {};
   std::string guid = "0x";
-  for (int i = 8; i < 16; ++i) guid += fmt::format("{:02x}", bytes.s6_addr[i]);
+  for (std::size_t i = 8; i < 16; ++i) guid += fmt::format("{:02x}", address->bytes[i]);
   return guid;
 }
 
@@ -202,22 +202,17 @@ Target make_target(const std::string& numeric_host, std::uint16_t port, const st
   if (numeric_host.empty()) {
     return target;
   }
-  const auto bare = strip_scope(numeric_host);
-  std::array<unsigned char, 16> bytes{};
-  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
-    target.family = AF_INET;
-    // From the parsed bytes: the text may go on past a NUL that inet_pton stops at.
-    target.wildcard = bytes[0] == 0 && bytes[1] == 0 && bytes[2] == 0 && bytes[3] == 0;
-    target.loopback = bytes[0] == 127;
-  } else if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
-    target.family = AF_INET6;
-    static constexpr std::array<unsigned char, 16> any{};
-    std::array<unsigned char, 16> one{};
-    one[15] = 1;
-    target.wildcard = bytes == any;
-    target.loopback = bytes == one;
+  // As written: rdma_cm resolves ::ffff:10.0.0.1 as IPv6.
+  const auto address = IpAddress::parse(strip_scope(numeric_host), MappedAddress::kept);
+  if (!address) throw UsageError("'" + numeric_host + "' is not a numeric IPv4 or IPv6 address");
+  target.family = address->family;
+  target.wildcard = address->is_wildcard();
+  if (address->family == AF_INET) {
+    target.loopback = address->bytes[0] == 127;
   } else {
-    throw UsageError("'" + numeric_host + "' is not a numeric IPv4 or IPv6 address");
+    std::array<std::uint8_t, 16> one{};
+    one[15] = 1;
+    target.loopback = address->bytes == one;
   }
   target.host = canonical(numeric_host);
   if (numeric_host.find('%') != std::string::npos) {
@@ -240,8 +235,9 @@ std::string gid_text(std::string_view sysfs_gid) {
   for (std::size_t i = 0; i < 16; ++i) {
     bytes[i] = static_cast<unsigned char>(std::stoul(hex.substr(i * 2, 2), nullptr, 16));
   }
-  char text[INET6_ADDRSTRLEN] = {};
-  return inet_ntop(AF_INET6, bytes.data(), text, sizeof text);
+  IpAddress address{.family = AF_INET6, .bytes = {}};
+  std::copy(bytes.begin(), bytes.end(), address.bytes.begin());
+  return address.to_string();
 }
 
 const Netdev* netdev_owning(const Inventory& inventory, const std::string& numeric_host) {

@@ -1,10 +1,10 @@
 #include "lib/diag/routes.hpp"
 
-#include <arpa/inet.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "lib/diag/netlink.hpp"
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit::diag {
 
@@ -27,27 +28,24 @@ struct RawAddress {
   std::span<const std::byte> view() const { return {bytes.data(), size}; }
 };
 
+// As written: the kernel routes ::ffff:10.0.0.1 by its IPv6 table, as rdma_cm asks it to.
 std::optional<RawAddress> numeric_address(const std::string& text) {
+  const auto parsed = IpAddress::parse(text, MappedAddress::kept);
+  if (!parsed) return std::nullopt;
   RawAddress address;
-  if (inet_pton(AF_INET, text.c_str(), address.bytes.data()) == 1) {
-    address.family = AF_INET;
-    address.size = 4;
-  } else if (inet_pton(AF_INET6, text.c_str(), address.bytes.data()) == 1) {
-    address.family = AF_INET6;
-    address.size = 16;
-  } else {
-    return std::nullopt;
-  }
+  address.family = parsed->family;
+  address.size = parsed->size();
+  std::transform(parsed->bytes.begin(), parsed->bytes.end(), address.bytes.begin(),
+                 [](std::uint8_t b) { return std::byte{b}; });
   return address;
 }
 
 std::string address_text(int family, std::span<const std::byte> raw) {
-  std::array<char, INET6_ADDRSTRLEN> text{};
-  if (raw.size() < (family == AF_INET ? 4U : 16U) ||
-      inet_ntop(family, raw.data(), text.data(), text.size()) == nullptr) {
-    return {};
-  }
-  return text.data();
+  IpAddress address{.family = family, .bytes = {}};
+  if ((family != AF_INET && family != AF_INET6) || raw.size() < address.size()) return {};
+  std::transform(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(address.size()), address.bytes.begin(),
+                 [](std::byte b) { return std::to_integer<std::uint8_t>(b); });
+  return address.to_string();
 }
 
 std::string netdev_name(std::optional<std::uint32_t> index) {

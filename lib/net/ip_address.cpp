@@ -36,13 +36,19 @@ IpAddress from_v6(const in6_addr& raw) {
 
 }  // namespace
 
-std::optional<IpAddress> IpAddress::parse(std::string_view text) {
+std::optional<IpAddress> IpAddress::parse(std::string_view text, MappedAddress mapped) {
+  // inet_pton stops at a NUL: "10.0.0.1\0anything" would read as 10.0.0.1.
+  if (text.find('\0') != std::string_view::npos) return std::nullopt;
   const std::string copy(text);
   std::array<std::uint8_t, 16> raw{};
   if (inet_pton(AF_INET, copy.c_str(), raw.data()) == 1) return from_v4(raw.data());
   in6_addr v6{};
-  if (inet_pton(AF_INET6, copy.c_str(), &v6) == 1) return from_v6(v6);
-  return std::nullopt;
+  if (inet_pton(AF_INET6, copy.c_str(), &v6) != 1) return std::nullopt;
+  if (mapped == MappedAddress::as_ipv4) return from_v6(v6);
+  IpAddress address;
+  address.family = AF_INET6;
+  std::memcpy(address.bytes.data(), v6.s6_addr, 16);
+  return address;
 }
 
 std::optional<IpAddress> IpAddress::of(const sockaddr* address) {

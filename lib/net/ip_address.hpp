@@ -13,12 +13,19 @@
 
 namespace rdmakit {
 
-// An IPv4 or IPv6 address; an IPv4-mapped IPv6 address (::ffff:10.0.0.1) is the IPv4 one.
+// What parse() makes of an IPv4-mapped IPv6 address (::ffff:10.0.0.1): the IPv4 address it
+// maps, as an allow list or a peer's address means it; or the IPv6 address as written, as a
+// GID, rdma_cm and the kernel's IPv6 routes take it.
+enum class MappedAddress { as_ipv4, kept };
+
+// An IPv4 or IPv6 address; an IPv4-mapped IPv6 address (::ffff:10.0.0.1) is the IPv4 one
+// unless parsed with MappedAddress::kept.
 struct IpAddress {
   int family = AF_UNSPEC;  // AF_INET or AF_INET6
   std::array<std::uint8_t, 16> bytes{};
 
-  static std::optional<IpAddress> parse(std::string_view text);
+  // Numeric text only (inet_pton's forms), and all of it: a NUL inside refuses it.
+  static std::optional<IpAddress> parse(std::string_view text, MappedAddress mapped = MappedAddress::as_ipv4);
   static std::optional<IpAddress> of(const sockaddr* address);
   std::size_t size() const { return family == AF_INET ? 4 : 16; }
   bool is_wildcard() const;

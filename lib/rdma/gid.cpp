@@ -1,12 +1,13 @@
 #include "lib/rdma/gid.hpp"
 
-#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
+
+#include "lib/net/ip_address.hpp"
 
 namespace rdmakit {
 
@@ -16,39 +17,28 @@ std::string strip_scope(const std::string& host) {
 
 std::string canonical(const std::string& host) {
   auto bare = strip_scope(host);
-  std::array<unsigned char, 16> bytes{};
-  std::array<char, INET6_ADDRSTRLEN> text{};
-  if (inet_pton(AF_INET, bare.c_str(), bytes.data()) == 1) {
-    return inet_ntop(AF_INET, bytes.data(), text.data(), text.size());
-  }
-  if (inet_pton(AF_INET6, bare.c_str(), bytes.data()) == 1) {
-    return inet_ntop(AF_INET6, bytes.data(), text.data(), text.size());
-  }
-  return bare;
+  const auto address = IpAddress::parse(bare, MappedAddress::kept);
+  return address ? address->to_string() : bare;
 }
 
 std::string gid_for_address(const std::string& numeric_host) {
   auto host = canonical(numeric_host);
-  std::array<unsigned char, 4> v4{};
-  if (inet_pton(AF_INET, host.c_str(), v4.data()) == 1) {
-    return "::ffff:" + host;
-  }
-  return host;
+  const auto address = IpAddress::parse(host, MappedAddress::kept);
+  return address && address->family == AF_INET ? "::ffff:" + host : host;
 }
 
 bool is_link_local(const GidEntry& entry) {
-  std::array<unsigned char, 16> bytes{};
-  if (inet_pton(AF_INET6, strip_scope(entry.gid).c_str(), bytes.data()) != 1) return false;
-  return bytes[0] == 0xfe && (bytes[1] & 0xc0) == 0x80;
+  const auto address = IpAddress::parse(strip_scope(entry.gid), MappedAddress::kept);
+  return address && address->family == AF_INET6 && address->bytes[0] == 0xfe && (address->bytes[1] & 0xc0) == 0x80;
 }
 
 std::string ipv4_of(const GidEntry& entry) {
   static constexpr std::string_view mapped = "::ffff:";
   const auto text = canonical(entry.gid);
   if (!text.starts_with(mapped)) return {};
-  std::array<unsigned char, 4> v4{};
   const auto rest = text.substr(mapped.size());
-  return inet_pton(AF_INET, rest.c_str(), v4.data()) == 1 ? rest : std::string();
+  const auto address = IpAddress::parse(rest, MappedAddress::kept);
+  return address && address->family == AF_INET ? rest : std::string();
 }
 
 std::string entry_address(const GidEntry& entry) {

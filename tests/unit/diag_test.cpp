@@ -413,6 +413,13 @@ TEST(DiagTarget, ClassifiesAddresses) {
   EXPECT_EQ(v6.port_space, "udp");
   EXPECT_EQ(make_target("", 0, "tcp").family, 0);
   EXPECT_THROW(make_target("not-an-address", 0, "tcp"), UsageError);
+  // A mapped address stays IPv6, as rdma_cm resolves it (and the kernel routes it).
+  const auto mapped = make_target("::ffff:10.55.0.1", 0, "tcp");
+  EXPECT_EQ(mapped.family, AF_INET6);
+  EXPECT_EQ(mapped.host, "::ffff:10.55.0.1");
+  EXPECT_FALSE(mapped.loopback);
+  // inet_pton stops at a NUL; the whole text must be the address.
+  EXPECT_THROW(make_target(std::string("10.55.0.1\0junk", 14), 0, "tcp"), UsageError);
 }
 
 TEST(DiagGid, TextForms) {

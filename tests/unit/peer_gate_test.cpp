@@ -45,6 +45,20 @@ IpAddress ip(const std::string& text) {
   return *IpAddress::parse(text);
 }
 
+TEST(IpAddress, MappedAddressesAreIpv4UnlessKept) {
+  const auto as_ipv4 = IpAddress::parse("::ffff:10.0.0.1");
+  ASSERT_TRUE(as_ipv4.has_value());
+  EXPECT_EQ(as_ipv4->family, AF_INET);
+  EXPECT_EQ(as_ipv4->to_string(), "10.0.0.1");
+  const auto kept = IpAddress::parse("::ffff:10.0.0.1", MappedAddress::kept);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->family, AF_INET6);
+  EXPECT_EQ(kept->to_string(), "::ffff:10.0.0.1");
+  EXPECT_EQ(IpAddress::parse("10.0.0.1", MappedAddress::kept)->family, AF_INET);
+  EXPECT_FALSE(IpAddress::parse(std::string_view("10.0.0.1\0x", 10)).has_value());
+  EXPECT_FALSE(IpAddress::parse("10.0.0.1/24").has_value());
+}
+
 TEST(Cidr, ClearsHostBitsAndMatchesItsNetwork) {
   const auto cidr = Cidr::parse("10.0.0.77/24", "--allow");
   EXPECT_EQ(cidr.to_string(), "10.0.0.0/24");

@@ -53,10 +53,10 @@ enum class MissingKeys { refused, keep_defaults };
 
 // A registered section: where its schema lives and the shape its description gives it.
 struct SchemaShape {
-  std::string schema;                     // "send_bw": doc/schema/send_bw.schema.json
-  std::string pointer;                    // its definition there, "/$defs/bandwidth_row"
-  nlohmann::json shape;                   // shape<Codec, Value>()
-  std::vector<std::string> extra_keys{};  // keys another writer adds beside (send_bw's "counters")
+  std::string schema;                   // "send_bw": doc/schema/send_bw.schema.json
+  std::string pointer;                  // its definition there, "/$defs/bandwidth_row"
+  nlohmann::json shape;                 // shape<Codec, Value>()
+  std::vector<std::string> extra_keys;  // keys another writer adds beside (send_bw's "counters")
 };
 
 template <typename Codec, typename Value>

@@ -281,10 +281,12 @@ ConnectVerdict connect_verdict_from_json(const nlohmann::json& document) {
 std::vector<described::SchemaShape> connect_json_shapes() {
   using described::shape;
   const auto local = [](const char* name, nlohmann::json form) {
-    return described::SchemaShape{.schema = "diag-connect", .pointer = std::string("/$defs/") + name, .shape = form};
+    return described::SchemaShape{
+        .schema = "diag-connect", .pointer = std::string("/$defs/") + name, .shape = form, .extra_keys = {}};
   };
   const auto common = [](const char* name, nlohmann::json form) {
-    return described::SchemaShape{.schema = "common", .pointer = std::string("/$defs/") + name, .shape = form};
+    return described::SchemaShape{
+        .schema = "common", .pointer = std::string("/$defs/") + name, .shape = form, .extra_keys = {}};
   };
   return {common("gid_entry", shape<ConnectJson, GidEntry>()),
           local("view_port", shape<ConnectJson, ViewPort>()),

@@ -366,50 +366,46 @@ void require_object(const nlohmann::json& value, const char* key) {
   }
 }
 
-}  // namespace
+// One member at a time, so that a complaint about a type can name the member.
+template <typename Apply>
+void with_member(const nlohmann::json& facts, const char* key, const Apply& apply) {
+  const auto it = facts.find(key);
+  if (it == facts.end()) return;
+  try {
+    apply(*it);
+  } catch (const nlohmann::json::exception& error) {
+    throw UsageError(fmt::format("\"{}\": {}", key, without_id(error)));
+  }
+}
 
-std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt) {
-  if (!facts.is_object()) {
-    throw UsageError("the document is " + kind_of(facts) + ", not an object");
-  }
-  if (const auto where = fractional_number(facts)) {
-    throw UsageError(fmt::format("{} is {}, not an integer", where->to_string(), facts.at(*where).dump()));
-  }
-  // One member at a time, so that nlohmann's complaint about a type can name the member.
-  const auto member = [&facts](const char* key, const auto& apply) {
-    const auto it = facts.find(key);
-    if (it == facts.end()) {
-      return;
-    }
-    try {
-      apply(*it);
-    } catch (const nlohmann::json::exception& error) {
-      throw UsageError(fmt::format("\"{}\": {}", key, without_id(error)));
-    }
-  };
-  member("kernel_indices", [&](const nlohmann::json& indices) {
+// What the sysfs tree does not hold, by device or netdev name: kernel indices, addresses,
+// VLAN ids (as /proc/net/vlan/config has them: {"rxenet0.100": 100}).
+void apply_named_facts(const nlohmann::json& facts, Inventory& inventory) {
+  with_member(facts, "kernel_indices", [&](const nlohmann::json& indices) {
     require_object(indices, "kernel_indices");
     inventory.kernel_indices_known = true;
     for (auto& device : inventory.kernel_devices) {
       if (indices.contains(device.name)) device.index = indices.at(device.name).get<int>();
     }
   });
-  member("addresses", [&](const nlohmann::json& addresses) {
+  with_member(facts, "addresses", [&](const nlohmann::json& addresses) {
     require_object(addresses, "addresses");
     for (auto& netdev : inventory.netdevs) {
       if (addresses.contains(netdev.name)) netdev.addresses = addresses.at(netdev.name).get<std::vector<std::string>>();
     }
   });
-  // VLAN netdevs' ids, as /proc/net/vlan/config has them: {"rxenet0.100": 100}.
-  member("vlans", [&](const nlohmann::json& vlans) {
+  with_member(facts, "vlans", [&](const nlohmann::json& vlans) {
     require_object(vlans, "vlans");
     for (auto& netdev : inventory.netdevs) {
       if (vlans.contains(netdev.name)) netdev.vlan = vlans.at(netdev.name).get<int>();
     }
   });
-  // The inventory's own keys, as the report writes them.
-  const auto described_member = [&member](const char* key, auto& out) {
-    member(key, [&out, key](const nlohmann::json& value) {
+}
+
+// The inventory's own keys and the attempt, as the report writes them; returns the address.
+std::string apply_described_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt) {
+  const auto described_member = [&facts](const char* key, auto& out) {
+    with_member(facts, key, [&out, key](const nlohmann::json& value) {
       try {
         described::read<DiagBindJson>(value, key, out);
       } catch (const ProtocolError& error) {
@@ -426,13 +422,26 @@ std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attem
   described_member("memlock", inventory.memlock);
   described_member("kernel_modules", inventory.kernel_modules);
   // An attempt is its steps: facts without them are no attempt.
-  member("attempt", [](const nlohmann::json& value) {
+  with_member(facts, "attempt", [](const nlohmann::json& value) {
     if (value.is_object() && !value.contains("steps")) throw UsageError("attempt.steps: missing");
   });
   described_member("attempt", attempt);
   std::string address;
   described_member("address", address);
   return address;
+}
+
+}  // namespace
+
+std::string apply_facts(const nlohmann::json& facts, Inventory& inventory, Attempt& attempt) {
+  if (!facts.is_object()) {
+    throw UsageError("the document is " + kind_of(facts) + ", not an object");
+  }
+  if (const auto where = fractional_number(facts)) {
+    throw UsageError(fmt::format("{} is {}, not an integer", where->to_string(), facts.at(*where).dump()));
+  }
+  apply_named_facts(facts, inventory);
+  return apply_described_facts(facts, inventory, attempt);
 }
 
 Replay load_replay(const std::filesystem::path& dir) {

@@ -51,7 +51,10 @@ std::vector<Node> nodes_from_json(const nlohmann::json& document, const std::str
 }
 
 std::vector<described::SchemaShape> mesh_node_shapes() {
-  return {{.schema = "rdma_mesh", .pointer = "/$defs/node", .shape = described::shape<MeshNodeJson, Node>()}};
+  return {{.schema = "rdma_mesh",
+           .pointer = "/$defs/node",
+           .shape = described::shape<MeshNodeJson, Node>(),
+           .extra_keys = {}}};
 }
 
 }  // namespace rdmakit::mesh

@@ -15,11 +15,15 @@
 // and whose optional `write_leaf`, `read_leaf` and `leaf_shape` overloads say how a value type of
 // its feature (an enum written by name, an exit code from a short list) is written, read and
 // shaped. Strings, booleans, numbers, integers (range-checked), vectors and optionals need
-// nothing. The writer writes every key (an empty optional as null); the reader refuses a missing
-// key, a wrong type, an out-of-range integer, a string with control characters and more entries
-// or bytes than the codec's `limits` allow, naming the path ("rows[2].bytes"); keys it does not
-// know it leaves alone (a newer writer's, or another section's). A codec says what a missing
-// key means (`missing_keys`) and how long a text or a list may be (`limits`).
+// nothing. A key the report leaves out while its member holds nothing (an empty string or list,
+// zero, an empty optional) is listed with `when_set`: visit("hint", error.hint, when_set).
+//
+// The writer writes every key (an empty optional as null) but the `when_set` ones that hold
+// nothing. The reader refuses a missing key (a `when_set` one reads as its default), a wrong
+// type, an out-of-range integer, a string with control characters and more entries or bytes
+// than the codec's `limits` allow, naming the path ("rows[2].bytes"); keys it does not know it
+// leaves alone (a newer writer's, or another section's). A codec says what a missing key means
+// (`missing_keys`) and how long a text or a list may be (`limits`).
 
 #include <concepts>
 #include <cstddef>
@@ -51,6 +55,24 @@ struct ReadLimits {
 // an older version wrote, such as diag-connect's captures) keep the member's default.
 enum class MissingKeys { refused, keep_defaults };
 
+// Whether a key is always written, or only while its member holds something (see above).
+enum class Key { always, when_set };
+inline constexpr Key when_set = Key::when_set;
+
+// A member that holds nothing: what a `when_set` key is left out for.
+template <typename Value>
+bool unset(const Value& value) {
+  if constexpr (requires { value.has_value(); }) {
+    return !value.has_value();
+  } else if constexpr (requires { value.empty(); }) {
+    return value.empty();
+  } else if constexpr (requires { value == Value{}; }) {
+    return value == Value{};
+  } else {
+    return false;  // a struct: always written
+  }
+}
+
 // A registered section: where its schema lives and the shape its description gives it.
 struct SchemaShape {
   std::string schema;                   // "send_bw": doc/schema/send_bw.schema.json
@@ -61,7 +83,7 @@ struct SchemaShape {
 
 template <typename Codec, typename Value>
 concept Described = requires(const Value& value) {
-  Codec::members(value, [](const char*, const auto&) {});
+  Codec::members(value, [](const char*, const auto&, Key = Key::always) {});
 };
 
 template <typename Codec, typename Value>
@@ -93,7 +115,9 @@ template <typename Codec, typename Value>
 nlohmann::json write(const Value& value) {
   if constexpr (Described<Codec, Value>) {
     nlohmann::json object = nlohmann::json::object();
-    Codec::members(value, [&object](const char* key, const auto& member) { object[key] = write<Codec>(member); });
+    Codec::members(value, [&object](const char* key, const auto& member, Key rule = Key::always) {
+      if (rule == Key::always || !unset(member)) object[key] = write<Codec>(member);
+    });
     return object;
   } else if constexpr (CodecWrites<Codec, Value>) {
     return Codec::write_leaf(value);
@@ -132,11 +156,11 @@ template <typename Codec, typename Value>
 void read(const nlohmann::json& json, const std::string& path, Value& out) {
   if constexpr (Described<Codec, Value>) {
     read_object(json, path);
-    Codec::members(out, [&json, &path](const char* key, auto& member) {
+    Codec::members(out, [&json, &path](const char* key, auto& member, Key rule = Key::always) {
       const auto key_path = path.empty() ? std::string(key) : path + "." + key;
       const auto it = json.find(key);
       if (it == json.end()) {
-        if constexpr (Codec::missing_keys == MissingKeys::keep_defaults) return;
+        if (rule == Key::when_set || Codec::missing_keys == MissingKeys::keep_defaults) return;
         reject(key_path, "missing");
       }
       read<Codec>(*it, key_path, member);
@@ -180,7 +204,7 @@ Value read_document(const nlohmann::json& document, const std::string& path = ""
 }
 
 // The schema a description implies, in JSON Schema's words: "type" (an array with "null" for
-// an optional), "properties" and "required" (every key: the writer writes them all), "items";
+// an optional), "properties" and "required" (every key but the `when_set` ones), "items";
 // a codec's leaf_shape adds what it knows (an "enum").
 template <typename Codec, typename Value>
 nlohmann::json shape() {
@@ -188,9 +212,15 @@ nlohmann::json shape() {
     nlohmann::json properties = nlohmann::json::object();
     nlohmann::json required = nlohmann::json::array();
     const Value model{};
-    Codec::members(model, [&properties, &required](const char* key, const auto& member) {
-      properties[key] = shape<Codec, std::remove_cvref_t<decltype(member)>>();
-      required.push_back(key);
+    Codec::members(model, [&properties, &required](const char* key, const auto& member, Key rule = Key::always) {
+      using Member = std::remove_cvref_t<decltype(member)>;
+      if constexpr (IsOptional<Member>::value) {
+        // Left out rather than null.
+        properties[key] = rule == Key::when_set ? shape<Codec, typename Member::value_type>() : shape<Codec, Member>();
+      } else {
+        properties[key] = shape<Codec, Member>();
+      }
+      if (rule == Key::always) required.push_back(key);
     });
     return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
   } else if constexpr (CodecShapes<Codec, Value>) {

@@ -66,29 +66,47 @@ ErrorRecord record_of(const CompletionError& error) {
   return ErrorRecord{.message = error.what(), .call = {}, .errnum = 0, .hint = {}, .completion = error.status()};
 }
 
-nlohmann::json to_json(const LatencySummary& s) {
-  return {{"count", s.count}, {"min", s.min_us}, {"avg", s.avg_us},    {"stdev", s.stdev_us},
-          {"p50", s.p50_us},  {"p99", s.p99_us}, {"p99.9", s.p999_us}, {"max", s.max_us}};
-}
+namespace {
+
+using described::Describes;
+using described::when_set;
+
+struct ReportJson {
+  static constexpr described::ReadLimits limits{.max_text_bytes = 4096, .max_list_entries = 1024};
+  static constexpr auto missing_keys = described::MissingKeys::refused;
+
+  static void members(Describes<CompletionStatus> auto& completion, auto&& visit) {
+    visit("status", completion.status);
+    visit("status_text", completion.text);
+    visit("vendor_error", completion.vendor_error);
+  }
+  // "errno_name" is written beside errno (to_json(ErrorRecord)).
+  static void members(Describes<ErrorRecord> auto& error, auto&& visit) {
+    visit("message", error.message);
+    visit("call", error.call, when_set);
+    visit("errno", error.errnum, when_set);
+    visit("hint", error.hint, when_set);
+    visit("completion", error.completion, when_set);
+  }
+};
+
+}  // namespace
 
 nlohmann::json to_json(const ErrorRecord& e) {
-  nlohmann::json item = {{"message", e.message}};
-  if (!e.call.empty()) {
-    item["call"] = e.call;
-  }
-  if (e.errnum != 0) {
-    item["errno"] = e.errnum;
-    item["errno_name"] = errno_name(e.errnum);
-  }
-  if (!e.hint.empty()) {
-    item["hint"] = e.hint;
-  }
-  if (e.completion) {
-    item["completion"] = {{"status", e.completion->status},
-                          {"status_text", e.completion->text},
-                          {"vendor_error", e.completion->vendor_error}};
-  }
+  auto item = described::write<ReportJson>(e);
+  if (e.errnum != 0) item["errno_name"] = errno_name(e.errnum);
   return item;
+}
+
+std::vector<ErrorRecord> error_records_from_json(const nlohmann::json& errors, const std::string& path) {
+  return described::read_document<ReportJson, std::vector<ErrorRecord>>(errors, path);
+}
+
+std::vector<described::SchemaShape> report_json_shapes() {
+  return {{.schema = "common",
+           .pointer = "/$defs/error_record",
+           .shape = described::shape<ReportJson, ErrorRecord>(),
+           .extra_keys = {"errno_name"}}};
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include "lib/base/error.hpp"
 #include "lib/base/sibling_names.hpp"
 #include "lib/base/stats.hpp"
+#include "lib/base/stats_json.hpp"
 #include "lib/base/step.hpp"
 
 namespace rdmakit {
@@ -151,7 +152,11 @@ ErrorRecord record_of(const CompletionError& error);
 // so it may not be valid UTF-8: print it with json_text(), never with dump().
 nlohmann::json to_json(const Report& report);
 nlohmann::json to_json(const ErrorRecord& error);
-nlohmann::json to_json(const LatencySummary& summary);
+// A report's "errors", as a report wrote them (rdma_smoke reads its tools'); ProtocolError
+// naming the first thing wrong at `path`.
+std::vector<ErrorRecord> error_records_from_json(const nlohmann::json& errors, const std::string& path);
+// The error record's shape and its schema definition (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> report_json_shapes();
 // A document's text as the tools print and write it (indented by 2), always valid JSON:
 // bytes that are not UTF-8 come out as U+FFFD, everything else unchanged.
 std::string json_text(const nlohmann::json& document);

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/error.hpp"
-#include "lib/send_bw/bw_rows_json.hpp"
+#include "lib/base/stats_json.hpp"
 
 namespace rdmakit {
 

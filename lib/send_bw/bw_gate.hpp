@@ -26,7 +26,7 @@ struct Baseline {
   std::string file;
   std::string test;       // "bw" or "lat"
   std::string operation;  // "send", "write", "read"
-  // Its rows, read strictly (lib/send_bw/bw_rows_json.hpp): a bandwidth test's or a latency test's.
+  // Its rows, read strictly (lib/base/stats_json.hpp): a bandwidth test's or a latency test's.
   std::vector<BandwidthRow> bandwidth;
   std::vector<LatencyRow> latency;
 };

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "lib/send_bw/bw_rows_json.hpp"
+#include "lib/base/stats_json.hpp"
 #include "lib/send_bw/send_bw_session.hpp"
 
 namespace rdmakit {

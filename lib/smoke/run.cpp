@@ -9,6 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/error.hpp"
+#include "lib/base/report.hpp"
+#include "lib/base/stats_json.hpp"
+
 namespace rdmakit::smoke {
 
 namespace {
@@ -41,11 +45,28 @@ std::string string_at(const nlohmann::json& object, const char* key) {
   return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
-const nlohmann::json* first_error(const nlohmann::json& report) {
-  if (!report.is_object() || !report.contains("errors") || !report["errors"].is_array() || report["errors"].empty()) {
-    return nullptr;
+// The report's first error, read as the tools write it; none when it has none or its errors
+// are not a tool's.
+std::optional<ErrorRecord> first_error(const nlohmann::json& report) {
+  if (!report.is_object() || !report.contains("errors")) return std::nullopt;
+  try {
+    auto errors = error_records_from_json(report["errors"], "errors");
+    if (!errors.empty()) return std::move(errors.front());
+  } catch (const ProtocolError&) {
   }
-  return &report["errors"][0];
+  return std::nullopt;
+}
+
+// `read` applied to the report's KEY; none when it is missing or not what the tools write.
+template <typename Read>
+auto read_key(const nlohmann::json& report, const char* key, const Read& read)
+    -> std::optional<decltype(read(report))> {
+  if (!report.is_object() || !report.contains(key)) return std::nullopt;
+  try {
+    return read(report[key]);
+  } catch (const ProtocolError&) {
+    return std::nullopt;
+  }
 }
 
 ToolRun finished(std::string role, std::vector<std::string> command, ChildOutcome outcome) {
@@ -55,8 +76,8 @@ ToolRun finished(std::string role, std::vector<std::string> command, ChildOutcom
 }
 
 std::string hint_of(const ToolRun& run) {
-  const auto* error = first_error(run.report);
-  return error != nullptr ? string_at(*error, "hint") : std::string();
+  const auto error = first_error(run.report);
+  return error ? error->hint : std::string();
 }
 
 double number_at(const nlohmann::json& object, const char* key) {
@@ -70,19 +91,20 @@ double number_at(const nlohmann::json& object, const char* key) {
 std::string measured(const ToolRun& client) {
   const auto& r = client.report;
   if (!r.is_object()) return {};
-  if (r.contains("rows") && r["rows"].is_array() && !r["rows"].empty()) {
-    const auto& row = r["rows"][0];
-    if (row.contains("t_median_us")) {
-      return fmt::format("{:g} B: latency median {:.1f} us, p99 {:.1f} us", number_at(row, "bytes"),
-                         number_at(row, "t_median_us"), number_at(row, "t_p99_us"));
-    }
-    return fmt::format("{:g} B: {:.1f} MiB/s, {:.3f} Mpps", number_at(row, "bytes"),
-                       number_at(row, "bw_average_mib_per_s"), number_at(row, "message_rate_mpps"));
+  const auto latency = read_key(r, "rows", latency_rows_from_json);
+  if (latency && !latency->empty()) {
+    const auto& row = latency->front();
+    return fmt::format("{} B: latency median {:.1f} us, p99 {:.1f} us", row.size, row.summary.p50_us,
+                       row.summary.p99_us);
   }
-  if (r.contains("rtt_us") && r["rtt_us"].is_object()) {
-    return fmt::format("{:g} round trips, median {:.1f} us", number_at(r["rtt_us"], "count"),
-                       number_at(r["rtt_us"], "p50"));
+  const auto bandwidth = read_key(r, "rows", bandwidth_rows_from_json);
+  if (bandwidth && !bandwidth->empty()) {
+    const auto& row = bandwidth->front();
+    return fmt::format("{} B: {:.1f} MiB/s, {:.3f} Mpps", row.size, row.average_mib_per_s, row.message_rate_mpps);
   }
+  const auto rtt =
+      read_key(r, "rtt_us", [](const nlohmann::json& summary) { return latency_summary_from_json(summary, "rtt_us"); });
+  if (rtt) return fmt::format("{} round trips, median {:.1f} us", rtt->count, rtt->p50_us);
   if (r.contains("messages") && r["messages"].is_object()) {
     const auto& m = r["messages"];
     if (number_at(m, "expected") == 0) {
@@ -178,7 +200,7 @@ std::string failure_of(const ToolRun& run) {
   if (!o.start_error.empty()) return "could not start: " + o.start_error;
   if (o.exit_code == 0 && !o.timed_out && !o.interrupted) return {};
   std::string why;
-  if (const auto* error = first_error(run.report)) why = string_at(*error, "message");
+  if (const auto error = first_error(run.report)) why = error->message;
   if (why.empty() && run.report.is_object() && run.report.contains("verdict")) {
     const auto& verdict = run.report["verdict"];
     const auto cause = string_at(verdict, "cause");

@@ -26,6 +26,10 @@ case_smoke_all() {
   expect_rc 0 "rdma_smoke, every tool"
   expect_jq '.smoke.failed == 0 and .smoke.skipped == 0 and (.smoke.cases | length) == 8' all.out
   expect_jq '[.smoke.cases[].runs[] | select(.report == null)] | length == 0' all.out
+  # A pass says what the client measured, read from its report (lib/base/stats_json).
+  expect_jq '(.smoke.cases[] | select(.name == "rping") | .reason | test("^[0-9]+ round trips, median [0-9.]+ us$"))
+    and (.smoke.cases[] | select(.name == "send_bw.latency") | .reason | test("^[0-9]+ B: latency median [0-9.]+ us, p99"))
+    and (.smoke.cases[] | select(.name == "send_bw.bandwidth") | .reason | test("^[0-9]+ B: [0-9.]+ MiB/s, [0-9.]+ Mpps$"))' all.out
   expect_grep '<testcase name="send_bw.latency" classname="rdma_smoke.send_bw"' all.xml
   [[ $(grep -c '<testcase ' "$T/all.xml") -eq 8 ]] || fail "all.xml: not 8 test cases"
   note "$(jq -r '.smoke.cases[] | "\(.name): \(.outcome) in \(.seconds * 10 | round / 10) s, \(.reason)"' "$T/all.out")"

@@ -9,7 +9,7 @@
 
 #include "lib/base/error.hpp"
 #include "lib/send_bw/bw_gate.hpp"
-#include "lib/send_bw/bw_rows_json.hpp"
+#include "lib/base/stats_json.hpp"
 
 namespace rdmakit {
 namespace {

@@ -13,10 +13,11 @@
 #include <gtest/gtest.h>
 
 #include "lib/base/described_json.hpp"
+#include "lib/base/report.hpp"
+#include "lib/base/stats_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/mesh/mesh_node.hpp"
-#include "lib/send_bw/bw_rows_json.hpp"
 #include "tests/unit/source_docs.hpp"
 
 namespace {
@@ -108,6 +109,28 @@ TEST(DescribedJson, ShapeIsTheSchemaTheWriterNeeds) {
   EXPECT_EQ(shape["required"], nlohmann::json({"count", "seconds", "up", "inners"}));
   EXPECT_EQ(shape["properties"]["seconds"]["type"], "number");
   EXPECT_EQ(shape["properties"]["inners"]["items"]["properties"]["port"]["type"], nlohmann::json({"integer", "null"}));
+}
+
+// An error record leaves out what it does not know, as every report has written it.
+TEST(DescribedJson, ErrorRecordsLeaveOutWhatTheyDoNotKnow) {
+  EXPECT_EQ(
+      rdmakit::to_json(rdmakit::ErrorRecord{.message = "m", .call = "", .errnum = 0, .hint = "", .completion = {}}),
+      nlohmann::json::parse(R"({"message": "m"})"));
+  const rdmakit::ErrorRecord full{
+      .message = "m",
+      .call = "rdma_bind_addr",
+      .errnum = 19,
+      .hint = "run diag-bind 10.0.0.1",
+      .completion = rdmakit::CompletionStatus{.status = 12, .text = "retry", .vendor_error = 129}};
+  const auto written = rdmakit::to_json(full);
+  EXPECT_EQ(written, nlohmann::json::parse(R"({"message": "m", "call": "rdma_bind_addr", "errno": 19,
+      "errno_name": "ENODEV", "hint": "run diag-bind 10.0.0.1",
+      "completion": {"status": 12, "status_text": "retry", "vendor_error": 129}})"));
+  const auto back = rdmakit::error_records_from_json(nlohmann::json::array({written}), "errors");
+  ASSERT_EQ(back.size(), 1U);
+  EXPECT_EQ(back[0].hint, full.hint);
+  EXPECT_EQ(back[0].completion->vendor_error, 129U);
+  EXPECT_THROW(rdmakit::error_records_from_json(nlohmann::json::parse(R"([{"hint": "h"}])"), "errors"), ProtocolError);
 }
 
 // ---- every registered shape against its schema ----
@@ -211,9 +234,13 @@ class SchemaCheck {
         if (!described_or_extra(key)) problem(where, "the schema documents \"" + key + "\", which nothing writes");
       }
     }
+    const auto written_always = shape.value("required", nlohmann::json::array());
     for (const auto& key : at.node.value("required", nlohmann::json::array())) {
       if (!described_or_extra(key.get<std::string>())) {
         problem(where, "the schema requires " + key.dump() + ", which nothing writes");
+      } else if (shape["properties"].contains(key.get<std::string>()) &&
+                 std::ranges::find(written_always, key) == written_always.end()) {
+        problem(where, "the schema requires " + key.dump() + ", which is left out when unset");
       }
     }
   }
@@ -224,7 +251,8 @@ class SchemaCheck {
 
 std::vector<SchemaShape> registered_shapes() {
   auto shapes = rdmakit::diag::connect_json_shapes();
-  for (auto& shape : rdmakit::bw_rows_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::stats_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::report_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
   return shapes;
@@ -232,7 +260,7 @@ std::vector<SchemaShape> registered_shapes() {
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 33U);
+  EXPECT_GE(shapes.size(), 35U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "
@@ -243,7 +271,7 @@ TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
 // The check finds what it is for: a key written and not documented, one documented and not
 // written, a type that differs.
 TEST(DescribedJson, SchemaCheckFindsDrift) {
-  auto registered = rdmakit::bw_rows_shapes().front();
+  auto registered = rdmakit::stats_json_shapes().at(1);
   registered.shape["properties"]["bw_peak_gbit_per_s"] = {{"type", "number"}};
   registered.shape["properties"].erase("seconds");
   registered.shape["properties"]["iterations"]["type"] = "number";

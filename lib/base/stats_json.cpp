@@ -1,4 +1,4 @@
-#include "lib/send_bw/bw_rows_json.hpp"
+#include "lib/base/stats_json.hpp"
 
 namespace rdmakit {
 
@@ -6,10 +6,21 @@ namespace {
 
 using described::Describes;
 
-struct BwRowsJson {
+struct StatsJson {
   // A sweep (-a) has 23 rows; a report with thousands is no send_bw report.
   static constexpr described::ReadLimits limits{.max_text_bytes = 1024, .max_list_entries = 4096};
   static constexpr auto missing_keys = described::MissingKeys::refused;
+
+  static void members(Describes<LatencySummary> auto& summary, auto&& visit) {
+    visit("count", summary.count);
+    visit("min", summary.min_us);
+    visit("avg", summary.avg_us);
+    visit("stdev", summary.stdev_us);
+    visit("p50", summary.p50_us);
+    visit("p99", summary.p99_us);
+    visit("p99.9", summary.p999_us);
+    visit("max", summary.max_us);
+  }
 
   static void members(Describes<BandwidthRow> auto& row, auto&& visit) {
     visit("bytes", row.size);
@@ -44,30 +55,42 @@ std::vector<std::string> row_extras(bool latency) {
 
 }  // namespace
 
+nlohmann::json to_json(const LatencySummary& summary) {
+  return described::write<StatsJson>(summary);
+}
+
 nlohmann::json to_json(const BandwidthRow& row) {
-  return described::write<BwRowsJson>(row);
+  return described::write<StatsJson>(row);
 }
 
 nlohmann::json to_json(const LatencyRow& row) {
-  return described::write<BwRowsJson>(row);
+  return described::write<StatsJson>(row);
+}
+
+LatencySummary latency_summary_from_json(const nlohmann::json& summary, const std::string& path) {
+  return described::read_document<StatsJson, LatencySummary>(summary, path);
 }
 
 std::vector<BandwidthRow> bandwidth_rows_from_json(const nlohmann::json& rows) {
-  return described::read_document<BwRowsJson, std::vector<BandwidthRow>>(rows, "rows");
+  return described::read_document<StatsJson, std::vector<BandwidthRow>>(rows, "rows");
 }
 
 std::vector<LatencyRow> latency_rows_from_json(const nlohmann::json& rows) {
-  return described::read_document<BwRowsJson, std::vector<LatencyRow>>(rows, "rows");
+  return described::read_document<StatsJson, std::vector<LatencyRow>>(rows, "rows");
 }
 
-std::vector<described::SchemaShape> bw_rows_shapes() {
-  return {{.schema = "send_bw",
+std::vector<described::SchemaShape> stats_json_shapes() {
+  return {{.schema = "common",
+           .pointer = "/$defs/latency_summary",
+           .shape = described::shape<StatsJson, LatencySummary>(),
+           .extra_keys = {}},
+          {.schema = "send_bw",
            .pointer = "/$defs/bandwidth_row",
-           .shape = described::shape<BwRowsJson, BandwidthRow>(),
+           .shape = described::shape<StatsJson, BandwidthRow>(),
            .extra_keys = row_extras(false)},
           {.schema = "send_bw",
            .pointer = "/$defs/latency_row",
-           .shape = described::shape<BwRowsJson, LatencyRow>(),
+           .shape = described::shape<StatsJson, LatencyRow>(),
            .extra_keys = row_extras(true)}};
 }
 

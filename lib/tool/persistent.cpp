@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "lib/base/error.hpp"
@@ -20,12 +21,59 @@ constexpr int accept_failures_before_giving_up = 8;
 
 }  // namespace
 
+namespace {
+
+using described::Describes;
+
+// A persistent server's records; nothing reads them back but the schema check.
+struct PersistentJson {
+  static constexpr described::ReadLimits limits{};
+  static constexpr auto missing_keys = described::MissingKeys::refused;
+
+  static void members(Describes<ServedConnection> auto& connection, auto&& visit) {
+    visit("peer", connection.peer);
+    visit("iterations", connection.iterations);
+    visit("bytes", connection.bytes);
+    visit("outcome", connection.outcome);
+    visit("error", connection.error);
+  }
+  static void members(Describes<EarlierConnections> auto& earlier, auto&& visit) {
+    visit("count", earlier.count);
+    visit("iterations", earlier.iterations);
+    visit("bytes", earlier.bytes);
+    visit("failed", earlier.failed);
+  }
+
+  static nlohmann::json write_leaf(Outcome outcome) { return to_string(outcome); }
+  static void read_leaf(const nlohmann::json& value, const std::string& path, Outcome& out) {
+    std::string name;
+    described::read_text(value, path, name, limits);
+    const auto outcome = outcome_named(name);
+    if (!outcome) described::reject(path, fmt::format("'{}' is no outcome", name));
+    out = *outcome;
+  }
+  static nlohmann::json leaf_shape(const Outcome* /*kind*/) {
+    nlohmann::json names = nlohmann::json::array();
+    for (const auto name : outcome_names) names.push_back(std::string(name));
+    return {{"type", "string"}, {"enum", std::move(names)}};
+  }
+};
+
+}  // namespace
+
 nlohmann::json to_json(const ServedConnection& connection) {
-  return {{"peer", connection.peer},
-          {"iterations", connection.iterations},
-          {"bytes", connection.bytes},
-          {"outcome", to_string(connection.outcome)},
-          {"error", connection.error}};
+  return described::write<PersistentJson>(connection);
+}
+
+std::vector<described::SchemaShape> persistent_json_shapes() {
+  return {{.schema = "common",
+           .pointer = "/$defs/served_connection",
+           .shape = described::shape<PersistentJson, ServedConnection>(),
+           .extra_keys = {}},
+          {.schema = "common",
+           .pointer = "/$defs/earlier_connections",
+           .shape = described::shape<PersistentJson, EarlierConnections>(),
+           .extra_keys = {}}};
 }
 
 void EarlierConnections::fold(const ServedConnection& connection) {
@@ -36,10 +84,7 @@ void EarlierConnections::fold(const ServedConnection& connection) {
 }
 
 nlohmann::json to_json(const EarlierConnections& earlier) {
-  return {{"count", earlier.count},
-          {"iterations", earlier.iterations},
-          {"bytes", earlier.bytes},
-          {"failed", earlier.failed}};
+  return described::write<PersistentJson>(earlier);
 }
 
 void ServedConnections::add_to(nlohmann::json& document) const {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/report.hpp"
 
@@ -44,6 +45,8 @@ struct EarlierConnections {
   void fold(const ServedConnection& connection);
 };
 nlohmann::json to_json(const EarlierConnections& earlier);
+// The records' shapes and their schema definitions (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> persistent_json_shapes();
 
 // The latest `kept` entries; add() hands back the one it pushed out, for the caller to fold.
 template <typename Entry>

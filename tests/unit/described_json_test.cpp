@@ -18,6 +18,7 @@
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/mesh/mesh_node.hpp"
+#include "lib/tool/persistent.hpp"
 #include "tests/unit/source_docs.hpp"
 
 namespace {
@@ -253,6 +254,7 @@ std::vector<SchemaShape> registered_shapes() {
   auto shapes = rdmakit::diag::connect_json_shapes();
   for (auto& shape : rdmakit::stats_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::report_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::persistent_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
   return shapes;
@@ -260,7 +262,7 @@ std::vector<SchemaShape> registered_shapes() {
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 35U);
+  EXPECT_GE(shapes.size(), 37U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

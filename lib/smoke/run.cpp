@@ -45,18 +45,6 @@ std::string string_at(const nlohmann::json& object, const char* key) {
   return found != object.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
-// The report's first error, read as the tools write it; none when it has none or its errors
-// are not a tool's.
-std::optional<ErrorRecord> first_error(const nlohmann::json& report) {
-  if (!report.is_object() || !report.contains("errors")) return std::nullopt;
-  try {
-    auto errors = error_records_from_json(report["errors"], "errors");
-    if (!errors.empty()) return std::move(errors.front());
-  } catch (const ProtocolError&) {
-  }
-  return std::nullopt;
-}
-
 // `read` applied to the report's KEY; none when it is missing or not what the tools write.
 template <typename Read>
 auto read_key(const nlohmann::json& report, const char* key, const Read& read)
@@ -67,6 +55,15 @@ auto read_key(const nlohmann::json& report, const char* key, const Read& read)
   } catch (const ProtocolError&) {
     return std::nullopt;
   }
+}
+
+// The report's first error, read as the tools write it; none when it has none or its errors
+// are not a tool's.
+std::optional<ErrorRecord> first_error(const nlohmann::json& report) {
+  auto errors =
+      read_key(report, "errors", [](const nlohmann::json& items) { return error_records_from_json(items, "errors"); });
+  if (!errors || errors->empty()) return std::nullopt;
+  return std::move(errors->front());
 }
 
 ToolRun finished(std::string role, std::vector<std::string> command, ChildOutcome outcome) {

@@ -152,6 +152,21 @@ void read_integer(const nlohmann::json& json, const std::string& path, Integer& 
                                   : static_cast<Integer>(json.get<std::int64_t>());
 }
 
+// For codecs that keep a member as the JSON it came as (an embedded report, a verdict another
+// tool wrote): an object, or null for none. A codec derives from it for those leaves.
+struct ObjectOrNullLeaf {
+  // Only for members that are JSON: every value converts to nlohmann::json.
+  template <std::same_as<nlohmann::json> Value>
+  static nlohmann::json write_leaf(const Value& value) {
+    return value;
+  }
+  static void read_leaf(const nlohmann::json& value, const std::string& path, nlohmann::json& out) {
+    if (!value.is_object() && !value.is_null()) reject(path, "expected an object or null");
+    out = value;
+  }
+  static nlohmann::json leaf_shape(const nlohmann::json* /*kind*/) { return {{"type", {"object", "null"}}}; }
+};
+
 template <typename Codec, typename Value>
 void read(const nlohmann::json& json, const std::string& path, Value& out) {
   if constexpr (Described<Codec, Value>) {

@@ -6,7 +6,9 @@ namespace {
 
 using described::Describes;
 
-struct MeshNodeJson {
+// The verdict is diag-bind's (or the rank's own when it has no address), kept as it came: an
+// object, or null for a usable rank.
+struct MeshNodeJson : described::ObjectOrNullLeaf {
   // The job's ranks (rdma_mesh runs up to 16384) and the names a host gives itself.
   static constexpr described::ReadLimits limits{.max_text_bytes = 1024, .max_list_entries = 65536};
   static constexpr auto missing_keys = described::MissingKeys::keep_defaults;
@@ -25,15 +27,6 @@ struct MeshNodeJson {
     visit("usable", node.usable);
     visit("verdict", node.verdict);
   }
-
-  // The verdict is diag-bind's (or the rank's own when it has no address), kept as it came:
-  // an object, or null for a usable rank.
-  static nlohmann::json write_leaf(const nlohmann::json& verdict) { return verdict; }
-  static void read_leaf(const nlohmann::json& value, const std::string& path, nlohmann::json& out) {
-    if (!value.is_object() && !value.is_null()) described::reject(path, "expected an object or null");
-    out = value;
-  }
-  static nlohmann::json leaf_shape(const nlohmann::json* /*kind*/) { return {{"type", {"object", "null"}}}; }
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/file_descriptor.hpp"
 #include "lib/base/untrusted_json.hpp"
@@ -355,30 +356,60 @@ std::vector<SmokeCase> peer_cases(const PeerPlan& plan) {
   return cases;
 }
 
+namespace {
+
+using described::Describes;
+using described::when_set;
+
+// A tool run as the serving side reports it to the peer and the report embeds it: its
+// report kept as the tool wrote it, its stderr whole (newlines and all, up to the cap the
+// child process keeps).
+struct ToolRunJson : described::ObjectOrNullLeaf {
+  using ObjectOrNullLeaf::leaf_shape;
+  using ObjectOrNullLeaf::read_leaf;
+  using ObjectOrNullLeaf::write_leaf;
+  static constexpr described::ReadLimits limits{.max_text_bytes = ChildProcess::output_cap, .max_list_entries = 64};
+  static constexpr auto missing_keys = described::MissingKeys::refused;
+
+  static void members(Describes<ToolRun> auto& run, auto&& visit) {
+    visit("role", run.role);
+    visit("command", run.command);
+    visit("exit_code", run.outcome.exit_code);
+    visit("signal", run.outcome.signal);
+    visit("timed_out", run.outcome.timed_out);
+    visit("seconds", run.outcome.seconds);
+    visit("report", run.report);
+    visit("stderr", run.outcome.err);
+    visit("start_error", run.outcome.start_error, when_set);
+  }
+
+  // Any bytes a tool printed, within the bound: a terminal is not where they go.
+  static nlohmann::json write_leaf(const std::string& text) { return text; }
+  static void read_leaf(const nlohmann::json& value, const std::string& path, std::string& out) {
+    if (!value.is_string()) described::reject(path, "expected a string");
+    if (value.get_ref<const std::string&>().size() > limits.max_text_bytes) described::reject(path, "too long");
+    out = value.get<std::string>();
+  }
+  static nlohmann::json leaf_shape(const std::string* /*kind*/) { return {{"type", "string"}}; }
+};
+
+}  // namespace
+
 nlohmann::json to_json(const ToolRun& run) {
-  const auto& o = run.outcome;
-  nlohmann::json item = {{"role", run.role},     {"command", run.command},   {"exit_code", o.exit_code},
-                         {"signal", o.signal},   {"timed_out", o.timed_out}, {"seconds", o.seconds},
-                         {"report", run.report}, {"stderr", o.err}};
-  if (!o.start_error.empty()) item["start_error"] = o.start_error;
-  return item;
+  return described::write<ToolRunJson>(run);
 }
 
 ToolRun tool_run_from_json(const nlohmann::json& item, const std::string& role) {
-  ToolRun run;
-  run.role = typed<std::string>(item, "role");
+  auto run = described::read_document<ToolRunJson, ToolRun>(item);
   if (run.role != role) throw ProtocolError(fmt::format("a {} run where a {} run belongs", run.role, role));
-  run.command = names_in(item, "command");
-  run.outcome.exit_code = typed<int>(item, "exit_code");
-  run.outcome.signal = typed<int>(item, "signal");
-  run.outcome.timed_out = typed<bool>(item, "timed_out");
-  run.outcome.seconds = typed<double>(item, "seconds");
-  run.outcome.err = typed<std::string>(item, "stderr");
-  if (item.contains("start_error")) run.outcome.start_error = typed<std::string>(item, "start_error");
-  const auto& report = member(item, "report");
-  if (!report.is_object() && !report.is_null()) throw ProtocolError("'report' is neither an object nor null");
-  run.report = report;
   return run;
+}
+
+std::vector<described::SchemaShape> tool_run_shapes() {
+  return {{.schema = "rdma_smoke",
+           .pointer = "/$defs/run",
+           .shape = described::shape<ToolRunJson, ToolRun>(),
+           .extra_keys = {}}};
 }
 
 namespace {

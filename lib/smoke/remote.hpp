@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/net/peer_gate.hpp"
 #include "lib/net/sealed_frames.hpp"
 #include "lib/net/shared_key.hpp"
@@ -112,6 +113,8 @@ nlohmann::json to_json(const ToolRun& run);
 // A run as the other side sent it, in the role it must have, every member checked; throws
 // ProtocolError.
 ToolRun tool_run_from_json(const nlohmann::json& item, const std::string& role);
+// A run's shape and its schema definition (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> tool_run_shapes();
 
 struct ServeOptions {
   std::string address;  // where this side's servers listen

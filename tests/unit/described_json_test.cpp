@@ -18,6 +18,7 @@
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/mesh/mesh_node.hpp"
+#include "lib/smoke/remote.hpp"
 #include "lib/tool/persistent.hpp"
 #include "tests/unit/source_docs.hpp"
 
@@ -255,6 +256,7 @@ std::vector<SchemaShape> registered_shapes() {
   for (auto& shape : rdmakit::stats_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::report_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::persistent_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::smoke::tool_run_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
   return shapes;
@@ -262,7 +264,7 @@ std::vector<SchemaShape> registered_shapes() {
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 37U);
+  EXPECT_GE(shapes.size(), 38U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

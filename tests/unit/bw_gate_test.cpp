@@ -8,8 +8,8 @@
 #include <string>
 
 #include "lib/base/error.hpp"
-#include "lib/send_bw/bw_gate.hpp"
 #include "lib/base/stats_json.hpp"
+#include "lib/send_bw/bw_gate.hpp"
 
 namespace rdmakit {
 namespace {

@@ -54,9 +54,9 @@ void read_rows(Baseline& baseline, const nlohmann::json& document) {
 // The baseline's row of `bytes`, counted as compared; nullptr without a baseline or, counted
 // as unmatched, when it has no such row.
 template <typename Row>
-const Row* matched_row(GateResult& gate, const std::vector<Row>& rows, std::uint32_t bytes) {
+const Row* matched_row(GateResult& gate, std::vector<Row> Baseline::*rows, std::uint32_t bytes) {
   if (!gate.baseline) return nullptr;
-  for (const auto& row : rows) {
+  for (const auto& row : (*gate.baseline).*rows) {
     if (row.size == bytes) {
       ++gate.rows_compared;
       return &row;
@@ -141,13 +141,13 @@ GateResult check_rows(const BwResults& results, const RowLimits& limits, const s
   for (const auto& row : results.bandwidth) {
     hold(row.size, "bw_average_mib_per_s", row.average_mib_per_s, limits.min_bw_mib_per_s, true, "--expect-bw", out);
     hold(row.size, "message_rate_mpps", row.message_rate_mpps, limits.min_rate_mpps, true, "--expect-rate", out);
-    const auto* old = baseline ? matched_row(gate, baseline->bandwidth, row.size) : nullptr;
+    const auto* old = matched_row(gate, &Baseline::bandwidth, row.size);
     if (old == nullptr) continue;
     compare(row.size, "bw_average_mib_per_s", row.average_mib_per_s, old->average_mib_per_s, true, tolerance, out);
   }
   for (const auto& row : results.latency) {
     hold(row.size, "t_p99_us", row.summary.p99_us, limits.max_lat_p99_us, false, "--expect-lat-p99", out);
-    const auto* old = baseline ? matched_row(gate, baseline->latency, row.size) : nullptr;
+    const auto* old = matched_row(gate, &Baseline::latency, row.size);
     if (old == nullptr) continue;
     compare(row.size, "t_median_us", row.summary.p50_us, old->summary.p50_us, false, tolerance, out);
     compare(row.size, "t_p99_us", row.summary.p99_us, old->summary.p99_us, false, tolerance, out);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/base/error.hpp"
@@ -150,6 +151,24 @@ void read_integer(const nlohmann::json& json, const std::string& path, Integer& 
   if (!fits) reject(path, fmt::format("{} is out of range", json.dump()));
   out = json.is_number_unsigned() ? static_cast<Integer>(json.get<std::uint64_t>())
                                   : static_cast<Integer>(json.get<std::int64_t>());
+}
+
+// A value of a closed table, written and read by its name: `named` finds it, `names` lists
+// the table for the refusal and the shape's "enum".
+template <typename Value>
+void read_named(const nlohmann::json& value, const std::string& path, Value& out,
+                std::optional<Value> (*named)(std::string_view), const auto& names) {
+  std::string name;
+  read_text(value, path, name, ReadLimits{});
+  const auto found = named(name);
+  if (!found) reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(names, ", ")));
+  out = *found;
+}
+
+nlohmann::json named_shape(const auto& names) {
+  nlohmann::json values = nlohmann::json::array();
+  for (const auto& name : names) values.push_back(std::string(name));
+  return {{"type", "string"}, {"enum", std::move(values)}};
 }
 
 // For codecs that keep a member as the JSON it came as (an embedded report, a verdict another

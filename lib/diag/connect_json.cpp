@@ -215,20 +215,20 @@ struct ConnectJson : DiagJson {
     for (auto step = 0; step <= static_cast<int>(rdmakit::Step::transfer); ++step) {
       names.push_back(step_name(static_cast<rdmakit::Step>(step)));
     }
-    return named_shape(names);
+    return described::named_shape(names);
   }
 
   static nlohmann::json write_leaf(StepStatus status) { return to_string(status); }
   static void read_leaf(const nlohmann::json& json, const std::string& path, StepStatus& out) {
-    read_named(json, path, out, step_status_named, step_status_names());
+    described::read_named(json, path, out, step_status_named, step_status_names());
   }
-  static nlohmann::json leaf_shape(const StepStatus* /*kind*/) { return named_shape(step_status_names()); }
+  static nlohmann::json leaf_shape(const StepStatus* /*kind*/) { return described::named_shape(step_status_names()); }
 
   static nlohmann::json write_leaf(AgentStatus status) { return to_string(status); }
   static void read_leaf(const nlohmann::json& json, const std::string& path, AgentStatus& out) {
-    read_named(json, path, out, agent_status_named, agent_status_names());
+    described::read_named(json, path, out, agent_status_named, agent_status_names());
   }
-  static nlohmann::json leaf_shape(const AgentStatus* /*kind*/) { return named_shape(agent_status_names()); }
+  static nlohmann::json leaf_shape(const AgentStatus* /*kind*/) { return described::named_shape(agent_status_names()); }
 };
 
 template <typename Value>

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "lib/base/described_json.hpp"
@@ -66,28 +65,11 @@ struct DiagJson {
   }
   template <const auto& table>
   static void read_leaf(const nlohmann::json& value, const std::string& path, Cause<table>& out) {
-    read_named(value, path, out, Cause<table>::named, table);
+    described::read_named(value, path, out, Cause<table>::named, table);
   }
   template <const auto& table>
   static nlohmann::json leaf_shape(const Cause<table>* /*kind*/) {
-    return named_shape(table);
-  }
-
- protected:
-  // One of a table's names: `named` finds it, `names` lists them for the message.
-  template <typename Value>
-  static void read_named(const nlohmann::json& value, const std::string& path, Value& out,
-                         std::optional<Value> (*named)(std::string_view), const auto& names) {
-    std::string name;
-    described::read_text(value, path, name, described::ReadLimits{});
-    const auto found = named(name);
-    if (!found) described::reject(path, fmt::format("'{}' is not one of {}", name, fmt::join(names, ", ")));
-    out = *found;
-  }
-  static nlohmann::json named_shape(const auto& names) {
-    nlohmann::json values = nlohmann::json::array();
-    for (const auto& name : names) values.push_back(std::string(name));
-    return {{"type", "string"}, {"enum", std::move(values)}};
+    return described::named_shape(table);
   }
 };
 

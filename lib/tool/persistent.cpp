@@ -46,17 +46,9 @@ struct PersistentJson {
 
   static nlohmann::json write_leaf(Outcome outcome) { return to_string(outcome); }
   static void read_leaf(const nlohmann::json& value, const std::string& path, Outcome& out) {
-    std::string name;
-    described::read_text(value, path, name, limits);
-    const auto outcome = outcome_named(name);
-    if (!outcome) described::reject(path, fmt::format("'{}' is no outcome", name));
-    out = *outcome;
+    described::read_named(value, path, out, outcome_named, outcome_names);
   }
-  static nlohmann::json leaf_shape(const Outcome* /*kind*/) {
-    nlohmann::json names = nlohmann::json::array();
-    for (const auto name : outcome_names) names.push_back(std::string(name));
-    return {{"type", "string"}, {"enum", std::move(names)}};
-  }
+  static nlohmann::json leaf_shape(const Outcome* /*kind*/) { return described::named_shape(outcome_names); }
 };
 
 }  // namespace

@@ -52,13 +52,35 @@ struct ReadLimits {
   std::size_t max_list_entries = 512;
 };
 
+// Where a value is within the document, for a refusal's message: "peer.view.netdevs[2].mtu".
+// Made into text only when a refusal is thrown: a reader of a million records would otherwise
+// build a path string for every key it reads. A Path refers to its parent and its root's text,
+// so it lives only as long as the read that made it.
+class Path {
+ public:
+  Path(const std::string& root) : root_(root) {}  // NOLINT(google-explicit-constructor)
+  Path(const char* root) : root_(root) {}         // NOLINT(google-explicit-constructor)
+  Path(const Path& parent, std::string_view key) : parent_(&parent), key_(key) {}
+  Path(const Path& parent, std::size_t index) : parent_(&parent), index_(index), is_index_(true) {}
+  std::string text() const;
+
+ private:
+  const Path* parent_ = nullptr;
+  std::string_view root_;
+  std::string_view key_;
+  std::size_t index_ = 0;
+  bool is_index_ = false;
+};
+
 // What a reader does with a described key the document lacks: refuse it, or (for documents
 // an older version wrote, such as diag-connect's captures) keep the member's default.
 enum class MissingKeys { refused, keep_defaults };
 
-// Whether a key is always written, or only while its member holds something (see above).
-enum class Key { always, when_set };
+// Whether a key is always written, only while its member holds something, or as null while
+// it holds nothing (see above).
+enum class Key { always, when_set, null_when_unset };
 inline constexpr Key when_set = Key::when_set;
+inline constexpr Key null_when_unset = Key::null_when_unset;
 
 // A member that holds nothing: what a `when_set` key is left out for.
 template <typename Value>
@@ -93,7 +115,7 @@ concept CodecWrites = requires(const Value& value) {
 };
 
 template <typename Codec, typename Value>
-concept CodecReads = requires(const nlohmann::json& json, const std::string& path, Value& out) {
+concept CodecReads = requires(const nlohmann::json& json, const Path& path, Value& out) {
   Codec::read_leaf(json, path, out);
 };
 
@@ -117,7 +139,11 @@ nlohmann::json write(const Value& value) {
   if constexpr (Described<Codec, Value>) {
     nlohmann::json object = nlohmann::json::object();
     Codec::members(value, [&object](const char* key, const auto& member, Key rule = Key::always) {
-      if (rule == Key::always || !unset(member)) object[key] = write<Codec>(member);
+      if (rule == Key::always || !unset(member)) {
+        object[key] = write<Codec>(member);
+      } else if (rule == Key::null_when_unset) {
+        object[key] = nullptr;
+      }
     });
     return object;
   } else if constexpr (CodecWrites<Codec, Value>) {
@@ -133,18 +159,17 @@ nlohmann::json write(const Value& value) {
   }
 }
 
-// The strict reader's pieces, for codecs' read_leaf overloads too. `path` names the value
-// for messages: "peer.view.netdevs[2].mtu".
+// The strict reader's pieces, for codecs' read_leaf overloads too.
 
-[[noreturn]] void reject(const std::string& path, std::string_view what);
-void read_text(const nlohmann::json& json, const std::string& path, std::string& out, const ReadLimits& limits);
-void read_number(const nlohmann::json& json, const std::string& path, double& out);
-void read_boolean(const nlohmann::json& json, const std::string& path, bool& out);
-void read_array(const nlohmann::json& json, const std::string& path, const ReadLimits& limits);
-void read_object(const nlohmann::json& json, const std::string& path);
+[[noreturn]] void reject(const Path& path, std::string_view what);
+void read_text(const nlohmann::json& json, const Path& path, std::string& out, const ReadLimits& limits);
+void read_number(const nlohmann::json& json, const Path& path, double& out);
+void read_boolean(const nlohmann::json& json, const Path& path, bool& out);
+void read_array(const nlohmann::json& json, const Path& path, const ReadLimits& limits);
+void read_object(const nlohmann::json& json, const Path& path);
 
 template <std::integral Integer>
-void read_integer(const nlohmann::json& json, const std::string& path, Integer& out) {
+void read_integer(const nlohmann::json& json, const Path& path, Integer& out) {
   if (!json.is_number_integer()) reject(path, "expected an integer");
   const bool fits = json.is_number_unsigned() ? std::in_range<Integer>(json.get<std::uint64_t>())
                                               : std::in_range<Integer>(json.get<std::int64_t>());
@@ -156,7 +181,7 @@ void read_integer(const nlohmann::json& json, const std::string& path, Integer& 
 // A value of a closed table, written and read by its name: `named` finds it, `names` lists
 // the table for the refusal and the shape's "enum".
 template <typename Value>
-void read_named(const nlohmann::json& value, const std::string& path, Value& out,
+void read_named(const nlohmann::json& value, const Path& path, Value& out,
                 std::optional<Value> (*named)(std::string_view), const auto& names) {
   std::string name;
   read_text(value, path, name, ReadLimits{});
@@ -179,7 +204,7 @@ struct ObjectOrNullLeaf {
   static nlohmann::json write_leaf(const Value& value) {
     return value;
   }
-  static void read_leaf(const nlohmann::json& value, const std::string& path, nlohmann::json& out) {
+  static void read_leaf(const nlohmann::json& value, const Path& path, nlohmann::json& out) {
     if (!value.is_object() && !value.is_null()) reject(path, "expected an object or null");
     out = value;
   }
@@ -187,15 +212,22 @@ struct ObjectOrNullLeaf {
 };
 
 template <typename Codec, typename Value>
-void read(const nlohmann::json& json, const std::string& path, Value& out) {
+void read(const nlohmann::json& json, const Path& path, Value& out) {
   if constexpr (Described<Codec, Value>) {
     read_object(json, path);
     Codec::members(out, [&json, &path](const char* key, auto& member, Key rule = Key::always) {
-      const auto key_path = path.empty() ? std::string(key) : path + "." + key;
+      const Path key_path(path, key);
       const auto it = json.find(key);
       if (it == json.end()) {
         if (rule == Key::when_set || Codec::missing_keys == MissingKeys::keep_defaults) return;
         reject(key_path, "missing");
+      }
+      using Member = std::remove_cvref_t<decltype(member)>;
+      if constexpr (std::is_default_constructible_v<Member>) {
+        if (rule == Key::null_when_unset && it->is_null()) {
+          member = Member{};
+          return;
+        }
       }
       read<Codec>(*it, key_path, member);
     });
@@ -205,7 +237,7 @@ void read(const nlohmann::json& json, const std::string& path, Value& out) {
     read_array(json, path, Codec::limits);
     out.clear();
     out.resize(json.size());
-    for (std::size_t i = 0; i < json.size(); ++i) read<Codec>(json[i], fmt::format("{}[{}]", path, i), out[i]);
+    for (std::size_t i = 0; i < json.size(); ++i) read<Codec>(json[i], Path(path, i), out[i]);
   } else if constexpr (IsOptional<Value>::value) {
     if (json.is_null()) {
       out.reset();
@@ -227,7 +259,7 @@ void read(const nlohmann::json& json, const std::string& path, Value& out) {
 // the first thing wrong with it (nlohmann's own exceptions, none expected past the checks
 // above, become ProtocolError too, so that a caller has one type to catch).
 template <typename Codec, typename Value>
-Value read_document(const nlohmann::json& document, const std::string& path = "") {
+Value read_document(const nlohmann::json& document, const Path& path = "") {
   Value value{};
   try {
     read<Codec>(document, path, value);
@@ -251,10 +283,12 @@ nlohmann::json shape() {
       if constexpr (IsOptional<Member>::value) {
         // Left out rather than null.
         properties[key] = rule == Key::when_set ? shape<Codec, typename Member::value_type>() : shape<Codec, Member>();
+      } else if (rule == Key::null_when_unset) {
+        properties[key] = shape<Codec, std::optional<Member>>();
       } else {
         properties[key] = shape<Codec, Member>();
       }
-      if (rule == Key::always) required.push_back(key);
+      if (rule != Key::when_set) required.push_back(key);
     });
     return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
   } else if constexpr (CodecShapes<Codec, Value>) {

@@ -203,7 +203,7 @@ struct ConnectJson : DiagJson {
   }
 
   static nlohmann::json write_leaf(rdmakit::Step step) { return step_name(step); }
-  static void read_leaf(const nlohmann::json& json, const std::string& path, rdmakit::Step& out) {
+  static void read_leaf(const nlohmann::json& json, const described::Path& path, rdmakit::Step& out) {
     std::string name;
     described::read_text(json, path, name, limits);
     const auto step = step_named(name);
@@ -219,13 +219,13 @@ struct ConnectJson : DiagJson {
   }
 
   static nlohmann::json write_leaf(StepStatus status) { return to_string(status); }
-  static void read_leaf(const nlohmann::json& json, const std::string& path, StepStatus& out) {
+  static void read_leaf(const nlohmann::json& json, const described::Path& path, StepStatus& out) {
     described::read_named(json, path, out, step_status_named, step_status_names());
   }
   static nlohmann::json leaf_shape(const StepStatus* /*kind*/) { return described::named_shape(step_status_names()); }
 
   static nlohmann::json write_leaf(AgentStatus status) { return to_string(status); }
-  static void read_leaf(const nlohmann::json& json, const std::string& path, AgentStatus& out) {
+  static void read_leaf(const nlohmann::json& json, const described::Path& path, AgentStatus& out) {
     described::read_named(json, path, out, agent_status_named, agent_status_names());
   }
   static nlohmann::json leaf_shape(const AgentStatus* /*kind*/) { return described::named_shape(agent_status_names()); }

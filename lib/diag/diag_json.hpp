@@ -42,7 +42,7 @@ struct DiagJson {
 
   // A verdict's exit code: 0 (usable), 1 (a cause named) or 3 (none found).
   static nlohmann::json write_leaf(ExitCode code) { return static_cast<int>(code); }
-  static void read_leaf(const nlohmann::json& value, const std::string& path, ExitCode& out) {
+  static void read_leaf(const nlohmann::json& value, const described::Path& path, ExitCode& out) {
     int code = 0;
     described::read_integer(value, path, code);
     if (code != static_cast<int>(ExitCode::ok) && code != static_cast<int>(ExitCode::cause_found) &&
@@ -64,7 +64,7 @@ struct DiagJson {
     return cause.name();
   }
   template <const auto& table>
-  static void read_leaf(const nlohmann::json& value, const std::string& path, Cause<table>& out) {
+  static void read_leaf(const nlohmann::json& value, const described::Path& path, Cause<table>& out) {
     described::read_named(value, path, out, Cause<table>::named, table);
   }
   template <const auto& table>

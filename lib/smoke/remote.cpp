@@ -385,7 +385,7 @@ struct ToolRunJson : described::ObjectOrNullLeaf {
 
   // Any bytes a tool printed, within the bound: a terminal is not where they go.
   static nlohmann::json write_leaf(const std::string& text) { return text; }
-  static void read_leaf(const nlohmann::json& value, const std::string& path, std::string& out) {
+  static void read_leaf(const nlohmann::json& value, const described::Path& path, std::string& out) {
     if (!value.is_string()) described::reject(path, "expected a string");
     if (value.get_ref<const std::string&>().size() > limits.max_text_bytes) described::reject(path, "too long");
     out = value.get<std::string>();

@@ -45,7 +45,7 @@ struct PersistentJson {
   }
 
   static nlohmann::json write_leaf(Outcome outcome) { return to_string(outcome); }
-  static void read_leaf(const nlohmann::json& value, const std::string& path, Outcome& out) {
+  static void read_leaf(const nlohmann::json& value, const described::Path& path, Outcome& out) {
     described::read_named(value, path, out, outcome_named, outcome_names);
   }
   static nlohmann::json leaf_shape(const Outcome* /*kind*/) { return described::named_shape(outcome_names); }

@@ -2,11 +2,13 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "lib/base/error.hpp"
 #include "lib/base/untrusted_json.hpp"
+#include "lib/mesh/mesh_json.hpp"
 
 namespace rdmakit::mesh {
 
@@ -35,34 +37,7 @@ int integer_member(const nlohmann::json& object, const char* key, int low, int h
   return static_cast<int>(value);
 }
 
-Outcome outcome_of_message(std::string_view name, int rank) {
-  if (const auto outcome = outcome_named(name)) return *outcome;
-  throw ProtocolError(fmt::format("rank {}'s message: unknown outcome '{}'", rank, name));
-}
-
-Attempt attempt_from(const nlohmann::json& item, int rank) {
-  if (!item.is_object() || !item.contains("outcome") || !item["outcome"].is_string() || !item.contains("figure") ||
-      !(item["figure"].is_null() || item["figure"].is_number()) || !item.contains("figures") ||
-      !item["figures"].is_object() || !item.contains("error")) {
-    throw ProtocolError(fmt::format("rank {}'s message: 'attempt' is not {{outcome, figure, figures, error}}", rank));
-  }
-  Attempt attempt;
-  attempt.outcome = outcome_of_message(item["outcome"].get<std::string>(), rank);
-  if (!item["figure"].is_null()) attempt.figure = item["figure"].get<double>();
-  attempt.figures = item["figures"];
-  attempt.error = item["error"];
-  return attempt;
-}
-
 }  // namespace
-
-nlohmann::json to_json(const Observation& observation) {
-  return {{"source", observation.source},
-          {"destination", observation.destination},
-          {"test", to_string(observation.test)},
-          {"sender", observation.sender},
-          {"attempt", to_json(observation.attempt)}};
-}
 
 Node node_from_message(std::string_view text, int rank) {
   const auto message = parse_message(text, rank, "description");
@@ -80,19 +55,16 @@ Node node_from_message(std::string_view text, int rank) {
 Observation observation_from_message(std::string_view text, int rank, int ranks) {
   const auto message = parse_message(text, rank, "observation");
   Observation observation;
-  observation.source = integer_member(message, "source", 0, ranks - 1, rank);
-  observation.destination = integer_member(message, "destination", 0, ranks - 1, rank);
-  const auto test = message.find("test");
-  const auto named = test != message.end() && test->is_string() ? test_named(test->get<std::string>()) : std::nullopt;
-  if (!named) throw ProtocolError(fmt::format("rank {}'s observation: no test rdma_mesh runs", rank));
-  observation.test = *named;
-  const auto sender = message.find("sender");
-  if (sender == message.end() || !sender->is_boolean()) {
-    throw ProtocolError(fmt::format("rank {}'s observation: 'sender' is not true or false", rank));
+  try {
+    observation = observation_from_json(message, "");
+  } catch (const ProtocolError& wrong) {
+    throw ProtocolError(fmt::format("rank {}'s observation: {}", rank, wrong.what()));
   }
-  observation.sender = sender->get<bool>();
-  if (!message.contains("attempt")) throw ProtocolError(fmt::format("rank {}'s observation: no 'attempt'", rank));
-  observation.attempt = attempt_from(message["attempt"], rank);
+  for (const auto& [key, end] : {std::pair{"source", observation.source}, {"destination", observation.destination}}) {
+    if (end < 0 || end >= ranks) {
+      throw ProtocolError(fmt::format("rank {}'s observation: '{}' is {}, outside 0..{}", rank, key, end, ranks - 1));
+    }
+  }
   return observation;
 }
 

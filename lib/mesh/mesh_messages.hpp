@@ -7,23 +7,10 @@
 
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
+#include "lib/mesh/mesh_direction.hpp"
 #include "lib/mesh/mesh_node.hpp"
-#include "lib/mesh/rdma_mesh_session.hpp"
 
 namespace rdmakit::mesh {
-
-// One observation of a direction, from the side that made it.
-struct Observation {
-  int source = 0;
-  int destination = 0;
-  Test test = Test::bandwidth;
-  bool sender = false;
-  Attempt attempt;
-};
-
-nlohmann::json to_json(const Observation& observation);
 
 // A Node as `rank` sent it.
 Node node_from_message(std::string_view text, int rank);

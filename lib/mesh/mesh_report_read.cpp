@@ -2,18 +2,21 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
+#include <map>
 #include <optional>
-#include <string_view>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "lib/base/error.hpp"
+#include "lib/base/json_stream.hpp"
+#include "lib/mesh/mesh_json.hpp"
 
 namespace rdmakit::mesh {
 
@@ -24,287 +27,94 @@ using json = nlohmann::json;
 // A ranks count this large is a damaged file, not a cluster: its matrices would not fit.
 constexpr int most_ranks = 16384;
 
-// A rank as a saved report gives it: a JSON number that must be a whole one within the
-// ranks a mesh can have; -1 (which no direction fits) for anything else (1e300, 2.5, NaN),
-// rather than a cast whose result the language leaves undefined.
-int rank_number(double number) {
-  if (!(number >= 0 && number < most_ranks) || number != std::floor(number)) return -1;
-  return static_cast<int>(number);
-}
-
-// Builds a small document from SAX events: the report's top-level keys other than the
-// directions (nodes, arguments, tests, ...), which are small at any mesh size.
-class Capture {
- public:
-  explicit Capture(json& root) : stack_{&root} {}
-  bool done() const { return stack_.empty(); }
-  void value(json v) {
-    auto& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(v));
-    } else if (top.is_object()) {
-      top[key_] = std::move(v);
-    } else {
-      top = std::move(v);
-      stack_.pop_back();
-    }
-  }
-  void open(json empty) {
-    auto& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(empty));
-      stack_.push_back(&top.back());
-    } else if (top.is_object()) {
-      stack_.push_back(&(top[key_] = std::move(empty)));
-    } else {
-      top = std::move(empty);
-    }
-  }
-  void close() { stack_.pop_back(); }
-  void key(std::string name) { key_ = std::move(name); }
-
- private:
-  std::vector<json*> stack_;
-  std::string key_;
-};
-
-// One direction of the per-direction form, as far as the analysis needs it.
-struct PairRecord {
-  int source = -1;
-  int destination = -1;
-  std::string test;
-  std::optional<double> first;
-  std::optional<double> last;
-  bool last_given = false;
-  int retests = 0;
-  std::string cause;
-  std::string message;
-};
-
+// One direction of the per-direction form as the analysis keeps it while the file streams
+// by: its ranks and figures, not the record (a 1024-rank report has a million of them, and
+// its ranks and tests come after them, in the keys' order).
 struct StoredPair {
   int source;
   int destination;
-  std::uint8_t test;
+  Test test;
   std::uint8_t retests;
-  bool failed;
   double first;
   double last;
 };
 
-// The SAX handler. `depth` counts the containers open; the root object is depth 1, a
-// top-level key's array or object depth 2, a direction (pairs[i]) depth 3.
-class ReportReader {
+// One test's matrices as their rows stream by.
+struct StreamedMatrix {
+  std::vector<double> first;
+  std::vector<double> last;
+  std::size_t first_rows = 0;
+  std::size_t last_rows = 0;
+  std::size_t widest_row = 0;
+  std::size_t narrowest_row = SIZE_MAX;
+  std::vector<Failure> failures;
+};
+
+double figure_or_none(const std::optional<double>& figure) {
+  return figure.value_or(no_figure);
+}
+
+// What the report's long lists hold, taken one element at a time (lib/base/json_stream).
+class Directions {
  public:
-  bool null() { return scalar(json()); }
-  bool boolean(bool v) { return scalar(json(v)); }
-  bool number_integer(json::number_integer_t v) { return scalar(json(v), static_cast<double>(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return scalar(json(v), static_cast<double>(v)); }
-  bool number_float(json::number_float_t v, const std::string& /*text*/) { return scalar(json(v), v); }
-  bool string(std::string& v) { return scalar(json(v), std::nullopt, &v); }
-  static bool binary(json::binary_t& /*v*/) { return true; }
-  bool start_object(std::size_t /*elements*/) { return open(json::object()); }
-  bool start_array(std::size_t /*elements*/) { return open(json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(std::string& name) {
-    if (depth_ == 1) {
-      top_key_ = name;
-      section_ = name == "pairs"      ? Section::pairs
-                 : name == "matrices" ? Section::matrices
-                 : name == "summary"  ? Section::skip
-                                      : Section::capture;
-      if (section_ == Section::capture) capture_.emplace(top_[name]);
-      return true;
+  // `path`: {"pairs", index} or {"matrices", test, "first" | "final" | "failures", index}.
+  void take(const std::vector<std::string>& path, const json& value) {
+    std::size_t index = 0;
+    std::from_chars(path.back().data(), path.back().data() + path.back().size(), index);
+    if (path.front() == "pairs") {
+      take_pair(pair_from_json(value, described::Path(pairs_path_, index)));
+      return;
     }
-    if (section_ == Section::capture && capture_) capture_->key(name);
-    keys_[static_cast<std::size_t>(std::min(depth_, max_depth))] = name;
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string& /*token*/, const nlohmann::detail::exception& error) {
-    error_ = fmt::format("not a complete JSON document at byte {}: {}", position, error.what());
-    return false;
+    const described::Path matrix(matrices_path_, path[1]);
+    const described::Path list(matrix, path[2]);
+    if (path[2] == "failures") {
+      matrices_[path[1]].failures.push_back(failure_from_json(value, described::Path(list, index)));
+    } else {
+      take_row(matrices_[path[1]], path[2] == "first", matrix_row_from_json(value, described::Path(list, index)));
+    }
   }
 
-  const std::string& error() const { return error_; }
-  json& top() { return top_; }
-  std::vector<PairRecord>& failures() { return failed_pairs_; }
   std::vector<StoredPair>& pairs() { return pairs_; }
-  std::vector<std::string>& pair_tests() { return pair_tests_; }
-  bool had_pairs() const { return had_pairs_; }
-  bool had_matrices() const { return had_matrices_; }
-  std::vector<TestMatrix>& matrices() { return matrices_; }
-  std::vector<std::pair<std::string, std::vector<Failure>>>& matrix_failures() { return matrix_failures_; }
+  std::vector<Failure>& failed_pairs(Test test) { return failed_pairs_[static_cast<std::size_t>(test)]; }
+  std::map<std::string, StreamedMatrix>& matrices() { return matrices_; }
 
  private:
-  enum class Section { none, capture, pairs, matrices, skip };
-  static constexpr int max_depth = 8;
-
-  const std::string& key_at(int depth) const { return keys_[static_cast<std::size_t>(std::min(depth, max_depth))]; }
-
-  bool open(json empty) {
-    ++depth_;
-    if (depth_ == 2 && section_ == Section::pairs) had_pairs_ = true;
-    if (depth_ == 2 && section_ == Section::matrices) had_matrices_ = true;
-    if (section_ == Section::capture && depth_ >= 2) capture_->open(std::move(empty));
-    if (section_ == Section::pairs) open_in_pairs();
-    if (section_ == Section::matrices) open_in_matrices();
-    return true;
-  }
-
-  bool close() {
-    if (section_ == Section::capture && depth_ >= 2) capture_->close();
-    if (section_ == Section::pairs && depth_ == 3) store_pair();
-    if (section_ == Section::matrices && depth_ == 5 && key_at(3) == "failures") store_matrix_failure();
-    --depth_;
-    if (depth_ == 1) section_ = Section::none;
-    return true;
-  }
-
-  bool scalar(json v, std::optional<double> number = std::nullopt, const std::string* text = nullptr) {
-    if (depth_ == 1 && section_ == Section::capture) {
-      top_[top_key_] = std::move(v);
-      section_ = Section::none;
-      return true;
-    }
-    if (section_ == Section::capture) capture_->value(std::move(v));
-    if (section_ == Section::pairs) pair_scalar(number, text);
-    if (section_ == Section::matrices) matrix_scalar(number, text);
-    return true;
-  }
-
-  void open_in_pairs() {
-    if (depth_ == 3) pair_ = PairRecord{};
-    if (depth_ == 5 && key_at(3) == "retests") ++pair_.retests;
-  }
-
-  void pair_scalar(std::optional<double> number, const std::string* text) {
-    if (depth_ == 4 && key_at(3) == "error" && key_at(4) == "message" && text != nullptr) pair_.message = *text;
-    if (depth_ != 3) return;
-    const auto& name = key_at(3);
-    if (name == "source" && number) pair_.source = rank_number(*number);
-    if (name == "destination" && number) pair_.destination = rank_number(*number);
-    if (name == "test" && text != nullptr) pair_.test = *text;
-    if (name == "figure") pair_.first = number;
-    if (name == "final_figure") {
-      pair_.last = number;
-      pair_.last_given = true;
-    }
-    if (name == "cause" && text != nullptr) pair_.cause = *text;
-  }
-
-  void store_pair() {
-    auto found = std::find(pair_tests_.begin(), pair_tests_.end(), pair_.test);
-    if (found == pair_tests_.end()) found = pair_tests_.insert(pair_tests_.end(), pair_.test);
-    const auto last = pair_.last_given ? pair_.last : pair_.first;
-    pairs_.push_back(StoredPair{.source = pair_.source,
-                                .destination = pair_.destination,
-                                .test = static_cast<std::uint8_t>(found - pair_tests_.begin()),
-                                .retests = static_cast<std::uint8_t>(std::min(pair_.retests, 255)),
-                                .failed = !last,
-                                .first = pair_.first.value_or(no_figure),
-                                .last = last.value_or(no_figure)});
-    if (!last) failed_pairs_.push_back(std::move(pair_));
-  }
-
-  void open_in_matrices() {
-    if (depth_ == 3) {
-      matrices_.emplace_back();
-      matrices_.back().test = key_at(2);
-      matrix_failures_.emplace_back(key_at(2), std::vector<Failure>{});
-    }
-    if (depth_ == 5) failure_ = Failure{};
-  }
-
-  void matrix_scalar(std::optional<double> number, const std::string* text) {
-    if (matrices_.empty()) return;
-    auto& matrix = matrices_.back();
-    if (depth_ == 5 && (key_at(3) == "first" || key_at(3) == "final")) {
-      auto& cells = key_at(3) == "first" ? matrix.first : matrix.last;
-      cells.push_back(number.value_or(no_figure));
-    }
-    if (depth_ == 5 && key_at(3) == "failures") {
-      const auto& name = key_at(5);
-      if (name == "source" && number) failure_.source = rank_number(*number);
-      if (name == "destination" && number) failure_.destination = rank_number(*number);
-      if (name == "cause" && text != nullptr) failure_.cause = *text;
-      if (name == "message" && text != nullptr) failure_.message = *text;
+  void take_pair(PairRecord pair) {
+    auto& direction = pair.direction;
+    pairs_.push_back(
+        StoredPair{.source = direction.source,
+                   .destination = direction.destination,
+                   .test = direction.test,
+                   .retests = static_cast<std::uint8_t>(std::min<std::size_t>(direction.retests.size(), 255)),
+                   .first = figure_or_none(direction.first.figure),
+                   .last = figure_or_none(pair.final_figure)});
+    if (!pair.final_figure) {
+      const auto& error = direction.last().error;
+      failed_pairs(direction.test)
+          .push_back(Failure{.source = direction.source,
+                             .destination = direction.destination,
+                             .cause = std::move(direction.cause),
+                             .message = error ? error->value("message", std::string()) : std::string()});
     }
   }
 
-  void store_matrix_failure() { matrix_failures_.back().second.push_back(std::move(failure_)); }
+  static void take_row(StreamedMatrix& matrix, bool first, const MatrixRow& row) {
+    auto& cells = first ? matrix.first : matrix.last;
+    for (const auto& figure : row) cells.push_back(figure_or_none(figure));
+    ++(first ? matrix.first_rows : matrix.last_rows);
+    matrix.widest_row = std::max(matrix.widest_row, row.size());
+    matrix.narrowest_row = std::min(matrix.narrowest_row, row.size());
+  }
 
-  int depth_ = 0;
-  Section section_ = Section::none;
-  std::string top_key_;
-  std::array<std::string, max_depth + 1> keys_;
-  json top_ = json::object();
-  std::optional<Capture> capture_;
-  bool had_pairs_ = false;
-  bool had_matrices_ = false;
-  PairRecord pair_;
+  const described::Path pairs_path_{"pairs"};
+  const described::Path matrices_path_{"matrices"};
   std::vector<StoredPair> pairs_;
-  std::vector<std::string> pair_tests_;
-  std::vector<PairRecord> failed_pairs_;
-  std::vector<TestMatrix> matrices_;
-  std::vector<std::pair<std::string, std::vector<Failure>>> matrix_failures_;
-  Failure failure_;
-  std::string error_;
+  std::array<std::vector<Failure>, test_names.size()> failed_pairs_;
+  std::map<std::string, StreamedMatrix> matrices_;
 };
 
-// The report's bytes a chunk at a time, as the input iterator nlohmann's parser takes: its
-// adapter for an istream costs a virtual call a byte, a third of the time of a 400 MB read.
-class Chunks {
- public:
-  explicit Chunks(std::istream& in) : in_(in), buffer_(std::size_t{1} << 20) { fill(); }
-  bool empty() const { return position_ == length_; }
-  const char& current() const { return buffer_[position_]; }
-  // False at the end of the input.
-  bool advance() {
-    if (++position_ < length_) return true;
-    fill();
-    return !empty();
-  }
-
- private:
-  void fill() {
-    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-    length_ = static_cast<std::size_t>(in_.gcount());
-    position_ = 0;
-  }
-  std::istream& in_;
-  std::vector<char> buffer_;
-  std::size_t position_ = 0;
-  std::size_t length_ = 0;
-};
-
-class ChunkIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  ChunkIterator() = default;  // the end
-  explicit ChunkIterator(Chunks& chunks) : chunks_(chunks.empty() ? nullptr : &chunks) {}
-  reference operator*() const { return chunks_->current(); }
-  ChunkIterator& operator++() {
-    if (!chunks_->advance()) chunks_ = nullptr;
-    return *this;
-  }
-  ChunkIterator operator++(int) {
-    auto before = *this;
-    ++*this;
-    return before;
-  }
-  friend bool operator==(const ChunkIterator& a, const ChunkIterator& b) { return a.chunks_ == b.chunks_; }
-
- private:
-  Chunks* chunks_ = nullptr;
-};
-
-Better better_of(const std::string& test) {
-  return test == "bw" ? Better::higher : Better::lower;
+Better better_of(Test test) {
+  return test == Test::bandwidth ? Better::higher : Better::lower;
 }
 
 [[noreturn]] void refuse(const std::string& origin, const std::string& why) {
@@ -317,131 +127,143 @@ void check_direction(const std::string& origin, int source, int destination, int
   }
 }
 
-std::vector<TestMatrix> from_pairs(ReportReader& reader, const std::vector<std::string>& tests, int ranks,
+std::vector<TestMatrix> from_pairs(Directions& read, const std::vector<Test>& tests, int ranks,
                                    const std::string& origin) {
   std::vector<TestMatrix> matrices;
   matrices.reserve(tests.size());
-  for (const auto& test : tests) matrices.emplace_back(test, better_of(test), ranks);
-  std::vector<int> matrix_of;
-  for (const auto& test : reader.pair_tests()) {
-    const auto found = std::find(tests.begin(), tests.end(), test);
-    if (found == tests.end())
-      refuse(origin, fmt::format("a direction of test \"{}\", which its tests do not name", test));
-    matrix_of.push_back(static_cast<int>(found - tests.begin()));
-  }
-  for (const auto& pair : reader.pairs()) {
+  for (const auto test : tests) matrices.emplace_back(std::string(to_string(test)), better_of(test), ranks);
+  const auto matrix_of = [&](Test test) -> TestMatrix& {
+    const auto found = std::ranges::find(tests, test);
+    if (found == tests.end()) {
+      refuse(origin, fmt::format("a direction of test \"{}\", which its tests do not name", to_string(test)));
+    }
+    return matrices[static_cast<std::size_t>(found - tests.begin())];
+  };
+  for (const auto& pair : read.pairs()) {
     check_direction(origin, pair.source, pair.destination, ranks);
-    auto& matrix = matrices[static_cast<std::size_t>(matrix_of[pair.test])];
+    auto& matrix = matrix_of(pair.test);
     const auto cell = matrix.index(pair.source, pair.destination);
     matrix.first[cell] = pair.first;
     matrix.last[cell] = pair.last;
-    matrix.state[cell] = pair.failed ? CellState::failed : CellState::measured;
+    matrix.state[cell] = std::isnan(pair.last) ? CellState::failed : CellState::measured;
     matrix.retests[cell] = pair.retests;
   }
-  reader.pairs().clear();
-  reader.pairs().shrink_to_fit();
-  for (auto& failed : reader.failures()) {
-    const auto index = std::find(tests.begin(), tests.end(), failed.test) - tests.begin();
-    matrices[static_cast<std::size_t>(index)].failures.push_back(Failure{.source = failed.source,
-                                                                         .destination = failed.destination,
-                                                                         .cause = std::move(failed.cause),
-                                                                         .message = std::move(failed.message)});
-  }
+  read.pairs().clear();
+  read.pairs().shrink_to_fit();
+  for (const auto test : tests) matrix_of(test).failures = std::move(read.failed_pairs(test));
   return matrices;
 }
 
-std::vector<TestMatrix> from_matrices(ReportReader& reader, const std::vector<std::string>& tests, int ranks,
+std::vector<TestMatrix> from_matrices(Directions& read, const json& kept, const std::vector<Test>& tests, int ranks,
                                       const std::string& origin) {
-  std::vector<TestMatrix> matrices;
-  for (const auto& test : tests) {
-    const auto found = std::find_if(reader.matrices().begin(), reader.matrices().end(),
-                                    [&](const TestMatrix& m) { return m.test == test; });
-    if (found == reader.matrices().end()) refuse(origin, fmt::format("its matrices lack the test \"{}\"", test));
-    // Checked before the table is made: its ranks x ranks cells are then what the file holds.
-    const auto cells = static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks);
-    if (found->first.size() != cells || found->last.size() != cells) {
-      refuse(origin, fmt::format("the \"{}\" matrices hold {} and {} cells, not {} x {}", test, found->first.size(),
-                                 found->last.size(), ranks, ranks));
+  for (const auto& [name, section] : kept.items()) {
+    if (!test_named(name) || std::ranges::find(tests, *test_named(name)) == tests.end()) {
+      refuse(origin, fmt::format("its matrices have a test \"{}\", which its tests do not name", name));
     }
-    TestMatrix matrix(test, better_of(test), ranks);
-    matrix.first = std::move(found->first);
-    matrix.last = std::move(found->last);
-    const auto& failures = reader.matrix_failures()[static_cast<std::size_t>(found - reader.matrices().begin())].second;
+    (void)matrix_from_json(section, "matrices." + name);  // its unit and the lists' types
+  }
+  std::vector<TestMatrix> matrices;
+  for (const auto test : tests) {
+    const auto name = std::string(to_string(test));
+    const auto found = read.matrices().find(name);
+    if (!kept.contains(name)) refuse(origin, fmt::format("its matrices lack the test \"{}\"", name));
+    auto streamed = found == read.matrices().end() ? StreamedMatrix{} : std::move(found->second);
+    // Checked before the table is made: its ranks x ranks cells are then what the file holds.
+    const auto side = static_cast<std::size_t>(ranks);
+    if (streamed.first_rows != side || streamed.last_rows != side ||
+        (side > 0 && (streamed.widest_row != side || streamed.narrowest_row != side))) {
+      refuse(origin, fmt::format("the \"{}\" matrices hold {} and {} cells, not {} x {}", name, streamed.first.size(),
+                                 streamed.last.size(), ranks, ranks));
+    }
+    TestMatrix matrix(name, better_of(test), ranks);
+    matrix.first = std::move(streamed.first);
+    matrix.last = std::move(streamed.last);
     for (std::size_t cell = 0; cell < matrix.cell_count(); ++cell) {
       if (matrix.has_figure(cell)) matrix.state[cell] = CellState::measured;
       if (!std::isnan(matrix.first[cell]) && matrix.first[cell] != matrix.last[cell]) matrix.retests[cell] = 1;
     }
-    for (const auto& failure : failures) {
+    for (auto& failure : streamed.failures) {
       check_direction(origin, failure.source, failure.destination, ranks);
       matrix.state[matrix.index(failure.source, failure.destination)] = CellState::failed;
-      matrix.failures.push_back(failure);
+      matrix.failures.push_back(std::move(failure));
     }
     matrices.push_back(std::move(matrix));
   }
   return matrices;
 }
 
-std::vector<std::string> tests_of(const json& top, const std::string& origin) {
-  std::vector<std::string> tests;
-  if (!top.contains("tests") || !top["tests"].is_array()) refuse(origin, "it has no tests list");
-  for (const auto& test : top["tests"]) {
-    if (!test.is_string() || (test != "bw" && test != "lat" && test != "cm")) {
-      refuse(origin, fmt::format("its tests name {}, not bw, lat or cm", test.dump()));
-    }
-    // Each test once: a matrix of ranks x ranks cells each, which a list naming one test a
-    // thousand times would have multiplied.
-    if (std::find(tests.begin(), tests.end(), test.get<std::string>()) != tests.end()) {
-      refuse(origin, fmt::format("its tests name {} twice", test.dump()));
-    }
-    tests.push_back(test.get<std::string>());
+MeshHead head_of(const json& kept, const std::string& origin) {
+  const auto tool =
+      kept.is_object() && kept.value("tool", json()).is_string() ? kept["tool"].get<std::string>() : std::string();
+  if (tool != "rdma_mesh") {
+    refuse(origin, tool.empty() ? "not an rdma_mesh report (it has no \"tool\")"
+                                : fmt::format("not an rdma_mesh report (its tool is {})", tool));
   }
-  return tests;
+  MeshHead head;
+  try {
+    head = head_from_json(kept, "");
+  } catch (const ProtocolError& error) {
+    refuse(origin, error.what());
+  }
+  if (head.ranks < 0 || head.ranks > most_ranks) {
+    refuse(origin, fmt::format("{} ranks is not a mesh this tool reads", head.ranks));
+  }
+  // Each test once: a matrix of ranks x ranks cells each.
+  for (auto test = head.tests.begin(); test != head.tests.end(); ++test) {
+    if (std::find(head.tests.begin(), test, *test) != test) {
+      refuse(origin, fmt::format("its tests name \"{}\" twice", to_string(*test)));
+    }
+  }
+  return head;
 }
 
 }  // namespace
 
 SavedMesh read_mesh_report(std::istream& in, const std::string& origin) {
-  ReportReader reader;
-  Chunks chunks(in);
-  if (!json::sax_parse(ChunkIterator(chunks), ChunkIterator(), &reader)) refuse(origin, reader.error());
-  auto& top = reader.top();
-  const auto tool = top.value("tool", json()).is_string() ? top["tool"].get<std::string>() : std::string();
-  if (tool != "rdma_mesh") {
-    refuse(origin, tool.empty() ? "not an rdma_mesh report (it has no \"tool\")"
-                                : fmt::format("not an rdma_mesh report (its tool is {})", tool));
+  Directions read;
+  json kept;
+  try {
+    // The summary and the retest passes are the analysis's, which --analyse makes again.
+    const JsonStreamPlan plan{
+        .streamed = {"pairs/*", "matrices/*/first/*", "matrices/*/final/*", "matrices/*/failures/*"},
+        .skipped = {"summary", "retest_passes"}};
+    kept = read_json_stream(in, plan,
+                            [&read](const std::vector<std::string>& path, json& value) { read.take(path, value); });
+  } catch (const ProtocolError& error) {
+    refuse(origin, error.what());
   }
-  if (!top.contains("ranks") || !top["ranks"].is_number_integer()) refuse(origin, "it has no ranks count");
-  const auto ranks = top["ranks"].get<int>();
-  if (ranks < 0 || ranks > most_ranks) refuse(origin, fmt::format("{} ranks is not a mesh this tool reads", ranks));
-  const auto tests = tests_of(top, origin);
-  if (!reader.had_pairs() && !reader.had_matrices()) refuse(origin, "it has neither pairs nor matrices");
-  if (!reader.had_matrices() && ranks > pairs_form_most_ranks) {
+  const auto head = head_of(kept, origin);
+  const bool had_pairs = kept.contains("pairs") && kept["pairs"].is_array();
+  const bool had_matrices = kept.contains("matrices") && kept["matrices"].is_object();
+  if (!had_pairs && !had_matrices) refuse(origin, "it has neither pairs nor matrices");
+  if (!had_matrices && head.ranks > pairs_form_most_ranks) {
     // Not rdma_mesh's (it writes matrices above pairs_form_most_ranks ranks) but a long-form
     // file of many ranks (tests/synth writes them) is read if it holds a fair part of the
     // directions it claims: the cells are then within a few times what the file holds.
-    const auto directions = tests.size() * static_cast<std::size_t>(ranks) * static_cast<std::size_t>(ranks - 1);
-    if (reader.pairs().size() * 8 < directions) {
+    const auto directions =
+        head.tests.size() * static_cast<std::size_t>(head.ranks) * static_cast<std::size_t>(head.ranks - 1);
+    if (read.pairs().size() * 8 < directions) {
       refuse(origin,
              fmt::format("{} ranks in the per-direction form with {} of its {} directions: rdma_mesh writes that "
                          "form up to {} ranks, and a file above that must hold an eighth of them",
-                         ranks, reader.pairs().size(), directions, pairs_form_most_ranks));
+                         head.ranks, read.pairs().size(), directions, pairs_form_most_ranks));
     }
   }
 
   SavedMesh saved;
-  saved.form = reader.had_matrices() ? "matrix" : "pairs";
-  saved.table.ranks = ranks;
-  saved.table.tests =
-      reader.had_matrices() ? from_matrices(reader, tests, ranks, origin) : from_pairs(reader, tests, ranks, origin);
+  saved.form = had_matrices ? "matrix" : "pairs";
+  saved.table.ranks = head.ranks;
+  saved.table.tests = had_matrices ? from_matrices(read, kept["matrices"], head.tests, head.ranks, origin)
+                                   : from_pairs(read, head.tests, head.ranks, origin);
   try {
-    if (top.contains("nodes")) saved.table.nodes = nodes_from_json(top["nodes"], "nodes");
+    if (kept.contains("nodes")) saved.table.nodes = nodes_from_json(kept["nodes"], "nodes");
   } catch (const ProtocolError& error) {
     refuse(origin, fmt::format("its nodes do not read: {}", error.what()));
   }
-  saved.rounds = top.value("rounds", 0);
-  saved.rounds_completed = top.value("rounds_completed", 0);
-  saved.finished = top.value("finished", false);
-  if (top.contains("arguments") && top["arguments"].is_object()) saved.arguments = top["arguments"];
+  saved.rounds = head.rounds;
+  saved.rounds_completed = head.rounds_completed;
+  saved.finished = head.finished;
+  if (kept.contains("arguments") && kept["arguments"].is_object()) saved.arguments = kept["arguments"];
   return saved;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // A saved rdma_mesh --json report read back for rdma_mesh --analyse, in either form: the
 // per-direction `pairs` the live tool writes, or the compact `matrices`. Read as a stream
-// (nlohmann's SAX interface) straight into matrices: a 1024-rank report in the per-direction
-// form is about a million objects and 400 MB, which a parsed document could not hold in the
-// memory the analysis may use.
+// (lib/base/json_stream): each direction, matrix row and failure is read by the report's own
+// description (lib/mesh/mesh_json) as it goes by and kept as matrix cells, since a 1024-rank
+// report in the per-direction form is about a million objects and 500 MB, which a parsed
+// document could not hold in the memory the analysis may use.
 
 #include <istream>
 #include <string>

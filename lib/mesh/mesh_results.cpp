@@ -9,20 +9,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/rdma_mesh_session.hpp"
 
 namespace rdmakit::mesh {
 
 namespace {
-
-std::string_view unit_of(Test test) {
-  switch (test) {
-    case Test::bandwidth: return "MiB/s";
-    case Test::latency: return "us";
-    case Test::connect: return "ms";
-  }
-  return "";
-}
 
 std::string_view figure_name(Test test) {
   switch (test) {
@@ -42,19 +34,11 @@ nlohmann::json figure_or_null(double figure) {
 }
 
 nlohmann::json direction_json(const Direction& d, bool outlier) {
-  auto item = to_json(d.first);
-  item["source"] = d.source;
-  item["destination"] = d.destination;
-  item["test"] = to_string(d.test);
-  item["unit"] = unit_of(d.test);
-  item["round"] = d.round;
-  item["cause"] = d.cause.empty() ? nlohmann::json() : nlohmann::json(d.cause);
-  item["outlier"] = outlier;
-  item["final_outcome"] = to_string(d.last().outcome);
-  item["final_figure"] = optional_number(d.last().figure);
-  item["retests"] = nlohmann::json::array();
-  for (const auto& retest : d.retests) item["retests"].push_back(to_json(retest));
-  return item;
+  return to_json(PairRecord{.direction = d,
+                            .unit = std::string(unit_of(d.test)),
+                            .outlier = outlier,
+                            .final_outcome = d.last().outcome,
+                            .final_figure = d.last().figure});
 }
 
 // The test's matrix in the table (analyse() keeps one for every test).
@@ -136,27 +120,19 @@ nlohmann::json matrices_json(const MeshResults& results) {
   auto matrices = nlohmann::json::object();
   for (const auto& matrix : results.table.tests) {
     auto rows = [&](const std::vector<double>& cells) {
-      auto out = nlohmann::json::array();
+      std::vector<MatrixRow> out(static_cast<std::size_t>(matrix.ranks));
       for (int row = 0; row < matrix.ranks; ++row) {
-        auto line = nlohmann::json::array();
         for (int column = 0; column < matrix.ranks; ++column) {
-          line.push_back(figure_or_null(cells[matrix.index(row, column)]));
+          const auto figure = cells[matrix.index(row, column)];
+          out[static_cast<std::size_t>(row)].push_back(std::isnan(figure) ? std::nullopt : std::optional(figure));
         }
-        out.push_back(std::move(line));
       }
       return out;
     };
-    auto failures = nlohmann::json::array();
-    for (const auto& failure : matrix.failures) {
-      failures.push_back({{"source", failure.source},
-                          {"destination", failure.destination},
-                          {"cause", failure.cause.empty() ? nlohmann::json() : nlohmann::json(failure.cause)},
-                          {"message", failure.message}});
-    }
-    matrices[matrix.test] = {{"unit", unit_of(test_named(matrix.test).value())},
-                             {"first", rows(matrix.first)},
-                             {"final", rows(matrix.last)},
-                             {"failures", failures}};
+    matrices[matrix.test] = to_json(MatrixRecord{.unit = std::string(unit_of(test_named(matrix.test).value())),
+                                                 .first = rows(matrix.first),
+                                                 .final = rows(matrix.last),
+                                                 .failures = matrix.failures});
   }
   return matrices;
 }
@@ -346,7 +322,7 @@ MeshTable table_of(const MeshResults& results, std::vector<std::vector<std::int6
             Failure{.source = d.source,
                     .destination = d.destination,
                     .cause = d.cause,
-                    .message = error.is_object() ? error.value("message", std::string()) : std::string()});
+                    .message = error && error->is_object() ? error->value("message", std::string()) : std::string()});
       }
     }
     table.tests.push_back(std::move(matrix));
@@ -435,12 +411,8 @@ bool MeshResults::all_good() const {
 }
 
 void MeshResults::add_to(nlohmann::json& document) const {
-  document["ranks"] = ranks;
-  document["tests"] = nlohmann::json::array();
-  for (const auto test : tests) document["tests"].push_back(to_string(test));
-  document["rounds"] = rounds;
-  document["rounds_completed"] = rounds_completed;
-  document["finished"] = finished;
+  document.update(to_json(MeshHead{
+      .ranks = ranks, .tests = tests, .rounds = rounds, .rounds_completed = rounds_completed, .finished = finished}));
   document["left_out"] = left_out;
   document["retest_passes"] = retest_passes_json(retest_passes);
   document["retests_ended"] = to_string(retests_ended);

@@ -16,32 +16,10 @@
 #include "lib/base/stats.hpp"
 #include "lib/base/text_file.hpp"
 #include "lib/mesh/mesh_analyse.hpp"
+#include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/mesh_messages.hpp"
 
 namespace rdmakit::mesh {
-
-std::string_view to_string(Test test) {
-  switch (test) {
-    case Test::bandwidth: return "bw";
-    case Test::latency: return "lat";
-    case Test::connect: return "cm";
-  }
-  return "?";
-}
-
-std::optional<Test> test_named(std::string_view name) {
-  for (auto test : {Test::bandwidth, Test::latency, Test::connect}) {
-    if (to_string(test) == name) return test;
-  }
-  return std::nullopt;
-}
-
-nlohmann::json to_json(const Attempt& attempt) {
-  return {{"outcome", to_string(attempt.outcome)},
-          {"figure", attempt.figure ? nlohmann::json(*attempt.figure) : nlohmann::json()},
-          {"figures", attempt.figures},
-          {"error", attempt.error}};
-}
 
 namespace {
 
@@ -98,7 +76,7 @@ Attempt connect_attempt(const Report& report) {
                              {"connect_ms", median_of(connect)},
                              {"setup_ms", figure},
                              {"setup_max_ms", total.empty() ? 0 : *std::max_element(total.begin(), total.end())}},
-                 .error = nullptr};
+                 .error = std::nullopt};
 }
 
 Attempt client_attempt(Test test, const Report& report, const BwResults& results) {
@@ -108,7 +86,8 @@ Attempt client_attempt(Test test, const Report& report, const BwResults& results
     const auto& row = results.latency.back();
     auto figures = to_json(row.summary);
     figures["size"] = row.size;
-    return Attempt{.outcome = Outcome::completed, .figure = row.summary.p50_us, .figures = figures, .error = nullptr};
+    return Attempt{
+        .outcome = Outcome::completed, .figure = row.summary.p50_us, .figures = figures, .error = std::nullopt};
   }
   if (results.bandwidth.empty()) return failure(Outcome::failed, message_only("no bandwidth row"));
   const auto& row = results.bandwidth.back();
@@ -122,7 +101,7 @@ Attempt client_attempt(Test test, const Report& report, const BwResults& results
                              {"bw_peak_mib_per_s", row.peak_mib_per_s},
                              {"bw_average_gbit_per_s", row.average_gbit_per_s},
                              {"msg_rate_mpps", row.message_rate_mpps}},
-                 .error = nullptr};
+                 .error = std::nullopt};
 }
 
 // A set of pairs measured at once in one direction and one test.
@@ -232,9 +211,9 @@ void record_phase(Job& job, const std::optional<Observation>& mine, const Phase&
     auto attempt = sender.attempt;
     for (const auto& receiver : observed) {
       if (!receiver.sender && receiver.source == sender.source && receiver.destination == sender.destination &&
-          !receiver.attempt.error.is_null()) {
-        attempt.figures["receiver_error"] = receiver.attempt.error;
-        if (attempt.error.is_null()) {
+          receiver.attempt.error) {
+        attempt.figures["receiver_error"] = *receiver.attempt.error;
+        if (!attempt.error) {
           attempt.outcome = receiver.attempt.outcome;
           attempt.figure.reset();
           attempt.error = receiver.attempt.error;

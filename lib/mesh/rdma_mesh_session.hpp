@@ -15,6 +15,7 @@
 #include "lib/base/report.hpp"
 #include "lib/base/sibling_names.hpp"
 #include "lib/mesh/mesh_culprits.hpp"
+#include "lib/mesh/mesh_direction.hpp"
 #include "lib/mesh/mesh_matrix.hpp"
 #include "lib/mesh/mesh_node.hpp"
 #include "lib/mesh/mesh_plan.hpp"
@@ -25,11 +26,6 @@
 #include "lib/topology/topology.hpp"
 
 namespace rdmakit::mesh {
-
-enum class Test { bandwidth, latency, connect };
-std::string_view to_string(Test test);  // "bw", "lat", "cm"
-// The test so named; none for another name.
-std::optional<Test> test_named(std::string_view name);
 
 struct MeshSettings {
   // The test's parameters (operation, size, budget, depth, ...). Each pair fills in the
@@ -50,30 +46,6 @@ struct MeshSettings {
   std::optional<Topology> topology;  // --topology, or Slurm's under Slurm
   std::string json_file;             // rank 0 rewrites it after every round
   Progress* progress = nullptr;      // rank 0's: "round N of M" with the pairs done and an ETA
-};
-
-// One attempt at one direction of one pair.
-struct Attempt {
-  Outcome outcome = Outcome::completed;
-  std::optional<double> figure;
-  nlohmann::json figures = nlohmann::json::object();
-  nlohmann::json error;  // null, or the error record (the sender's, else the receiver's)
-};
-
-// {outcome, figure, figures, error}: how ranks exchange an attempt and how the report shows it.
-nlohmann::json to_json(const Attempt& attempt);
-
-// One direction of one pair in one test: the first attempt and the retests.
-struct Direction {
-  int source = 0;  // runs the client: sends (send, write) or reads (read), pings, connects
-  int destination = 0;
-  Test test = Test::bandwidth;
-  int round = 0;
-  std::string cause;  // the verdict's code when a rank could not take part
-  Attempt first;
-  std::vector<Attempt> retests;
-
-  const Attempt& last() const { return retests.empty() ? first : retests.back(); }
 };
 
 // One test's analysis over the directions measured so far. Its samples are the test's

@@ -13,6 +13,7 @@
 
 #include "fuzz_support.hpp"
 #include "lib/base/error.hpp"
+#include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/mesh_messages.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

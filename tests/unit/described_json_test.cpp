@@ -17,6 +17,7 @@
 #include "lib/base/stats_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/mesh_node.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/tool/persistent.hpp"
@@ -259,12 +260,13 @@ std::vector<SchemaShape> registered_shapes() {
   for (auto& shape : rdmakit::smoke::tool_run_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::mesh::mesh_json_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 38U);
+  EXPECT_GE(shapes.size(), 42U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

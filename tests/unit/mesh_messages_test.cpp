@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lib/base/error.hpp"
+#include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/mesh_messages.hpp"
 #include "tests/unit/refusal.hpp"
 
@@ -27,7 +28,7 @@ TEST(MeshMessages, ReadBackAsSent) {
       .destination = 3,
       .test = mesh::Test::latency,
       .sender = true,
-      .attempt = {.outcome = Outcome::timed_out, .figure = 2.5, .figures = {{"p50_us", 2.5}}, .error = nullptr}};
+      .attempt = {.outcome = Outcome::timed_out, .figure = 2.5, .figures = {{"p50_us", 2.5}}, .error = std::nullopt}};
   EXPECT_EQ(to_json(observation_from_message(to_json(observation).dump(), 0, 4)), to_json(observation));
 }
 
@@ -40,7 +41,7 @@ TEST(MeshMessages, RefuseWhatDoesNotFitNamingTheRank) {
   const std::string observation =
       R"({"source":0,"destination":9,"test":"bw","sender":true,"attempt":{"outcome":"completed","figure":1,"figures":{},"error":null}})";
   EXPECT_EQ(refusal([&] { (void)observation_from_message(observation, 1, 4); }),
-            "rank 1's message: 'destination' is 9, outside 0..3");
+            "rank 1's observation: 'destination' is 9, outside 0..3");
   EXPECT_NE(refusal([] {
               (void)observation_from_message(std::string(100, '[') + std::string(100, ']'), 1, 4);
             }).find("nests deeper"),
@@ -49,7 +50,8 @@ TEST(MeshMessages, RefuseWhatDoesNotFitNamingTheRank) {
   unknown.replace(unknown.find("\"destination\":9"), 15, "\"destination\":2");
   unknown.replace(unknown.find("completed"), 9, "exploded");
   EXPECT_EQ(refusal([&] { (void)observation_from_message(unknown, 1, 4); }),
-            "rank 1's message: unknown outcome 'exploded'");
+            "rank 1's observation: attempt.outcome: 'exploded' is not one of completed, interrupted, "
+            "peer_disconnected, timed_out, failed, usage_error, unsupported");
 }
 
 }  // namespace

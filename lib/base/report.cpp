@@ -6,18 +6,16 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/named_values.hpp"
+
 namespace rdmakit {
 
 std::string_view to_string(Outcome outcome) {
-  const auto index = static_cast<std::size_t>(outcome);
-  return index < outcome_names.size() ? outcome_names[index] : "unknown";
+  return name_in(outcome_names, outcome, "unknown");
 }
 
 std::optional<Outcome> outcome_named(std::string_view name) {
-  for (std::size_t index = 0; index < outcome_names.size(); ++index) {
-    if (outcome_names[index] == name) return static_cast<Outcome>(index);
-  }
-  return std::nullopt;
+  return value_named<Outcome>(outcome_names, name);
 }
 
 Outcome outcome_of(StopReason reason) {

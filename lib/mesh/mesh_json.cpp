@@ -2,18 +2,16 @@
 
 #include <concepts>
 
+#include "lib/base/named_values.hpp"
+
 namespace rdmakit::mesh {
 
 std::string_view to_string(Test test) {
-  const auto index = static_cast<std::size_t>(test);
-  return index < test_names.size() ? test_names[index] : "?";
+  return name_in(test_names, test, "?");
 }
 
 std::optional<Test> test_named(std::string_view name) {
-  for (std::size_t index = 0; index < test_names.size(); ++index) {
-    if (test_names[index] == name) return static_cast<Test>(index);
-  }
-  return std::nullopt;
+  return value_named<Test>(test_names, name);
 }
 
 std::string_view unit_of(Test test) {

@@ -212,24 +212,32 @@ struct ObjectOrNullLeaf {
 };
 
 template <typename Codec, typename Value>
+void read(const nlohmann::json& json, const Path& path, Value& out);
+
+// One described key of `object` into `member`, by its rule.
+template <typename Codec, typename Member>
+void read_member(const nlohmann::json& object, const Path& path, const char* key, Member& member, Key rule) {
+  const Path key_path(path, key);
+  const auto it = object.find(key);
+  if (it == object.end()) {
+    if (rule == Key::when_set || Codec::missing_keys == MissingKeys::keep_defaults) return;
+    reject(key_path, "missing");
+  }
+  if constexpr (std::is_default_constructible_v<Member>) {
+    if (rule == Key::null_when_unset && it->is_null()) {
+      member = Member{};
+      return;
+    }
+  }
+  read<Codec>(*it, key_path, member);
+}
+
+template <typename Codec, typename Value>
 void read(const nlohmann::json& json, const Path& path, Value& out) {
   if constexpr (Described<Codec, Value>) {
     read_object(json, path);
     Codec::members(out, [&json, &path](const char* key, auto& member, Key rule = Key::always) {
-      const Path key_path(path, key);
-      const auto it = json.find(key);
-      if (it == json.end()) {
-        if (rule == Key::when_set || Codec::missing_keys == MissingKeys::keep_defaults) return;
-        reject(key_path, "missing");
-      }
-      using Member = std::remove_cvref_t<decltype(member)>;
-      if constexpr (std::is_default_constructible_v<Member>) {
-        if (rule == Key::null_when_unset && it->is_null()) {
-          member = Member{};
-          return;
-        }
-      }
-      read<Codec>(*it, key_path, member);
+      read_member<Codec>(json, path, key, member, rule);
     });
   } else if constexpr (CodecReads<Codec, Value>) {
     Codec::read_leaf(json, path, out);

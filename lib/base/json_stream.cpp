@@ -95,7 +95,8 @@ class StreamHandler {
     }
     return true;
   }
-  bool parse_error(std::size_t position, const std::string& /*token*/, const nlohmann::detail::exception& error) {
+  static bool parse_error(std::size_t position, const std::string& /*token*/,
+                          const nlohmann::detail::exception& error) {
     throw ProtocolError(fmt::format("not a complete JSON document at byte {}: {}", position, error.what()));
   }
 

@@ -10,18 +10,18 @@
 
 namespace rdmakit {
 
-// The name of `value` in `names`; `otherwise` for a value past the table's end.
+// The name of `value` in `table`; `otherwise` for a value past the table's end.
 template <typename Enum, std::size_t count>
-std::string_view name_in(const std::array<std::string_view, count>& names, Enum value, std::string_view otherwise) {
+std::string_view name_in(const std::array<std::string_view, count>& table, Enum value, std::string_view otherwise) {
   const auto index = static_cast<std::size_t>(value);
-  return index < names.size() ? names[index] : otherwise;
+  return index < table.size() ? table[index] : otherwise;
 }
 
-// The value `name` names in `names`; none for a name outside the table.
+// The value `name` names in `table`; none for a name outside the table.
 template <typename Enum, std::size_t count>
-std::optional<Enum> value_named(const std::array<std::string_view, count>& names, std::string_view name) {
-  for (std::size_t index = 0; index < names.size(); ++index) {
-    if (names[index] == name) return static_cast<Enum>(index);
+std::optional<Enum> value_named(const std::array<std::string_view, count>& table, std::string_view name) {
+  for (std::size_t index = 0; index < table.size(); ++index) {
+    if (table[index] == name) return static_cast<Enum>(index);
   }
   return std::nullopt;
 }

@@ -9,21 +9,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "lib/base/named_values.hpp"
+
 namespace rdmakit::mesh {
 
 std::string_view to_string(Rule rule) {
-  return rule == Rule::clusterkit ? "clusterkit" : "median";
+  return name_in(rule_names, rule, "median");
 }
 
 std::string_view to_string(CulpritKind kind) {
-  switch (kind) {
-    case CulpritKind::node: return "node";
-    case CulpritKind::nic: return "nic";
-    case CulpritKind::link: return "link";
-    case CulpritKind::switch_uplinks: return "switch";
-    case CulpritKind::cause: return "cause";
-  }
-  return "node";
+  return name_in(culprit_kind_names, kind, "node");
 }
 
 namespace {

@@ -5,6 +5,7 @@
 // the topology (lib/topology/topology) in; culprits out. doc/mesh.md and rdma_mesh(1) state
 // the rules.
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,8 @@ namespace rdmakit::mesh {
 //           (rdma_mesh's own; --threshold 0.8, --lat-threshold 2 by default);
 //   clusterkit: ClusterKit's: bandwidth below 0.93 x the maximum, a time above 2.1 x the minimum.
 enum class Rule { median, clusterkit };
-std::string_view to_string(Rule rule);  // "median", "clusterkit"
+inline constexpr std::array<std::string_view, 2> rule_names{"median", "clusterkit"};
+std::string_view to_string(Rule rule);
 
 inline constexpr double clusterkit_bw_fraction = 0.93;
 inline constexpr double clusterkit_time_factor = 2.1;
@@ -38,7 +40,8 @@ struct JudgeSettings {
 std::vector<bool> bad_cells(const TestMatrix& matrix, const JudgeSettings& settings);
 
 enum class CulpritKind { node, nic, link, switch_uplinks, cause };
-std::string_view to_string(CulpritKind kind);  // "node", "nic", "link", "switch", "cause"
+inline constexpr std::array<std::string_view, 5> culprit_kind_names{"node", "nic", "link", "switch", "cause"};
+std::string_view to_string(CulpritKind kind);
 
 struct Culprit {
   CulpritKind kind = CulpritKind::node;

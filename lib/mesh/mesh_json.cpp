@@ -78,6 +78,63 @@ struct MeshJson {
     visit("rounds_completed", head.rounds_completed);
     visit("finished", head.finished);
   }
+  static void members(Describes<MeshRunRecord> auto& run, auto&& visit) {
+    visit("left_out", run.left_out);
+    visit("retest_passes", run.retest_passes);
+    visit("retests_ended", run.retests_ended);
+    visit("warnings", run.warnings, described::when_set);
+    visit("analysed_from", run.analysed_from, described::when_set);
+    visit("topology", run.topology, described::when_set);
+    visit("form", run.form);
+  }
+  static void members(Describes<RetestPassRecord> auto& pass, auto&& visit) {
+    visit("pairs", pass.pairs);
+    visit("rounds", pass.rounds);
+  }
+  static void members(Describes<SlowestRecord> auto& slowest, auto&& visit) {
+    visit("source", slowest.source);
+    visit("destination", slowest.destination);
+    visit("figure", slowest.figure);
+  }
+  static void members(Describes<OutlierRecord> auto& outlier, auto&& visit) {
+    visit("source", outlier.source);
+    visit("destination", outlier.destination);
+    visit("figure", outlier.figure);
+    visit("first_figure", outlier.first_figure);
+    visit("ratio", outlier.ratio);
+  }
+  static void members(Describes<NodeProblemRecord> auto& problem, auto&& visit) {
+    visit("rank", problem.rank);
+    visit("host", problem.host);
+    visit("links", problem.links);
+  }
+  static void members(Describes<Culprit> auto& culprit, auto&& visit) {
+    visit("kind", culprit.kind);
+    visit("name", culprit.name);
+    visit("ranks", culprit.ranks);
+    visit("low", culprit.low);
+    visit("total", culprit.total);
+    visit("median_ratio", culprit.median_ratio);
+    visit("confidence", culprit.confidence);
+    visit("evidence", culprit.evidence);
+    visit("next", culprit.next);
+  }
+  static void members(Describes<SummaryRecord> auto& summary, auto&& visit) {
+    visit("unit", summary.unit);
+    visit("figure", summary.figure);
+    visit("measured", summary.measured);
+    visit("failed", summary.failed);
+    visit("min", summary.min);
+    visit("median", summary.median);
+    visit("first_pass_median", summary.first_pass_median);
+    visit("max", summary.max);
+    visit("threshold", summary.threshold);
+    visit("rule", summary.rule);
+    visit("slowest", summary.slowest);
+    visit("outliers", summary.outliers);
+    visit("node_problems", summary.node_problems);
+    visit("culprits", summary.culprits);
+  }
 
   // An attempt's figures: an object, never null (an attempt's error is an optional one).
   template <std::same_as<nlohmann::json> Value>
@@ -101,6 +158,20 @@ struct MeshJson {
     described::read_named(value, path, out, test_named, test_names);
   }
   static nlohmann::json leaf_shape(const Test* /*kind*/) { return described::named_shape(test_names); }
+
+  // Written only: --analyse judges again rather than read the summary and the run's keys.
+  static nlohmann::json write_leaf(RetestEnd end) { return to_string(end); }
+  static nlohmann::json leaf_shape(const RetestEnd* /*kind*/) { return described::named_shape(retest_end_names); }
+  static nlohmann::json write_leaf(Rule rule) { return to_string(rule); }
+  static nlohmann::json leaf_shape(const Rule* /*kind*/) { return described::named_shape(rule_names); }
+  static nlohmann::json write_leaf(CulpritKind kind) { return to_string(kind); }
+  static nlohmann::json leaf_shape(const CulpritKind* /*kind*/) { return described::named_shape(culprit_kind_names); }
+
+  // A pair of ranks as [low, high].
+  static nlohmann::json write_leaf(const RankPair& pair) { return {pair.low, pair.high}; }
+  static nlohmann::json leaf_shape(const RankPair* /*kind*/) {
+    return {{"type", "array"}, {"items", {{"type", "integer"}}}};
+  }
 };
 
 }  // namespace
@@ -119,6 +190,12 @@ nlohmann::json to_json(const MatrixRecord& matrix) {
 }
 nlohmann::json to_json(const MeshHead& head) {
   return described::write<MeshJson>(head);
+}
+nlohmann::json to_json(const MeshRunRecord& run) {
+  return described::write<MeshJson>(run);
+}
+nlohmann::json to_json(const SummaryRecord& summary) {
+  return described::write<MeshJson>(summary);
 }
 
 Observation observation_from_json(const nlohmann::json& document, const described::Path& path) {
@@ -142,15 +219,26 @@ MeshHead head_from_json(const nlohmann::json& document, const described::Path& p
 
 std::vector<described::SchemaShape> mesh_json_shapes() {
   // The report's other keys: every tool's (lib/base/report.cpp) and those written beside the head.
-  const std::vector<std::string> beside_head{
-      "schema_version", "tool",          "role",          "arguments",  "outcome",  "exit_code",     "local_address",
-      "peer_address",   "cm_timings_ms", "timings_ms",    "iterations", "bytes",    "rtt_us",        "duration_s",
-      "errors",         "form",          "analysed_from", "topology",   "left_out", "retest_passes", "retests_ended",
-      "nodes",          "warnings",      "pairs",         "matrices",   "summary"};
+  // The report's other keys: every tool's (lib/base/report.cpp) and the mesh's sections'.
+  const std::vector<std::string> common{
+      "schema_version", "tool",          "role",       "arguments",  "outcome", "exit_code", "local_address",
+      "peer_address",   "cm_timings_ms", "timings_ms", "iterations", "bytes",   "rtt_us",    "duration_s",
+      "errors",         "nodes",         "pairs",      "matrices",   "summary"};
+  const std::vector<std::string> head_keys{"ranks", "tests", "rounds", "rounds_completed", "finished"};
+  const std::vector<std::string> run_keys{"left_out",      "retest_passes", "retests_ended", "warnings",
+                                          "analysed_from", "topology",      "form"};
+  auto beside_head = common;
+  beside_head.insert(beside_head.end(), run_keys.begin(), run_keys.end());
+  auto beside_run = common;
+  beside_run.insert(beside_run.end(), head_keys.begin(), head_keys.end());
   return {{.schema = "rdma_mesh",
            .pointer = "",
            .shape = described::shape<MeshJson, MeshHead>(),
            .extra_keys = beside_head},
+          {.schema = "rdma_mesh",
+           .pointer = "",
+           .shape = described::shape<MeshJson, MeshRunRecord>(),
+           .extra_keys = beside_run},
           {.schema = "rdma_mesh",
            .pointer = "/$defs/attempt",
            .shape = described::shape<MeshJson, Attempt>(),
@@ -158,6 +246,10 @@ std::vector<described::SchemaShape> mesh_json_shapes() {
           {.schema = "rdma_mesh",
            .pointer = "/$defs/pair",
            .shape = described::shape<MeshJson, PairRecord>(),
+           .extra_keys = {}},
+          {.schema = "rdma_mesh",
+           .pointer = "/$defs/summary",
+           .shape = described::shape<MeshJson, SummaryRecord>(),
            .extra_keys = {}},
           {.schema = "rdma_mesh",
            .pointer = "/$defs/matrix",

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/error.hpp"
+#include "lib/base/named_values.hpp"
 
 namespace rdmakit::mesh {
 namespace {
@@ -235,13 +236,7 @@ std::optional<int> quick_left_out(int ranks) {
 }
 
 std::string_view to_string(RetestEnd end) {
-  switch (end) {
-    case RetestEnd::running: return "running";
-    case RetestEnd::cleared: return "cleared";
-    case RetestEnd::no_smaller: return "no_smaller";
-    case RetestEnd::cap: return "cap";
-  }
-  return "?";
+  return name_in(retest_end_names, end, "?");
 }
 
 std::optional<std::vector<Round>> RetestSchedule::next(const std::vector<RankPair>& flagged) {

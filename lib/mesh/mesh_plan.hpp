@@ -3,6 +3,7 @@
 // matrix says (spread, outliers, nodes whose every link is bad). No RDMA and no MPI here,
 // so unit tests feed it directly.
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -51,7 +52,8 @@ enum class RetestEnd {
   no_smaller,  // the last pass left as many flagged pairs as it started with
   cap,         // --retest passes run
 };
-std::string_view to_string(RetestEnd end);  // "running", "cleared", "no_smaller", "cap"
+inline constexpr std::array<std::string_view, 4> retest_end_names{"running", "cleared", "no_smaller", "cap"};
+std::string_view to_string(RetestEnd end);
 
 // The retests as ClusterKit runs them: the flagged pairs measured again in rounds where pairs
 // that share no rank run at once (pack_rounds; one per round with `serial`), pass after pass

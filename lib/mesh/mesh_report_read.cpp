@@ -199,6 +199,8 @@ MeshHead head_of(const json& kept, const std::string& origin) {
     refuse(origin, tool.empty() ? "not an rdma_mesh report (it has no \"tool\")"
                                 : fmt::format("not an rdma_mesh report (its tool is {})", tool));
   }
+  // A report of a run that never started (a usage error) has none: say so in a person's words.
+  if (!kept.contains("ranks")) refuse(origin, "it has no ranks count");
   MeshHead head;
   try {
     head = head_from_json(kept, "");
@@ -223,10 +225,10 @@ SavedMesh read_mesh_report(std::istream& in, const std::string& origin) {
   Directions read;
   json kept;
   try {
-    // The summary and the retest passes are the analysis's, which --analyse makes again.
+    // The summary is the analysis's, which --analyse makes again.
     const JsonStreamPlan plan{
         .streamed = {"pairs/*", "matrices/*/first/*", "matrices/*/final/*", "matrices/*/failures/*"},
-        .skipped = {"summary", "retest_passes"}};
+        .skipped = {"summary"}};
     kept = read_json_stream(in, plan,
                             [&read](const std::vector<std::string>& path, json& value) { read.take(path, value); });
   } catch (const ProtocolError& error) {

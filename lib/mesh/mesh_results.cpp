@@ -25,14 +25,6 @@ std::string_view figure_name(Test test) {
   return "";
 }
 
-nlohmann::json optional_number(const std::optional<double>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
-}
-
-nlohmann::json figure_or_null(double figure) {
-  return std::isnan(figure) ? nlohmann::json() : nlohmann::json(figure);
-}
-
 nlohmann::json direction_json(const Direction& d, bool outlier) {
   return to_json(PairRecord{.direction = d,
                             .unit = std::string(unit_of(d.test)),
@@ -65,53 +57,40 @@ Cell cell_of(const TestMatrix& matrix, std::size_t cell) {
               .retested = matrix.retests[cell] > 0};
 }
 
-nlohmann::json culprit_json(const Culprit& culprit) {
-  return {{"kind", to_string(culprit.kind)},
-          {"name", culprit.name},
-          {"ranks", culprit.ranks},
-          {"low", culprit.low},
-          {"total", culprit.total},
-          {"median_ratio", optional_number(culprit.median_ratio)},
-          {"confidence", culprit.confidence},
-          {"evidence", culprit.evidence},
-          {"next", culprit.next}};
-}
-
 nlohmann::json summary_json(const MeshResults& results, Test test, const TestAnalysis& judged) {
   const auto& analysis = judged.analysis;
   const auto& matrix = matrix_of(results, test);
-  nlohmann::json summary = {{"unit", unit_of(test)},
-                            {"figure", figure_name(test)},
-                            {"measured", analysis.measured},
-                            {"failed", analysis.failed},
-                            {"min", optional_number(analysis.min)},
-                            {"median", optional_number(analysis.median)},
-                            {"first_pass_median", optional_number(judged.first_pass_median)},
-                            {"max", optional_number(analysis.max)},
-                            {"threshold", results.analysis_settings(test).threshold},
-                            {"rule", to_string(results.rule)},
-                            {"slowest", nlohmann::json::array()},
-                            {"outliers", nlohmann::json::array()},
-                            {"node_problems", nlohmann::json::array()},
-                            {"culprits", nlohmann::json::array()}};
+  SummaryRecord summary{.unit = std::string(unit_of(test)),
+                        .figure = std::string(figure_name(test)),
+                        .measured = analysis.measured,
+                        .failed = analysis.failed,
+                        .min = analysis.min,
+                        .median = analysis.median,
+                        .first_pass_median = judged.first_pass_median,
+                        .max = analysis.max,
+                        .threshold = results.analysis_settings(test).threshold,
+                        .rule = results.rule,
+                        .slowest = {},
+                        .outliers = {},
+                        .node_problems = {},
+                        .culprits = judged.culprits};
   for (const auto index : analysis.slowest) {
     const auto c = cell_of(matrix, judged.cells[index]);
-    summary["slowest"].push_back({{"source", c.source}, {"destination", c.destination}, {"figure", c.last}});
+    summary.slowest.push_back({.source = c.source, .destination = c.destination, .figure = c.last});
   }
   for (const auto& outlier : analysis.outliers) {
     const auto c = cell_of(matrix, judged.cells[outlier.sample]);
-    summary["outliers"].push_back({{"source", c.source},
-                                   {"destination", c.destination},
-                                   {"figure", c.last},
-                                   {"first_figure", figure_or_null(c.first)},
-                                   {"ratio", outlier.ratio}});
+    summary.outliers.push_back({.source = c.source,
+                                .destination = c.destination,
+                                .figure = c.last,
+                                .first_figure = std::isnan(c.first) ? std::nullopt : std::optional(c.first),
+                                .ratio = outlier.ratio});
   }
   for (const auto& problem : analysis.node_problems) {
-    summary["node_problems"].push_back(
-        {{"rank", problem.rank}, {"host", results.table.host_of(problem.rank)}, {"links", problem.links}});
+    summary.node_problems.push_back(
+        {.rank = problem.rank, .host = results.table.host_of(problem.rank), .links = problem.links});
   }
-  for (const auto& culprit : judged.culprits) summary["culprits"].push_back(culprit_json(culprit));
-  return summary;
+  return to_json(summary);
 }
 
 // The matrix form of the report: every test's first and last figures, row = source rank,
@@ -255,23 +234,6 @@ std::string nodes_text(const MeshResults& results) {
   return out;
 }
 
-// Per pass: {pairs, rounds: [[[low, high], ...], ...]}.
-nlohmann::json retest_passes_json(const std::vector<std::vector<Round>>& passes) {
-  auto all = nlohmann::json::array();
-  for (const auto& pass : passes) {
-    nlohmann::json rounds = nlohmann::json::array();
-    std::size_t pairs = 0;
-    for (const auto& round : pass) {
-      nlohmann::json listed = nlohmann::json::array();
-      for (const auto& pair : round) listed.push_back({pair.low, pair.high});
-      pairs += round.size();
-      rounds.push_back(std::move(listed));
-    }
-    all.push_back({{"pairs", pairs}, {"rounds", std::move(rounds)}});
-  }
-  return all;
-}
-
 // What the plan left unmeasured, and what the retests did: for a reader of a --quick or
 // --pairs run, and of one whose retests ran.
 std::string coverage_text(const MeshResults& results) {
@@ -411,24 +373,29 @@ bool MeshResults::all_good() const {
 }
 
 void MeshResults::add_to(nlohmann::json& document) const {
+  const bool matrix_form = !analysed_from.empty() || ranks > matrix_form_above_ranks;
+  std::vector<RetestPassRecord> passes;
+  for (const auto& pass : retest_passes) {
+    passes.push_back({.pairs = 0, .rounds = pass});
+    for (const auto& round : pass) passes.back().pairs += round.size();
+  }
+  auto fabric = mixed_fabric(nodes);
+  fabric.insert(fabric.end(), warnings.begin(), warnings.end());
   document.update(to_json(MeshHead{
       .ranks = ranks, .tests = tests, .rounds = rounds, .rounds_completed = rounds_completed, .finished = finished}));
-  document["left_out"] = left_out;
-  document["retest_passes"] = retest_passes_json(retest_passes);
-  document["retests_ended"] = to_string(retests_ended);
+  document.update(to_json(MeshRunRecord{.left_out = left_out,
+                                        .retest_passes = std::move(passes),
+                                        .retests_ended = retests_ended,
+                                        .warnings = std::move(fabric),
+                                        .analysed_from = analysed_from,
+                                        .topology = topology ? topology->origin : std::string(),
+                                        .form = matrix_form ? "matrix" : "pairs"}));
   nlohmann::json described_nodes = nlohmann::json::array();
   for (const auto& node : nodes) described_nodes.push_back(to_json(node));
   document["nodes"] = std::move(described_nodes);
-  auto fabric = mixed_fabric(nodes);
-  fabric.insert(fabric.end(), warnings.begin(), warnings.end());
-  if (!fabric.empty()) document["warnings"] = fabric;
-  if (!analysed_from.empty()) document["analysed_from"] = analysed_from;
-  if (topology) document["topology"] = topology->origin;
-  if (!analysed_from.empty() || ranks > matrix_form_above_ranks) {
-    document["form"] = "matrix";
+  if (matrix_form) {
     document["matrices"] = matrices_json(*this);
   } else {
-    document["form"] = "pairs";
     document["pairs"] = nlohmann::json::array();
     const auto outliers = outlier_flags();
     for (std::size_t i = 0; i < directions.size(); ++i) {

@@ -147,7 +147,9 @@ TEST(MeshReportRead, RefusesWhatIsNotAMeshReport) {
   auto no_ranks = report_head(2, {MeshTest::bandwidth});
   no_ranks.erase("ranks");
   no_ranks["pairs"] = nlohmann::json::array();
-  EXPECT_EQ(refusal_of(no_ranks.dump()), "--analyse report.json: ranks: missing");
+  EXPECT_EQ(refusal_of(no_ranks.dump()), "--analyse report.json: it has no ranks count");
+  no_ranks["ranks"] = "two";
+  EXPECT_EQ(refusal_of(no_ranks.dump()), "--analyse report.json: ranks: expected an integer");
   auto bogus = nlohmann::json::parse(with_pair(pair_record(0, 1, 1)));
   bogus["tests"] = {"bogus"};
   EXPECT_EQ(refusal_of(bogus.dump()), "--analyse report.json: tests[0]: 'bogus' is not one of bw, lat, cm");

@@ -43,14 +43,19 @@ struct StatsJson {
     visit("t_stdev_us", row.summary.stdev_us);
     visit("t_p99_us", row.summary.p99_us);
     visit("t_p999_us", row.summary.p999_us);
+    visit("histogram", row.histogram, described::when_set);  // --histogram
+  }
+
+  static void members(Describes<HistogramBucket> auto& bucket, auto&& visit) {
+    visit("low_us", bucket.low_us);
+    visit("high_us", bucket.high_us);
+    visit("count", bucket.count);
   }
 };
 
-// The keys BwResults writes beside a row's described ones.
-std::vector<std::string> row_extras(bool latency) {
-  std::vector<std::string> keys{"counters", "cpu", "datagrams"};
-  if (latency) keys.emplace_back("histogram");
-  return keys;
+// The keys send_bw writes beside a row's described ones (lib/send_bw/bw_json).
+std::vector<std::string> row_extras() {
+  return {"counters", "cpu", "datagrams"};
 }
 
 }  // namespace
@@ -87,11 +92,11 @@ std::vector<described::SchemaShape> stats_json_shapes() {
           {.schema = "send_bw",
            .pointer = "/$defs/bandwidth_row",
            .shape = described::shape<StatsJson, BandwidthRow>(),
-           .extra_keys = row_extras(false)},
+           .extra_keys = row_extras()},
           {.schema = "send_bw",
            .pointer = "/$defs/latency_row",
            .shape = described::shape<StatsJson, LatencyRow>(),
-           .extra_keys = row_extras(true)}};
+           .extra_keys = row_extras()}};
 }
 
 }  // namespace rdmakit

@@ -3,8 +3,8 @@
 // summary (a report's "rtt_us") and send_bw's rows (named as perftest's columns). What the
 // reports write, what send_bw --baseline and rdma_smoke read back, and the shapes
 // common.schema.json's latency_summary and send_bw.schema.json's bandwidth_row and latency_row
-// must have. The keys other parts of a report add to a row (--counters, --cpu-util, -c UD,
-// --histogram) are written beside it by send_bw and left alone by the reader.
+// must have, --histogram's buckets included. The keys other parts of a report add to a row
+// (--counters, --cpu-util, -c UD) are written beside it by send_bw and left alone by the reader.
 
 #include <string>
 #include <vector>

@@ -9,23 +9,6 @@ namespace rdmakit {
 
 namespace {
 
-// A latency row and, with --histogram, its buckets.
-nlohmann::json row_json(const LatencyRow& row) {
-  auto item = to_json(row);
-  if (!row.histogram.empty()) {
-    nlohmann::json buckets = nlohmann::json::array();
-    for (const auto& b : row.histogram) {
-      buckets.push_back({{"low_us", b.low_us}, {"high_us", b.high_us}, {"count", b.count}});
-    }
-    item["histogram"] = std::move(buckets);
-  }
-  return item;
-}
-
-nlohmann::json to_json(const BwRefusal& refusal) {
-  return {{"peer", refusal.peer}, {"reason", refusal.reason}};
-}
-
 double unit_scale(bool gbits) {
   return gbits ? 1048576.0 * 8 / 1e9 : 1.0;  // MiB/s -> Gb/s
 }
@@ -94,11 +77,11 @@ nlohmann::json intervals_json(const BwResults& results) {
   nlohmann::json items = nlohmann::json::array();
   for (const auto& sample : results.intervals) {
     const auto rates = rates_of(sample, interval_size(results));
-    items.push_back({{"end_s", sample.end_s},
-                     {"seconds", sample.seconds},
-                     {"messages", sample.messages},
-                     {"bw_average_mib_per_s", rates.mib_per_s},
-                     {"message_rate_mpps", rates.mpps}});
+    items.push_back(to_json(IntervalRecord{.end_s = sample.end_s,
+                                           .seconds = sample.seconds,
+                                           .messages = sample.messages,
+                                           .bw_average_mib_per_s = rates.mib_per_s,
+                                           .message_rate_mpps = rates.mpps}));
   }
   return items;
 }
@@ -205,7 +188,7 @@ void BwResults::add_to(nlohmann::json& document) const {
   }
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : bandwidth) rows.push_back(to_json(row));
-  for (const auto& row : latency) rows.push_back(row_json(row));
+  for (const auto& row : latency) rows.push_back(to_json(row));
   for (std::size_t i = 0; i < row_counters.size() && i < rows.size(); ++i) rows[i]["counters"] = row_counters[i];
   for (std::size_t i = 0; i < row_cpu.size() && i < rows.size(); ++i) {
     rows[i]["cpu"] = cpu_json(row_cpu[i], row_at(*this, i).second);
@@ -215,15 +198,17 @@ void BwResults::add_to(nlohmann::json& document) const {
   // arrived has no row on the server, and a latency server has no rows at all.
   nlohmann::json losses = nlohmann::json::array();
   for (const auto& loss : datagrams) {
-    nlohmann::json counts = {{"sent", loss.sent}, {"received", loss.received}, {"lost", loss.lost()}};
-    for (auto& row : rows) {
-      if (row["bytes"] == loss.size) row["datagrams"] = counts;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i]["bytes"] != loss.size) continue;
+      rows[i]["datagrams"] =
+          i < latency.size() ? to_json(PingDatagrams{.sent = loss.sent,
+                                                     .received = loss.received,
+                                                     .lost = loss.lost(),
+                                                     .unanswered = latency[i].unanswered})
+                             : to_json(RowDatagrams{.sent = loss.sent, .received = loss.received, .lost = loss.lost()});
     }
-    counts["bytes"] = loss.size;
-    losses.push_back(std::move(counts));
-  }
-  for (std::size_t i = 0; i < latency.size() && !datagrams.empty(); ++i) {
-    rows[i]["datagrams"]["unanswered"] = latency[i].unanswered;
+    losses.push_back(
+        to_json(DatagramRecord{.sent = loss.sent, .received = loss.received, .lost = loss.lost(), .bytes = loss.size}));
   }
   if (!datagrams.empty()) document["datagrams"] = std::move(losses);
   document["test"] = test;
@@ -237,14 +222,6 @@ std::string BwResults::text() const {
   if (answers_pings(*this)) return fmt::format("answered {} messages\n", answered) + datagrams_text(*this);
   auto text = latency.empty() ? table(bandwidth, gbits) : table(latency, gbits);
   return text + datagrams_text(*this) + intervals_text(*this) + cpu_text(*this) + counters_text(*this);
-}
-
-nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages) {
-  return {{"user_s", use.user_s},
-          {"system_s", use.system_s},
-          {"wall_s", use.wall_s},
-          {"utilization", use.utilization()},
-          {"us_per_message", use.us_per_message(messages)}};
 }
 
 std::string newest_row_text(const BwResults& results) {

@@ -20,6 +20,7 @@
 #include "lib/base/report.hpp"
 #include "lib/base/wait.hpp"
 #include "lib/net/peer_gate.hpp"
+#include "lib/send_bw/bw_json.hpp"
 #include "lib/send_bw/bw_messages.hpp"
 #include "lib/send_bw/datagram_end.hpp"
 #include "lib/send_bw/loops.hpp"
@@ -108,11 +109,6 @@ struct BwSettings {
   bool bound_client_silence = false;
 };
 
-struct BwRefusal {
-  std::string peer;
-  std::string reason;
-};
-
 // A persistent server's record of one client, with the test that client ran.
 struct BwServedClient {
   ServedConnection record;
@@ -153,10 +149,6 @@ struct BwResults final : ReportSection {
   }
   std::string text() const override;
 };
-
-// --cpu-util's figures: user and system seconds, the wall time, the share of one core and
-// the CPU microseconds per message.
-nlohmann::json cpu_json(const CpuUse& use, std::uint64_t messages);
 
 // --rate-limit in messages a second at `size` bytes.
 double messages_per_s(double rate, char units, std::uint32_t size);

@@ -19,6 +19,7 @@
 #include "lib/diag/diagnosis.hpp"
 #include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/mesh_node.hpp"
+#include "lib/send_bw/bw_json.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/tool/persistent.hpp"
 #include "tests/unit/source_docs.hpp"
@@ -261,12 +262,13 @@ std::vector<SchemaShape> registered_shapes() {
   for (auto& shape : rdmakit::diag::diag_bind_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::bw_json_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 42U);
+  EXPECT_GE(shapes.size(), 50U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

@@ -154,14 +154,24 @@ std::vector<TestMatrix> from_pairs(Directions& read, const std::vector<Test>& te
   return matrices;
 }
 
-std::vector<TestMatrix> from_matrices(Directions& read, const json& kept, const std::vector<Test>& tests, int ranks,
-                                      const std::string& origin) {
+// Each test's section of the matrix form, but for the rows and failures streamed from it: a
+// test the report runs, and its unit and lists of the types the description gives.
+void check_matrix_sections(const json& kept, const std::vector<Test>& tests, const std::string& origin) {
   for (const auto& [name, section] : kept.items()) {
     if (!test_named(name) || std::ranges::find(tests, *test_named(name)) == tests.end()) {
       refuse(origin, fmt::format("its matrices have a test \"{}\", which its tests do not name", name));
     }
-    (void)matrix_from_json(section, "matrices." + name);  // its unit and the lists' types
+    try {
+      (void)matrix_from_json(section, "matrices." + name);
+    } catch (const ProtocolError& error) {
+      refuse(origin, error.what());
+    }
   }
+}
+
+std::vector<TestMatrix> from_matrices(Directions& read, const json& kept, const std::vector<Test>& tests, int ranks,
+                                      const std::string& origin) {
+  check_matrix_sections(kept, tests, origin);
   std::vector<TestMatrix> matrices;
   for (const auto test : tests) {
     const auto name = std::string(to_string(test));

@@ -6,12 +6,16 @@
 
 #include <fmt/format.h>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 #include "lib/base/stats_json.hpp"
 
 namespace rdmakit {
 
 namespace {
+
+using described::Describes;
+using described::when_set;
 
 // A report larger than this is no send_bw report (a sweep's is a few tens of KiB).
 constexpr std::streamsize max_baseline_bytes = 64 << 20;
@@ -82,27 +86,71 @@ void hold(std::uint32_t bytes, const char* figure, double measured, const std::o
           bool higher_is_better, const char* flag, std::vector<Shortfall>& shortfalls) {
   if (!limit) return;
   if (higher_is_better ? measured < *limit : measured > *limit) {
-    shortfalls.push_back(
-        {.bytes = bytes, .figure = figure, .measured = measured, .limit = *limit, .by = flag, .baseline = 0});
+    shortfalls.push_back({.bytes = bytes,
+                          .figure = figure,
+                          .measured = measured,
+                          .limit = *limit,
+                          .by = flag,
+                          .baseline = std::nullopt});
   }
-}
-
-nlohmann::json to_json(const Shortfall& s) {
-  nlohmann::json item = {
-      {"bytes", s.bytes}, {"figure", s.figure}, {"measured", s.measured}, {"limit", s.limit}, {"by", s.by}};
-  if (s.by == "--baseline") item["baseline"] = s.baseline;
-  return item;
 }
 
 std::string line_of(const Shortfall& s, double tolerance) {
   const bool latency = s.figure.starts_with("t_");
   std::string source = s.by;
   if (s.by == "--baseline") {
-    source = fmt::format("the baseline's {:.4g} {} {:g}%", s.baseline, latency ? "plus" : "less", tolerance * 100);
+    source = fmt::format("the baseline's {:.4g} {} {:g}%", s.baseline.value_or(0), latency ? "plus" : "less",
+                         tolerance * 100);
   }
   return fmt::format("{} B: {} {:.4g} {} {:.4g} ({})", s.bytes, s.figure, s.measured, latency ? "above" : "below",
                      s.limit, source);
 }
+
+// The report's "gate": the limits, what fell short, and the baseline compared against.
+struct GateBaselineRecord {
+  std::string file;
+  double tolerance = 0;
+  std::size_t rows_compared = 0;
+  std::vector<std::uint32_t> rows_unmatched;
+};
+struct GateRecord {
+  bool passed = true;
+  RowLimits expect;
+  std::vector<Shortfall> shortfalls;
+  std::optional<GateBaselineRecord> baseline;  // null without --baseline
+};
+
+struct GateJson {
+  static constexpr described::ReadLimits limits{};
+  static constexpr auto missing_keys = described::MissingKeys::refused;
+
+  static void members(Describes<GateRecord> auto& gate, auto&& visit) {
+    visit("passed", gate.passed);
+    visit("expect", gate.expect);
+    visit("shortfalls", gate.shortfalls);
+    visit("baseline", gate.baseline);
+  }
+  // Only the limits given, by the figure they bound.
+  static void members(Describes<RowLimits> auto& expect, auto&& visit) {
+    visit("bw_average_mib_per_s", expect.min_bw_mib_per_s, when_set);
+    visit("message_rate_mpps", expect.min_rate_mpps, when_set);
+    visit("t_p99_us", expect.max_lat_p99_us, when_set);
+  }
+  static void members(Describes<Shortfall> auto& shortfall, auto&& visit) {
+    visit("bytes", shortfall.bytes);
+    visit("figure", shortfall.figure);
+    visit("measured", shortfall.measured);
+    visit("limit", shortfall.limit);
+    visit("by", shortfall.by);
+    visit("baseline", shortfall.baseline, when_set);
+  }
+  static void members(Describes<GateBaselineRecord> auto& baseline, auto&& visit) {
+    visit("file", baseline.file);
+    visit("tolerance", baseline.tolerance);
+    visit("rows_compared", baseline.rows_compared);
+    visit("rows_unmatched", baseline.rows_unmatched);
+  }
+};
 
 }  // namespace
 
@@ -162,20 +210,21 @@ std::string GateResult::summary() const {
 }
 
 void GateResult::add_to(nlohmann::json& document) const {
-  nlohmann::json expect = nlohmann::json::object();
-  if (limits.min_bw_mib_per_s) expect["bw_average_mib_per_s"] = *limits.min_bw_mib_per_s;
-  if (limits.min_rate_mpps) expect["message_rate_mpps"] = *limits.min_rate_mpps;
-  if (limits.max_lat_p99_us) expect["t_p99_us"] = *limits.max_lat_p99_us;
-  nlohmann::json failed = nlohmann::json::array();
-  for (const auto& s : shortfalls) failed.push_back(to_json(s));
-  nlohmann::json gate = {{"passed", passed()}, {"expect", expect}, {"shortfalls", failed}, {"baseline", nullptr}};
+  GateRecord gate{.passed = passed(), .expect = limits, .shortfalls = shortfalls, .baseline = std::nullopt};
   if (baseline) {
-    gate["baseline"] = {{"file", baseline->file},
-                        {"tolerance", tolerance},
-                        {"rows_compared", rows_compared},
-                        {"rows_unmatched", rows_unmatched}};
+    gate.baseline = GateBaselineRecord{.file = baseline->file,
+                                       .tolerance = tolerance,
+                                       .rows_compared = rows_compared,
+                                       .rows_unmatched = rows_unmatched};
   }
-  document["gate"] = std::move(gate);
+  document["gate"] = described::write<GateJson>(gate);
+}
+
+std::vector<described::SchemaShape> gate_json_shapes() {
+  return {{.schema = "send_bw",
+           .pointer = "/properties/gate",
+           .shape = described::shape<GateJson, GateRecord>(),
+           .extra_keys = {}}};
 }
 
 std::string GateResult::text() const {

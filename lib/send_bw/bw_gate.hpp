@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/report.hpp"
 #include "lib/send_bw/send_bw_session.hpp"
 
@@ -42,9 +43,9 @@ struct Shortfall {
   std::uint32_t bytes = 0;
   std::string figure;  // the row's JSON name: bw_average_mib_per_s, message_rate_mpps, t_p99_us, t_median_us
   double measured = 0;
-  double limit = 0;     // the bound it missed: the flag's value, or the baseline's scaled by the tolerance
-  std::string by;       // --expect-bw, --expect-rate, --expect-lat-p99 or --baseline
-  double baseline = 0;  // --baseline: the baseline's figure
+  double limit = 0;                // the bound it missed: the flag's value, or the baseline's scaled by the tolerance
+  std::string by;                  // --expect-bw, --expect-rate, --expect-lat-p99 or --baseline
+  std::optional<double> baseline;  // --baseline: the baseline's figure
 };
 
 struct GateResult final : ReportSection {
@@ -66,5 +67,8 @@ struct GateResult final : ReportSection {
 // fraction: 0.1 lets bandwidth fall and latency rise by 10%).
 GateResult check_rows(const BwResults& results, const RowLimits& limits, const std::optional<Baseline>& baseline,
                       double tolerance);
+
+// The "gate" section's shape and its schema definition (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> gate_json_shapes();
 
 }  // namespace rdmakit

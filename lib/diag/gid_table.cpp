@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/text_file.hpp"
+#include "lib/diag/diag_json.hpp"
 #include "lib/diag/host_queries.hpp"
 
 namespace rdmakit::diag {
@@ -123,32 +124,81 @@ GidLookup look_up_gid(const Inventory& inventory, const std::string& address, co
   return lookup;
 }
 
+namespace {
+
+using described::Describes;
+
+// --gids ADDRESS's advice as the report has it: the entry's port, index, GID and type, null
+// or empty when no entry suits the address.
+struct AdviceRecord {
+  std::string address;
+  std::string source;
+  std::string device;
+  std::optional<int> port;
+  std::optional<int> index;
+  std::string gid;
+  std::string type;
+  std::string reason;
+  std::vector<StackSetting> settings;
+};
+
+struct GidTableJson : DiagJson {
+  static constexpr described::ReadLimits limits{};
+  static void members(Describes<GidEntry> auto& gid, auto&& visit) { DiagJson::members(gid, visit); }
+  static void members(Describes<GidRow> auto& row, auto&& visit) {
+    visit("device", row.device);
+    visit("port", row.port);
+    members(row.entry, visit);  // the entry's keys beside the row's
+    visit("ipv4", row.ipv4, described::null_when_unset);
+    visit("vlan", row.vlan);
+    visit("link_local", row.link_local);
+  }
+  static void members(Describes<StackSetting> auto& setting, auto&& visit) {
+    visit("stack", setting.stack);
+    visit("setting", setting.setting);
+  }
+  static void members(Describes<AdviceRecord> auto& advice, auto&& visit) {
+    visit("address", advice.address);
+    visit("source", advice.source);
+    visit("device", advice.device);
+    visit("port", advice.port);
+    visit("index", advice.index);
+    visit("gid", advice.gid);
+    visit("type", advice.type);
+    visit("reason", advice.reason);
+    visit("settings", advice.settings);
+  }
+};
+
+}  // namespace
+
 nlohmann::json to_json(const GidRow& row) {
-  return {{"device", row.device},
-          {"port", row.port},
-          {"index", row.entry.index},
-          {"gid", row.entry.gid},
-          {"ipv4", row.ipv4.empty() ? nlohmann::json(nullptr) : nlohmann::json(row.ipv4)},
-          {"type", row.entry.type},
-          {"netdev", row.entry.netdev},
-          {"vlan", row.vlan ? nlohmann::json(*row.vlan) : nlohmann::json(nullptr)},
-          {"link_local", row.link_local}};
+  return described::write<GidTableJson>(row);
 }
 
 nlohmann::json to_json(const GidLookup& lookup) {
   const auto& advice = lookup.advice;
   const auto& entry = advice.entry;
-  nlohmann::json settings = nlohmann::json::array();
-  for (const auto& s : lookup.settings) settings.push_back({{"stack", s.stack}, {"setting", s.setting}});
-  return {{"address", lookup.address},
-          {"source", lookup.source},
-          {"device", advice.device},
-          {"port", entry ? nlohmann::json(advice.port) : nlohmann::json(nullptr)},
-          {"index", entry ? nlohmann::json(entry->index) : nlohmann::json(nullptr)},
-          {"gid", entry ? entry->gid : std::string()},
-          {"type", entry ? entry->type : std::string()},
-          {"reason", advice.reason},
-          {"settings", settings}};
+  return described::write<GidTableJson>(AdviceRecord{.address = lookup.address,
+                                                     .source = lookup.source,
+                                                     .device = advice.device,
+                                                     .port = entry ? std::optional(advice.port) : std::nullopt,
+                                                     .index = entry ? std::optional(entry->index) : std::nullopt,
+                                                     .gid = entry ? entry->gid : std::string(),
+                                                     .type = entry ? entry->type : std::string(),
+                                                     .reason = advice.reason,
+                                                     .settings = lookup.settings});
+}
+
+std::vector<described::SchemaShape> gid_table_shapes() {
+  return {{.schema = "diag-bind",
+           .pointer = "/$defs/gid_row",
+           .shape = described::shape<GidTableJson, GidRow>(),
+           .extra_keys = {}},
+          {.schema = "diag-bind",
+           .pointer = "/$defs/advice",
+           .shape = described::shape<GidTableJson, AdviceRecord>(),
+           .extra_keys = {}}};
 }
 
 namespace {

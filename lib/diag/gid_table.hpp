@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/report.hpp"
 #include "lib/diag/diagnosis.hpp"
 #include "lib/rdma/gid.hpp"
@@ -50,6 +51,8 @@ GidLookup look_up_gid(const Inventory& inventory, const std::string& address, co
 
 nlohmann::json to_json(const GidRow& row);
 nlohmann::json to_json(const GidLookup& lookup);
+// The rows' and the advice's shapes and their schema definitions (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> gid_table_shapes();
 // The table with a header line, columns as show_gids has them.
 std::string render_gid_table(const std::vector<GidRow>& rows);
 std::string render_gid_lookup(const GidLookup& lookup, const SiblingNames& siblings);

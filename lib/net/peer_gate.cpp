@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/error.hpp"
 
 namespace rdmakit {
@@ -118,11 +119,41 @@ AllowList local_subnets(const std::string& bind, const std::vector<InterfaceAddr
   return AllowList(std::move(subnets));
 }
 
+namespace {
+
+// The tally as the report has it, with its total.
+struct RefusedRecord {
+  std::uint64_t total = 0;
+  std::uint64_t not_allowed = 0;
+  std::uint64_t too_fast = 0;
+  std::uint64_t too_many = 0;
+};
+
+struct RefusedJson {
+  static constexpr described::ReadLimits limits{};
+  static constexpr auto missing_keys = described::MissingKeys::refused;
+  static void members(described::Describes<RefusedRecord> auto& refused, auto&& visit) {
+    visit("total", refused.total);
+    visit("not_allowed", refused.not_allowed);
+    visit("too_fast", refused.too_fast);
+    visit("too_many", refused.too_many);
+  }
+};
+
+}  // namespace
+
 void RefusedPeers::add_to(nlohmann::json& document) const {
-  document["refused_peers"] = {{"total", tally_.total()},
-                               {"not_allowed", tally_.not_allowed},
-                               {"too_fast", tally_.too_fast},
-                               {"too_many", tally_.too_many}};
+  document["refused_peers"] = described::write<RefusedJson>(RefusedRecord{.total = tally_.total(),
+                                                                          .not_allowed = tally_.not_allowed,
+                                                                          .too_fast = tally_.too_fast,
+                                                                          .too_many = tally_.too_many});
+}
+
+std::vector<described::SchemaShape> refused_peers_shapes() {
+  return {{.schema = "common",
+           .pointer = "/$defs/refused_peers",
+           .shape = described::shape<RefusedJson, RefusedRecord>(),
+           .extra_keys = {}}};
 }
 
 std::string RefusedPeers::note() const {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lib/base/cli_declarations.hpp"
+#include "lib/base/described_json.hpp"
 #include "lib/base/report.hpp"
 #include "lib/net/ip_address.hpp"
 
@@ -76,6 +77,9 @@ class RefusedPeers final : public ReportSection {
  private:
   RefusedTally tally_;
 };
+
+// The "refused_peers" section's shape and its schema definition (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> refused_peers_shapes();
 
 // Refusals logged: a burst of this many lines, then one a refusal_log_interval; those between
 // are counted into the next line.

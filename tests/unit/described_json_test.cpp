@@ -17,8 +17,11 @@
 #include "lib/base/stats_json.hpp"
 #include "lib/diag/connect_diagnosis.hpp"
 #include "lib/diag/diagnosis.hpp"
+#include "lib/diag/gid_table.hpp"
 #include "lib/mesh/mesh_json.hpp"
 #include "lib/mesh/mesh_node.hpp"
+#include "lib/net/peer_gate.hpp"
+#include "lib/send_bw/bw_gate.hpp"
 #include "lib/send_bw/bw_json.hpp"
 #include "lib/smoke/remote.hpp"
 #include "lib/tool/persistent.hpp"
@@ -263,12 +266,15 @@ std::vector<SchemaShape> registered_shapes() {
   for (auto& shape : rdmakit::mesh::mesh_node_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::mesh::mesh_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::bw_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::gate_json_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::diag::gid_table_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::refused_peers_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 50U);
+  EXPECT_GE(shapes.size(), 54U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "lib/base/error.hpp"
+#include "lib/base/named_values.hpp"
 
 namespace rdmakit::smoke {
 
@@ -184,12 +185,7 @@ const std::vector<std::pair<std::string, CaseAdder>>& adders() {
 }  // namespace
 
 std::string to_string(Direction direction) {
-  switch (direction) {
-    case Direction::forward: return "forward";
-    case Direction::reverse: return "reverse";
-    case Direction::local: break;
-  }
-  return "local";
+  return std::string(name_in(direction_names, direction, "local"));
 }
 
 PlanOptions reversed(const PlanOptions& forward) {

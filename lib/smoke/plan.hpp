@@ -3,8 +3,10 @@
 // ports, and what says a server is ready. Pure, so the unit tests check the plan without a
 // device; lib/smoke/run.hpp carries it out.
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rdmakit::smoke {
@@ -16,6 +18,7 @@ const std::vector<std::string>& smoke_tools();
 // (rdma_smoke --peer against --serve), forward: the --peer side's clients to the serving
 // side's servers; reverse: the serving side's clients to servers on the --peer side.
 enum class Direction { local, forward, reverse };
+inline constexpr std::array<std::string_view, 3> direction_names{"local", "forward", "reverse"};
 std::string to_string(Direction direction);
 
 // The ports one plan may take from its first port on; the next address's plan (or the

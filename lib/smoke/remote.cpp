@@ -28,6 +28,7 @@
 #include "lib/net/key_handshake.hpp"
 #include "lib/net/sealed_frames.hpp"
 #include "lib/net/stream_io.hpp"
+#include "lib/smoke/smoke_json.hpp"
 
 namespace rdmakit::smoke {
 
@@ -356,51 +357,12 @@ std::vector<SmokeCase> peer_cases(const PeerPlan& plan) {
   return cases;
 }
 
-namespace {
-
-using described::Describes;
-using described::when_set;
-
-// A tool run as the serving side reports it to the peer and the report embeds it: its
-// report kept as the tool wrote it, its stderr whole (newlines and all, up to the cap the
-// child process keeps).
-struct ToolRunJson : described::ObjectOrNullLeaf {
-  using ObjectOrNullLeaf::leaf_shape;
-  using ObjectOrNullLeaf::read_leaf;
-  using ObjectOrNullLeaf::write_leaf;
-  static constexpr described::ReadLimits limits{.max_text_bytes = ChildProcess::output_cap, .max_list_entries = 64};
-  static constexpr auto missing_keys = described::MissingKeys::refused;
-
-  static void members(Describes<ToolRun> auto& run, auto&& visit) {
-    visit("role", run.role);
-    visit("command", run.command);
-    visit("exit_code", run.outcome.exit_code);
-    visit("signal", run.outcome.signal);
-    visit("timed_out", run.outcome.timed_out);
-    visit("seconds", run.outcome.seconds);
-    visit("report", run.report);
-    visit("stderr", run.outcome.err);
-    visit("start_error", run.outcome.start_error, when_set);
-  }
-
-  // Any bytes a tool printed, within the bound: a terminal is not where they go.
-  static nlohmann::json write_leaf(const std::string& text) { return text; }
-  static void read_leaf(const nlohmann::json& value, const described::Path& path, std::string& out) {
-    if (!value.is_string()) described::reject(path, "expected a string");
-    if (value.get_ref<const std::string&>().size() > limits.max_text_bytes) described::reject(path, "too long");
-    out = value.get<std::string>();
-  }
-  static nlohmann::json leaf_shape(const std::string* /*kind*/) { return {{"type", "string"}}; }
-};
-
-}  // namespace
-
 nlohmann::json to_json(const ToolRun& run) {
-  return described::write<ToolRunJson>(run);
+  return described::write<SmokeJson>(run);
 }
 
 ToolRun tool_run_from_json(const nlohmann::json& item, const std::string& role) {
-  auto run = described::read_document<ToolRunJson, ToolRun>(item);
+  auto run = described::read_document<SmokeJson, ToolRun>(item);
   if (run.role != role) throw ProtocolError(fmt::format("a {} run where a {} run belongs", run.role, role));
   return run;
 }
@@ -408,7 +370,7 @@ ToolRun tool_run_from_json(const nlohmann::json& item, const std::string& role) 
 std::vector<described::SchemaShape> tool_run_shapes() {
   return {{.schema = "rdma_smoke",
            .pointer = "/$defs/run",
-           .shape = described::shape<ToolRunJson, ToolRun>(),
+           .shape = described::shape<SmokeJson, ToolRun>(),
            .extra_keys = {}}};
 }
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/error.hpp"
+#include "lib/base/named_values.hpp"
 #include "lib/base/report.hpp"
 #include "lib/base/stats_json.hpp"
 
@@ -184,12 +185,7 @@ void judge(CaseResult& result, const std::string& start_failure) {
 }
 
 std::string to_string(CaseOutcome outcome) {
-  switch (outcome) {
-    case CaseOutcome::passed: return "passed";
-    case CaseOutcome::skipped: return "skipped";
-    case CaseOutcome::failed: break;
-  }
-  return "failed";
+  return std::string(name_in(case_outcome_names, outcome, "failed"));
 }
 
 std::string failure_of(const ToolRun& run) {

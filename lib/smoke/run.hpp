@@ -5,10 +5,12 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,7 @@ struct ToolRun {
 };
 
 enum class CaseOutcome { passed, failed, skipped };
+inline constexpr std::array<std::string_view, 3> case_outcome_names{"passed", "failed", "skipped"};
 std::string to_string(CaseOutcome outcome);
 
 struct CaseResult {

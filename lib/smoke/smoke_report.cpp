@@ -1,6 +1,7 @@
 #include "lib/smoke/smoke_report.hpp"
 
 #include "lib/smoke/remote.hpp"
+#include "lib/smoke/smoke_json.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -47,35 +48,35 @@ std::size_t SmokeRun::count(CaseOutcome outcome) const {
 }
 
 nlohmann::json to_json(const CaseResult& result) {
-  nlohmann::json runs = nlohmann::json::array();
-  for (const auto& run : result.runs) {
-    auto item = to_json(run);
-    item["stderr"] = tail(run.outcome.err);
-    runs.push_back(std::move(item));
-  }
-  return {{"name", result.name},
-          {"tool", result.tool},
-          {"address", result.address},
-          {"direction", to_string(result.direction)},
-          {"outcome", to_string(result.outcome)},
-          {"reason", result.reason},
-          {"hint", result.hint},
-          {"seconds", result.seconds},
-          {"runs", runs}};
+  auto reported = result;
+  for (auto& run : reported.runs) run.outcome.err = tail(run.outcome.err);
+  return described::write<SmokeJson>(reported);
 }
 
 nlohmann::json to_json(const SmokeRun& run) {
-  nlohmann::json cases = nlohmann::json::array();
-  for (const auto& c : run.cases) cases.push_back(to_json(c));
-  nlohmann::json document = {{"addresses", run.addresses},
-                             {"cases", cases},
-                             {"passed", run.count(CaseOutcome::passed)},
-                             {"failed", run.count(CaseOutcome::failed)},
-                             {"skipped", run.count(CaseOutcome::skipped)},
-                             {"no_device", run.no_device ? *run.no_device : nlohmann::json(nullptr)},
-                             {"seconds", run.seconds}};
-  if (run.unauthenticated) document["unauthenticated"] = *run.unauthenticated;
-  return document;
+  SmokeRecord record{.addresses = run.addresses,
+                     .cases = run.cases,
+                     .passed = run.count(CaseOutcome::passed),
+                     .failed = run.count(CaseOutcome::failed),
+                     .skipped = run.count(CaseOutcome::skipped),
+                     .no_device = run.no_device ? *run.no_device : nlohmann::json(nullptr),
+                     .seconds = run.seconds,
+                     .unauthenticated = run.unauthenticated};
+  for (auto& result : record.cases) {
+    for (auto& tool_run : result.runs) tool_run.outcome.err = tail(tool_run.outcome.err);
+  }
+  return described::write<SmokeJson>(record);
+}
+
+std::vector<described::SchemaShape> smoke_report_shapes() {
+  return {{.schema = "rdma_smoke",
+           .pointer = "/$defs/case",
+           .shape = described::shape<SmokeJson, CaseResult>(),
+           .extra_keys = {}},
+          {.schema = "rdma_smoke",
+           .pointer = "/$defs/smoke",
+           .shape = described::shape<SmokeJson, SmokeRecord>(),
+           .extra_keys = {}}};
 }
 
 std::string render_table(const SmokeRun& run) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/base/described_json.hpp"
 #include "lib/base/report.hpp"
 #include "lib/smoke/run.hpp"
 
@@ -31,6 +32,8 @@ struct SmokeRun {
 
 nlohmann::json to_json(const CaseResult& result);
 nlohmann::json to_json(const SmokeRun& run);
+// The cases' and the summary's shapes and their schema definitions (tests/unit/described_json_test.cpp).
+std::vector<described::SchemaShape> smoke_report_shapes();
 std::string render_table(const SmokeRun& run);
 
 // JUnit XML (the Jenkins/Ant dialect GitLab and GitHub reporters read): one <testsuite> per

@@ -24,6 +24,7 @@
 #include "lib/send_bw/bw_gate.hpp"
 #include "lib/send_bw/bw_json.hpp"
 #include "lib/smoke/remote.hpp"
+#include "lib/smoke/smoke_report.hpp"
 #include "lib/tool/persistent.hpp"
 #include "tests/unit/source_docs.hpp"
 
@@ -166,7 +167,9 @@ class SchemaCheck {
     const auto ref = at.node["$ref"].get<std::string>();
     const auto hash = ref.find('#');
     auto file = hash == 0 ? at.file : report_schema(ref.substr(0, ref.find(".schema.json")));
-    auto node = file.at(nlohmann::json::json_pointer(ref.substr(hash + 1)));
+    // "diag-bind.schema.json" alone is that file's root.
+    const auto pointer = hash == std::string::npos ? std::string() : ref.substr(hash + 1);
+    auto node = file.at(nlohmann::json::json_pointer(pointer));
     return resolve({std::move(file), std::move(node)});
   }
 
@@ -269,12 +272,13 @@ std::vector<SchemaShape> registered_shapes() {
   for (auto& shape : rdmakit::gate_json_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::diag::gid_table_shapes()) shapes.push_back(std::move(shape));
   for (auto& shape : rdmakit::refused_peers_shapes()) shapes.push_back(std::move(shape));
+  for (auto& shape : rdmakit::smoke::smoke_report_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 TEST(DescribedJson, EveryRegisteredShapeIsItsSchemas) {
   const auto shapes = registered_shapes();
-  EXPECT_GE(shapes.size(), 54U);
+  EXPECT_GE(shapes.size(), 56U);
   for (const auto& registered : shapes) {
     const auto problems = SchemaCheck(registered).problems();
     EXPECT_TRUE(problems.empty()) << registered.schema << ".schema.json#" << registered.pointer << ":\n  "

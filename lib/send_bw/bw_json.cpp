@@ -26,21 +26,18 @@ struct BwJson {
     visit("bw_average_mib_per_s", interval.bw_average_mib_per_s);
     visit("message_rate_mpps", interval.message_rate_mpps);
   }
-  static void members(Describes<DatagramRecord> auto& datagrams, auto&& visit) {
-    visit("sent", datagrams.sent);
-    visit("received", datagrams.received);
-    visit("lost", datagrams.lost);
-    visit("bytes", datagrams.bytes);
-  }
   static void members(Describes<RowDatagrams> auto& datagrams, auto&& visit) {
     visit("sent", datagrams.sent);
     visit("received", datagrams.received);
     visit("lost", datagrams.lost);
   }
+  // The counts' keys beside the size, or the pings unanswered.
+  static void members(Describes<DatagramRecord> auto& datagrams, auto&& visit) {
+    members(datagrams.counts, visit);
+    visit("bytes", datagrams.bytes);
+  }
   static void members(Describes<PingDatagrams> auto& datagrams, auto&& visit) {
-    visit("sent", datagrams.sent);
-    visit("received", datagrams.received);
-    visit("lost", datagrams.lost);
+    members(datagrams.counts, visit);
     visit("unanswered", datagrams.unanswered);
   }
   static void members(Describes<BwRefusal> auto& refusal, auto&& visit) {

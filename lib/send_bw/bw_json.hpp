@@ -24,24 +24,20 @@ struct IntervalRecord {
   double message_rate_mpps = 0;
 };
 
-// A size's datagrams (-c UD), warm-up included, as both sides counted them: in the report's
-// own list (with the size), under a bandwidth row, and under a latency row (with the measured
-// pings whose answer never came).
-struct DatagramRecord {
-  std::uint64_t sent = 0;
-  std::uint64_t received = 0;
-  std::uint64_t lost = 0;
-  std::uint32_t bytes = 0;
-};
+// A size's datagrams (-c UD), warm-up included, as both sides counted them: under a
+// bandwidth row; in the report's own list, with the size; under a latency row, with the
+// measured pings whose answer never came.
 struct RowDatagrams {
   std::uint64_t sent = 0;
   std::uint64_t received = 0;
   std::uint64_t lost = 0;
 };
+struct DatagramRecord {
+  RowDatagrams counts;
+  std::uint32_t bytes = 0;
+};
 struct PingDatagrams {
-  std::uint64_t sent = 0;
-  std::uint64_t received = 0;
-  std::uint64_t lost = 0;
+  RowDatagrams counts;
   std::uint64_t unanswered = 0;
 };
 

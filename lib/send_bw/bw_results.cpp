@@ -198,17 +198,14 @@ void BwResults::add_to(nlohmann::json& document) const {
   // arrived has no row on the server, and a latency server has no rows at all.
   nlohmann::json losses = nlohmann::json::array();
   for (const auto& loss : datagrams) {
+    const RowDatagrams counts{.sent = loss.sent, .received = loss.received, .lost = loss.lost()};
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (rows[i]["bytes"] != loss.size) continue;
-      rows[i]["datagrams"] =
-          i < latency.size() ? to_json(PingDatagrams{.sent = loss.sent,
-                                                     .received = loss.received,
-                                                     .lost = loss.lost(),
-                                                     .unanswered = latency[i].unanswered})
-                             : to_json(RowDatagrams{.sent = loss.sent, .received = loss.received, .lost = loss.lost()});
+      rows[i]["datagrams"] = i < latency.size()
+                                 ? to_json(PingDatagrams{.counts = counts, .unanswered = latency[i].unanswered})
+                                 : to_json(counts);
     }
-    losses.push_back(
-        to_json(DatagramRecord{.sent = loss.sent, .received = loss.received, .lost = loss.lost(), .bytes = loss.size}));
+    losses.push_back(to_json(DatagramRecord{.counts = counts, .bytes = loss.size}));
   }
   if (!datagrams.empty()) document["datagrams"] = std::move(losses);
   document["test"] = test;

@@ -47,24 +47,30 @@ std::size_t SmokeRun::count(CaseOutcome outcome) const {
       std::ranges::count_if(cases, [outcome](const CaseResult& c) { return c.outcome == outcome; }));
 }
 
+namespace {
+
+// A case as the report carries it: each run's stderr cut to its tail.
+CaseResult as_reported(CaseResult result) {
+  for (auto& run : result.runs) run.outcome.err = tail(run.outcome.err);
+  return result;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const CaseResult& result) {
-  auto reported = result;
-  for (auto& run : reported.runs) run.outcome.err = tail(run.outcome.err);
-  return described::write<SmokeJson>(reported);
+  return described::write<SmokeJson>(as_reported(result));
 }
 
 nlohmann::json to_json(const SmokeRun& run) {
   SmokeRecord record{.addresses = run.addresses,
-                     .cases = run.cases,
+                     .cases = {},
                      .passed = run.count(CaseOutcome::passed),
                      .failed = run.count(CaseOutcome::failed),
                      .skipped = run.count(CaseOutcome::skipped),
                      .no_device = run.no_device ? *run.no_device : nlohmann::json(nullptr),
                      .seconds = run.seconds,
                      .unauthenticated = run.unauthenticated};
-  for (auto& result : record.cases) {
-    for (auto& tool_run : result.runs) tool_run.outcome.err = tail(tool_run.outcome.err);
-  }
+  for (const auto& result : run.cases) record.cases.push_back(as_reported(result));
   return described::write<SmokeJson>(record);
 }
 
